@@ -1,0 +1,258 @@
+/*
+ * rbpeek public API.
+ *
+ * rbpeek decodes a CRuby interpreter's state (threads, Ruby-level stacks,
+ * heap) from raw memory reads alone: it never runs code in the target. A
+ * session binds one target (a live process or a core file) to a memory
+ * source, finds the Ruby VM, picks a struct layout for the target's Ruby
+ * version, and then answers questions about it.
+ *
+ * Conventions:
+ *  - Every object is an opaque handle named rbpeek_<object>, and every
+ *    function is rbpeek_<object>_<verb>.
+ *  - Functions return an rbpeek_status; on failure the session keeps a one-line
+ *    human-readable message, available from rbpeek_session_error(). The
+ *    message says what went wrong and, where there is one, what to try.
+ *  - There is no global state: sessions are independent of one another.
+ *  - Strings handed out are UTF-8 (Ruby's own bytes, which are UTF-8 for
+ *    every path and name in practice) and stay valid for the lifetime of the
+ *    object that returned them.
+ */
+#ifndef RBPEEK_H
+#define RBPEEK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RBPEEK_API_VERSION 1
+
+typedef enum rbpeek_status {
+    RBPEEK_OK = 0,
+    RBPEEK_ERR_ARG = 1,          /* bad argument from the caller */
+    RBPEEK_ERR_NOMEM = 2,
+    RBPEEK_ERR_READ = 3,         /* target memory could not be read */
+    RBPEEK_ERR_NOT_RUBY = 4,     /* no CRuby interpreter found in the target */
+    RBPEEK_ERR_NO_LAYOUT = 5,    /* no struct layout for this Ruby version */
+    RBPEEK_ERR_CORRUPT = 6,      /* interpreter state is inconsistent */
+    RBPEEK_ERR_NOT_FOUND = 7,    /* the thing asked for does not exist */
+    RBPEEK_ERR_IO = 8,           /* a local file could not be read/written */
+    RBPEEK_ERR_UNSUPPORTED = 9,
+    RBPEEK_ERR_STATE = 10,       /* call made in the wrong order */
+} rbpeek_status;
+
+/* Name of a status code, e.g. "RBPEEK_ERR_READ". Never NULL. */
+const char *rbpeek_status_name(rbpeek_status status);
+
+/* ---------------------------------------------------------------------------
+ * Session: one target.
+ * ------------------------------------------------------------------------- */
+
+typedef struct rbpeek_session rbpeek_session;
+
+/* Reads up to len bytes of target memory at addr into buf. Returns the number
+ * of bytes read (a short count means the rest is unreadable), or -1. */
+typedef long (*rbpeek_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* Looks up the address of a global symbol. Returns 0 and sets *addr when
+ * found, nonzero otherwise. */
+typedef int (*rbpeek_lookup_fn)(void *ctx, const char *name, uint64_t *addr);
+
+rbpeek_session *rbpeek_session_new(void);
+void rbpeek_session_free(rbpeek_session *s);
+
+/* The last error message of this session ("" when none). */
+const char *rbpeek_session_error(const rbpeek_session *s);
+
+/* Memory sources. Exactly one of these must be set before attach. */
+/* Reads go through a caller-supplied callback (e.g. a debugger's process). */
+rbpeek_status rbpeek_session_use_reader(rbpeek_session *s, rbpeek_read_fn fn, void *ctx);
+/* Reads a live process directly through /proc/PID/mem (the caller must be
+ * allowed to, e.g. as its ptrace tracer). */
+rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid);
+/* Reads an ELF core file. File-backed segments that the core does not
+ * contain are read from the mapped files named in the core's NT_FILE note. */
+rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path);
+
+/* Symbol lookup. Optional: without it (or when it fails) symbols are taken
+ * from the dynamic symbol tables of the ELF images mapped in the target. */
+rbpeek_status rbpeek_session_use_lookup(rbpeek_session *s, rbpeek_lookup_fn fn, void *ctx);
+
+/* Describes a mapped region of the target. Used to find ELF images (for
+ * symbol fallback and DWARF). A live or core source fills these in itself;
+ * a callback source should be told. path may be NULL or "". */
+rbpeek_status rbpeek_session_add_region(rbpeek_session *s, uint64_t start, uint64_t end,
+                                        uint64_t file_offset, const char *path);
+
+/* Overrides, all optional, applied by attach. */
+rbpeek_status rbpeek_session_set_vm(rbpeek_session *s, uint64_t vm_addr);
+rbpeek_status rbpeek_session_set_layout_file(rbpeek_session *s, const char *path);
+rbpeek_status rbpeek_session_set_ruby_version(rbpeek_session *s, const char *version);
+/* ELF files that may carry DWARF for the Ruby (libruby or the ruby
+ * executable); tried before built-in tables. */
+rbpeek_status rbpeek_session_add_debug_file(rbpeek_session *s, const char *path);
+
+/* Finds the Ruby version, the layout and the VM. Must succeed before any
+ * query. May be called again after a failure with other overrides. */
+rbpeek_status rbpeek_session_attach(rbpeek_session *s);
+
+/* Drops cached target memory. Call whenever the target may have run since
+ * the last query (the sampler calls it after every resume). */
+void rbpeek_session_invalidate(rbpeek_session *s);
+
+/* After attach: facts about the target, for `ruby info`. */
+const char *rbpeek_session_ruby_version(const rbpeek_session *s);
+/* e.g. "dwarf:/usr/lib/libruby.so.3.4" or "builtin:3.1.2" or "file:x.layout" */
+const char *rbpeek_session_layout_source(const rbpeek_session *s);
+/* A warning worth showing the user once (e.g. nearest-table fallback), or "". */
+const char *rbpeek_session_warning(const rbpeek_session *s);
+uint64_t rbpeek_session_vm_addr(const rbpeek_session *s);
+/* How the VM was found, e.g. "symbol ruby_current_vm_ptr (debugger)". */
+const char *rbpeek_session_vm_source(const rbpeek_session *s);
+
+/* Read statistics, for benchmarks: calls into the memory source and cache hits. */
+typedef struct rbpeek_read_stats {
+    uint64_t requests;       /* reads asked of the cache */
+    uint64_t source_reads;   /* reads that reached the memory source */
+    uint64_t source_bytes;
+    uint64_t failures;       /* reads that failed (unreadable memory) */
+} rbpeek_read_stats;
+void rbpeek_session_read_stats(const rbpeek_session *s, rbpeek_read_stats *out);
+void rbpeek_session_reset_read_stats(rbpeek_session *s);
+
+/* ---------------------------------------------------------------------------
+ * Snapshot: every Ruby thread and its Ruby-level stack at one moment.
+ * ------------------------------------------------------------------------- */
+
+typedef struct rbpeek_snapshot rbpeek_snapshot;
+
+typedef enum rbpeek_frame_kind {
+    RBPEEK_FRAME_RUBY = 0,
+    RBPEEK_FRAME_CFUNC = 1,
+} rbpeek_frame_kind;
+
+/* One frame, exactly as the target's Thread#backtrace_locations reports it. */
+typedef struct rbpeek_frame {
+    const char *label;
+    const char *path;           /* never NULL; "" if Ruby reports nil */
+    const char *absolute_path;  /* NULL if Ruby reports nil */
+    int32_t lineno;
+    int32_t kind;               /* rbpeek_frame_kind */
+    uint64_t iseq;              /* iseq address, or 0 for C frames */
+} rbpeek_frame;
+
+typedef struct rbpeek_thread {
+    const char *name;           /* NULL when the thread has no name */
+    int32_t is_main;
+    int32_t status;             /* rbpeek_thread_status */
+    int64_t native_tid;         /* -1 when the Ruby version does not keep it */
+    uint64_t pthread_id;        /* pthread_t of the native thread, 0 if none */
+    uint64_t thread_addr;       /* rb_thread_t address */
+    uint64_t thread_value;      /* the Thread object (VALUE) */
+    uint64_t ractor_addr;       /* rb_ractor_t, 0 before Ruby 3.0 */
+    int32_t ractor_index;       /* 0 = main ractor */
+    int32_t truncated;          /* 1 if the stack was cut at the frame limit */
+    const char *error;          /* NULL, or why this thread's walk stopped early */
+    size_t nframes;
+    const rbpeek_frame *frames; /* innermost first */
+} rbpeek_thread;
+
+typedef enum rbpeek_thread_status {
+    RBPEEK_THREAD_RUNNABLE = 0,
+    RBPEEK_THREAD_STOPPED = 1,          /* sleep with a timeout, or blocked */
+    RBPEEK_THREAD_STOPPED_FOREVER = 2,  /* sleep forever, Queue#pop, join... */
+    RBPEEK_THREAD_KILLED = 3,
+} rbpeek_thread_status;
+
+/* The status as Thread#status spells it: "run", "sleep" or "dead". */
+const char *rbpeek_thread_status_name(int32_t status);
+
+/* Walks every Ruby thread of every ractor. A failure to walk one thread is
+ * recorded in that thread's error field, not returned. max_frames bounds each
+ * stack (0 = the default of 100000). */
+rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out);
+void rbpeek_snapshot_free(rbpeek_snapshot *snap);
+size_t rbpeek_snapshot_thread_count(const rbpeek_snapshot *snap);
+const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t index);
+
+/* Output writers. Formats: */
+typedef enum rbpeek_format {
+    RBPEEK_FORMAT_TEXT = 0,   /* like Ruby's own backtrace lines */
+    RBPEEK_FORMAT_JSON = 1,   /* the stable schema described in docs/usage.md */
+} rbpeek_format;
+
+/* Renders a snapshot (all threads when thread_index < 0, else that one).
+ * *out is a NUL-terminated malloc'd string to be released with rbpeek_free. */
+rbpeek_status rbpeek_snapshot_render(rbpeek_session *s, const rbpeek_snapshot *snap,
+                                     rbpeek_format format, long thread_index, char **out);
+void rbpeek_free(void *p);
+
+/* ---------------------------------------------------------------------------
+ * Profile: aggregated stack samples (from `ruby sample`) and their writers:
+ * folded stacks, a self-contained SVG flamegraph, and speedscope JSON.
+ * A profile is not tied to a session and keeps its own error message.
+ * Writers accept the path "-" for standard output; read_folded accepts "-"
+ * for standard input.
+ * ------------------------------------------------------------------------- */
+
+typedef struct rbpeek_profile rbpeek_profile;
+
+rbpeek_profile *rbpeek_profile_new(void);
+void rbpeek_profile_free(rbpeek_profile *p);
+
+/* The last error (or warning, e.g. skipped lines) of this profile, or "". */
+const char *rbpeek_profile_error(const rbpeek_profile *p);
+
+/* Adds count samples of one stack. frames are root (outermost) first; each
+ * is a display string, by convention "label (path:line)". Identical stacks
+ * are merged. count 0 is accepted and adds nothing; nframes must be > 0. */
+rbpeek_status rbpeek_profile_add_stack(rbpeek_profile *p, const char *const *frames,
+                                       size_t nframes, uint64_t count);
+
+/* Free-form facts shown in titles: "ruby_version", "pid", "rate_hz",
+ * "samples", "title". Setting a key again replaces its value. */
+rbpeek_status rbpeek_profile_set_meta(rbpeek_profile *p, const char *key, const char *value);
+/* The value of a meta key, or NULL. */
+const char *rbpeek_profile_meta(const rbpeek_profile *p, const char *key);
+
+/* Total samples added, and the number of distinct stacks. */
+uint64_t rbpeek_profile_total(const rbpeek_profile *p);
+uint64_t rbpeek_profile_stack_count(const rbpeek_profile *p);
+
+/* A text table of the n hottest frames (n = 0: all). by_self nonzero ranks by
+ * self samples (the frame is the leaf), else by total samples (stacks that
+ * contain the frame; a recursive frame counts once per stack). *out is a
+ * malloc'd string to be released with rbpeek_free (or free). */
+rbpeek_status rbpeek_profile_top(const rbpeek_profile *p, int by_self, size_t n, char **out);
+
+typedef struct rbpeek_svg_options {
+    int width;              /* image width in px; <= 0: 1200 */
+    double min_width_px;    /* omit frames narrower than this; 0: 0.1, < 0: keep all */
+    const char *title;      /* NULL: meta "title", else "Flame Graph" */
+    int inverted;           /* nonzero: icicle graph, root at the top */
+} rbpeek_svg_options;
+
+/* Folded stacks ("a;b;c 12", root first, one line per distinct stack, sorted).
+ * ';' in a frame becomes ':' and line breaks become spaces. */
+rbpeek_status rbpeek_profile_write_folded(const rbpeek_profile *p, const char *path);
+/* An interactive SVG flamegraph (click to zoom, search, tooltips). opt may be NULL. */
+rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path,
+                                       const rbpeek_svg_options *opt);
+/* speedscope's file format (https://www.speedscope.app/file-format-schema.json). */
+rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const char *path);
+
+/* Adds the stacks of a folded file ("a;b;c 123": the count follows the LAST
+ * space, frames may contain spaces). Malformed lines are skipped and counted;
+ * the call fails only if the file cannot be read, or if it had lines and
+ * none of them was valid. */
+rbpeek_status rbpeek_profile_read_folded(rbpeek_profile *p, const char *path);
+/* Malformed lines skipped by read_folded so far. */
+uint64_t rbpeek_profile_skipped_lines(const rbpeek_profile *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RBPEEK_H */

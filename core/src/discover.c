@@ -1,0 +1,245 @@
+/*
+ * Version, layout and VM discovery (see discover.h).
+ *
+ * Layout precedence follows the documented order: an explicit --layout
+ * file, then DWARF from the target's own libruby/ruby (so any Ruby with
+ * debug info works, even one we have no table for), then a built-in table
+ * for the exact version, then the nearest patch release of the same minor
+ * line with a warning. A layout is only accepted if it has every member the
+ * stack walker cannot do without.
+ */
+#include "discover.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool parse_version(rbpeek_session *s, const char *v)
+{
+    int a, b, c;
+    if (sscanf(v, "%d.%d.%d", &a, &b, &c) != 3 || a < 1 || a > 9 || b < 0 || b > 99 || c < 0 || c > 999)
+        return false;
+    s->ver_major = a;
+    s->ver_minor = b;
+    s->ver_patch = c;
+    snprintf(s->ruby_version, sizeof s->ruby_version, "%d.%d.%d", a, b, c);
+    return true;
+}
+
+rbpeek_status rbp_discover_version(rbpeek_session *s)
+{
+    uint64_t addr = 0;
+    char buf[32];
+    if (rbp_symbol_lookup(s, "ruby_version", &addr, NULL) && rbp_mem_cstr(s->mem, addr, buf, sizeof buf) &&
+        parse_version(s, buf)) {
+        if (s->version_override[0] && strcmp(s->version_override, buf) != 0)
+            rbp_warn(s, "target reports Ruby %s; using --ruby-version %s as asked", buf, s->version_override);
+        if (s->version_override[0]) parse_version(s, s->version_override);
+        return RBPEEK_OK;
+    }
+    if (s->version_override[0] && parse_version(s, s->version_override)) return RBPEEK_OK;
+    if (addr)
+        return rbp_fail(s, RBPEEK_ERR_READ,
+                        "found symbol ruby_version at 0x%llx but could not read a version there; "
+                        "pass --ruby-version X.Y.Z",
+                        (unsigned long long)addr);
+    return rbp_fail(s, RBPEEK_ERR_NOT_RUBY,
+                    "this does not look like a CRuby process: no 'ruby_version' symbol in the target "
+                    "(if it is Ruby with hidden symbols, pass --ruby-version X.Y.Z and --vm ADDR)");
+}
+
+/* Members the walker cannot do without, whatever the version. */
+static const rbp_field_id REQUIRED[] = {
+    RBP_L_cfp_size,      RBP_L_cfp_pc,         RBP_L_cfp_iseq,       RBP_L_cfp_ep,
+    RBP_L_ec_vm_stack,   RBP_L_ec_vm_stack_size, RBP_L_ec_cfp,       RBP_L_th_ec,
+    RBP_L_th_self,       RBP_L_th_status,      RBP_L_th_name,        RBP_L_iseq_body,
+    RBP_L_body_type,     RBP_L_body_iseq_encoded, RBP_L_body_pathobj, RBP_L_body_label,
+    RBP_L_body_insns_body, RBP_L_body_insns_size, RBP_L_insn_info_size, RBP_L_insn_info_line_no,
+    RBP_L_basic_flags,   RBP_L_rstring_heap_ptr, RBP_L_rarray_heap_ptr, RBP_L_me_def,
+    RBP_L_mdef_original_id,
+};
+
+static const char *layout_missing(const rbp_layout *l)
+{
+    for (size_t i = 0; i < sizeof REQUIRED / sizeof REQUIRED[0]; i++)
+        if (!rbp_has(l, REQUIRED[i])) return rbp_field_name(REQUIRED[i]);
+    bool ractors = rbp_has(l, RBP_L_vm_ractor_set) && rbp_has(l, RBP_L_ractor_threads_set) &&
+                   rbp_has(l, RBP_L_th_lt_node) && rbp_has(l, RBP_L_ractor_vmlr_node);
+    bool legacy = rbp_has(l, RBP_L_vm_living_threads) && rbp_has(l, RBP_L_th_vmlt_node);
+    if (!ractors && !legacy) return "vm thread list (ractor.set or living_threads)";
+    if (l->f[RBP_L_cfp_size].size < 40 || l->f[RBP_L_cfp_size].size > 128) return "cfp_size (implausible)";
+    return NULL;
+}
+
+static bool try_layout_text(rbpeek_session *s, const char *text, const char *source, char *why, size_t whylen)
+{
+    rbp_layout l;
+    char err[256];
+    if (rbp_layout_parse(&l, text, err, sizeof err) != 0) {
+        snprintf(why, whylen, "%s: %s", source, err);
+        return false;
+    }
+    const char *missing = layout_missing(&l);
+    if (missing) {
+        snprintf(why, whylen, "%s lacks %s", source, missing);
+        return false;
+    }
+    s->layout = l;
+    snprintf(s->layout_source, sizeof s->layout_source, "%s", source);
+    return true;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            if (cap > (1 << 22)) break; /* a layout file is a few KiB */
+            cap = cap ? cap * 2 : 8192;
+            char *nb = realloc(buf, cap);
+            if (!nb) break;
+            buf = nb;
+        }
+        size_t n = fread(buf + len, 1, 4096, f);
+        len += n;
+        if (n < 4096) break;
+    }
+    fclose(f);
+    if (buf) buf[len] = '\0';
+    return buf;
+}
+
+/* Candidate files for DWARF: those the caller named, then mapped images
+ * that look like libruby or a ruby executable (a static Ruby). */
+static bool looks_like_ruby_image(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strncmp(base, "libruby", 7) == 0 || strncmp(base, "ruby", 4) == 0;
+}
+
+static bool try_dwarf(rbpeek_session *s, const char *path, char *why, size_t whylen)
+{
+    rbp_layout l;
+    char err[256];
+    rbp_layout_clear(&l);
+    if (rbp_dwarf_layout(path, &l, err, sizeof err) != 0) {
+        snprintf(why, whylen, "%s", err);
+        return false;
+    }
+    const char *missing = layout_missing(&l);
+    if (missing) {
+        snprintf(why, whylen, "DWARF of %s lacks %s", path, missing);
+        return false;
+    }
+    s->layout = l;
+    snprintf(s->layout_source, sizeof s->layout_source, "dwarf:%s", path);
+    return true;
+}
+
+rbpeek_status rbp_discover_layout(rbpeek_session *s)
+{
+    char why[512] = "";
+    if (s->layout_file) {
+        char *text = read_file(s->layout_file);
+        if (!text) return rbp_fail(s, RBPEEK_ERR_IO, "cannot read layout file %s", s->layout_file);
+        char src[600];
+        snprintf(src, sizeof src, "file:%s", s->layout_file);
+        bool ok = try_layout_text(s, text, src, why, sizeof why);
+        free(text);
+        if (!ok) return rbp_fail(s, RBPEEK_ERR_NO_LAYOUT, "unusable layout file: %s", why);
+        return RBPEEK_OK;
+    }
+
+    for (size_t i = 0; i < s->ndebug_files; i++)
+        if (try_dwarf(s, s->debug_files[i], why, sizeof why)) return RBPEEK_OK;
+    for (size_t i = 0; i < s->nregions; i++) {
+        const char *p = s->regions[i].path;
+        if (!p || s->regions[i].file_offset != 0 || !looks_like_ruby_image(p)) continue;
+        bool seen = false; /* the same file is often mapped several times */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = s->regions[j].path && strcmp(s->regions[j].path, p) == 0;
+        for (size_t j = 0; j < s->ndebug_files && !seen; j++) seen = strcmp(s->debug_files[j], p) == 0;
+        if (!seen && try_dwarf(s, p, why, sizeof why)) return RBPEEK_OK;
+    }
+
+    bool exact = false;
+    long idx = rbp_builtin_layout_find(s->ruby_version, &exact);
+    if (idx >= 0) {
+        char src[64];
+        snprintf(src, sizeof src, "builtin:%s", rbp_builtin_layout_version((size_t)idx));
+        if (try_layout_text(s, rbp_builtin_layout_text((size_t)idx), src, why, sizeof why)) {
+            if (!exact)
+                rbp_warn(s, "no debug info and no table for Ruby %s; using the nearest table (%s)",
+                         s->ruby_version, rbp_builtin_layout_version((size_t)idx));
+            return RBPEEK_OK;
+        }
+    }
+    return rbp_fail(s, RBPEEK_ERR_NO_LAYOUT,
+                    "no struct layout for Ruby %s: no usable debug info%s%s and no built-in table; "
+                    "install debug info for libruby, or pass --layout FILE (made by rbpeek-layoutgen) "
+                    "or --ruby-version X.Y.Z to use a table for a compatible version",
+                    s->ruby_version, why[0] ? " (" : "", why[0] ? why : "");
+}
+
+/* A VM is plausible if its main thread points back at it. */
+static bool vm_plausible(rbpeek_session *s, uint64_t vm, char *why, size_t whylen)
+{
+    const rbp_layout *L = &s->layout;
+    uint64_t main_th = 0, back = 0;
+    rbp_field_id main_field = rbp_has(L, RBP_L_vm_ractor_main_thread) ? RBP_L_vm_ractor_main_thread
+                                                                       : RBP_L_vm_main_thread;
+    if (!rbp_has(L, main_field)) {
+        snprintf(why, whylen, "layout has no main thread member");
+        return false;
+    }
+    if (!rbp_mem_u64(s->mem, vm + (uint64_t)rbp_off(L, main_field), &main_th)) {
+        snprintf(why, whylen, "VM at 0x%llx is not readable", (unsigned long long)vm);
+        return false;
+    }
+    if (!main_th) {
+        snprintf(why, whylen, "VM at 0x%llx has no main thread (Ruby not started yet?)", (unsigned long long)vm);
+        return false;
+    }
+    if (rbp_has(L, RBP_L_th_vm) && (!rbp_mem_u64(s->mem, main_th + (uint64_t)rbp_off(L, RBP_L_th_vm), &back) ||
+                                    back != vm)) {
+        snprintf(why, whylen, "0x%llx does not look like a Ruby VM (its main thread does not point back to it)",
+                 (unsigned long long)vm);
+        return false;
+    }
+    return true;
+}
+
+rbpeek_status rbp_discover_vm(rbpeek_session *s)
+{
+    char why[256];
+    const char *how = NULL;
+    uint64_t gs = 0;
+    s->global_symbols = rbp_symbol_lookup(s, "ruby_global_symbols", &gs, NULL) ? gs : 0;
+
+    if (s->vm_override) {
+        if (!vm_plausible(s, s->vm_override, why, sizeof why))
+            return rbp_fail(s, RBPEEK_ERR_NOT_RUBY, "--vm: %s", why);
+        s->vm = s->vm_override;
+        snprintf(s->vm_source, sizeof s->vm_source, "--vm override");
+        return RBPEEK_OK;
+    }
+    uint64_t ptr_addr = 0, vm = 0;
+    if (!rbp_symbol_lookup(s, "ruby_current_vm_ptr", &ptr_addr, &how))
+        return rbp_fail(s, RBPEEK_ERR_NOT_RUBY,
+                        "Ruby %s found, but not its VM: no 'ruby_current_vm_ptr' symbol; pass --vm ADDR",
+                        s->ruby_version);
+    if (!rbp_mem_u64(s->mem, ptr_addr, &vm))
+        return rbp_fail(s, RBPEEK_ERR_READ, "cannot read ruby_current_vm_ptr at 0x%llx",
+                        (unsigned long long)ptr_addr);
+    if (!vm) return rbp_fail(s, RBPEEK_ERR_NOT_RUBY, "the Ruby VM is not initialised yet (ruby_current_vm_ptr is NULL)");
+    if (!vm_plausible(s, vm, why, sizeof why)) return rbp_fail(s, RBPEEK_ERR_CORRUPT, "%s", why);
+    s->vm_ptr_addr = ptr_addr;
+    s->vm = vm;
+    snprintf(s->vm_source, sizeof s->vm_source, "ruby_current_vm_ptr at 0x%llx (%s)", (unsigned long long)ptr_addr,
+             how ? how : "symbol");
+    return RBPEEK_OK;
+}

@@ -1,0 +1,246 @@
+/*
+ * The frame walker: reads a thread's control frames and decides which of
+ * them Thread#backtrace_locations would report, in which order and with
+ * which location, following vm_backtrace.c for each version:
+ *
+ *  - Control frames are an array growing down from the end of the VM stack.
+ *    The last one is a dummy; the walk covers [ec->cfp, end - 1 frame), which
+ *    is all Ruby ever reports. The whole range is fetched in one read.
+ *  - A frame with an iseq is reported only if it has a pc. A frame without
+ *    one is a C method frame (before 3.3 Ruby also checks its frame magic).
+ *  - A C frame reports the path and line of the nearest older reported Ruby
+ *    frame, or nil/0 if there is none.
+ *  - 3.4 reports a rescue/ensure frame in place of the method frame it runs
+ *    in (the frame after it is skipped), and reports builtins marked
+ *    c_trace as C frames.
+ *
+ * A thread's ec is the execution context it is running now, so a thread
+ * inside a Fiber or an external Enumerator shows that fiber's stack, as Ruby
+ * does.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "robject.h"
+#include "session.h"
+#include "symbolize.h"
+#include "threads.h"
+
+#define DEFAULT_MAX_FRAMES 100000
+#define VM_FRAME_MAGIC_MASK 0x7fff0001u
+#define VM_FRAME_MAGIC_CFUNC 0x55550001u
+#define MAX_STACK_BYTES ((uint64_t)1 << 30)
+
+struct rbpeek_snapshot {
+    rbp_arena arena;
+    rbpeek_thread *threads;
+    size_t nthreads;
+};
+
+const char *rbpeek_thread_status_name(int32_t status)
+{
+    switch (status) {
+    case RBPEEK_THREAD_RUNNABLE: return "run";
+    case RBPEEK_THREAD_STOPPED:
+    case RBPEEK_THREAD_STOPPED_FOREVER: return "sleep";
+    case RBPEEK_THREAD_KILLED: return "dead";
+    default: return "unknown";
+    }
+}
+
+/* A frame being built: C frames get their location in a second pass. */
+typedef struct pending {
+    rbpeek_frame f;
+    int is_ruby_loc; /* carries a location C frames may borrow */
+} pending;
+
+static const char *arena_str(rbp_arena *a, const char *s) { return s ? rbp_arena_strdup(a, s) : NULL; }
+
+static bool emit(rbp_arena *a, pending *p, size_t *n, size_t max, int kind, const char *label, const char *path,
+                 const char *abspath, int lineno, uint64_t iseq)
+{
+    if (*n >= max) return false;
+    pending *e = &p[(*n)++];
+    e->f.kind = kind;
+    e->f.label = arena_str(a, label ? label : "?");
+    e->f.path = path ? arena_str(a, path) : NULL;
+    e->f.absolute_path = arena_str(a, abspath);
+    e->f.lineno = lineno;
+    e->f.iseq = iseq;
+    e->is_ruby_loc = kind == RBPEEK_FRAME_RUBY;
+    return e->f.label != NULL;
+}
+
+static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out)
+{
+    const rbp_layout *L = &s->layout;
+    uint64_t vm_stack = 0, stack_size = 0, cfp = 0;
+    if (!ec) return NULL; /* a thread that has not started: no frames */
+    if (!rbp_read_field(s, ec, RBP_L_ec_vm_stack, &vm_stack) ||
+        !rbp_read_field(s, ec, RBP_L_ec_vm_stack_size, &stack_size) || !rbp_read_field(s, ec, RBP_L_ec_cfp, &cfp))
+        return "its execution context is unreadable";
+    if (!vm_stack) return NULL;
+    uint64_t cfp_size = (uint64_t)L->f[RBP_L_cfp_size].size;
+    if (stack_size == 0 || stack_size * 8 > MAX_STACK_BYTES) return "its VM stack size is implausible";
+    uint64_t end = vm_stack + stack_size * 8;
+    if (end < vm_stack + cfp_size) return "its VM stack is too small to hold a frame";
+    uint64_t sentinel = end - cfp_size;
+    if (cfp > sentinel) return NULL; /* no frames pushed yet */
+    if (cfp < vm_stack || (sentinel - cfp) % cfp_size != 0) return "its current frame pointer lies outside its VM stack";
+    uint64_t nraw = (sentinel - cfp) / cfp_size;
+    if (nraw == 0) return NULL;
+
+    uint8_t *raw = malloc((size_t)(nraw * cfp_size));
+    pending *p = calloc((size_t)nraw + 1, sizeof *p);
+    const char *err = NULL;
+    if (!raw || !p) {
+        err = "out of memory";
+        goto done;
+    }
+    size_t got = rbp_mem_read_partial(s->mem, cfp, raw, (size_t)(nraw * cfp_size));
+    if (got < nraw * cfp_size) {
+        /* Report what could be read: the innermost frames are the useful ones. */
+        nraw = got / cfp_size;
+        err = "part of its control frame array is unreadable";
+    }
+
+    size_t n = 0, limit = max_frames < nraw ? max_frames : (size_t)nraw;
+    bool is34 = rbp_ver_ge(s, 3, 4), is33 = rbp_ver_ge(s, 3, 3);
+    bool skip_next = false;
+    for (uint64_t i = 0; i < nraw; i++) {
+        const uint8_t *f = raw + i * cfp_size;
+        uint64_t pc = rbp_field_extract(L, RBP_L_cfp_pc, f);
+        uint64_t iseq = rbp_field_extract(L, RBP_L_cfp_iseq, f);
+        uint64_t ep = rbp_field_extract(L, RBP_L_cfp_ep, f);
+        if (n >= limit) {
+            out->truncated = 1;
+            break;
+        }
+        if (iseq) {
+            if (!pc) continue;
+            const rbp_iseq_info *in = rbp_iseq_get(s, iseq);
+            if (!in) continue; /* an ifunc or unreadable iseq: Ruby would not show it either */
+            bool skip = is34 && skip_next;
+            if (is34) skip_next = in->type == RBP_ISEQ_RESCUE || in->type == RBP_ISEQ_ENSURE;
+            if (skip) continue;
+            uint64_t owner = 0;
+            if (is34) {
+                rbp_cme cme;
+                uint64_t me = rbp_frame_method_entry(s, ep);
+                if (me && rbp_cme_read(s, me, &cme)) {
+                    owner = cme.owner;
+                    if (in->builtin_attrs & RBP_BUILTIN_ATTR_C_TRACE) {
+                        if (!emit(a, p, &n, limit, RBPEEK_FRAME_CFUNC, rbp_cfunc_label(s, &cme), NULL, NULL, 0, 0))
+                            break;
+                        continue;
+                    }
+                }
+            }
+            /* Copy iseq strings before computing the label: a cache clear
+             * inside the label computation must not leave us dangling. */
+            int lineno = rbp_iseq_lineno(s, in, pc);
+            const char *path = arena_str(a, in->path), *abspath = arena_str(a, in->abspath);
+            uint64_t iseq_addr = in->iseq;
+            const char *label = rbp_iseq_frame_label(s, in, owner);
+            if (!emit(a, p, &n, limit, RBPEEK_FRAME_RUBY, label, path, abspath, lineno, iseq_addr)) break;
+        } else {
+            if (!is33) {
+                uint64_t flags = 0;
+                if (!rbp_mem_u64(s->mem, ep, &flags) || (flags & VM_FRAME_MAGIC_MASK) != VM_FRAME_MAGIC_CFUNC) continue;
+            }
+            rbp_cme cme;
+            uint64_t me = rbp_frame_method_entry(s, ep);
+            const char *label = me && rbp_cme_read(s, me, &cme) ? rbp_cfunc_label(s, &cme) : "<unknown C method>";
+            if (!emit(a, p, &n, limit, RBPEEK_FRAME_CFUNC, label, NULL, NULL, 0, 0)) break;
+        }
+    }
+
+    /* C frames borrow the location of the nearest older Ruby frame. */
+    const pending *older = NULL;
+    for (size_t i = n; i-- > 0;) {
+        if (p[i].is_ruby_loc) {
+            older = &p[i];
+        } else if (older) {
+            p[i].f.path = older->f.path;
+            p[i].f.absolute_path = older->f.absolute_path;
+            p[i].f.lineno = older->f.lineno;
+        }
+    }
+    rbpeek_frame *frames = n ? rbp_arena_alloc(a, n * sizeof *frames) : NULL;
+    if (n && !frames) {
+        err = "out of memory";
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        frames[i] = p[i].f;
+        if (!frames[i].path) frames[i].path = ""; /* Ruby reports nil */
+    }
+    out->frames = frames;
+    out->nframes = n;
+done:
+    free(raw);
+    free(p);
+    return err;
+}
+
+rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
+{
+    if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take: no output pointer");
+    *out = NULL;
+    if (!s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
+    if (!max_frames) max_frames = DEFAULT_MAX_FRAMES;
+
+    rbp_thread_raw *raw = NULL;
+    size_t n = 0;
+    const char *warning = NULL;
+    rbpeek_status st = rbp_threads_collect(s, &raw, &n, &warning);
+    if (st != RBPEEK_OK) {
+        free(raw);
+        return st;
+    }
+    rbpeek_snapshot *snap = calloc(1, sizeof *snap);
+    if (!snap || !(snap->threads = rbp_arena_alloc(&snap->arena, n * sizeof *snap->threads))) {
+        free(raw);
+        if (snap) rbp_arena_free(&snap->arena);
+        free(snap);
+        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    }
+    snap->nthreads = n;
+    for (size_t i = 0; i < n; i++) {
+        rbpeek_thread *t = &snap->threads[i];
+        const rbp_thread_raw *r = &raw[i];
+        t->is_main = r->is_main;
+        t->status = r->status;
+        t->native_tid = r->native_tid;
+        t->pthread_id = r->pthread_id;
+        t->thread_addr = r->th;
+        t->thread_value = r->self;
+        t->ractor_addr = r->ractor;
+        t->ractor_index = r->ractor_index;
+        char name[1024];
+        if (rbp_obj_type(s, r->name) == RBP_T_STRING && rbp_string_read(s, r->name, name, sizeof name, NULL) >= 0)
+            t->name = rbp_arena_strdup(&snap->arena, name);
+        const char *err = walk(s, r->ec, max_frames, &snap->arena, t);
+        if (err) t->error = rbp_arena_strdup(&snap->arena, err);
+    }
+    if (warning && n) snap->threads[n - 1].error = rbp_arena_strdup(&snap->arena, warning);
+    free(raw);
+    *out = snap;
+    return RBPEEK_OK;
+}
+
+void rbpeek_snapshot_free(rbpeek_snapshot *snap)
+{
+    if (!snap) return;
+    rbp_arena_free(&snap->arena);
+    free(snap);
+}
+
+size_t rbpeek_snapshot_thread_count(const rbpeek_snapshot *snap) { return snap ? snap->nthreads : 0; }
+
+const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t index)
+{
+    return snap && index < snap->nthreads ? &snap->threads[index] : NULL;
+}

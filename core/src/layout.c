@@ -1,0 +1,176 @@
+/*
+ * Layout tables: field metadata from layout_fields.def, the text format used
+ * by layout files and the built-in tables, and the lookup of a built-in
+ * table for a Ruby version (exact, else nearest patch of the same minor).
+ */
+#include "layout.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct field_meta {
+    const char *name, *type, *member;
+} field_meta;
+
+static const field_meta META[RBP_L_COUNT] = {
+#define RBP_FIELD(id, type, member) {#id, type, member},
+#define RBP_SIZE(id, type) {#id, type, NULL},
+#include "layout_fields.def"
+#undef RBP_FIELD
+#undef RBP_SIZE
+};
+
+const char *rbp_field_name(rbp_field_id id) { return id < RBP_L_COUNT ? META[id].name : "?"; }
+const char *rbp_field_type(rbp_field_id id) { return id < RBP_L_COUNT ? META[id].type : "?"; }
+const char *rbp_field_member(rbp_field_id id) { return id < RBP_L_COUNT ? META[id].member : NULL; }
+bool rbp_field_is_size(rbp_field_id id) { return id < RBP_L_COUNT && META[id].member == NULL; }
+
+rbp_field_id rbp_field_by_name(const char *name)
+{
+    for (int i = 0; i < RBP_L_COUNT; i++)
+        if (strcmp(META[i].name, name) == 0) return (rbp_field_id)i;
+    return RBP_L_COUNT;
+}
+
+void rbp_layout_clear(rbp_layout *l)
+{
+    l->ruby_version[0] = '\0';
+    for (int i = 0; i < RBP_L_COUNT; i++)
+        l->f[i] = (rbp_field){.offset = -1, .size = 0, .bit_offset = 0, .bit_size = 0};
+}
+
+uint64_t rbp_field_extract(const rbp_layout *l, rbp_field_id id, const uint8_t *base)
+{
+    const rbp_field *f = &l->f[id];
+    if (f->offset < 0) return 0;
+    uint64_t v = 0;
+    if (f->bit_size > 0) {
+        /* Only as many bytes as the bits span: the struct may end right after. */
+        int nbytes = (f->bit_offset + f->bit_size + 7) / 8;
+        if (nbytes > 8) nbytes = 8;
+        memcpy(&v, base + f->offset, (size_t)nbytes);
+        v >>= f->bit_offset;
+        if (f->bit_size < 64) v &= (UINT64_C(1) << f->bit_size) - 1;
+        return v;
+    }
+    int n = f->size > 0 && f->size <= 8 ? f->size : 8;
+    memcpy(&v, base + f->offset, (size_t)n);
+    return v;
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, int line, const char *what)
+{
+    if (err && errlen) snprintf(err, errlen, fmt, line, what);
+}
+
+int rbp_layout_parse(rbp_layout *out, const char *text, char *err, size_t errlen)
+{
+    rbp_layout_clear(out);
+    int lineno = 0, fields = 0;
+    const char *p = text;
+    while (p && *p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        char line[256];
+        lineno++;
+        if (len >= sizeof line) {
+            set_err(err, errlen, "line %d: %s", lineno, "too long");
+            return -1;
+        }
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p = eol ? eol + 1 : NULL;
+
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char name[96];
+        if (sscanf(line, "%95s", name) != 1) continue; /* blank or comment */
+        if (strcmp(name, "ruby") == 0) {
+            if (sscanf(line, "%*s %31s", out->ruby_version) != 1) {
+                set_err(err, errlen, "line %d: %s", lineno, "'ruby' needs a version");
+                return -1;
+            }
+            continue;
+        }
+        long off, size, boff = 0, bsize = 0;
+        int n = sscanf(line, "%*s %ld %ld %ld %ld", &off, &size, &boff, &bsize);
+        if (n != 2 && n != 4) {
+            set_err(err, errlen, "line %d: expected '<field> <offset> <size> [<bit_offset> <bit_size>]', got '%s'",
+                    lineno, name);
+            return -1;
+        }
+        if (off < 0 || off > 1 << 20 || size < 0 || size > 1 << 20 || boff < 0 || boff > 63 || bsize < 0 ||
+            bsize > 64) {
+            set_err(err, errlen, "line %d: value out of range for '%s'", lineno, name);
+            return -1;
+        }
+        rbp_field_id id = rbp_field_by_name(name);
+        if (id == RBP_L_COUNT) continue; /* a field this rbpeek does not use */
+        out->f[id] = (rbp_field){(int32_t)off, (int32_t)size, (int16_t)boff, (int16_t)bsize};
+        fields++;
+    }
+    if (fields == 0) {
+        set_err(err, errlen, "line %d: %s", lineno, "no fields found; is this an rbpeek layout file?");
+        return -1;
+    }
+    return 0;
+}
+
+char *rbp_layout_format(const rbp_layout *l, const char *comment)
+{
+    size_t cap = 256 + (size_t)RBP_L_COUNT * 96 + (comment ? strlen(comment) : 0);
+    char *buf = malloc(cap);
+    if (!buf) return NULL;
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, cap - n, "# rbpeek layout (fields: core/src/layout_fields.def)\n");
+    if (comment) n += (size_t)snprintf(buf + n, cap - n, "# %s\n", comment);
+    if (l->ruby_version[0]) n += (size_t)snprintf(buf + n, cap - n, "ruby %s\n", l->ruby_version);
+    for (int i = 0; i < RBP_L_COUNT && n < cap; i++) {
+        const rbp_field *f = &l->f[i];
+        if (f->offset < 0) continue;
+        if (f->bit_size)
+            n += (size_t)snprintf(buf + n, cap - n, "%s %d %d %d %d\n", META[i].name, f->offset, f->size,
+                                  f->bit_offset, f->bit_size);
+        else
+            n += (size_t)snprintf(buf + n, cap - n, "%s %d %d\n", META[i].name, f->offset, f->size);
+    }
+    return buf;
+}
+
+/* Provided by the generated builtin_layouts.c. */
+extern const size_t rbp_builtin_count;
+extern const char *const rbp_builtin_versions[];
+extern const char *const rbp_builtin_texts[];
+
+size_t rbp_builtin_layout_count(void) { return rbp_builtin_count; }
+const char *rbp_builtin_layout_version(size_t i) { return i < rbp_builtin_count ? rbp_builtin_versions[i] : NULL; }
+const char *rbp_builtin_layout_text(size_t i) { return i < rbp_builtin_count ? rbp_builtin_texts[i] : NULL; }
+
+static bool parse_version(const char *v, int *maj, int *min, int *pat)
+{
+    *pat = 0;
+    return v && sscanf(v, "%d.%d.%d", maj, min, pat) >= 2;
+}
+
+long rbp_builtin_layout_find(const char *version, bool *exact)
+{
+    int maj, min, pat;
+    if (exact) *exact = false;
+    if (!parse_version(version, &maj, &min, &pat)) return -1;
+    long best = -1;
+    int best_dist = 1 << 30;
+    for (size_t i = 0; i < rbp_builtin_count; i++) {
+        int bmaj, bmin, bpat;
+        if (!parse_version(rbp_builtin_versions[i], &bmaj, &bmin, &bpat)) continue;
+        if (bmaj != maj || bmin != min) continue;
+        int dist = abs(bpat - pat);
+        if (dist < best_dist) {
+            best_dist = dist;
+            best = (long)i;
+        }
+    }
+    if (best >= 0 && exact) *exact = best_dist == 0;
+    return best;
+}

@@ -1,0 +1,82 @@
+/*
+ * Struct layouts: where each member listed in layout_fields.def lives, for
+ * one Ruby build. A layout comes from DWARF (layout_dwarf.c), from a layout
+ * file (--layout FILE) or from a built-in table generated from our own Ruby
+ * builds (layouts/ in the source tree). All three meet here, in one struct
+ * and one text format, so the decoders never care where a layout came from.
+ */
+#ifndef RBP_LAYOUT_H
+#define RBP_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum rbp_field_id {
+#define RBP_FIELD(id, type, member) RBP_L_##id,
+#define RBP_SIZE(id, type) RBP_L_##id,
+#include "layout_fields.def"
+#undef RBP_FIELD
+#undef RBP_SIZE
+    RBP_L_COUNT
+} rbp_field_id;
+
+/* One member. offset < 0 means "absent in this Ruby". For RBP_SIZE entries
+ * only size is meaningful. Bitfields have bit_size > 0: the value is
+ * bit_size bits starting at bit bit_offset of the little-endian word that
+ * starts at byte offset. */
+typedef struct rbp_field {
+    int32_t offset;
+    int32_t size;
+    int16_t bit_offset;
+    int16_t bit_size;
+} rbp_field;
+
+typedef struct rbp_layout {
+    char ruby_version[32];   /* the version the layout was made for, or "" */
+    rbp_field f[RBP_L_COUNT];
+} rbp_layout;
+
+/* Field metadata from layout_fields.def. */
+const char *rbp_field_name(rbp_field_id id);     /* e.g. "cfp_pc" */
+const char *rbp_field_type(rbp_field_id id);     /* e.g. "rb_control_frame_struct" */
+const char *rbp_field_member(rbp_field_id id);   /* e.g. "pc", NULL for RBP_SIZE */
+bool rbp_field_is_size(rbp_field_id id);
+/* Looks a field up by its name; returns RBP_L_COUNT when unknown. */
+rbp_field_id rbp_field_by_name(const char *name);
+
+/* Marks every field absent. */
+void rbp_layout_clear(rbp_layout *l);
+
+static inline bool rbp_has(const rbp_layout *l, rbp_field_id id)
+{
+    return l->f[id].offset >= 0;
+}
+static inline int32_t rbp_off(const rbp_layout *l, rbp_field_id id)
+{
+    return l->f[id].offset;
+}
+
+/* Extracts a bitfield (or a plain integer field up to 8 bytes) from the
+ * bytes of the containing struct, given as base (at least offset+8 bytes or
+ * offset+size bytes must be readable). */
+uint64_t rbp_field_extract(const rbp_layout *l, rbp_field_id id, const uint8_t *base);
+
+/* Text format, one field per line: "<name> <offset> <size> [<bit_offset> <bit_size>]",
+ * plus a "ruby <version>" line; '#' starts a comment. Unknown names are
+ * ignored (a newer file on an older rbpeek). Returns 0 on success, else -1
+ * with a message in err. */
+int rbp_layout_parse(rbp_layout *out, const char *text, char *err, size_t errlen);
+/* Returns a malloc'd text rendering, or NULL on allocation failure. */
+char *rbp_layout_format(const rbp_layout *l, const char *comment);
+
+/* Built-in tables (generated at build time from layouts/*.layout). */
+size_t rbp_builtin_layout_count(void);
+const char *rbp_builtin_layout_version(size_t i);
+const char *rbp_builtin_layout_text(size_t i);
+/* Finds the built-in table for version: the exact one, else the nearest
+ * patch release of the same major.minor (*exact set to false). Returns the
+ * index or -1. */
+long rbp_builtin_layout_find(const char *version, bool *exact);
+
+#endif

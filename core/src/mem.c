@@ -1,0 +1,167 @@
+/*
+ * The read cache over a memory source (see mem.h for why it exists).
+ *
+ * Direct-mapped: page number -> slot by a multiplicative hash. Each slot
+ * remembers which page it holds, the generation it was filled in, and how
+ * many leading bytes of the page were readable, so a page that is partly or
+ * wholly unmapped is cached as such and costs one source call, not one per
+ * request. Reads of BYPASS_BYTES or more go straight to the source: they are
+ * bulk reads (heap pages) whose data is not re-read, and caching them would
+ * only evict the hot stack pages.
+ */
+#include "mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE_SHIFT 12
+#define PAGE_SIZE ((size_t)1 << PAGE_SHIFT)
+#define SLOT_BITS 10 /* 1024 slots, 4 MiB */
+#define NSLOTS ((size_t)1 << SLOT_BITS)
+#define BYPASS_BYTES (16 * 1024)
+
+typedef struct slot {
+    uint64_t page;      /* page number (addr >> PAGE_SHIFT) */
+    uint32_t gen;       /* generation this slot was filled in; 0 = never */
+    uint32_t valid;     /* readable leading bytes of the page */
+} slot;
+
+struct rbp_mem {
+    rbp_source src;
+    uint32_t gen;
+    slot slots[NSLOTS];
+    uint8_t *data;      /* NSLOTS * PAGE_SIZE */
+    rbpeek_read_stats stats;
+};
+
+rbp_mem *rbp_mem_new(rbp_source src)
+{
+    rbp_mem *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->data = malloc(NSLOTS * PAGE_SIZE);
+    if (!m->data) {
+        free(m);
+        return NULL;
+    }
+    m->src = src;
+    m->gen = 1;
+    return m;
+}
+
+void rbp_mem_free(rbp_mem *m)
+{
+    if (!m) return;
+    if (m->src.close) m->src.close(m->src.ctx);
+    free(m->data);
+    free(m);
+}
+
+const char *rbp_mem_kind(const rbp_mem *m) { return m && m->src.kind ? m->src.kind : "none"; }
+
+void rbp_mem_invalidate(rbp_mem *m)
+{
+    if (!m) return;
+    if (++m->gen == 0) { /* wrapped: really clear, so no stale slot matches */
+        memset(m->slots, 0, sizeof m->slots);
+        m->gen = 1;
+    }
+}
+
+void rbp_mem_stats(const rbp_mem *m, rbpeek_read_stats *out) { *out = m->stats; }
+void rbp_mem_reset_stats(rbp_mem *m) { memset(&m->stats, 0, sizeof m->stats); }
+
+static long source_read(rbp_mem *m, uint64_t addr, void *buf, size_t len)
+{
+    m->stats.source_reads++;
+    long n = m->src.read(m->src.ctx, addr, buf, len);
+    if (n < 0 || (size_t)n > len) n = n < 0 ? -1 : (long)len;
+    if (n > 0) m->stats.source_bytes += (uint64_t)n;
+    return n;
+}
+
+static slot *fill(rbp_mem *m, uint64_t page, uint8_t **data)
+{
+    size_t idx = (size_t)((page * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - SLOT_BITS));
+    slot *s = &m->slots[idx];
+    *data = m->data + idx * PAGE_SIZE;
+    if (s->gen == m->gen && s->page == page) return s;
+    long n = source_read(m, page << PAGE_SHIFT, *data, PAGE_SIZE);
+    s->page = page;
+    s->gen = m->gen;
+    s->valid = n > 0 ? (uint32_t)n : 0;
+    return s;
+}
+
+size_t rbp_mem_read_partial(rbp_mem *m, uint64_t addr, void *buf, size_t len)
+{
+    if (!m || len == 0) return 0;
+    m->stats.requests++;
+    if (addr + len < addr) len = (size_t)(UINT64_MAX - addr); /* no wrap-around */
+    if (len >= BYPASS_BYTES) {
+        long n = source_read(m, addr, buf, len);
+        if (n <= 0) {
+            /* Some sources refuse a big read that crosses into unmapped
+             * memory; fall back to page-sized steps to find how much is
+             * readable. */
+            n = 0;
+        }
+        if ((size_t)n == len) return len;
+        size_t done = (size_t)n;
+        while (done < len) {
+            uint64_t a = addr + done;
+            size_t chunk = PAGE_SIZE - (size_t)(a & (PAGE_SIZE - 1));
+            if (chunk > len - done) chunk = len - done;
+            long k = source_read(m, a, (uint8_t *)buf + done, chunk);
+            if (k <= 0) break;
+            done += (size_t)k;
+            if ((size_t)k < chunk) break;
+        }
+        if (done < len) m->stats.failures++;
+        return done;
+    }
+    size_t done = 0;
+    while (done < len) {
+        uint64_t a = addr + done;
+        uint64_t page = a >> PAGE_SHIFT;
+        size_t in_page = (size_t)(a & (PAGE_SIZE - 1));
+        size_t chunk = PAGE_SIZE - in_page;
+        if (chunk > len - done) chunk = len - done;
+        uint8_t *data;
+        slot *s = fill(m, page, &data);
+        if (s->valid <= in_page) break;
+        size_t avail = s->valid - in_page;
+        if (avail < chunk) chunk = avail;
+        memcpy((uint8_t *)buf + done, data + in_page, chunk);
+        done += chunk;
+        if (s->valid < PAGE_SIZE && done < len) break;
+    }
+    if (done < len) m->stats.failures++;
+    return done;
+}
+
+bool rbp_mem_read(rbp_mem *m, uint64_t addr, void *buf, size_t len)
+{
+    if (addr == 0) { /* NULL is never a valid target address for us */
+        if (m) m->stats.failures++;
+        return false;
+    }
+    return rbp_mem_read_partial(m, addr, buf, len) == len;
+}
+
+bool rbp_mem_u64(rbp_mem *m, uint64_t addr, uint64_t *out)
+{
+    return rbp_mem_read(m, addr, out, sizeof *out);
+}
+
+bool rbp_mem_u32(rbp_mem *m, uint64_t addr, uint32_t *out)
+{
+    return rbp_mem_read(m, addr, out, sizeof *out);
+}
+
+bool rbp_mem_cstr(rbp_mem *m, uint64_t addr, char *buf, size_t max)
+{
+    if (max == 0) return false;
+    size_t n = rbp_mem_read_partial(m, addr, buf, max - 1);
+    buf[n] = '\0';
+    return strlen(buf) < n; /* the terminator was within what we read */
+}

@@ -1,0 +1,66 @@
+/*
+ * Memory source and read cache. Everything rbpeek knows about a target comes
+ * through here. A source is a read callback (a debugger's process handle, a
+ * live /proc/PID/mem, or a core file); on top of it sits a page cache,
+ * because stack walking re-reads the same few pages (control frames are
+ * contiguous; iseqs and strings repeat across frames) and each source read
+ * may be a syscall or a call back into a debugger's Python.
+ *
+ * The cache is direct-mapped, keyed by 4 KiB page, and is dropped in O(1) by
+ * bumping a generation counter: the sampler invalidates after every resume.
+ * Large reads (whole heap pages) bypass it so they cost one source call.
+ */
+#ifndef RBP_MEM_H
+#define RBP_MEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rbpeek.h"
+
+/* A memory source: read returns bytes read (short = rest unreadable) or -1. */
+typedef struct rbp_source {
+    long (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+    void (*close)(void *ctx);       /* may be NULL */
+    void *ctx;
+    const char *kind;               /* "callback", "proc", "core" */
+} rbp_source;
+
+typedef struct rbp_mem rbp_mem;
+
+/* Takes ownership of src (its close is called by rbp_mem_free). */
+rbp_mem *rbp_mem_new(rbp_source src);
+void rbp_mem_free(rbp_mem *m);
+const char *rbp_mem_kind(const rbp_mem *m);
+
+/* Reads exactly len bytes; false if any byte is unreadable. */
+bool rbp_mem_read(rbp_mem *m, uint64_t addr, void *buf, size_t len);
+/* Reads up to len bytes; returns how many leading bytes were readable. */
+size_t rbp_mem_read_partial(rbp_mem *m, uint64_t addr, void *buf, size_t len);
+bool rbp_mem_u64(rbp_mem *m, uint64_t addr, uint64_t *out);
+bool rbp_mem_u32(rbp_mem *m, uint64_t addr, uint32_t *out);
+/* Reads a NUL-terminated string of at most max-1 bytes into buf. */
+bool rbp_mem_cstr(rbp_mem *m, uint64_t addr, char *buf, size_t max);
+
+void rbp_mem_invalidate(rbp_mem *m);
+void rbp_mem_stats(const rbp_mem *m, rbpeek_read_stats *out);
+void rbp_mem_reset_stats(rbp_mem *m);
+
+/* Backends. Each returns false with a message in err on failure. */
+bool rbp_source_proc(int pid, rbp_source *out, char *err, size_t errlen);
+bool rbp_source_core(const char *core_path, rbp_source *out, char *err, size_t errlen);
+
+/* A mapped region of the target, as a backend or the caller reports it. */
+typedef struct rbp_region {
+    uint64_t start, end, file_offset;
+    char *path;                     /* malloc'd, may be NULL */
+} rbp_region;
+
+/* The regions a proc or core source knows of (from /proc/PID/maps or the
+ * core's NT_FILE note). Returns a malloc'd array (caller frees it and each
+ * path) and its length, or 0 with *out NULL. */
+size_t rbp_source_proc_regions(int pid, rbp_region **out);
+size_t rbp_source_core_regions(const char *core_path, rbp_region **out);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * Output writers for snapshots: text that reads like Ruby's own backtrace
+ * lines (quoting as the target version does: `label' before 3.4, 'label'
+ * from 3.4), and the JSON document whose schema docs/usage.md fixes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "session.h"
+#include "strbuf.h"
+
+static void text_thread(rbpeek_session *s, rbp_strbuf *b, const rbpeek_thread *t, size_t index)
+{
+    bool new_quotes = rbp_ver_ge(s, 3, 4);
+    rbp_sb_printf(b, "Thread %zu", index + 1);
+    if (t->name) {
+        rbp_sb_puts(b, " \"");
+        rbp_sb_puts(b, t->name);
+        rbp_sb_puts(b, "\"");
+    }
+    rbp_sb_printf(b, " (%s%s", t->is_main ? "main, " : "", rbpeek_thread_status_name(t->status));
+    if (t->native_tid > 0) rbp_sb_printf(b, ", tid %lld", (long long)t->native_tid);
+    if (t->ractor_index > 0) rbp_sb_printf(b, ", ractor %d", t->ractor_index);
+    rbp_sb_puts(b, "):\n");
+    if (t->nframes == 0 && !t->error) rbp_sb_puts(b, "    (no Ruby frames)\n");
+    for (size_t i = 0; i < t->nframes; i++) {
+        const rbpeek_frame *f = &t->frames[i];
+        rbp_sb_printf(b, "    %s", f->path[0] ? f->path : "(unknown)");
+        if (f->lineno) rbp_sb_printf(b, ":%d", f->lineno);
+        rbp_sb_printf(b, new_quotes ? ":in '%s'\n" : ":in `%s'\n", f->label);
+    }
+    if (t->truncated) rbp_sb_puts(b, "    ... (stack cut at the frame limit)\n");
+    if (t->error) rbp_sb_printf(b, "    (walk stopped: %s)\n", t->error);
+}
+
+static void json_thread(rbp_strbuf *b, const rbpeek_thread *t)
+{
+    rbp_sb_puts(b, "{\"name\": ");
+    rbp_sb_json_str(b, t->name);
+    rbp_sb_printf(b, ", \"main\": %s, \"native_tid\": ", t->is_main ? "true" : "false");
+    if (t->native_tid > 0)
+        rbp_sb_printf(b, "%lld", (long long)t->native_tid);
+    else
+        rbp_sb_puts(b, "null");
+    rbp_sb_puts(b, ", \"status\": ");
+    rbp_sb_json_str(b, rbpeek_thread_status_name(t->status));
+    rbp_sb_printf(b, ", \"ractor\": %d, \"truncated\": %s, \"error\": ", t->ractor_index,
+                  t->truncated ? "true" : "false");
+    rbp_sb_json_str(b, t->error);
+    rbp_sb_puts(b, ", \"frames\": [");
+    for (size_t i = 0; i < t->nframes; i++) {
+        const rbpeek_frame *f = &t->frames[i];
+        rbp_sb_puts(b, i ? ", {\"label\": " : "{\"label\": ");
+        rbp_sb_json_str(b, f->label);
+        rbp_sb_puts(b, ", \"path\": ");
+        rbp_sb_json_str(b, f->path);
+        rbp_sb_puts(b, ", \"absolute_path\": ");
+        rbp_sb_json_str(b, f->absolute_path);
+        rbp_sb_printf(b, ", \"lineno\": %d, \"kind\": \"%s\"}", f->lineno,
+                      f->kind == RBPEEK_FRAME_CFUNC ? "cfunc" : "ruby");
+    }
+    rbp_sb_puts(b, "]}");
+}
+
+rbpeek_status rbpeek_snapshot_render(rbpeek_session *s, const rbpeek_snapshot *snap, rbpeek_format format,
+                                     long thread_index, char **out)
+{
+    if (!s || !snap || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "render: missing argument");
+    *out = NULL;
+    size_t n = rbpeek_snapshot_thread_count(snap);
+    if (thread_index >= (long)n) return rbp_fail(s, RBPEEK_ERR_NOT_FOUND, "no Ruby thread #%ld", thread_index + 1);
+    size_t first = thread_index < 0 ? 0 : (size_t)thread_index, last = thread_index < 0 ? n : first + 1;
+    rbp_strbuf b;
+    rbp_sb_init(&b);
+    if (format == RBPEEK_FORMAT_JSON) {
+        rbp_sb_puts(&b, "{\"ruby_version\": ");
+        rbp_sb_json_str(&b, s->ruby_version);
+        rbp_sb_puts(&b, ", \"threads\": [");
+        for (size_t i = first; i < last; i++) {
+            if (i > first) rbp_sb_puts(&b, ",\n  ");
+            json_thread(&b, rbpeek_snapshot_thread(snap, i));
+        }
+        rbp_sb_puts(&b, "]}\n");
+    } else if (format == RBPEEK_FORMAT_TEXT) {
+        for (size_t i = first; i < last; i++) {
+            if (i > first) rbp_sb_puts(&b, "\n");
+            text_thread(s, &b, rbpeek_snapshot_thread(snap, i), i);
+        }
+    } else {
+        return rbp_fail(s, RBPEEK_ERR_ARG, "render: unknown format %d", (int)format);
+    }
+    *out = rbp_sb_take(&b);
+    return *out ? RBPEEK_OK : rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+}

@@ -1,0 +1,242 @@
+/*
+ * Ruby object readers (see robject.h). Every reader validates the object's
+ * type before trusting its contents, and bounds every length it takes from
+ * the target, so a garbage VALUE yields "unknown", never a crash or a huge
+ * allocation.
+ */
+#include "robject.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrmap.h"
+
+#define STRING_MAX (1u << 20)
+
+struct rbp_idcache {
+    rbp_addrmap ids;         /* ID -> char* */
+    rbp_addrmap classpaths;  /* class address -> char* (permanent paths only) */
+};
+
+static rbp_idcache *idcache(rbpeek_session *s)
+{
+    if (!s->idcache) {
+        s->idcache = calloc(1, sizeof *s->idcache);
+        if (!s->idcache) return NULL;
+        rbp_addrmap_init(&s->idcache->ids, 1u << 18, free);
+        rbp_addrmap_init(&s->idcache->classpaths, 1u << 16, free);
+    }
+    return s->idcache;
+}
+
+void rbp_idcache_free(rbp_idcache *c)
+{
+    if (!c) return;
+    rbp_addrmap_destroy(&c->ids);
+    rbp_addrmap_destroy(&c->classpaths);
+    free(c);
+}
+
+uint64_t rbp_qnil(const rbpeek_session *s) { return rbp_ver_ge(s, 3, 2) ? 0x04 : 0x08; }
+
+bool rbp_is_heap_ptr(const rbpeek_session *s, uint64_t v)
+{
+    return v != 0 && (v & 7) == 0 && v != rbp_qnil(s);
+}
+
+bool rbp_read_field(rbpeek_session *s, uint64_t base, rbp_field_id id, uint64_t *out)
+{
+    const rbp_field *f = &s->layout.f[id];
+    if (f->offset < 0) return false;
+    size_t n = f->bit_size ? (size_t)(f->bit_offset + f->bit_size + 7) / 8 : (size_t)(f->size > 0 && f->size <= 8 ? f->size : 8);
+    uint8_t raw[8] = {0};
+    if (!rbp_mem_read(s->mem, base + (uint64_t)f->offset, raw, n)) return false;
+    rbp_field rel = *f;
+    rel.offset = 0;
+    uint64_t v = 0;
+    memcpy(&v, raw, n);
+    if (rel.bit_size) {
+        v >>= rel.bit_offset;
+        if (rel.bit_size < 64) v &= (UINT64_C(1) << rel.bit_size) - 1;
+    }
+    *out = v;
+    return true;
+}
+
+bool rbp_obj_flags(rbpeek_session *s, uint64_t v, uint64_t *flags)
+{
+    return rbp_is_heap_ptr(s, v) && rbp_mem_u64(s->mem, v, flags);
+}
+
+int rbp_obj_type(rbpeek_session *s, uint64_t v)
+{
+    uint64_t flags;
+    return rbp_obj_flags(s, v, &flags) ? (int)(flags & RBP_T_MASK) : -1;
+}
+
+int rbp_imemo_type(rbpeek_session *s, uint64_t v)
+{
+    uint64_t flags;
+    if (!rbp_obj_flags(s, v, &flags) || (flags & RBP_T_MASK) != RBP_T_IMEMO) return -1;
+    return (int)((flags >> RBP_FL_USHIFT) & 0x0f);
+}
+
+/* Where a String's bytes are and how many there are. */
+static bool string_span(rbpeek_session *s, uint64_t v, uint64_t *ptr, uint64_t *len)
+{
+    const rbp_layout *L = &s->layout;
+    uint8_t hdr[48];
+    if (!rbp_is_heap_ptr(s, v) || !rbp_mem_read(s->mem, v, hdr, sizeof hdr)) return false;
+    uint64_t flags;
+    memcpy(&flags, hdr, 8);
+    if ((flags & RBP_T_MASK) != RBP_T_STRING) return false;
+    bool noembed = flags & RBP_FL_USER(1);
+    if (rbp_has(L, RBP_L_rstring_len)) { /* 3.2+: one len for both forms */
+        *len = rbp_field_extract(L, RBP_L_rstring_len, hdr);
+        *ptr = noembed ? rbp_field_extract(L, RBP_L_rstring_heap_ptr, hdr)
+                       : v + (uint64_t)rbp_off(L, RBP_L_rstring_embed_ary);
+    } else if (noembed) {
+        *len = rbp_field_extract(L, RBP_L_rstring_heap_len, hdr);
+        *ptr = rbp_field_extract(L, RBP_L_rstring_heap_ptr, hdr);
+    } else {
+        if (rbp_has(L, RBP_L_rstring_embed_len)) /* 3.1 built with RVARGC */
+            *len = rbp_field_extract(L, RBP_L_rstring_embed_len, hdr) & 0xffff;
+        else /* embedded length lives in flag bits FL_USER2..FL_USER6 */
+            *len = (flags >> (RBP_FL_USHIFT + 2)) & 0x1f;
+        rbp_field_id ary = rbp_has(L, RBP_L_rstring_embed_ary) ? RBP_L_rstring_embed_ary : RBP_L_rstring_ary;
+        if (!rbp_has(L, ary)) return false;
+        *ptr = v + (uint64_t)rbp_off(L, ary);
+    }
+    return (int64_t)*len >= 0;
+}
+
+long rbp_string_read(rbpeek_session *s, uint64_t v, char *buf, size_t max, bool *truncated)
+{
+    uint64_t ptr, len;
+    if (truncated) *truncated = false;
+    if (max == 0 || !string_span(s, v, &ptr, &len)) return -1;
+    if (len >= max) {
+        len = max - 1;
+        if (truncated) *truncated = true;
+    }
+    if (len && !rbp_mem_read(s->mem, ptr, buf, (size_t)len)) return -1;
+    buf[len] = '\0';
+    return (long)len;
+}
+
+char *rbp_string_dup(rbpeek_session *s, uint64_t v)
+{
+    uint64_t ptr, len;
+    if (!string_span(s, v, &ptr, &len) || len > STRING_MAX) return NULL;
+    char *buf = malloc((size_t)len + 1);
+    if (!buf) return NULL;
+    if (len && !rbp_mem_read(s->mem, ptr, buf, (size_t)len)) {
+        free(buf);
+        return NULL;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+bool rbp_array_info(rbpeek_session *s, uint64_t v, long *len, uint64_t *elems_addr)
+{
+    const rbp_layout *L = &s->layout;
+    uint8_t hdr[48];
+    if (!rbp_is_heap_ptr(s, v) || !rbp_mem_read(s->mem, v, hdr, sizeof hdr)) return false;
+    uint64_t flags;
+    memcpy(&flags, hdr, 8);
+    if ((flags & RBP_T_MASK) != RBP_T_ARRAY) return false;
+    if (flags & RBP_FL_USER(1)) { /* RARRAY_EMBED_FLAG */
+        /* Embedded length: 2 bits before variable-width slots (3.2), 7 after. */
+        uint64_t mask = rbp_ver_ge(s, 3, 2) ? 0x7f : 0x3;
+        *len = (long)((flags >> (RBP_FL_USHIFT + 3)) & mask);
+        *elems_addr = v + (uint64_t)rbp_off(L, RBP_L_rarray_embed_ary);
+    } else {
+        *len = (long)rbp_field_extract(L, RBP_L_rarray_heap_len, hdr);
+        *elems_addr = rbp_field_extract(L, RBP_L_rarray_heap_ptr, hdr);
+    }
+    return *len >= 0 && *len < (1L << 40);
+}
+
+bool rbp_array_at(rbpeek_session *s, uint64_t v, long index, uint64_t *out)
+{
+    long len;
+    uint64_t elems;
+    if (!rbp_array_info(s, v, &len, &elems) || index < 0 || index >= len) return false;
+    return rbp_mem_u64(s->mem, elems + (uint64_t)index * 8, out);
+}
+
+/* ID -> serial as symbol.c's rb_id_to_serial: operator IDs are their own
+ * serial; others carry 4 scope bits. Every operator ID is below 171 in all
+ * supported versions, and every other ID is far above it. */
+#define RBP_LAST_OP_ID 170
+#define RBP_ID_ENTRY_UNIT 512
+#define RBP_ID_ENTRY_SIZE 2
+
+const char *rbp_id_name(rbpeek_session *s, uint64_t id)
+{
+    const rbp_layout *L = &s->layout;
+    rbp_idcache *c = idcache(s);
+    if (!id || !c) return NULL;
+    const char *hit = rbp_addrmap_get(&c->ids, id);
+    if (hit) return hit;
+    if (!s->global_symbols || !rbp_has(L, RBP_L_symbols_ids)) return NULL;
+
+    uint64_t serial = id > RBP_LAST_OP_ID ? id >> 4 : id;
+    uint32_t last_id = 0;
+    uint64_t ids = 0, chunk = 0, str = 0;
+    if (rbp_has(L, RBP_L_symbols_last_id) &&
+        rbp_mem_u32(s->mem, s->global_symbols + (uint64_t)rbp_off(L, RBP_L_symbols_last_id), &last_id) &&
+        serial > last_id)
+        return NULL;
+    if (!rbp_mem_u64(s->mem, s->global_symbols + (uint64_t)rbp_off(L, RBP_L_symbols_ids), &ids)) return NULL;
+    if (!rbp_array_at(s, ids, (long)(serial / RBP_ID_ENTRY_UNIT), &chunk)) return NULL;
+    if (!rbp_array_at(s, chunk, (long)((serial % RBP_ID_ENTRY_UNIT) * RBP_ID_ENTRY_SIZE), &str)) return NULL;
+    char *name = rbp_string_dup(s, str);
+    if (!name) return NULL;
+    rbp_addrmap_put(&c->ids, id, name);
+    return rbp_addrmap_get(&c->ids, id);
+}
+
+/* The classext of a class: inline after RClass from 3.3, a pointer before. */
+static bool classext_addr(rbpeek_session *s, uint64_t klass, uint64_t *ext)
+{
+    const rbp_layout *L = &s->layout;
+    if (rbp_has(L, RBP_L_rclass_and_ext_classext)) {
+        *ext = klass + (uint64_t)rbp_off(L, RBP_L_rclass_and_ext_classext);
+        return true;
+    }
+    if (rbp_has(L, RBP_L_rclass_ptr)) return rbp_mem_u64(s->mem, klass + (uint64_t)rbp_off(L, RBP_L_rclass_ptr), ext) && *ext;
+    return false;
+}
+
+const char *rbp_class_path(rbpeek_session *s, uint64_t klass, bool *permanent)
+{
+    const rbp_layout *L = &s->layout;
+    rbp_idcache *c = idcache(s);
+    *permanent = false;
+    if (!c) return NULL;
+    const char *hit = rbp_addrmap_get(&c->classpaths, klass);
+    if (hit) {
+        *permanent = true;
+        return hit;
+    }
+    int t = rbp_obj_type(s, klass);
+    if (t != RBP_T_CLASS && t != RBP_T_MODULE) return NULL;
+    if (!rbp_has(L, RBP_L_classext_classpath)) return NULL; /* < 3.0: path kept in an ivar (heap walker's job) */
+    uint64_t ext, path = 0;
+    if (!classext_addr(s, klass, &ext) ||
+        !rbp_mem_u64(s->mem, ext + (uint64_t)rbp_off(L, RBP_L_classext_classpath), &path) || !path)
+        return NULL;
+    uint64_t perm = 1; /* before 3.3 every stored classpath is permanent */
+    if (rbp_has(L, RBP_L_classext_permanent_classpath) &&
+        !rbp_read_field(s, ext, RBP_L_classext_permanent_classpath, &perm))
+        return NULL;
+    if (!perm) return NULL; /* a temporary path ("#<Class:0x...>::Foo") is not a name */
+    char *name = rbp_string_dup(s, path);
+    if (!name) return NULL;
+    *permanent = true;
+    rbp_addrmap_put(&c->classpaths, klass, name);
+    return rbp_addrmap_get(&c->classpaths, klass);
+}

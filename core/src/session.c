@@ -1,0 +1,257 @@
+/*
+ * Session lifecycle: choosing a memory source, collecting overrides, and
+ * attach, which runs the three discovery steps in order (version, layout,
+ * VM) and records how each fact was found so `ruby info` can say so.
+ */
+#include "session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "discover.h"
+#include "robject.h"
+#include "symbolize.h"
+
+static const char *const STATUS_NAMES[] = {
+    "RBPEEK_OK",        "RBPEEK_ERR_ARG",      "RBPEEK_ERR_NOMEM",     "RBPEEK_ERR_READ",
+    "RBPEEK_ERR_NOT_RUBY", "RBPEEK_ERR_NO_LAYOUT", "RBPEEK_ERR_CORRUPT", "RBPEEK_ERR_NOT_FOUND",
+    "RBPEEK_ERR_IO",    "RBPEEK_ERR_UNSUPPORTED", "RBPEEK_ERR_STATE",
+};
+
+const char *rbpeek_status_name(rbpeek_status status)
+{
+    if ((unsigned)status < sizeof STATUS_NAMES / sizeof STATUS_NAMES[0]) return STATUS_NAMES[status];
+    return "RBPEEK_ERR_UNKNOWN";
+}
+
+rbpeek_status rbp_fail(rbpeek_session *s, rbpeek_status status, const char *fmt, ...)
+{
+    if (!s) return status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->error, sizeof s->error, fmt, ap);
+    va_end(ap);
+    /* The contract is one line: never let a target-derived newline through. */
+    for (char *p = s->error; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    return status;
+}
+
+void rbp_warn(rbpeek_session *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->warning, sizeof s->warning, fmt, ap);
+    va_end(ap);
+}
+
+rbpeek_session *rbpeek_session_new(void)
+{
+    rbpeek_session *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    rbp_layout_clear(&s->layout);
+    return s;
+}
+
+static void free_regions(rbpeek_session *s)
+{
+    for (size_t i = 0; i < s->nregions; i++) free(s->regions[i].path);
+    free(s->regions);
+    s->regions = NULL;
+    s->nregions = s->regions_cap = 0;
+}
+
+void rbpeek_session_free(rbpeek_session *s)
+{
+    if (!s) return;
+    rbp_mem_free(s->mem);
+    free_regions(s);
+    free(s->layout_file);
+    for (size_t i = 0; i < s->ndebug_files; i++) free(s->debug_files[i]);
+    free(s->debug_files);
+    rbp_caches_free(s);
+    free(s);
+}
+
+const char *rbpeek_session_error(const rbpeek_session *s) { return s ? s->error : "no session"; }
+
+static rbpeek_status set_source(rbpeek_session *s, rbp_source src)
+{
+    rbp_mem *m = rbp_mem_new(src);
+    if (!m) {
+        if (src.close) src.close(src.ctx);
+        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    }
+    rbp_mem_free(s->mem);
+    s->mem = m;
+    s->attached = false;
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_use_reader(rbpeek_session *s, rbpeek_read_fn fn, void *ctx)
+{
+    if (!s || !fn) return rbp_fail(s, RBPEEK_ERR_ARG, "use_reader: no read function given");
+    return set_source(s, (rbp_source){.read = fn, .ctx = ctx, .kind = "callback"});
+}
+
+static void adopt_regions(rbpeek_session *s, rbp_region *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rbpeek_session_add_region(s, r[i].start, r[i].end, r[i].file_offset, r[i].path);
+        free(r[i].path);
+    }
+    free(r);
+}
+
+rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid)
+{
+    if (!s || pid <= 0) return rbp_fail(s, RBPEEK_ERR_ARG, "use_pid: invalid pid %d", pid);
+    rbp_source src;
+    char err[256];
+    if (!rbp_source_proc(pid, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
+    rbpeek_status st = set_source(s, src);
+    if (st != RBPEEK_OK) return st;
+    rbp_region *r = NULL;
+    size_t n = rbp_source_proc_regions(pid, &r);
+    adopt_regions(s, r, n);
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path)
+{
+    if (!s || !core_path) return rbp_fail(s, RBPEEK_ERR_ARG, "use_core: no core file given");
+    rbp_source src;
+    char err[256];
+    if (!rbp_source_core(core_path, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
+    rbpeek_status st = set_source(s, src);
+    if (st != RBPEEK_OK) return st;
+    rbp_region *r = NULL;
+    size_t n = rbp_source_core_regions(core_path, &r);
+    adopt_regions(s, r, n);
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_use_lookup(rbpeek_session *s, rbpeek_lookup_fn fn, void *ctx)
+{
+    if (!s) return RBPEEK_ERR_ARG;
+    s->lookup = fn;
+    s->lookup_ctx = ctx;
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_add_region(rbpeek_session *s, uint64_t start, uint64_t end, uint64_t file_offset,
+                                        const char *path)
+{
+    if (!s || end <= start) return rbp_fail(s, RBPEEK_ERR_ARG, "add_region: empty region");
+    if (s->nregions == s->regions_cap) {
+        size_t cap = s->regions_cap ? s->regions_cap * 2 : 64;
+        rbp_region *r = realloc(s->regions, cap * sizeof *r);
+        if (!r) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+        s->regions = r;
+        s->regions_cap = cap;
+    }
+    s->regions[s->nregions++] = (rbp_region){start, end, file_offset, path && *path ? strdup(path) : NULL};
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_set_vm(rbpeek_session *s, uint64_t vm_addr)
+{
+    if (!s) return RBPEEK_ERR_ARG;
+    s->vm_override = vm_addr;
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_set_layout_file(rbpeek_session *s, const char *path)
+{
+    if (!s) return RBPEEK_ERR_ARG;
+    free(s->layout_file);
+    s->layout_file = path && *path ? strdup(path) : NULL;
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_set_ruby_version(rbpeek_session *s, const char *version)
+{
+    if (!s) return RBPEEK_ERR_ARG;
+    int a, b, c;
+    if (version && *version && sscanf(version, "%d.%d.%d", &a, &b, &c) != 3)
+        return rbp_fail(s, RBPEEK_ERR_ARG, "--ruby-version wants X.Y.Z (e.g. 3.1.2), not '%s'", version);
+    snprintf(s->version_override, sizeof s->version_override, "%s", version ? version : "");
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_add_debug_file(rbpeek_session *s, const char *path)
+{
+    if (!s || !path || !*path) return rbp_fail(s, RBPEEK_ERR_ARG, "add_debug_file: no path");
+    for (size_t i = 0; i < s->ndebug_files; i++)
+        if (strcmp(s->debug_files[i], path) == 0) return RBPEEK_OK;
+    char **d = realloc(s->debug_files, (s->ndebug_files + 1) * sizeof *d);
+    if (!d) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    s->debug_files = d;
+    if (!(d[s->ndebug_files] = strdup(path))) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    s->ndebug_files++;
+    return RBPEEK_OK;
+}
+
+bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, const char **how)
+{
+    if (s->lookup && s->lookup(s->lookup_ctx, name, addr) == 0 && *addr) {
+        if (how) *how = "debugger symbol table";
+        return true;
+    }
+    if (rbp_elf_lookup(s, name, addr) && *addr) {
+        if (how) *how = "ELF dynamic symbols in target memory";
+        return true;
+    }
+    return false;
+}
+
+rbpeek_status rbpeek_session_attach(rbpeek_session *s)
+{
+    if (!s) return RBPEEK_ERR_ARG;
+    if (!s->mem) return rbp_fail(s, RBPEEK_ERR_STATE, "no memory source: call use_reader, use_pid or use_core first");
+    s->attached = false;
+    s->error[0] = s->warning[0] = '\0';
+    rbp_mem_invalidate(s->mem);
+    rbp_caches_free(s);
+
+    rbpeek_status st = rbp_discover_version(s);
+    if (st == RBPEEK_OK) st = rbp_discover_layout(s);
+    if (st == RBPEEK_OK) st = rbp_discover_vm(s);
+    if (st != RBPEEK_OK) return st;
+    s->attached = true;
+    return RBPEEK_OK;
+}
+
+void rbpeek_session_invalidate(rbpeek_session *s)
+{
+    if (s && s->mem) rbp_mem_invalidate(s->mem);
+}
+
+const char *rbpeek_session_ruby_version(const rbpeek_session *s) { return s ? s->ruby_version : ""; }
+const char *rbpeek_session_layout_source(const rbpeek_session *s) { return s ? s->layout_source : ""; }
+const char *rbpeek_session_warning(const rbpeek_session *s) { return s ? s->warning : ""; }
+uint64_t rbpeek_session_vm_addr(const rbpeek_session *s) { return s ? s->vm : 0; }
+const char *rbpeek_session_vm_source(const rbpeek_session *s) { return s ? s->vm_source : ""; }
+
+void rbpeek_session_read_stats(const rbpeek_session *s, rbpeek_read_stats *out)
+{
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (s && s->mem) rbp_mem_stats(s->mem, out);
+}
+
+void rbpeek_session_reset_read_stats(rbpeek_session *s)
+{
+    if (s && s->mem) rbp_mem_reset_stats(s->mem);
+}
+
+void rbpeek_free(void *p) { free(p); }
+
+void rbp_caches_free(rbpeek_session *s)
+{
+    rbp_symcache_free(s->symcache);
+    s->symcache = NULL;
+    rbp_idcache_free(s->idcache);
+    s->idcache = NULL;
+}

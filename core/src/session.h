@@ -1,0 +1,86 @@
+/*
+ * The session object shared by the core's modules. Only core/src sees this;
+ * callers hold an opaque rbpeek_session. It holds one target's memory
+ * source, the facts found at attach (version, layout, VM address, symbol
+ * addresses) and the caches that make repeated walks cheap.
+ */
+#ifndef RBP_SESSION_H
+#define RBP_SESSION_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rbpeek.h"
+#include "layout.h"
+#include "mem.h"
+
+typedef struct rbp_symcache rbp_symcache;   /* symbolize.c */
+typedef struct rbp_idcache rbp_idcache;     /* robject.c */
+struct rbp_elfcache;                        /* elf_symbols.c */
+
+struct rbpeek_session {
+    char error[512];
+    char warning[512];
+
+    /* Memory source and the regions known to be mapped in the target. */
+    rbp_mem *mem;
+    rbp_region *regions;
+    size_t nregions, regions_cap;
+
+    rbpeek_lookup_fn lookup;
+    void *lookup_ctx;
+
+    /* Overrides. */
+    uint64_t vm_override;
+    char *layout_file;
+    char version_override[32];
+    char **debug_files;
+    size_t ndebug_files;
+
+    /* Facts found by attach. */
+    bool attached;
+    char ruby_version[32];
+    int ver_major, ver_minor, ver_patch;
+    rbp_layout layout;
+    char layout_source[600];
+    uint64_t vm_ptr_addr;       /* &ruby_current_vm_ptr, 0 if --vm was given */
+    uint64_t vm;
+    char vm_source[160];
+    uint64_t global_symbols;    /* &ruby_global_symbols, 0 if unknown */
+
+    /* Caches that survive rbpeek_session_invalidate (keyed by addresses of
+     * objects that are immutable while alive, and validated on use). */
+    rbp_symcache *symcache;
+    rbp_idcache *idcache;
+    struct rbp_elfcache *elfcache;  /* per-image .dynsym parse results */
+};
+
+/* Records a one-line error and returns status. */
+rbpeek_status rbp_fail(rbpeek_session *s, rbpeek_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void rbp_warn(rbpeek_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Version helpers: true if the target is at least major.minor. */
+static inline bool rbp_ver_ge(const rbpeek_session *s, int major, int minor)
+{
+    return s->ver_major > major || (s->ver_major == major && s->ver_minor >= minor);
+}
+
+/* Symbol resolution: the caller's lookup first, then the ELF images mapped in
+ * the target (elf_symbols.c). Sets *how to a short description. */
+bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, const char **how);
+
+/* elf_symbols.c: finds name in the dynamic symbol table (.dynsym) of every
+ * ELF image among the session's regions, reading target memory first and the
+ * mapped file on disk where memory lacks it. */
+bool rbp_elf_lookup(rbpeek_session *s, const char *name, uint64_t *addr);
+/* Frees s->elfcache (NULL is fine); the caller then sets it to NULL. */
+void rbp_elfcache_free(struct rbp_elfcache *c);
+
+/* layout_dwarf.c: extracts every field of layout_fields.def from the DWARF of
+ * an ELF file. Returns 0 on success; -1 (message in err) when the file has no
+ * DWARF or lacks the core structs. */
+int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t errlen);
+
+#endif

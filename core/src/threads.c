@@ -1,0 +1,126 @@
+/*
+ * Thread enumeration (see threads.h). Before 3.0 the VM keeps one list of
+ * living threads; from 3.0 the VM keeps a list of ractors and each ractor a
+ * list of its threads. Both are ccan-style circular lists whose node sits
+ * inside the element, so each step is "read next, subtract the node offset".
+ * Walks are bounded by a hard limit and stop at the first unreadable or
+ * self-referencing node, so a corrupt list cannot loop forever.
+ */
+#include "threads.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "robject.h"
+
+#define MAX_RACTORS 10000
+
+typedef struct list_walk {
+    uint64_t head, cur;
+    int32_t node_off;
+    size_t steps;
+} list_walk;
+
+/* Returns the next element of a circular list, or 0 at the end / on damage. */
+static uint64_t list_next(rbpeek_session *s, list_walk *w, size_t limit, const char **warning)
+{
+    uint64_t next = 0;
+    uint64_t from = w->cur ? w->cur + (uint64_t)w->node_off : w->head;
+    if (!rbp_mem_u64(s->mem, from, &next)) {
+        *warning = "a thread list node is unreadable; the list is cut there";
+        return 0;
+    }
+    if (next == w->head) return 0;
+    if (!next || next == from || ++w->steps > limit) {
+        *warning = "a thread list is damaged (null, self-loop or too long); the list is cut there";
+        return 0;
+    }
+    w->cur = next - (uint64_t)w->node_off;
+    return w->cur;
+}
+
+static void read_thread(rbpeek_session *s, uint64_t th, rbp_thread_raw *t)
+{
+    const rbp_layout *L = &s->layout;
+    uint64_t v = 0;
+    memset(t, 0, sizeof *t);
+    t->th = th;
+    t->native_tid = -1;
+    if (rbp_read_field(s, th, RBP_L_th_self, &v)) t->self = v;
+    if (rbp_read_field(s, th, RBP_L_th_ec, &v)) t->ec = v;
+    if (rbp_read_field(s, th, RBP_L_th_status, &v)) t->status = (int)v;
+    if (rbp_read_field(s, th, RBP_L_th_to_kill, &v)) t->to_kill = (int)v;
+    if (rbp_read_field(s, th, RBP_L_th_name, &v)) t->name = v;
+    if (rbp_read_field(s, th, RBP_L_th_ractor, &v)) t->ractor = v;
+    if (rbp_has(L, RBP_L_th_nt)) { /* 3.3+: native thread struct */
+        uint64_t nt = 0;
+        if (rbp_read_field(s, th, RBP_L_th_nt, &nt) && nt) {
+            if (rbp_read_field(s, nt, RBP_L_nt_tid, &v) && (int32_t)v > 0) t->native_tid = (int32_t)v;
+            if (rbp_read_field(s, nt, RBP_L_nt_thread_id, &v)) t->pthread_id = v;
+        }
+    } else {
+        if (rbp_read_field(s, th, RBP_L_th_tid, &v) && (int32_t)v > 0) t->native_tid = (int32_t)v;
+        if (rbp_read_field(s, th, RBP_L_th_thread_id, &v)) t->pthread_id = v;
+    }
+}
+
+static bool push(rbp_thread_raw **arr, size_t *n, size_t *cap, const rbp_thread_raw *t)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        rbp_thread_raw *na = realloc(*arr, nc * sizeof *na);
+        if (!na) return false;
+        *arr = na;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = *t;
+    return true;
+}
+
+static void walk_thread_list(rbpeek_session *s, uint64_t head, int32_t node_off, uint64_t ractor, int ractor_index,
+                             uint64_t main_th, rbp_thread_raw **arr, size_t *n, size_t *cap, const char **warning)
+{
+    list_walk w = {.head = head, .node_off = node_off};
+    uint64_t th;
+    while ((th = list_next(s, &w, RBP_MAX_THREADS, warning)) != 0) {
+        rbp_thread_raw t;
+        read_thread(s, th, &t);
+        if (!t.ractor) t.ractor = ractor;
+        t.ractor_index = ractor_index;
+        t.is_main = th == main_th;
+        if (!push(arr, n, cap, &t)) {
+            *warning = "out of memory while listing threads";
+            return;
+        }
+    }
+}
+
+rbpeek_status rbp_threads_collect(rbpeek_session *s, rbp_thread_raw **out, size_t *n, const char **warning)
+{
+    const rbp_layout *L = &s->layout;
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    *warning = NULL;
+    uint64_t main_th = 0;
+
+    if (rbp_has(L, RBP_L_vm_ractor_set)) {
+        rbp_read_field(s, s->vm, RBP_L_vm_ractor_main_thread, &main_th);
+        list_walk rw = {.head = s->vm + (uint64_t)rbp_off(L, RBP_L_vm_ractor_set),
+                        .node_off = rbp_off(L, RBP_L_ractor_vmlr_node)};
+        uint64_t r;
+        int index = 0;
+        while ((r = list_next(s, &rw, MAX_RACTORS, warning)) != 0) {
+            walk_thread_list(s, r + (uint64_t)rbp_off(L, RBP_L_ractor_threads_set), rbp_off(L, RBP_L_th_lt_node), r,
+                             index++, main_th, out, n, &cap, warning);
+        }
+    } else {
+        rbp_read_field(s, s->vm, RBP_L_vm_main_thread, &main_th);
+        walk_thread_list(s, s->vm + (uint64_t)rbp_off(L, RBP_L_vm_living_threads), rbp_off(L, RBP_L_th_vmlt_node), 0,
+                         0, main_th, out, n, &cap, warning);
+    }
+    if (*n == 0)
+        return rbp_fail(s, RBPEEK_ERR_CORRUPT, "the Ruby VM at 0x%llx lists no threads%s%s",
+                        (unsigned long long)s->vm, *warning ? ": " : "", *warning ? *warning : "");
+    return RBPEEK_OK;
+}

@@ -1,0 +1,34 @@
+/*
+ * The VM/thread locator: enumerates every Ruby thread of every ractor, in
+ * the order Thread.list reports them, and reads the per-thread facts that
+ * do not need a stack walk (name, status, native ids, execution context).
+ */
+#ifndef RBP_THREADS_H
+#define RBP_THREADS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "session.h"
+
+#define RBP_MAX_THREADS 100000
+
+typedef struct rbp_thread_raw {
+    uint64_t th;            /* rb_thread_t */
+    uint64_t self;          /* Thread object */
+    uint64_t ec;            /* current execution context (fiber-aware) */
+    uint64_t ractor;
+    int ractor_index;
+    int is_main;
+    int status;
+    int to_kill;
+    int64_t native_tid;     /* -1 if unknown */
+    uint64_t pthread_id;
+    uint64_t name;          /* VALUE */
+} rbp_thread_raw;
+
+/* Collects the threads into a malloc'd array. On a broken list it returns
+ * what it could read and sets *warning to a static description. */
+rbpeek_status rbp_threads_collect(rbpeek_session *s, rbp_thread_raw **out, size_t *n, const char **warning);
+
+#endif
