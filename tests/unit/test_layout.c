@@ -1,0 +1,240 @@
+/*
+ * Tests of the layout tables (layout.c): field metadata, the text format
+ * (parse, format, and their round trip), the error messages for bad lines,
+ * field extraction (plain and bitfield), and the built-in tables embedded
+ * from layouts/VERSION.layout.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu_main.h"
+#include "layout.h"
+
+static void test_metadata(void)
+{
+    CU_ASSERT_STRING_EQUAL(rbp_field_name(RBP_L_cfp_pc), "cfp_pc");
+    CU_ASSERT_STRING_EQUAL(rbp_field_type(RBP_L_cfp_pc), "rb_control_frame_struct");
+    CU_ASSERT_STRING_EQUAL(rbp_field_member(RBP_L_rstring_heap_ptr), "as.heap.ptr");
+    CU_ASSERT_PTR_NULL(rbp_field_member(RBP_L_cfp_size));
+    CU_ASSERT_TRUE(rbp_field_is_size(RBP_L_cfp_size));
+    CU_ASSERT_FALSE(rbp_field_is_size(RBP_L_cfp_pc));
+    CU_ASSERT_EQUAL(rbp_field_by_name("th_status"), RBP_L_th_status);
+    CU_ASSERT_EQUAL(rbp_field_by_name("no_such_field"), RBP_L_COUNT);
+    /* Every id's name maps back to it: names are unique. */
+    for (int i = 0; i < RBP_L_COUNT; i++) CU_ASSERT_EQUAL(rbp_field_by_name(rbp_field_name((rbp_field_id)i)), i);
+}
+
+static void test_parse(void)
+{
+    const char *text = "# a comment\n"
+                       "ruby 3.4.5   # trailing comment\n"
+                       "\n"
+                       "   \t\n"
+                       "cfp_size 0 56\n"
+                       "cfp_pc 0 8\n"
+                       "th_status 92 4 3 2\n"
+                       "some_future_field 1 2\n"
+                       "rstring_len 16 8"; /* no final newline */
+    rbp_layout l;
+    char err[256] = "";
+    CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&l, text, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(l.ruby_version, "3.4.5");
+    CU_ASSERT_EQUAL(l.f[RBP_L_cfp_size].size, 56);
+    CU_ASSERT_EQUAL(l.f[RBP_L_cfp_pc].offset, 0);
+    CU_ASSERT_EQUAL(l.f[RBP_L_cfp_pc].size, 8);
+    CU_ASSERT_EQUAL(l.f[RBP_L_th_status].offset, 92);
+    CU_ASSERT_EQUAL(l.f[RBP_L_th_status].bit_offset, 3);
+    CU_ASSERT_EQUAL(l.f[RBP_L_th_status].bit_size, 2);
+    CU_ASSERT_EQUAL(l.f[RBP_L_rstring_len].offset, 16);
+    CU_ASSERT_FALSE(rbp_has(&l, RBP_L_cfp_iseq));
+    CU_ASSERT_FALSE(rbp_has(&l, RBP_L_rstring_heap_len));
+}
+
+static void expect_error(const char *text, const char *needle)
+{
+    rbp_layout l;
+    char err[256] = "";
+    CU_ASSERT_EQUAL(rbp_layout_parse(&l, text, err, sizeof err), -1);
+    if (!strstr(err, needle)) {
+        printf("\n  message '%s' lacks '%s'\n", err, needle);
+        CU_FAIL("unexpected message");
+    }
+}
+
+static void test_parse_errors(void)
+{
+    expect_error("cfp_pc 0 8\ncfp_iseq 16\n", "line 2: expected");
+    expect_error("cfp_pc 0 8 1\n", "line 1: expected");
+    expect_error("cfp_pc zero 8\n", "line 1: expected");
+    expect_error("cfp_pc 0 8\nruby\n", "line 2: 'ruby' needs a version");
+    expect_error("cfp_pc -8 8\n", "line 1: value out of range for 'cfp_pc'");
+    expect_error("cfp_pc 0 8 64 1\n", "out of range");
+    expect_error("cfp_pc 0 8 0 65\n", "out of range");
+    expect_error("cfp_pc 99999999 8\n", "out of range");
+    expect_error("", "no fields");
+    expect_error("# only comments\nruby 3.4.5\n", "no fields");
+    expect_error("unknown_a 1 2\nunknown_b 3 4\n", "no fields");
+    char longline[400];
+    memset(longline, 'x', sizeof longline - 1);
+    longline[sizeof longline - 1] = '\0';
+    expect_error(longline, "line 1: too long");
+    /* Errors leave no half-filled layout behind to be used by mistake. */
+    rbp_layout l;
+    char err[256];
+    CU_ASSERT_EQUAL(rbp_layout_parse(&l, "cfp_pc 0 8\ncfp_iseq x\n", err, sizeof err), -1);
+    /* A NULL error buffer is allowed. */
+    CU_ASSERT_EQUAL(rbp_layout_parse(&l, "bad", NULL, 0), -1);
+}
+
+static void fill(rbp_layout *l)
+{
+    rbp_layout_clear(l);
+    strcpy(l->ruby_version, "3.3.8");
+    /* Distinct values in every field, every third absent, some bitfields. */
+    for (int i = 0; i < RBP_L_COUNT; i++) {
+        if (i % 3 == 2) continue;
+        l->f[i].offset = i * 8;
+        l->f[i].size = 1 + i % 8;
+        if (i % 5 == 0) {
+            l->f[i].bit_offset = (int16_t)(i % 8);
+            l->f[i].bit_size = (int16_t)(1 + i % 17);
+        }
+    }
+}
+
+static void test_round_trip(void)
+{
+    rbp_layout a, b;
+    fill(&a);
+    char *text = rbp_layout_format(&a, "made by test_layout");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# made by test_layout\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nruby 3.3.8\n"));
+    char err[256] = "";
+    CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&b, text, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(b.ruby_version, "3.3.8");
+    for (int i = 0; i < RBP_L_COUNT; i++) {
+        CU_ASSERT_EQUAL(a.f[i].offset, b.f[i].offset);
+        if (a.f[i].offset < 0) continue;
+        CU_ASSERT_EQUAL(a.f[i].size, b.f[i].size);
+        CU_ASSERT_EQUAL(a.f[i].bit_offset, b.f[i].bit_offset);
+        CU_ASSERT_EQUAL(a.f[i].bit_size, b.f[i].bit_size);
+    }
+    /* Formatting the parsed copy gives the same text. */
+    char *again = rbp_layout_format(&b, "made by test_layout");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    CU_ASSERT_STRING_EQUAL(text, again);
+    free(again);
+    free(text);
+
+    /* Without a comment or a version: no such lines. */
+    rbp_layout_clear(&a);
+    a.f[RBP_L_cfp_pc].offset = 0;
+    a.f[RBP_L_cfp_pc].size = 8;
+    text = rbp_layout_format(&a, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NULL(strstr(text, "\nruby"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncfp_pc 0 8\n"));
+    free(text);
+}
+
+static void test_extract(void)
+{
+    rbp_layout l;
+    rbp_layout_clear(&l);
+    uint8_t buf[32];
+    for (int i = 0; i < 32; i++) buf[i] = (uint8_t)(0xa0 + i);
+
+    /* Plain fields: little-endian integers of their size. */
+    l.f[RBP_L_cfp_pc] = (rbp_field){.offset = 2, .size = 2};
+    CU_ASSERT_EQUAL(rbp_field_extract(&l, RBP_L_cfp_pc, buf), 0xa3a2);
+    l.f[RBP_L_cfp_pc] = (rbp_field){.offset = 4, .size = 4};
+    CU_ASSERT_EQUAL(rbp_field_extract(&l, RBP_L_cfp_pc, buf), 0xa7a6a5a4);
+    l.f[RBP_L_cfp_pc] = (rbp_field){.offset = 8, .size = 8};
+    CU_ASSERT_EQUAL(rbp_field_extract(&l, RBP_L_cfp_pc, buf), UINT64_C(0xafaeadacabaaa9a8));
+    /* Absent: 0. */
+    CU_ASSERT_EQUAL(rbp_field_extract(&l, RBP_L_cfp_iseq, buf), 0);
+
+    /* Bitfields: status:2 at bits 0-1 and to_kill:1 at bit 2 of byte 3, and
+     * one that straddles a byte boundary. */
+    memset(buf, 0, sizeof buf);
+    buf[3] = 0x02 | 0x04 | 0xf8; /* status=2, to_kill=1, neighbours set */
+    l.f[RBP_L_th_status] = (rbp_field){.offset = 3, .size = 4, .bit_offset = 0, .bit_size = 2};
+    l.f[RBP_L_th_to_kill] = (rbp_field){.offset = 3, .size = 4, .bit_offset = 2, .bit_size = 1};
+    CU_ASSERT_EQUAL(rbp_field_extract(&l, RBP_L_th_status, buf), 2);
+    CU_ASSERT_EQUAL(rbp_field_extract(&l, RBP_L_th_to_kill, buf), 1);
+    buf[3] = 0xfb; /* to_kill cleared, everything else set */
+    CU_ASSERT_EQUAL(rbp_field_extract(&l, RBP_L_th_status, buf), 3);
+    CU_ASSERT_EQUAL(rbp_field_extract(&l, RBP_L_th_to_kill, buf), 0);
+
+    memset(buf, 0, sizeof buf);
+    buf[10] = 0xc0; /* bits 6,7 */
+    buf[11] = 0x05; /* bits 8,10 */
+    l.f[RBP_L_mdef_type] = (rbp_field){.offset = 10, .size = 4, .bit_offset = 6, .bit_size = 5};
+    CU_ASSERT_EQUAL(rbp_field_extract(&l, RBP_L_mdef_type, buf), 0x17); /* 1,1,1,0,1 */
+
+    /* A bitfield in the very last byte reads only that byte: put it at the
+     * end of an exactly sized heap block so valgrind would see overreads. */
+    uint8_t *tail = malloc(1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tail);
+    tail[0] = 0x40;
+    l.f[RBP_L_classext_permanent_classpath] = (rbp_field){.offset = 0, .size = 1, .bit_offset = 6, .bit_size = 1};
+    CU_ASSERT_EQUAL(rbp_field_extract(&l, RBP_L_classext_permanent_classpath, tail), 1);
+    free(tail);
+}
+
+/* Every embedded table parses, names its own version, has the core frame
+ * fields, and is what the version lookup returns. */
+static void test_builtin(void)
+{
+    size_t n = rbp_builtin_layout_count();
+    printf("\n  %zu built-in table(s)", n);
+    for (size_t i = 0; i < n; i++) {
+        const char *ver = rbp_builtin_layout_version(i);
+        rbp_layout l;
+        char err[256] = "";
+        int rc = rbp_layout_parse(&l, rbp_builtin_layout_text(i), err, sizeof err);
+        if (rc != 0) printf("\n  %s: %s\n", ver, err);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        CU_ASSERT_STRING_EQUAL(l.ruby_version, ver);
+        CU_ASSERT_TRUE(rbp_has(&l, RBP_L_cfp_size) && l.f[RBP_L_cfp_size].size >= 40);
+        CU_ASSERT_TRUE(rbp_has(&l, RBP_L_cfp_pc));
+        CU_ASSERT_TRUE(rbp_has(&l, RBP_L_cfp_iseq));
+        CU_ASSERT_TRUE(rbp_has(&l, RBP_L_ec_cfp));
+        CU_ASSERT_TRUE(rbp_has(&l, RBP_L_th_status) && l.f[RBP_L_th_status].bit_size == 2);
+        bool exact = false;
+        CU_ASSERT_EQUAL(rbp_builtin_layout_find(ver, &exact), (long)i);
+        CU_ASSERT_TRUE(exact);
+        /* Another patch release of the same minor falls back to this one
+         * (unless another table of that minor is nearer). */
+        int maj, min, pat;
+        if (sscanf(ver, "%d.%d.%d", &maj, &min, &pat) == 3) {
+            char other[32];
+            snprintf(other, sizeof other, "%d.%d.%d", maj, min, pat + 1000);
+            long j = rbp_builtin_layout_find(other, &exact);
+            CU_ASSERT(j >= 0);
+            CU_ASSERT_FALSE(exact);
+            if (j >= 0) CU_ASSERT_STRING_NOT_EQUAL(rbp_builtin_layout_version((size_t)j), "");
+        }
+    }
+    CU_ASSERT_PTR_NULL(rbp_builtin_layout_version(n));
+    CU_ASSERT_PTR_NULL(rbp_builtin_layout_text(n));
+    bool exact = true;
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find("1.8.7", &exact), -1);
+    CU_ASSERT_FALSE(exact);
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find("garbage", &exact), -1);
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find(NULL, &exact), -1);
+}
+
+static const rbp_cu_test tests[] = {
+    {"field metadata", test_metadata},
+    {"parse", test_parse},
+    {"parse errors", test_parse_errors},
+    {"format/parse round trip", test_round_trip},
+    {"field extraction", test_extract},
+    {"built-in tables", test_builtin},
+    {NULL, NULL},
+};
+
+RBP_CU_MAIN("layout", tests)
