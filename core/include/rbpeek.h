@@ -30,6 +30,13 @@ extern "C" {
 
 #define RBPEEK_API_VERSION 1
 
+/* Only the functions declared here are exported from librbpeek.so. */
+#if defined(__GNUC__)
+#define RBPEEK_API __attribute__((visibility("default")))
+#else
+#define RBPEEK_API
+#endif
+
 typedef enum rbpeek_status {
     RBPEEK_OK = 0,
     RBPEEK_ERR_ARG = 1,          /* bad argument from the caller */
@@ -45,7 +52,7 @@ typedef enum rbpeek_status {
 } rbpeek_status;
 
 /* Name of a status code, e.g. "RBPEEK_ERR_READ". Never NULL. */
-const char *rbpeek_status_name(rbpeek_status status);
+RBPEEK_API const char *rbpeek_status_name(rbpeek_status status);
 
 /* ---------------------------------------------------------------------------
  * Session: one target.
@@ -61,57 +68,57 @@ typedef long (*rbpeek_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
  * found, nonzero otherwise. */
 typedef int (*rbpeek_lookup_fn)(void *ctx, const char *name, uint64_t *addr);
 
-rbpeek_session *rbpeek_session_new(void);
-void rbpeek_session_free(rbpeek_session *s);
+RBPEEK_API rbpeek_session *rbpeek_session_new(void);
+RBPEEK_API void rbpeek_session_free(rbpeek_session *s);
 
 /* The last error message of this session ("" when none). */
-const char *rbpeek_session_error(const rbpeek_session *s);
+RBPEEK_API const char *rbpeek_session_error(const rbpeek_session *s);
 
 /* Memory sources. Exactly one of these must be set before attach. */
 /* Reads go through a caller-supplied callback (e.g. a debugger's process). */
-rbpeek_status rbpeek_session_use_reader(rbpeek_session *s, rbpeek_read_fn fn, void *ctx);
+RBPEEK_API rbpeek_status rbpeek_session_use_reader(rbpeek_session *s, rbpeek_read_fn fn, void *ctx);
 /* Reads a live process directly through /proc/PID/mem (the caller must be
  * allowed to, e.g. as its ptrace tracer). */
-rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid);
+RBPEEK_API rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid);
 /* Reads an ELF core file. File-backed segments that the core does not
  * contain are read from the mapped files named in the core's NT_FILE note. */
-rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path);
+RBPEEK_API rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path);
 
 /* Symbol lookup. Optional: without it (or when it fails) symbols are taken
  * from the dynamic symbol tables of the ELF images mapped in the target. */
-rbpeek_status rbpeek_session_use_lookup(rbpeek_session *s, rbpeek_lookup_fn fn, void *ctx);
+RBPEEK_API rbpeek_status rbpeek_session_use_lookup(rbpeek_session *s, rbpeek_lookup_fn fn, void *ctx);
 
 /* Describes a mapped region of the target. Used to find ELF images (for
  * symbol fallback and DWARF). A live or core source fills these in itself;
  * a callback source should be told. path may be NULL or "". */
-rbpeek_status rbpeek_session_add_region(rbpeek_session *s, uint64_t start, uint64_t end,
+RBPEEK_API rbpeek_status rbpeek_session_add_region(rbpeek_session *s, uint64_t start, uint64_t end,
                                         uint64_t file_offset, const char *path);
 
 /* Overrides, all optional, applied by attach. */
-rbpeek_status rbpeek_session_set_vm(rbpeek_session *s, uint64_t vm_addr);
-rbpeek_status rbpeek_session_set_layout_file(rbpeek_session *s, const char *path);
-rbpeek_status rbpeek_session_set_ruby_version(rbpeek_session *s, const char *version);
+RBPEEK_API rbpeek_status rbpeek_session_set_vm(rbpeek_session *s, uint64_t vm_addr);
+RBPEEK_API rbpeek_status rbpeek_session_set_layout_file(rbpeek_session *s, const char *path);
+RBPEEK_API rbpeek_status rbpeek_session_set_ruby_version(rbpeek_session *s, const char *version);
 /* ELF files that may carry DWARF for the Ruby (libruby or the ruby
  * executable); tried before built-in tables. */
-rbpeek_status rbpeek_session_add_debug_file(rbpeek_session *s, const char *path);
+RBPEEK_API rbpeek_status rbpeek_session_add_debug_file(rbpeek_session *s, const char *path);
 
 /* Finds the Ruby version, the layout and the VM. Must succeed before any
  * query. May be called again after a failure with other overrides. */
-rbpeek_status rbpeek_session_attach(rbpeek_session *s);
+RBPEEK_API rbpeek_status rbpeek_session_attach(rbpeek_session *s);
 
 /* Drops cached target memory. Call whenever the target may have run since
  * the last query (the sampler calls it after every resume). */
-void rbpeek_session_invalidate(rbpeek_session *s);
+RBPEEK_API void rbpeek_session_invalidate(rbpeek_session *s);
 
 /* After attach: facts about the target, for `ruby info`. */
-const char *rbpeek_session_ruby_version(const rbpeek_session *s);
+RBPEEK_API const char *rbpeek_session_ruby_version(const rbpeek_session *s);
 /* e.g. "dwarf:/usr/lib/libruby.so.3.4" or "builtin:3.1.2" or "file:x.layout" */
-const char *rbpeek_session_layout_source(const rbpeek_session *s);
+RBPEEK_API const char *rbpeek_session_layout_source(const rbpeek_session *s);
 /* A warning worth showing the user once (e.g. nearest-table fallback), or "". */
-const char *rbpeek_session_warning(const rbpeek_session *s);
-uint64_t rbpeek_session_vm_addr(const rbpeek_session *s);
+RBPEEK_API const char *rbpeek_session_warning(const rbpeek_session *s);
+RBPEEK_API uint64_t rbpeek_session_vm_addr(const rbpeek_session *s);
 /* How the VM was found, e.g. "symbol ruby_current_vm_ptr (debugger)". */
-const char *rbpeek_session_vm_source(const rbpeek_session *s);
+RBPEEK_API const char *rbpeek_session_vm_source(const rbpeek_session *s);
 
 /* Read statistics, for benchmarks: calls into the memory source and cache hits. */
 typedef struct rbpeek_read_stats {
@@ -120,8 +127,8 @@ typedef struct rbpeek_read_stats {
     uint64_t source_bytes;
     uint64_t failures;       /* reads that failed (unreadable memory) */
 } rbpeek_read_stats;
-void rbpeek_session_read_stats(const rbpeek_session *s, rbpeek_read_stats *out);
-void rbpeek_session_reset_read_stats(rbpeek_session *s);
+RBPEEK_API void rbpeek_session_read_stats(const rbpeek_session *s, rbpeek_read_stats *out);
+RBPEEK_API void rbpeek_session_reset_read_stats(rbpeek_session *s);
 
 /* ---------------------------------------------------------------------------
  * Snapshot: every Ruby thread and its Ruby-level stack at one moment.
@@ -168,15 +175,15 @@ typedef enum rbpeek_thread_status {
 } rbpeek_thread_status;
 
 /* The status as Thread#status spells it: "run", "sleep" or "dead". */
-const char *rbpeek_thread_status_name(int32_t status);
+RBPEEK_API const char *rbpeek_thread_status_name(int32_t status);
 
 /* Walks every Ruby thread of every ractor. A failure to walk one thread is
  * recorded in that thread's error field, not returned. max_frames bounds each
  * stack (0 = the default of 100000). */
-rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out);
-void rbpeek_snapshot_free(rbpeek_snapshot *snap);
-size_t rbpeek_snapshot_thread_count(const rbpeek_snapshot *snap);
-const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t index);
+RBPEEK_API rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out);
+RBPEEK_API void rbpeek_snapshot_free(rbpeek_snapshot *snap);
+RBPEEK_API size_t rbpeek_snapshot_thread_count(const rbpeek_snapshot *snap);
+RBPEEK_API const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t index);
 
 /* Output writers. Formats: */
 typedef enum rbpeek_format {
@@ -186,9 +193,9 @@ typedef enum rbpeek_format {
 
 /* Renders a snapshot (all threads when thread_index < 0, else that one).
  * *out is a NUL-terminated malloc'd string to be released with rbpeek_free. */
-rbpeek_status rbpeek_snapshot_render(rbpeek_session *s, const rbpeek_snapshot *snap,
+RBPEEK_API rbpeek_status rbpeek_snapshot_render(rbpeek_session *s, const rbpeek_snapshot *snap,
                                      rbpeek_format format, long thread_index, char **out);
-void rbpeek_free(void *p);
+RBPEEK_API void rbpeek_free(void *p);
 
 /* ---------------------------------------------------------------------------
  * Profile: aggregated stack samples (from `ruby sample`) and their writers:
@@ -200,33 +207,33 @@ void rbpeek_free(void *p);
 
 typedef struct rbpeek_profile rbpeek_profile;
 
-rbpeek_profile *rbpeek_profile_new(void);
-void rbpeek_profile_free(rbpeek_profile *p);
+RBPEEK_API rbpeek_profile *rbpeek_profile_new(void);
+RBPEEK_API void rbpeek_profile_free(rbpeek_profile *p);
 
 /* The last error (or warning, e.g. skipped lines) of this profile, or "". */
-const char *rbpeek_profile_error(const rbpeek_profile *p);
+RBPEEK_API const char *rbpeek_profile_error(const rbpeek_profile *p);
 
 /* Adds count samples of one stack. frames are root (outermost) first; each
  * is a display string, by convention "label (path:line)". Identical stacks
  * are merged. count 0 is accepted and adds nothing; nframes must be > 0. */
-rbpeek_status rbpeek_profile_add_stack(rbpeek_profile *p, const char *const *frames,
+RBPEEK_API rbpeek_status rbpeek_profile_add_stack(rbpeek_profile *p, const char *const *frames,
                                        size_t nframes, uint64_t count);
 
 /* Free-form facts shown in titles: "ruby_version", "pid", "rate_hz",
  * "samples", "title". Setting a key again replaces its value. */
-rbpeek_status rbpeek_profile_set_meta(rbpeek_profile *p, const char *key, const char *value);
+RBPEEK_API rbpeek_status rbpeek_profile_set_meta(rbpeek_profile *p, const char *key, const char *value);
 /* The value of a meta key, or NULL. */
-const char *rbpeek_profile_meta(const rbpeek_profile *p, const char *key);
+RBPEEK_API const char *rbpeek_profile_meta(const rbpeek_profile *p, const char *key);
 
 /* Total samples added, and the number of distinct stacks. */
-uint64_t rbpeek_profile_total(const rbpeek_profile *p);
-uint64_t rbpeek_profile_stack_count(const rbpeek_profile *p);
+RBPEEK_API uint64_t rbpeek_profile_total(const rbpeek_profile *p);
+RBPEEK_API uint64_t rbpeek_profile_stack_count(const rbpeek_profile *p);
 
 /* A text table of the n hottest frames (n = 0: all). by_self nonzero ranks by
  * self samples (the frame is the leaf), else by total samples (stacks that
  * contain the frame; a recursive frame counts once per stack). *out is a
  * malloc'd string to be released with rbpeek_free (or free). */
-rbpeek_status rbpeek_profile_top(const rbpeek_profile *p, int by_self, size_t n, char **out);
+RBPEEK_API rbpeek_status rbpeek_profile_top(const rbpeek_profile *p, int by_self, size_t n, char **out);
 
 typedef struct rbpeek_svg_options {
     int width;              /* image width in px; <= 0: 1200 */
@@ -237,20 +244,20 @@ typedef struct rbpeek_svg_options {
 
 /* Folded stacks ("a;b;c 12", root first, one line per distinct stack, sorted).
  * ';' in a frame becomes ':' and line breaks become spaces. */
-rbpeek_status rbpeek_profile_write_folded(const rbpeek_profile *p, const char *path);
+RBPEEK_API rbpeek_status rbpeek_profile_write_folded(const rbpeek_profile *p, const char *path);
 /* An interactive SVG flamegraph (click to zoom, search, tooltips). opt may be NULL. */
-rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path,
+RBPEEK_API rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path,
                                        const rbpeek_svg_options *opt);
 /* speedscope's file format (https://www.speedscope.app/file-format-schema.json). */
-rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const char *path);
+RBPEEK_API rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const char *path);
 
 /* Adds the stacks of a folded file ("a;b;c 123": the count follows the LAST
  * space, frames may contain spaces). Malformed lines are skipped and counted;
  * the call fails only if the file cannot be read, or if it had lines and
  * none of them was valid. */
-rbpeek_status rbpeek_profile_read_folded(rbpeek_profile *p, const char *path);
+RBPEEK_API rbpeek_status rbpeek_profile_read_folded(rbpeek_profile *p, const char *path);
 /* Malformed lines skipped by read_folded so far. */
-uint64_t rbpeek_profile_skipped_lines(const rbpeek_profile *p);
+RBPEEK_API uint64_t rbpeek_profile_skipped_lines(const rbpeek_profile *p);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,342 @@
+"""The `ruby ...` commands, written once for both debuggers.
+
+Each command is one small class with a `name`, a one-line `summary`, a
+`usage` text and `run(dbg, argv)`. `dbg` is an adapter (see adapter.py) that
+the GDB or LLDB plugin provides: it reads memory, looks up symbols, lists the
+debugger's threads and prints. Commands never touch Ruby structs: the C core
+decodes everything.
+
+Errors a user can cause or meet (no Ruby, no layout, bad memory, bad
+arguments) are raised as RbpeekError and shown by the plugin as one line.
+"""
+
+import argparse
+import json
+import os
+import shlex
+
+from .core import RbpeekError, Session
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as RbpeekError instead of exiting."""
+
+    def error(self, message):
+        raise RbpeekError("%s: %s (see 'help ruby %s')" % (self.prog, message, self.prog.split()[-1]))
+
+    def exit(self, status=0, message=None):
+        raise RbpeekError(message.strip() if message else "%s: invalid arguments" % self.prog)
+
+
+def _parse_addr(text):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not an address: %r (use e.g. 0x7f12345678)" % text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("not an address: %r" % text)
+    return value
+
+
+def _add_target_options(p):
+    """Options that steer discovery, shared by every command."""
+    p.add_argument("--vm", type=_parse_addr, metavar="ADDR", help="address of the rb_vm_t, skipping discovery")
+    p.add_argument("--layout", metavar="FILE", help="struct layout file (made by rbpeek-layoutgen)")
+    p.add_argument("--ruby-version", metavar="X.Y.Z", help="use the built-in layout for this Ruby version")
+
+
+def parse_args(prog, argv, build):
+    p = _Parser(prog="ruby " + prog, add_help=False)
+    build(p)
+    _add_target_options(p)
+    if isinstance(argv, str):
+        try:
+            argv = shlex.split(argv)
+        except ValueError as e:
+            raise RbpeekError("ruby %s: %s" % (prog, e))
+    return p.parse_args(argv)
+
+
+class Sessions:
+    """Keeps one attached session per target, re-validated on every command.
+
+    Attaching parses DWARF and finds the VM, which need not be redone while
+    the same process (or core) is being debugged with the same options; the
+    memory cache is dropped on every command since the target may have run.
+    """
+
+    def __init__(self):
+        self._key = None
+        self._session = None
+
+    def get(self, dbg, args):
+        key = (dbg.target_key(), args.vm, args.layout, args.ruby_version)
+        if key[0] is None:
+            raise RbpeekError("no process or core file to inspect: attach to a Ruby process or load a core first")
+        if self._session is not None and key == self._key:
+            self._session.invalidate()
+            return self._session
+        self._session = None
+        s = Session()
+        pid = dbg.live_pid()
+        used_pid = False
+        if pid:
+            try:
+                s.use_pid(pid)  # direct /proc/PID/mem: far faster than the debugger's reads
+                used_pid = True
+            except RbpeekError:
+                used_pid = False
+        if not used_pid:
+            s.use_reader(dbg.read_memory)
+            for start, end, offset, path in dbg.regions():
+                s.add_region(start, end, offset, path)
+        s.use_lookup(dbg.lookup_symbol)
+        for path in dbg.debug_files():
+            s.add_debug_file(path)
+        if args.vm:
+            s.set_vm(args.vm)
+        if args.layout:
+            if not os.path.exists(args.layout):
+                raise RbpeekError("--layout: no such file: %s" % args.layout)
+            s.set_layout_file(args.layout)
+        if args.ruby_version:
+            s.set_ruby_version(args.ruby_version)
+        s.attach()
+        warning = s.info()["warning"]
+        if warning:
+            dbg.write("rbpeek: warning: %s\n" % warning)
+        self._session, self._key = s, key
+        return s
+
+    def drop(self):
+        self._session = None
+        self._key = None
+
+
+def map_threads(dbg, threads):
+    """Adds each Ruby thread's debugger thread number ("dbg_num") and TID.
+
+    Ruby 3.1+ records the kernel TID; older Rubies only the pthread_t, which
+    the debugger's threads are matched against by their thread pointer.
+    """
+    by_tid, by_pthread = {}, {}
+    for t in dbg.threads():
+        if t.get("tid"):
+            by_tid[t["tid"]] = t
+        if t.get("pthread"):
+            by_pthread[t["pthread"]] = t
+    for rt in threads:
+        d = by_tid.get(rt["native_tid"]) if rt["native_tid"] else None
+        if d is None and rt["pthread_id"]:
+            d = by_pthread.get(rt["pthread_id"])
+        rt["dbg_num"] = d["num"] if d else None
+        if rt["native_tid"] is None and d:
+            rt["native_tid"] = d.get("tid")
+    return threads
+
+
+def frame_line(frame, new_quotes):
+    """One frame as Ruby prints it in a backtrace."""
+    loc = frame["path"] or "(unknown)"
+    if frame["lineno"]:
+        loc += ":%d" % frame["lineno"]
+    quote = "'%s'" if new_quotes else "`%s'"
+    return "%s:in %s" % (loc, quote % frame["label"])
+
+
+def thread_title(t):
+    parts = ["Thread"]
+    if t.get("dbg_num") is not None:
+        parts.append("%s" % t["dbg_num"])
+    if t["name"]:
+        parts.append('"%s"' % t["name"])
+    attrs = []
+    if t["main"]:
+        attrs.append("main")
+    attrs.append(t["status"])
+    if t["native_tid"]:
+        attrs.append("tid %d" % t["native_tid"])
+    if t["ractor"]:
+        attrs.append("ractor %d" % t["ractor"])
+    return "%s (%s)" % (" ".join(parts), ", ".join(attrs))
+
+
+def uses_new_quotes(version):
+    try:
+        major, minor = (int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (3, 4)
+
+
+def write_output(dbg, text, path):
+    if path:
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise RbpeekError("cannot write %s: %s" % (path, e.strerror))
+        dbg.write("rbpeek: wrote %s\n" % path)
+    else:
+        dbg.write(text if text.endswith("\n") else text + "\n")
+
+
+class Command:
+    name = ""
+    summary = ""
+    usage = ""
+
+    def __init__(self, sessions):
+        self.sessions = sessions
+
+    def run(self, dbg, argv):
+        raise NotImplementedError
+
+
+class BtCommand(Command):
+    name = "bt"
+    summary = "Ruby-level backtrace of the selected thread (-a: every Ruby thread)."
+    usage = """ruby bt [-a] [--json] [-o FILE] [--max-frames N] [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
+
+Prints the Ruby backtrace of the selected thread, innermost frame first, the
+way the target Ruby prints its own backtraces. Nothing runs in the target.
+
+  -a, --all          every Ruby thread of every ractor
+  --json             JSON: {"ruby_version", "threads": [{"name", "main",
+                     "native_tid", "status", "frames": [{"label", "path",
+                     "absolute_path", "lineno", "kind"}]}]}
+  -o, --output FILE  write to FILE instead of the debugger's output
+  --max-frames N     stop each stack after N frames (default 100000)
+  --vm ADDR          use this rb_vm_t address instead of discovering it
+  --layout FILE      use this struct layout (see rbpeek-layoutgen)
+  --ruby-version V   use the built-in layout of Ruby V"""
+
+    def run(self, dbg, argv):
+        def build(p):
+            p.add_argument("-a", "--all", action="store_true")
+            p.add_argument("--json", action="store_true")
+            p.add_argument("-o", "--output")
+            p.add_argument("--max-frames", type=int, default=0)
+
+        args = parse_args(self.name, argv, build)
+        if args.max_frames < 0:
+            raise RbpeekError("ruby bt: --max-frames must be positive")
+        session = self.sessions.get(dbg, args)
+        version = session.info()["ruby_version"]
+        with session.snapshot(args.max_frames) as snap:
+            threads = map_threads(dbg, snap.threads())
+        if not args.all:
+            threads = [self._selected(dbg, threads)]
+        if args.json:
+            doc = {"ruby_version": version,
+                   "threads": [{k: t[k] for k in ("name", "main", "native_tid", "status", "ractor", "truncated",
+                                                   "error", "frames")} for t in threads]}
+            write_output(dbg, json.dumps(doc, ensure_ascii=False, indent=1) + "\n", args.output)
+            return
+        new_quotes = uses_new_quotes(version)
+        out = []
+        for t in threads:
+            out.append(thread_title(t) + ":")
+            if not t["frames"] and not t["error"]:
+                out.append("    (no Ruby frames)")
+            out.extend("    " + frame_line(f, new_quotes) for f in t["frames"])
+            if t["truncated"]:
+                out.append("    ... (cut at %d frames; use --max-frames)" % len(t["frames"]))
+            if t["error"]:
+                out.append("    (walk stopped early: %s)" % t["error"])
+            out.append("")
+        write_output(dbg, "\n".join(out), args.output)
+
+    @staticmethod
+    def _selected(dbg, threads):
+        sel = dbg.selected_thread()
+        if sel is None:
+            raise RbpeekError("no thread is selected")
+        for t in threads:
+            if t.get("dbg_num") == sel["num"]:
+                if not t["frames"] and not t["error"]:
+                    raise RbpeekError("thread %s is a Ruby thread with no Ruby frames right now "
+                                      "('ruby bt -a' shows every Ruby thread)" % sel["num"])
+                return t
+        raise RbpeekError("thread %s (tid %s) is not a Ruby thread; 'ruby bt -a' shows every Ruby thread"
+                          % (sel["num"], sel.get("tid")))
+
+
+class ThreadsCommand(Command):
+    name = "threads"
+    summary = "One line per Ruby thread: number, name, native TID, status, top frame."
+    usage = """ruby threads [--json] [-o FILE] [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
+
+Lists every Ruby thread: the debugger's thread number (so 'thread N' selects
+it), its Ruby name, native TID, Ruby status and innermost Ruby frame."""
+
+    def run(self, dbg, argv):
+        def build(p):
+            p.add_argument("--json", action="store_true")
+            p.add_argument("-o", "--output")
+
+        args = parse_args(self.name, argv, build)
+        session = self.sessions.get(dbg, args)
+        version = session.info()["ruby_version"]
+        with session.snapshot(64) as snap:
+            threads = map_threads(dbg, snap.threads())
+        if args.json:
+            doc = {"ruby_version": version,
+                   "threads": [{"debugger_thread": t["dbg_num"], "name": t["name"], "main": t["main"],
+                                "native_tid": t["native_tid"], "status": t["status"], "ractor": t["ractor"],
+                                "top_frame": t["frames"][0] if t["frames"] else None} for t in threads]}
+            write_output(dbg, json.dumps(doc, ensure_ascii=False, indent=1) + "\n", args.output)
+            return
+        new_quotes = uses_new_quotes(version)
+        lines = []
+        for t in threads:
+            num = "#%s" % t["dbg_num"] if t["dbg_num"] is not None else "#?"
+            name = "main" if t["main"] and not t["name"] else ('"%s"' % t["name"] if t["name"] else "-")
+            tid = "tid %s" % t["native_tid"] if t["native_tid"] else "tid ?"
+            top = frame_line(t["frames"][0], new_quotes) if t["frames"] else "(no Ruby frames)"
+            lines.append("%-4s %-16s %-11s %-6s %s" % (num, name, tid, t["status"], top))
+        write_output(dbg, "\n".join(lines), args.output)
+
+
+class InfoCommand(Command):
+    name = "info"
+    summary = "Ruby version, where the struct layout came from, VM address, symbols used."
+    usage = """ruby info [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
+
+Shows what rbpeek found: the target's Ruby version, the source of the struct
+layout (DWARF, a built-in table, or --layout), the VM address and how it was
+found, the memory source, and read statistics."""
+
+    def run(self, dbg, argv):
+        args = parse_args(self.name, argv, lambda p: None)
+        session = self.sessions.get(dbg, args)
+        info = session.info()
+        lines = ["Ruby version:  %s" % info["ruby_version"],
+                 "Layout:        %s" % info["layout_source"],
+                 "VM:            0x%x (%s)" % (info["vm_addr"], info["vm_source"])]
+        for sym in ("ruby_version", "ruby_current_vm_ptr", "ruby_global_symbols"):
+            addr = None
+            try:
+                addr = dbg.lookup_symbol(sym)
+            except Exception:
+                addr = None
+            lines.append("Symbol:        %-22s %s" % (sym, "0x%x" % addr if addr else "(not found via debugger)"))
+        lines.append("Memory:        %s" % ("/proc/%d/mem" % dbg.live_pid() if dbg.live_pid() else "debugger reads"))
+        if info["warning"]:
+            lines.append("Warning:       %s" % info["warning"])
+        dbg.write("\n".join(lines) + "\n")
+
+
+def all_commands(sessions):
+    """The command classes, in the order `help ruby` lists them."""
+    classes = [BtCommand, ThreadsCommand, InfoCommand]
+    return [c(sessions) for c in classes]
+
+
+PREFIX_HELP = """Inspect a CRuby process or core file without running code in it.
+
+  ruby bt [-a]       Ruby backtraces
+  ruby threads       one line per Ruby thread
+  ruby info          version, layout source, VM address
+
+'help ruby <command>' shows the options of a command."""

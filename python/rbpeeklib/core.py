@@ -1,0 +1,272 @@
+"""ctypes binding to librbpeek, shared by the GDB and LLDB plugins.
+
+This module knows the C API (core/include/rbpeek.h) and nothing about Ruby's
+structs: every byte of interpreter state is decoded by the C core. It turns
+status codes into RbpeekError exceptions carrying the session's one-line
+message, and keeps Python callbacks alive for as long as the session that
+uses them.
+"""
+
+import ctypes
+import os
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(os.path.dirname(_HERE))
+
+
+class RbpeekError(Exception):
+    """A failure the user should see as one line."""
+
+
+def _find_library():
+    env = os.environ.get("RBPEEK_LIBRARY")
+    if env:
+        return env
+    for build in ("build", "build-main"):
+        cand = os.path.join(REPO_ROOT, build, "lib", "librbpeek.so")
+        if os.path.exists(cand):
+            return cand
+    raise RbpeekError(
+        "librbpeek.so not found: build it first (see README.md), or set RBPEEK_LIBRARY=/path/to/librbpeek.so")
+
+
+READ_FN = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t)
+LOOKUP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64))
+
+
+class Frame(ctypes.Structure):
+    _fields_ = [("label", ctypes.c_char_p), ("path", ctypes.c_char_p), ("absolute_path", ctypes.c_char_p),
+                ("lineno", ctypes.c_int32), ("kind", ctypes.c_int32), ("iseq", ctypes.c_uint64)]
+
+
+class Thread(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("is_main", ctypes.c_int32), ("status", ctypes.c_int32),
+                ("native_tid", ctypes.c_int64), ("pthread_id", ctypes.c_uint64), ("thread_addr", ctypes.c_uint64),
+                ("thread_value", ctypes.c_uint64), ("ractor_addr", ctypes.c_uint64), ("ractor_index", ctypes.c_int32),
+                ("truncated", ctypes.c_int32), ("error", ctypes.c_char_p), ("nframes", ctypes.c_size_t),
+                ("frames", ctypes.POINTER(Frame))]
+
+
+class ReadStats(ctypes.Structure):
+    _fields_ = [("requests", ctypes.c_uint64), ("source_reads", ctypes.c_uint64),
+                ("source_bytes", ctypes.c_uint64), ("failures", ctypes.c_uint64)]
+
+
+FORMAT_TEXT = 0
+FORMAT_JSON = 1
+
+_lib = None
+
+
+def lib():
+    """Loads librbpeek once and declares the signatures we use."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = _find_library()
+    try:
+        L = ctypes.CDLL(path)
+    except OSError as e:
+        raise RbpeekError("cannot load %s: %s" % (path, e))
+    vp, u64, cp, st = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_int
+    sigs = {
+        "rbpeek_status_name": (cp, [st]),
+        "rbpeek_session_new": (vp, []),
+        "rbpeek_session_free": (None, [vp]),
+        "rbpeek_session_error": (cp, [vp]),
+        "rbpeek_session_use_reader": (st, [vp, READ_FN, vp]),
+        "rbpeek_session_use_pid": (st, [vp, ctypes.c_int]),
+        "rbpeek_session_use_core": (st, [vp, cp]),
+        "rbpeek_session_use_lookup": (st, [vp, LOOKUP_FN, vp]),
+        "rbpeek_session_add_region": (st, [vp, u64, u64, u64, cp]),
+        "rbpeek_session_set_vm": (st, [vp, u64]),
+        "rbpeek_session_set_layout_file": (st, [vp, cp]),
+        "rbpeek_session_set_ruby_version": (st, [vp, cp]),
+        "rbpeek_session_add_debug_file": (st, [vp, cp]),
+        "rbpeek_session_attach": (st, [vp]),
+        "rbpeek_session_invalidate": (None, [vp]),
+        "rbpeek_session_ruby_version": (cp, [vp]),
+        "rbpeek_session_layout_source": (cp, [vp]),
+        "rbpeek_session_warning": (cp, [vp]),
+        "rbpeek_session_vm_addr": (u64, [vp]),
+        "rbpeek_session_vm_source": (cp, [vp]),
+        "rbpeek_session_read_stats": (None, [vp, ctypes.POINTER(ReadStats)]),
+        "rbpeek_session_reset_read_stats": (None, [vp]),
+        "rbpeek_snapshot_take": (st, [vp, ctypes.c_size_t, ctypes.POINTER(vp)]),
+        "rbpeek_snapshot_free": (None, [vp]),
+        "rbpeek_snapshot_thread_count": (ctypes.c_size_t, [vp]),
+        "rbpeek_snapshot_thread": (ctypes.POINTER(Thread), [vp, ctypes.c_size_t]),
+        "rbpeek_snapshot_render": (st, [vp, vp, st, ctypes.c_long, ctypes.POINTER(ctypes.c_void_p)]),
+        "rbpeek_thread_status_name": (cp, [ctypes.c_int32]),
+        "rbpeek_free": (None, [vp]),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(L, name)
+        fn.restype = res
+        fn.argtypes = args
+    _lib = L
+    return L
+
+
+def _s(b):
+    return b.decode("utf-8", "replace") if b is not None else None
+
+
+class Snapshot:
+    """Every Ruby thread and its frames at one moment (owns the C snapshot)."""
+
+    _h = None
+
+    def __init__(self, session, handle):
+        self._session = session
+        self._h = handle
+
+    def close(self):
+        if self._h:
+            lib().rbpeek_snapshot_free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def threads(self):
+        """A list of plain dicts, one per thread (the JSON schema's shape)."""
+        L = lib()
+        out = []
+        for i in range(L.rbpeek_snapshot_thread_count(self._h)):
+            t = L.rbpeek_snapshot_thread(self._h, i).contents
+            frames = [{"label": _s(f.label), "path": _s(f.path), "absolute_path": _s(f.absolute_path),
+                       "lineno": f.lineno, "kind": "cfunc" if f.kind == 1 else "ruby"}
+                      for f in (t.frames[j] for j in range(t.nframes))]
+            out.append({"index": i, "name": _s(t.name), "main": bool(t.is_main),
+                        "native_tid": t.native_tid if t.native_tid > 0 else None,
+                        "pthread_id": t.pthread_id, "status": _s(L.rbpeek_thread_status_name(t.status)),
+                        "ractor": t.ractor_index, "truncated": bool(t.truncated), "error": _s(t.error),
+                        "frames": frames})
+        return out
+
+    def render(self, fmt, thread_index=-1):
+        out = ctypes.c_void_p()
+        self._session._check(lib().rbpeek_snapshot_render(self._session._h, self._h, fmt, thread_index,
+                                                          ctypes.byref(out)))
+        try:
+            return ctypes.string_at(out.value).decode("utf-8", "replace")
+        finally:
+            lib().rbpeek_free(out)
+
+
+class Session:
+    """One target. Memory comes from a pid, or from reader/lookup callbacks."""
+
+    _h = None
+
+    def __init__(self):
+        self._h = lib().rbpeek_session_new()
+        if not self._h:
+            raise RbpeekError("out of memory")
+        self._keep = []  # ctypes callbacks must outlive the C session
+
+    def close(self):
+        if self._h:
+            lib().rbpeek_session_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def error(self):
+        return _s(lib().rbpeek_session_error(self._h)) or "unknown error"
+
+    def _check(self, status):
+        if status != 0:
+            raise RbpeekError(self.error())
+
+    def use_pid(self, pid):
+        self._check(lib().rbpeek_session_use_pid(self._h, int(pid)))
+
+    def use_core(self, path):
+        self._check(lib().rbpeek_session_use_core(self._h, path.encode()))
+
+    def use_reader(self, read):
+        """read(addr, size) -> bytes (possibly short) or None."""
+
+        def cb(_ctx, addr, buf, size):
+            try:
+                data = read(addr, size)
+            except Exception:  # the debugger refused: unreadable memory
+                return -1
+            if not data:
+                return -1
+            n = min(len(data), size)
+            ctypes.memmove(buf, bytes(data[:n]), n)
+            return n
+
+        fn = READ_FN(cb)
+        self._keep.append(fn)
+        self._check(lib().rbpeek_session_use_reader(self._h, fn, None))
+
+    def use_lookup(self, lookup):
+        """lookup(name) -> address or None."""
+
+        def cb(_ctx, name, out):
+            try:
+                addr = lookup(name.decode())
+            except Exception:
+                return 1
+            if not addr:
+                return 1
+            out[0] = addr
+            return 0
+
+        fn = LOOKUP_FN(cb)
+        self._keep.append(fn)
+        self._check(lib().rbpeek_session_use_lookup(self._h, fn, None))
+
+    def add_region(self, start, end, offset, path):
+        lib().rbpeek_session_add_region(self._h, start, end, offset, path.encode() if path else None)
+
+    def add_debug_file(self, path):
+        lib().rbpeek_session_add_debug_file(self._h, path.encode())
+
+    def set_vm(self, addr):
+        self._check(lib().rbpeek_session_set_vm(self._h, addr))
+
+    def set_layout_file(self, path):
+        self._check(lib().rbpeek_session_set_layout_file(self._h, path.encode()))
+
+    def set_ruby_version(self, version):
+        self._check(lib().rbpeek_session_set_ruby_version(self._h, version.encode()))
+
+    def attach(self):
+        self._check(lib().rbpeek_session_attach(self._h))
+
+    def invalidate(self):
+        lib().rbpeek_session_invalidate(self._h)
+
+    def info(self):
+        L = lib()
+        return {"ruby_version": _s(L.rbpeek_session_ruby_version(self._h)),
+                "layout_source": _s(L.rbpeek_session_layout_source(self._h)),
+                "warning": _s(L.rbpeek_session_warning(self._h)),
+                "vm_addr": L.rbpeek_session_vm_addr(self._h),
+                "vm_source": _s(L.rbpeek_session_vm_source(self._h))}
+
+    def read_stats(self):
+        st = ReadStats()
+        lib().rbpeek_session_read_stats(self._h, ctypes.byref(st))
+        return {"requests": st.requests, "source_reads": st.source_reads, "source_bytes": st.source_bytes,
+                "failures": st.failures}
+
+    def reset_read_stats(self):
+        lib().rbpeek_session_reset_read_stats(self._h)
+
+    def snapshot(self, max_frames=0):
+        h = ctypes.c_void_p()
+        self._check(lib().rbpeek_snapshot_take(self._h, max_frames, ctypes.byref(h)))
+        return Snapshot(self, h.value)
