@@ -10,6 +10,8 @@
  */
 #include "discover.h"
 
+#include "robject.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +241,7 @@ rbpeek_status rbp_discover_vm(rbpeek_session *s)
     if (!vm_plausible(s, vm, why, sizeof why)) return rbp_fail(s, RBPEEK_ERR_CORRUPT, "%s", why);
     s->vm_ptr_addr = ptr_addr;
     s->vm = vm;
+    if (!s->global_symbols) s->global_symbols = rbp_locate_global_symbols(s, ptr_addr);
     snprintf(s->vm_source, sizeof s->vm_source, "ruby_current_vm_ptr at 0x%llx (%s)", (unsigned long long)ptr_addr,
              how ? how : "symbol");
     return RBPEEK_OK;

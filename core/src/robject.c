@@ -240,3 +240,54 @@ const char *rbp_class_path(rbpeek_session *s, uint64_t klass, bool *permanent)
     rbp_addrmap_put(&c->classpaths, klass, name);
     return rbp_addrmap_get(&c->classpaths, klass);
 }
+
+/* Accepts addr as &ruby_global_symbols only if its ID table decodes
+ * operator IDs the way every Ruby registers them: serial '+' is "+" and
+ * serial '-' is "-". A random word pair passing this is not plausible. */
+static bool symbols_table_valid(rbpeek_session *s, uint64_t addr)
+{
+    const rbp_layout *L = &s->layout;
+    uint64_t ids = 0, chunk = 0;
+    uint32_t last_id = 0;
+    if (!rbp_mem_u32(s->mem, addr + (uint64_t)rbp_off(L, RBP_L_symbols_last_id), &last_id) || last_id < 1000 ||
+        last_id > (1u << 28))
+        return false;
+    if (!rbp_mem_u64(s->mem, addr + (uint64_t)rbp_off(L, RBP_L_symbols_ids), &ids) || !rbp_is_heap_ptr(s, ids) ||
+        rbp_obj_type(s, ids) != RBP_T_ARRAY || !rbp_array_at(s, ids, 0, &chunk))
+        return false;
+    static const char ops[] = {'+', '-'};
+    for (size_t i = 0; i < sizeof ops; i++) {
+        uint64_t str = 0;
+        char buf[4];
+        if (!rbp_array_at(s, chunk, (long)ops[i] * RBP_ID_ENTRY_SIZE, &str) ||
+            rbp_string_read(s, str, buf, sizeof buf, NULL) != 1 || buf[0] != ops[i])
+            return false;
+    }
+    return true;
+}
+
+#define SCAN_WINDOW (512 * 1024)
+
+uint64_t rbp_locate_global_symbols(rbpeek_session *s, uint64_t anchor)
+{
+    const rbp_layout *L = &s->layout;
+    if (!anchor || !rbp_has(L, RBP_L_symbols_ids) || !rbp_has(L, RBP_L_symbols_last_id)) return 0;
+    int32_t ids_off = rbp_off(L, RBP_L_symbols_ids), last_off = rbp_off(L, RBP_L_symbols_last_id);
+    uint64_t lo = anchor > SCAN_WINDOW ? (anchor - SCAN_WINDOW) & ~UINT64_C(4095) : 0;
+    uint64_t hi = anchor + SCAN_WINDOW;
+    uint8_t page[4096 + 64];
+    for (uint64_t base = lo; base < hi; base += 4096) {
+        size_t got = rbp_mem_read_partial(s->mem, base, page, sizeof page);
+        if (got < 16) continue; /* unmapped: skip the page */
+        for (size_t off = 0; off + (size_t)ids_off + 8 <= got && off < 4096; off += 8) {
+            uint32_t last_id;
+            uint64_t ids;
+            memcpy(&last_id, page + off + last_off, 4);
+            memcpy(&ids, page + off + ids_off, 8);
+            /* cheap filters first: a plausible serial count and an aligned pointer */
+            if (last_id < 1000 || last_id > (1u << 28) || !rbp_is_heap_ptr(s, ids)) continue;
+            if (symbols_table_valid(s, base + off)) return base + off;
+        }
+    }
+    return 0;
+}

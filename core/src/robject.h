@@ -62,6 +62,12 @@ const char *rbp_id_name(rbpeek_session *s, uint64_t id);
  * true exactly when a path is returned. */
 const char *rbp_class_path(rbpeek_session *s, uint64_t klass, bool *permanent);
 
+/* Finds ruby_global_symbols when its symbol is not exported (Debian's
+ * stripped libruby): scans the data near anchor (&ruby_current_vm_ptr, which
+ * lives in the same image's data) for a table whose ID entries decode as
+ * Ruby registers them. Returns its address or 0. */
+uint64_t rbp_locate_global_symbols(rbpeek_session *s, uint64_t anchor);
+
 /* Cache teardown (called from rbp_caches_free). */
 void rbp_idcache_free(rbp_idcache *c);
 

@@ -1,0 +1,161 @@
+"""Shared plumbing for the integration tests: start a Ruby test program, wait
+until it has recorded its own view and parked, run a debugger with the
+rbpeek plugin against it (live, or on a gcore'd core), and check the target
+was left as it was.
+
+Every integration test is a plain script (exit 0 pass, 1 fail, 77 skip) so
+ctest runs it directly; this module keeps them short.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+PROGRAMS = os.path.join(HERE, "programs")
+GDB_PLUGIN = os.path.join(REPO, "gdb-plugin", "rbpeek.py")
+LLDB_PLUGIN = os.path.join(REPO, "lldb-plugin", "rbpeek.py")
+LLDB = shutil.which("lldb-16") or "lldb-16"
+SKIP = 77
+
+
+class Failure(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def ruby_binary(spec):
+    """A Ruby from the test matrix: 'debian-3.1' is Debian's stripped
+    package; anything else is a build under $RBPEEK_RUBIES."""
+    if spec == "debian-3.1":
+        return "/usr/bin/ruby3.1"
+    root = os.environ.get("RBPEEK_RUBIES", "/var/cache/rbpeek/rubies")
+    return os.path.join(root, spec, "bin", "ruby")
+
+
+class Target:
+    """A Ruby test program, started and parked; killed on exit."""
+
+    def __init__(self, ruby, program, workdir, timeout=90):
+        self.ruby = ruby
+        self.workdir = workdir
+        self.log_path = os.path.join(workdir, "target.log")
+        self.proc = subprocess.Popen([ruby, os.path.join(PROGRAMS, program), workdir],
+                                     stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=workdir)
+        ready = os.path.join(workdir, "ready")
+        deadline = time.time() + timeout
+        while not os.path.exists(ready):
+            if self.proc.poll() is not None:
+                raise Failure("target exited early (%s): %s" % (self.proc.returncode, self._log_tail()))
+            if time.time() > deadline:
+                raise Failure("target never became ready: %s" % self._log_tail())
+            time.sleep(0.05)
+        self.pid = self.proc.pid
+        time.sleep(0.3)  # the recorder thread finishes after writing 'ready'
+
+    def _log_tail(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()[-2000:]
+        except OSError:
+            return "(no log)"
+
+    def expected(self, name="expected.json"):
+        with open(os.path.join(self.workdir, name), encoding="utf-8") as f:
+            return json.load(f)
+
+    def state(self):
+        """The kernel's one-letter process state ('S' sleeping, 't' traced-stopped...)."""
+        with open("/proc/%d/stat" % self.pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+
+    def assert_left_running(self):
+        if self.proc.poll() is not None:
+            raise Failure("the target died (exit %s)" % self.proc.returncode)
+        for _ in range(50):  # the debugger's detach may take a moment to land
+            st = self.state()
+            if st not in ("t", "T"):
+                return
+            time.sleep(0.05)
+        raise Failure("the target was left stopped (state %s)" % st)
+
+    def gcore(self):
+        core = os.path.join(self.workdir, "core")
+        r = subprocess.run(["gcore", "-o", core, str(self.pid)], capture_output=True, text=True, timeout=300)
+        path = "%s.%d" % (core, self.pid)
+        if r.returncode != 0 or not os.path.exists(path):
+            raise Failure("gcore failed: %s" % (r.stderr or r.stdout)[-1000:])
+        return path
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+
+def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300):
+    """Runs gdb or lldb-16 in batch mode with the plugin loaded and the given
+    `ruby ...` commands. Returns (returncode, combined output)."""
+    if debugger == "gdb":
+        argv = ["gdb", "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off"]
+        if pid:
+            argv += ["-p", str(pid)]
+        else:
+            argv += [exe, core]
+        argv += ["-ex", "source " + GDB_PLUGIN]
+        for c in commands:
+            argv += ["-ex", c]
+    elif debugger == "lldb":
+        argv = [LLDB, "--no-lldbinit", "-b"]
+        if pid:
+            argv += ["-p", str(pid)]
+        else:
+            argv += ["-c", core, exe]
+        argv += ["-o", "command script import " + LLDB_PLUGIN]
+        for c in commands:
+            argv += ["-o", c]
+    else:
+        raise ValueError(debugger)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env.pop("PYTHONHOME", None)
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env,
+                       errors="replace")
+    return r.returncode, r.stdout + r.stderr
+
+
+def assert_no_traceback(output):
+    if "Traceback (most recent call last)" in output or "internal error" in output:
+        raise Failure("the plugin raised a Python error:\n" + output[-3000:])
+
+
+def main(test):
+    """Runs test() with a fresh temp dir; maps exceptions to exit codes."""
+    workdir = tempfile.mkdtemp(prefix="rbpeek-it-")
+    try:
+        test(workdir)
+    except Failure as e:
+        log("FAIL: %s" % e)
+        log("(work dir kept: %s)" % workdir)
+        sys.exit(1)
+    except SkipTest as e:
+        log("SKIP: %s" % e)
+        shutil.rmtree(workdir, ignore_errors=True)
+        sys.exit(SKIP)
+    log("PASS")
+    shutil.rmtree(workdir, ignore_errors=True)
+    sys.exit(0)
+
+
+class SkipTest(Exception):
+    pass

@@ -1,0 +1,90 @@
+"""`ruby bt -a --json` against the target's own backtrace_locations.
+
+    test_bt.py RUBY DEBUGGER MODE      e.g. test_bt.py 3.4.5 lldb core
+
+RUBY is a matrix name (see harness.ruby_binary), DEBUGGER gdb or lldb,
+MODE live (attach to the parked process) or core (gcore it, then open the
+core). Every recorded thread must be found, and every frame's label, path,
+absolute_path and line number must be equal, in order. The target must be
+left running.
+"""
+
+import json
+import os
+import sys
+
+import harness
+from harness import Failure
+
+
+def compare(expected, actual):
+    exp_threads = expected["threads"]
+    act_threads = [t for t in actual["threads"] if t["name"] != "rbpeek-recorder"]
+    if actual["ruby_version"] != expected["ruby_version"]:
+        raise Failure("version: rbpeek says %s, Ruby says %s" % (actual["ruby_version"], expected["ruby_version"]))
+
+    def key(t):
+        return "<main>" if t["main"] else t["name"]
+
+    exp_by = {key(t): t for t in exp_threads}
+    act_by = {key(t): t for t in act_threads}
+    if set(exp_by) != set(act_by):
+        raise Failure("thread sets differ: missing %s, extra %s"
+                      % (sorted(set(exp_by) - set(act_by)), sorted(set(act_by) - set(exp_by))))
+    problems = []
+    frames_checked = 0
+    for name, exp in exp_by.items():
+        act = act_by[name]
+        if act.get("error"):
+            problems.append("%s: walk error: %s" % (name, act["error"]))
+        if act["status"] != exp["status"]:
+            problems.append("%s: status %s, Ruby says %s" % (name, act["status"], exp["status"]))
+        ef, af = exp["frames"], act["frames"]
+        for i in range(max(len(ef), len(af))):
+            e = ef[i] if i < len(ef) else None
+            a = af[i] if i < len(af) else None
+            fields = ("label", "path", "absolute_path", "lineno")
+            ev = tuple(e.get(k) for k in fields) if e else None
+            # Ruby reports a nil path for a C frame with no Ruby caller; rbpeek's JSON has "".
+            av = tuple((a.get(k) if not (k == "path" and a.get(k) == "" and e and e.get(k) is None) else None)
+                       for k in fields) if a else None
+            if ev != av:
+                problems.append("%s frame %d:\n      ruby:   %s\n      rbpeek: %s" % (name, i, ev, av))
+                if len(problems) > 30:
+                    break
+            frames_checked += 1
+    if problems:
+        raise Failure("%d mismatches:\n  " % len(problems) + "\n  ".join(problems[:30]))
+    return frames_checked
+
+
+def test(ruby_spec, debugger, mode, workdir):
+    ruby = harness.ruby_binary(ruby_spec)
+    if not os.path.exists(ruby):
+        raise Failure("Ruby %s is not built (%s); run scripts/build-rubies.sh" % (ruby_spec, ruby))
+    target = harness.Target(ruby, "bt_scenarios.rb", workdir)
+    try:
+        out_json = os.path.join(workdir, "rbpeek.json")
+        cmd = "ruby bt -a --json -o " + out_json
+        if mode == "live":
+            rc, output = harness.run_debugger(debugger, [cmd], pid=target.pid)
+        else:
+            core = target.gcore()
+            rc, output = harness.run_debugger(debugger, [cmd], exe=ruby, core=core)
+        harness.assert_no_traceback(output)
+        if not os.path.exists(out_json):
+            raise Failure("no JSON written; debugger output:\n" + output[-3000:])
+        with open(out_json, encoding="utf-8") as f:
+            actual = json.load(f)
+        n = compare(target.expected(), actual)
+        target.assert_left_running()
+        harness.log("%s %s %s: %d threads, %d frames identical" % (ruby_spec, debugger, mode,
+                                                                   len(actual["threads"]), n))
+    finally:
+        target.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[2] not in ("gdb", "lldb") or sys.argv[3] not in ("live", "core"):
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2], sys.argv[3], wd))
