@@ -1,0 +1,593 @@
+/*
+ * Memory source over an ELF core file (x86-64, little-endian, ELFCLASS64).
+ *
+ * A core holds the target's memory as PT_LOAD segments, but not all of it:
+ * the kernel (by coredump_filter) and gdb's gcore leave out file-backed
+ * mappings that were never written, typically the read-only text and
+ * .rodata of every executable and library, either by giving the segment a
+ * p_filesz smaller than p_memsz or by writing no PT_LOAD at all. The NT_FILE
+ * note still names the file behind each mapping and the offset it was
+ * mapped from, so for addresses the core lacks we read that file instead.
+ *
+ * Reads use pread on a descriptor kept open rather than mmap of the core:
+ * a core may be truncated (a crash while it was being written, a disk that
+ * filled up) or shrink while we hold it, and touching an mmap'd page past
+ * the end of the file raises SIGBUS, whereas pread just returns short. The
+ * page cache in mem.c already absorbs repeated reads, so the syscall per
+ * miss costs little. Cores can also be many GiB; we never map or load them.
+ *
+ * Everything taken from the core is validated against the file size before
+ * use, and every loop over core-derived counts is bounded, so a corrupt or
+ * truncated core gives an error or short reads, never a crash.
+ */
+#define _GNU_SOURCE
+#include "mem.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef NT_FILE
+#define NT_FILE 0x46494c45
+#endif
+
+/* Bounds on what we accept from a core: far above anything real (the kernel
+ * caps a process at vm.max_map_count mappings, 65530 by default), low
+ * enough that a corrupt count cannot make us allocate gigabytes. */
+#define MAX_PHDRS ((uint64_t)1 << 20)
+#define MAX_NOTE_BYTES ((uint64_t)64 << 20)
+#define MAX_FILE_MAPS ((uint64_t)1 << 20)
+/* Mapped files we keep open at once; older ones are closed and reopened on
+ * demand, so a process mapping thousands of files cannot exhaust our fds. */
+#define MAX_OPEN_FILES 16
+
+typedef struct core_seg {
+    uint64_t vaddr, memsz;
+    uint64_t offset;        /* where its data starts in the core */
+    uint64_t avail;         /* leading bytes whose data really is in the core */
+} core_seg;
+
+typedef struct core_fmap {
+    uint64_t start, end;    /* target addresses */
+    uint64_t file_ofs;      /* bytes, already multiplied by the page size */
+    uint32_t file;          /* index into core.files */
+} core_fmap;
+
+typedef struct core_file {
+    char *path;
+    int fd;                 /* -1 when not open */
+    int state;              /* 0 not tried yet, 1 usable, -1 unusable */
+    uint64_t last_use;      /* for closing the least recently used */
+} core_file;
+
+typedef struct core {
+    int fd;
+    uint64_t size;
+    core_seg *segs;         /* sorted by vaddr */
+    size_t nsegs;
+    core_fmap *maps;        /* sorted by start */
+    size_t nmaps;
+    core_file *files;
+    size_t nfiles;
+    size_t nopen;
+    uint64_t clock;
+} core;
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* pread that retries on EINTR and on partial transfers; returns bytes read
+ * (short at end of file) or -1 if the very first attempt failed. */
+static long pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        if (off + done > (uint64_t)INT64_MAX) break;
+        ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += (size_t)n;
+    }
+    return done ? (long)done : (len ? -1 : 0);
+}
+
+/* True if [off, off+len) lies inside a file of the given size. */
+static bool in_file(uint64_t off, uint64_t len, uint64_t size)
+{
+    return off <= size && len <= size - off;
+}
+
+static void core_free(core *c)
+{
+    if (!c) return;
+    if (c->fd >= 0) close(c->fd);
+    for (size_t i = 0; i < c->nfiles; i++) {
+        if (c->files[i].fd >= 0) close(c->files[i].fd);
+        free(c->files[i].path);
+    }
+    free(c->files);
+    free(c->maps);
+    free(c->segs);
+    free(c);
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+    const core_seg *x = a, *y = b;
+    return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+static int cmp_fmap(const void *a, const void *b)
+{
+    const core_fmap *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* ---- NT_FILE ---------------------------------------------------------- */
+
+/* Interns path into c->files through a small open-addressing table, so a
+ * library with five mappings gets one entry (and one cached fd). */
+typedef struct intern {
+    uint32_t *slots;        /* file index + 1; 0 = empty */
+    size_t mask;
+} intern;
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static long intern_path(core *c, intern *t, const char *path)
+{
+    size_t i = (size_t)hash_str(path) & t->mask;
+    for (size_t probes = 0; probes <= t->mask; probes++, i = (i + 1) & t->mask) {
+        uint32_t v = t->slots[i];
+        if (v == 0) {
+            char *dup = strdup(path);
+            if (!dup) return -1;
+            c->files[c->nfiles] = (core_file){.path = dup, .fd = -1};
+            t->slots[i] = (uint32_t)(++c->nfiles);
+            return (long)c->nfiles - 1;
+        }
+        if (strcmp(c->files[v - 1].path, path) == 0) return (long)v - 1;
+    }
+    return -1; /* cannot happen: the table has twice as many slots as entries */
+}
+
+/* Parses one NT_FILE descriptor: count, page size, count x {start, end,
+ * page offset}, then count NUL-terminated paths. Entries that are
+ * malformed are dropped; a malformed header drops the note. */
+static bool parse_nt_file(core *c, const uint8_t *d, uint64_t len)
+{
+    if (len < 16) return true;
+    uint64_t count, page;
+    memcpy(&count, d, 8);
+    memcpy(&page, d + 8, 8);
+    if (page == 0 || page > ((uint64_t)1 << 30)) return true;
+    if (count > MAX_FILE_MAPS || count > (len - 16) / 24) return true;
+    if (count == 0) return true;
+
+    c->maps = calloc(count, sizeof *c->maps);
+    c->files = calloc(count, sizeof *c->files);
+    size_t nslots = 64;
+    while (nslots < 2 * count) nslots <<= 1;
+    intern t = {calloc(nslots, sizeof(uint32_t)), nslots - 1};
+    if (!c->maps || !c->files || !t.slots) {
+        free(t.slots);
+        return false;
+    }
+
+    const uint8_t *ent = d + 16;
+    const char *str = (const char *)(d + 16 + count * 24);
+    const char *end = (const char *)(d + len);
+    for (uint64_t i = 0; i < count && str < end; i++) {
+        const char *nul = memchr(str, '\0', (size_t)(end - str));
+        if (!nul) break; /* truncated string table: keep what was complete */
+        uint64_t v[3];
+        memcpy(v, ent + i * 24, sizeof v);
+        const char *path = str;
+        str = nul + 1;
+        if (v[1] <= v[0] || *path == '\0') continue;
+        if (v[2] > UINT64_MAX / page) continue;
+        long f = intern_path(c, &t, path);
+        if (f < 0) {
+            free(t.slots);
+            return false;
+        }
+        c->maps[c->nmaps++] = (core_fmap){v[0], v[1], v[2] * page, (uint32_t)f};
+    }
+    free(t.slots);
+    qsort(c->maps, c->nmaps, sizeof *c->maps, cmp_fmap);
+    return true;
+}
+
+/* Walks the notes of one PT_NOTE segment looking for NT_FILE. Notes in a
+ * 64-bit core still use 4-byte namesz/descsz/type words, with name and
+ * descriptor each padded to 4 bytes. */
+static bool parse_notes(core *c, const uint8_t *buf, uint64_t len)
+{
+    uint64_t pos = 0;
+    /* Each note is at least 12 bytes, so this terminates within len/12. */
+    while (len - pos >= sizeof(Elf64_Nhdr)) {
+        Elf64_Nhdr nh;
+        memcpy(&nh, buf + pos, sizeof nh);
+        pos += sizeof nh;
+        uint64_t namesz = ((uint64_t)nh.n_namesz + 3) & ~(uint64_t)3;
+        uint64_t descsz = ((uint64_t)nh.n_descsz + 3) & ~(uint64_t)3;
+        if (namesz > len - pos) break;
+        const char *name = (const char *)(buf + pos);
+        pos += namesz;
+        if (nh.n_descsz > len - pos) break;
+        const uint8_t *desc = buf + pos;
+        pos += descsz > len - pos ? len - pos : descsz;
+        if (nh.n_type == NT_FILE && c->maps == NULL && nh.n_namesz == 5 && memcmp(name, "CORE", 5) == 0) {
+            if (!parse_nt_file(c, desc, nh.n_descsz)) return false;
+        }
+    }
+    return true;
+}
+
+/* ---- ELF header and program headers ----------------------------------- */
+
+static core *core_open(const char *path, char *err, size_t errlen)
+{
+    core *c = calloc(1, sizeof *c);
+    if (!c) {
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (c->fd < 0) {
+        set_err(err, errlen, "cannot open core %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    struct stat st;
+    if (fstat(c->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        set_err(err, errlen, "core %s is not a regular file", path);
+        goto fail;
+    }
+    c->size = (uint64_t)st.st_size;
+
+    Elf64_Ehdr eh;
+    if (pread_full(c->fd, &eh, sizeof eh, 0) != (long)sizeof eh) {
+        set_err(err, errlen, "core %s: too short for an ELF header", path);
+        goto fail;
+    }
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        set_err(err, errlen, "core %s: not an ELF file", path);
+        goto fail;
+    }
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+        eh.e_machine != EM_X86_64) {
+        set_err(err, errlen, "core %s: only 64-bit little-endian x86-64 cores are supported "
+                "(class %u, data %u, machine %u)", path, eh.e_ident[EI_CLASS], eh.e_ident[EI_DATA],
+                eh.e_machine);
+        goto fail;
+    }
+    if (eh.e_type != ET_CORE) {
+        set_err(err, errlen, "core %s: not a core file (ELF type %u)", path, eh.e_type);
+        goto fail;
+    }
+    if (eh.e_phentsize != sizeof(Elf64_Phdr)) {
+        set_err(err, errlen, "core %s: unexpected program header size %u", path, eh.e_phentsize);
+        goto fail;
+    }
+
+    /* With more than 65534 segments the real count lives in section 0. */
+    uint64_t phnum = eh.e_phnum;
+    if (phnum == PN_XNUM) {
+        Elf64_Shdr sh0;
+        if (eh.e_shentsize != sizeof sh0 || !in_file(eh.e_shoff, sizeof sh0, c->size) ||
+            pread_full(c->fd, &sh0, sizeof sh0, eh.e_shoff) != (long)sizeof sh0) {
+            set_err(err, errlen, "core %s: PN_XNUM without a readable section header", path);
+            goto fail;
+        }
+        phnum = sh0.sh_info;
+    }
+    if (phnum == 0 || phnum > MAX_PHDRS || !in_file(eh.e_phoff, phnum * sizeof(Elf64_Phdr), c->size)) {
+        set_err(err, errlen, "core %s: program headers missing or past the end of the file (truncated?)",
+                path);
+        goto fail;
+    }
+    Elf64_Phdr *ph = malloc(phnum * sizeof *ph);
+    if (!ph) {
+        set_err(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (pread_full(c->fd, ph, phnum * sizeof *ph, eh.e_phoff) != (long)(phnum * sizeof *ph)) {
+        set_err(err, errlen, "core %s: cannot read program headers", path);
+        free(ph);
+        goto fail;
+    }
+
+    size_t nload = 0;
+    for (uint64_t i = 0; i < phnum; i++) nload += ph[i].p_type == PT_LOAD;
+    c->segs = calloc(nload ? nload : 1, sizeof *c->segs);
+    if (!c->segs) {
+        set_err(err, errlen, "out of memory");
+        free(ph);
+        goto fail;
+    }
+    for (uint64_t i = 0; i < phnum; i++) {
+        const Elf64_Phdr *p = &ph[i];
+        if (p->p_type == PT_LOAD) {
+            if (p->p_memsz == 0 || p->p_vaddr + p->p_memsz < p->p_vaddr) continue;
+            /* Data the header promises but the (truncated) file lacks is
+             * treated as absent, so the file fallback or a short read
+             * takes over instead of reading past EOF. */
+            uint64_t avail = p->p_filesz < p->p_memsz ? p->p_filesz : p->p_memsz;
+            if (p->p_offset >= c->size) avail = 0;
+            else if (avail > c->size - p->p_offset) avail = c->size - p->p_offset;
+            c->segs[c->nsegs++] = (core_seg){p->p_vaddr, p->p_memsz, p->p_offset, avail};
+        } else if (p->p_type == PT_NOTE && c->maps == NULL) {
+            uint64_t len = p->p_filesz;
+            if (p->p_offset >= c->size || len == 0) continue;
+            if (len > c->size - p->p_offset) len = c->size - p->p_offset;
+            if (len > MAX_NOTE_BYTES) len = MAX_NOTE_BYTES;
+            uint8_t *buf = malloc(len);
+            if (!buf) continue;
+            long got = pread_full(c->fd, buf, len, p->p_offset);
+            bool ok = got <= 0 || parse_notes(c, buf, (uint64_t)got);
+            free(buf);
+            if (!ok) {
+                set_err(err, errlen, "out of memory");
+                free(ph);
+                goto fail;
+            }
+        }
+    }
+    free(ph);
+    qsort(c->segs, c->nsegs, sizeof *c->segs, cmp_seg);
+    if (c->nsegs == 0 && c->nmaps == 0) {
+        set_err(err, errlen, "core %s: no memory segments and no mapped files", path);
+        goto fail;
+    }
+    return c;
+
+fail:
+    core_free(c);
+    return NULL;
+}
+
+/* ---- reading ---------------------------------------------------------- */
+
+/* The segment containing addr, or the first one after it (via *next), or
+ * NULL with *next = NULL when none follows. */
+static const core_seg *find_seg(const core *c, uint64_t addr, const core_seg **next)
+{
+    size_t lo = 0, hi = c->nsegs; /* first index with vaddr > addr */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->segs[mid].vaddr <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    *next = lo < c->nsegs ? &c->segs[lo] : NULL;
+    if (lo > 0) {
+        const core_seg *s = &c->segs[lo - 1];
+        if (addr - s->vaddr < s->memsz) return s;
+    }
+    return NULL;
+}
+
+static const core_fmap *find_map(const core *c, uint64_t addr)
+{
+    size_t lo = 0, hi = c->nmaps;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->maps[mid].start <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > 0 && addr < c->maps[lo - 1].end) return &c->maps[lo - 1];
+    return NULL;
+}
+
+/* Where the core does hold part of a file's first page (kernels and gdb
+ * keep the ELF header page), compare it with the file on disk: a library
+ * upgraded since the crash must not silently feed us the new version's
+ * bytes. Only offset 0 is compared because later writable pages legitimately
+ * differ (relocations). Returns false if the file is known to differ. */
+static bool file_matches_core(core *c, uint32_t file, int fd)
+{
+    for (size_t i = 0; i < c->nmaps; i++) {
+        const core_fmap *m = &c->maps[i];
+        if (m->file != file || m->file_ofs != 0) continue;
+        const core_seg *next, *s = find_seg(c, m->start, &next);
+        if (!s || m->start - s->vaddr >= s->avail) continue;
+        uint64_t n = s->avail - (m->start - s->vaddr);
+        if (n > 512) n = 512;
+        if (n > m->end - m->start) n = m->end - m->start;
+        uint8_t a[512], b[512];
+        if (pread_full(c->fd, a, n, s->offset + (m->start - s->vaddr)) != (long)n) continue;
+        if (pread_full(fd, b, n, 0) != (long)n || memcmp(a, b, n) != 0) return false;
+        return true;
+    }
+    return true; /* nothing to compare against */
+}
+
+/* The open fd for a mapped file, opening it on first use (and closing the
+ * least recently used one when too many are open); -1 if unusable. */
+static int file_fd(core *c, uint32_t file)
+{
+    core_file *f = &c->files[file];
+    f->last_use = ++c->clock;
+    if (f->fd >= 0) return f->fd;
+    if (f->state < 0) return -1;
+    if (c->nopen >= MAX_OPEN_FILES) {
+        core_file *lru = NULL;
+        for (size_t i = 0; i < c->nfiles; i++)
+            if (c->files[i].fd >= 0 && (!lru || c->files[i].last_use < lru->last_use)) lru = &c->files[i];
+        if (lru) {
+            close(lru->fd);
+            lru->fd = -1;
+            c->nopen--;
+        }
+    }
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        f->state = -1;
+        return -1;
+    }
+    if (f->state == 0 && !file_matches_core(c, file, fd)) {
+        close(fd);
+        f->state = -1;
+        return -1;
+    }
+    f->state = 1;
+    f->fd = fd;
+    c->nopen++;
+    return fd;
+}
+
+/* Reads the longest prefix of [addr, addr+want) that one source (core data
+ * or one mapped file) can serve. Returns bytes read, 0 if addr is
+ * unreadable. */
+static size_t read_piece(core *c, uint64_t addr, uint8_t *buf, size_t want)
+{
+    const core_seg *next, *s = find_seg(c, addr, &next);
+    uint64_t limit = want; /* bytes before the source may change */
+    if (s) {
+        uint64_t rel = addr - s->vaddr;
+        if (rel < s->avail) {
+            uint64_t n = s->avail - rel;
+            if (n > want) n = want;
+            long got = pread_full(c->fd, buf, (size_t)n, s->offset + rel);
+            return got > 0 ? (size_t)got : 0;
+        }
+        if (s->memsz - rel < limit) limit = s->memsz - rel;
+    } else if (next && next->vaddr - addr < limit) {
+        limit = next->vaddr - addr;
+    }
+
+    const core_fmap *m = find_map(c, addr);
+    if (!m) return 0;
+    if (m->end - addr < limit) limit = m->end - addr;
+    uint64_t off = m->file_ofs + (addr - m->start);
+    if (off < m->file_ofs) return 0;
+    int fd = file_fd(c, m->file);
+    if (fd < 0) return 0;
+    long got = pread_full(fd, buf, (size_t)limit, off);
+    return got > 0 ? (size_t)got : 0;
+}
+
+static long core_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    core *c = ctx;
+    size_t done = 0;
+    /* Each piece either advances or ends the read; pieces end at segment
+     * or mapping boundaries, so a read spanning several is served whole. */
+    while (done < len) {
+        uint64_t a = addr + done;
+        if (a < addr) break; /* wrapped around the address space */
+        size_t n = read_piece(c, a, (uint8_t *)buf + done, len - done);
+        if (n == 0) break;
+        done += n;
+    }
+    return done ? (long)done : -1;
+}
+
+static void core_close(void *ctx) { core_free(ctx); }
+
+bool rbp_source_core(const char *core_path, rbp_source *out, char *err, size_t errlen)
+{
+    if (!core_path || !out) {
+        set_err(err, errlen, "no core file given");
+        return false;
+    }
+    core *c = core_open(core_path, err, errlen);
+    if (!c) return false;
+    *out = (rbp_source){.read = core_read, .close = core_close, .ctx = c, .kind = "core"};
+    return true;
+}
+
+/* ---- regions ---------------------------------------------------------- */
+
+typedef struct region_list {
+    rbp_region *r;
+    size_t n, cap;
+    bool failed;
+} region_list;
+
+static void push_region(region_list *l, uint64_t start, uint64_t end, uint64_t ofs, const char *path)
+{
+    if (l->failed || end <= start) return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        rbp_region *r = realloc(l->r, cap * sizeof *r);
+        if (!r) {
+            l->failed = true;
+            return;
+        }
+        l->r = r;
+        l->cap = cap;
+    }
+    char *p = NULL;
+    if (path && !(p = strdup(path))) {
+        l->failed = true;
+        return;
+    }
+    l->r[l->n++] = (rbp_region){start, end, ofs, p};
+}
+
+static int cmp_region(const void *a, const void *b)
+{
+    const rbp_region *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* NT_FILE mappings (with their paths) plus the parts of PT_LOAD segments
+ * that no file mapping covers (anonymous memory: heap, stacks, [vdso]),
+ * sorted by address. */
+size_t rbp_source_core_regions(const char *core_path, rbp_region **out)
+{
+    if (!out) return 0;
+    *out = NULL;
+    core *c = core_path ? core_open(core_path, NULL, 0) : NULL;
+    if (!c) return 0;
+    region_list l = {0};
+    for (size_t i = 0; i < c->nmaps; i++) {
+        const core_fmap *m = &c->maps[i];
+        push_region(&l, m->start, m->end, m->file_ofs, c->files[m->file].path);
+    }
+    for (size_t i = 0; i < c->nsegs; i++) {
+        uint64_t a = c->segs[i].vaddr, b = a + c->segs[i].memsz;
+        /* Maps are sorted and (in a sane core) disjoint: subtract each one
+         * overlapping [a, b) in turn, emitting the gaps. */
+        size_t lo = 0, hi = c->nmaps;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (c->maps[mid].end <= a) lo = mid + 1;
+            else hi = mid;
+        }
+        for (size_t j = lo; j < c->nmaps && a < b && c->maps[j].start < b; j++) {
+            const core_fmap *m = &c->maps[j];
+            if (m->end <= a) continue;
+            if (m->start > a) push_region(&l, a, m->start, 0, NULL);
+            a = m->end;
+        }
+        if (a < b) push_region(&l, a, b, 0, NULL);
+    }
+    core_free(c);
+    if (l.failed || l.n == 0) {
+        for (size_t i = 0; i < l.n; i++) free(l.r[i].path);
+        free(l.r);
+        return 0;
+    }
+    qsort(l.r, l.n, sizeof *l.r, cmp_region);
+    *out = l.r;
+    return l.n;
+}

@@ -1,0 +1,155 @@
+/*
+ * Memory source over a live process: reads /proc/PID/mem, regions from
+ * /proc/PID/maps. The fd is opened read-only and only ever pread, so rbpeek
+ * can never change the target. Reading another process's memory needs
+ * ptrace access to it (same user and a permissive yama ptrace_scope, the
+ * process's parent, or CAP_SYS_PTRACE); the target need not be stopped,
+ * which is the caller's business (a sampler stops it for a consistent view).
+ */
+#define _GNU_SOURCE
+#include "mem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* /proc/PID/maps of a sane process has a few thousand lines; the kernel's
+ * vm.max_map_count default is 65530. Anything beyond this is not read. */
+#define MAX_MAPS_LINES (1u << 20)
+
+typedef struct proc_src {
+    int fd;
+} proc_src;
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* The kernel copies page by page and stops at the first unreadable one, so
+ * a read running into an unmapped page comes back short; a read starting on
+ * one fails with EIO (or EFAULT). Either way the rest is unreadable. */
+static long proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    proc_src *p = ctx;
+    size_t done = 0;
+    while (done < len) {
+        uint64_t a = addr + done;
+        /* pread's offset is a signed off_t: the upper half of the address
+         * space (the kernel's) cannot be addressed, and is unreadable anyway. */
+        if (a < addr || a > (uint64_t)INT64_MAX) break;
+        ssize_t n = pread(p->fd, (char *)buf + done, len - done, (off_t)a);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += (size_t)n;
+    }
+    return done ? (long)done : -1;
+}
+
+static void proc_close(void *ctx)
+{
+    proc_src *p = ctx;
+    if (!p) return;
+    if (p->fd >= 0) close(p->fd);
+    free(p);
+}
+
+bool rbp_source_proc(int pid, rbp_source *out, char *err, size_t errlen)
+{
+    if (pid <= 0 || !out) {
+        set_err(err, errlen, "invalid pid %d", pid);
+        return false;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/mem", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT) set_err(err, errlen, "no process %d", pid);
+        else if (e == EACCES || e == EPERM)
+            set_err(err, errlen, "cannot read memory of process %d: %s (needs ptrace permission: same user "
+                    "with kernel.yama.ptrace_scope=0, or root/CAP_SYS_PTRACE)", pid, strerror(e));
+        else set_err(err, errlen, "cannot open %s: %s", path, strerror(e));
+        return false;
+    }
+    proc_src *p = malloc(sizeof *p);
+    if (!p) {
+        close(fd);
+        set_err(err, errlen, "out of memory");
+        return false;
+    }
+    p->fd = fd;
+    *out = (rbp_source){.read = proc_read, .close = proc_close, .ctx = p, .kind = "proc"};
+    return true;
+}
+
+/* Parses one maps line: "start-end perms offset dev inode [path]". The path
+ * is the rest of the line after the inode's padding and may contain spaces
+ * (and a " (deleted)" suffix, kept as the kernel wrote it). */
+static bool parse_maps_line(char *line, rbp_region *r)
+{
+    unsigned long long start, end, ofs;
+    char perms[8];
+    int pathpos = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &ofs, &pathpos) < 4) return false;
+    if (end <= start) return false;
+    size_t n = strlen(line);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+    const char *path = pathpos > 0 && (size_t)pathpos <= n ? line + pathpos : "";
+    r->start = start;
+    r->end = end;
+    r->file_offset = ofs;
+    r->path = NULL;
+    if (*path && !(r->path = strdup(path))) return false;
+    return true;
+}
+
+size_t rbp_source_proc_regions(int pid, rbp_region **out)
+{
+    if (!out) return 0;
+    *out = NULL;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return 0;
+    rbp_region *r = NULL;
+    size_t n = 0, cap = 0;
+    char *line = NULL;
+    size_t linecap = 0;
+    bool failed = false;
+    while (n < MAX_MAPS_LINES && getline(&line, &linecap, f) > 0) {
+        rbp_region reg;
+        if (!parse_maps_line(line, &reg)) continue;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 128;
+            rbp_region *nr = realloc(r, ncap * sizeof *nr);
+            if (!nr) {
+                free(reg.path);
+                failed = true;
+                break;
+            }
+            r = nr;
+            cap = ncap;
+        }
+        r[n++] = reg;
+    }
+    free(line);
+    fclose(f);
+    if (failed || n == 0) {
+        for (size_t i = 0; i < n; i++) free(r[i].path);
+        free(r);
+        return 0;
+    }
+    *out = r;
+    return n;
+}

@@ -1,0 +1,142 @@
+/*
+ * Tests of the live-process memory source (mem_proc.c): a forked child
+ * running the core_target fixture is read through /proc/PID/mem and its
+ * /proc/PID/maps is parsed; the results are checked against the addresses
+ * and contents the child reported. (Reading our own child is allowed to
+ * its parent; the fixture also opts in to any tracer.)
+ */
+#include "fixture_proc.h"
+#include "cu_main.h"
+
+#include "mem.h"
+
+static fixture_proc fx;
+static int fx_state; /* 0 not tried, 1 running, -1 unavailable */
+
+static bool have_child(void)
+{
+    if (fx_state == 0) {
+        fx_state = fixture_start(&fx, "memproc") ? 1 : -1;
+        if (fx_state < 0) fprintf(stderr, "\n  [skip] could not start the core_target fixture\n");
+    }
+    return fx_state > 0;
+}
+
+static bool open_proc(rbp_source *src)
+{
+    char err[256] = "";
+    bool ok = rbp_source_proc((int)fx.pid, src, err, sizeof err);
+    if (!ok) fprintf(stderr, "\n  rbp_source_proc(%d): %s\n", (int)fx.pid, err);
+    return ok;
+}
+
+static void test_reads(void)
+{
+    if (!have_child()) return;
+    rbp_source src;
+    CU_ASSERT_FATAL(open_proc(&src));
+    CU_ASSERT_STRING_EQUAL(src.kind, "proc");
+
+    size_t len = 2 * fx.page;
+    unsigned char *b = malloc(len);
+    CU_ASSERT_FATAL(b != NULL);
+    CU_ASSERT_EQUAL(src.read(src.ctx, fx.buf, b, len), (long)len);
+    size_t bad = 0;
+    for (size_t i = 0; i < len; i++) bad += b[i] != fixture_pattern(i);
+    CU_ASSERT_EQUAL(bad, 0);
+    free(b);
+
+    uint64_t marker = 0;
+    CU_ASSERT_EQUAL(src.read(src.ctx, fx.marker, &marker, 8), 8);
+    CU_ASSERT_EQUAL(marker, 0x52425045454b2121ULL);
+
+    /* .rodata through the page cache, as a C string. */
+    rbp_mem *m = rbp_mem_new(src);
+    CU_ASSERT_FATAL(m != NULL);
+    char s[128];
+    CU_ASSERT(rbp_mem_cstr(m, fx.string, s, sizeof s));
+    CU_ASSERT_STRING_EQUAL(s, "rbpeek fixture: read-only data served from the mapped file");
+    rbp_mem_free(m);
+}
+
+static void test_unreadable(void)
+{
+    if (!have_child()) return;
+    rbp_source src;
+    CU_ASSERT_FATAL(open_proc(&src));
+    unsigned char b[64];
+    CU_ASSERT_EQUAL(src.read(src.ctx, fx.hole, b, sizeof b), -1);
+    CU_ASSERT_EQUAL(src.read(src.ctx, 0, b, sizeof b), -1);
+    CU_ASSERT_EQUAL(src.read(src.ctx, 0xffffffffff600000ULL + 0x100000, b, 8), -1);
+    CU_ASSERT_EQUAL(src.read(src.ctx, UINT64_MAX - 4, b, 8), -1);
+    long n = src.read(src.ctx, fx.hole - 16, b, sizeof b);
+    CU_ASSERT_EQUAL(n, 16);
+    if (n == 16) CU_ASSERT_EQUAL(b[0], fixture_pattern(2 * fx.page - 16));
+    src.close(src.ctx);
+}
+
+static void test_regions(void)
+{
+    if (!have_child()) return;
+    rbp_region *r = NULL;
+    size_t n = rbp_source_proc_regions((int)fx.pid, &r);
+    CU_ASSERT_FATAL(n > 0 && r != NULL);
+    bool exe0 = false, rodata = false, buf_anon = false, stack = false, hole_free = true, sorted = true;
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT(r[i].end > r[i].start);
+        if (i > 0 && r[i].start < r[i - 1].end) sorted = false;
+        if (r[i].path && strcmp(r[i].path, fx.exe) == 0 && r[i].file_offset == 0) exe0 = true;
+        if (r[i].path && strcmp(r[i].path, fx.exe) == 0 && fx.string >= r[i].start && fx.string < r[i].end)
+            rodata = true;
+        if (fx.buf >= r[i].start && fx.buf < r[i].end && !r[i].path) buf_anon = true;
+        if (fx.hole >= r[i].start && fx.hole < r[i].end) hole_free = false;
+        if (r[i].path && strcmp(r[i].path, "[stack]") == 0) stack = true;
+        free(r[i].path);
+    }
+    free(r);
+    CU_ASSERT(exe0);
+    CU_ASSERT(rodata);
+    CU_ASSERT(buf_anon);
+    CU_ASSERT(stack);
+    CU_ASSERT(hole_free);
+    CU_ASSERT(sorted);
+}
+
+static void test_bad_pids(void)
+{
+    rbp_source src;
+    char err[256] = "";
+    CU_ASSERT_FALSE(rbp_source_proc(-1, &src, err, sizeof err));
+    CU_ASSERT(err[0] != '\0');
+    err[0] = '\0';
+    CU_ASSERT_FALSE(rbp_source_proc(0x3ffffff0, &src, err, sizeof err)); /* above pid_max */
+    CU_ASSERT(strstr(err, "no process") != NULL);
+    rbp_region *r = (rbp_region *)&src;
+    CU_ASSERT_EQUAL(rbp_source_proc_regions(0x3ffffff0, &r), 0);
+    CU_ASSERT_PTR_NULL(r);
+}
+
+/* The child exits: reads of a source opened before then fail, not crash. */
+static void test_after_exit(void)
+{
+    if (!have_child()) return;
+    rbp_source src;
+    CU_ASSERT_FATAL(open_proc(&src));
+    fixture_stop(&fx);
+    fx_state = -1;
+    unsigned char b[16];
+    CU_ASSERT_EQUAL(src.read(src.ctx, fx.buf, b, sizeof b), -1);
+    src.close(src.ctx);
+    fixture_remove(&fx);
+}
+
+static const rbp_cu_test tests[] = {
+    {"reads of a live child's memory", test_reads},
+    {"unmapped and kernel addresses fail, reads into a hole are short", test_unreadable},
+    {"regions from /proc/PID/maps", test_regions},
+    {"bad pids are rejected with a message", test_bad_pids},
+    {"a source whose process exited fails cleanly", test_after_exit},
+    {NULL, NULL},
+};
+
+RBP_CU_MAIN("mem_proc", tests)
