@@ -254,4 +254,6 @@ void rbp_caches_free(rbpeek_session *s)
     s->symcache = NULL;
     rbp_idcache_free(s->idcache);
     s->idcache = NULL;
+    rbp_elfcache_free(s->elfcache);
+    s->elfcache = NULL;
 }
