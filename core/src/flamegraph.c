@@ -1,0 +1,440 @@
+/*
+ * The SVG flamegraph writer: renders a profile's trie as one self-contained
+ * SVG (inline style and script, no external files or tools). Each box is a
+ * frame; its width is its share of the samples, its children stand on it
+ * (or hang below it when inverted), siblings are sorted by name.
+ *
+ * The picture works without script (boxes, labels, <title> tooltips); the
+ * embedded script adds click-to-zoom with "Reset Zoom", a "Search" that
+ * colours matching frames and reports the share of samples they cover
+ * ("Matched: 12.3%"), and a details line for the frame under the mouse.
+ * Each box carries its exact sample offset and count (data-x, data-n) so
+ * the script can re-lay out a zoomed subtree without rounding drift.
+ *
+ * Frames narrower than min_width_px are left out with their subtrees: they
+ * are invisible anyway, and it bounds the output size by the image width
+ * times the depth rather than by the number of distinct stacks.
+ *
+ * Every string from the target is escaped and UTF-8-checked on the way out
+ * (rbp_xml_write), so whatever bytes a Ruby label holds, the SVG is
+ * well-formed XML.
+ */
+#include "profile.h"
+#include "strbuf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FG_DEFAULT_WIDTH 1200
+#define FG_MIN_WIDTH 200
+#define FG_MAX_WIDTH 100000
+#define FG_DEFAULT_MIN_PX 0.1
+#define FG_XPAD 10
+#define FG_FRAME_H 16
+#define FG_FONT 12
+#define FG_FONT_W 0.59      /* average glyph width as a fraction of the size */
+#define FG_TEXT_DY 11.5     /* label baseline below the box top */
+#define FG_STR_(x) #x
+#define FG_STR(x) FG_STR_(x)
+#define FG_YPAD_TOP 56      /* title, subtitle and the controls */
+#define FG_YPAD_BOTTOM 30   /* the details line */
+#define FG_REPLACEMENT "\xEF\xBF\xBD"   /* U+FFFD */
+
+size_t rbp_xml_write(FILE *f, const char *s, size_t max_chars)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s), written = 0;
+    for (size_t i = 0; i < len && written < max_chars; written++) {
+        unsigned char c = u[i];
+        size_t n = 1;
+        switch (c) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&apos;", f); break;
+        default:
+            if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+                fputs(FG_REPLACEMENT, f);   /* XML 1.0 has no way to carry these */
+            } else if ((n = rbp_utf8_seq_len(u + i, len - i)) == 0) {
+                fputs(FG_REPLACEMENT, f);   /* not UTF-8: one U+FFFD per bad byte */
+                n = 1;
+            } else if (n == 3 && c == 0xEF && u[i + 1] == 0xBF && u[i + 2] >= 0xBE) {
+                fputs(FG_REPLACEMENT, f);   /* U+FFFE, U+FFFF: not XML characters */
+            } else {
+                fwrite(u + i, 1, n, f);
+            }
+        }
+        i += n;
+    }
+    return written;
+}
+
+/* A warm colour from the name's hash: the same name gets the same colour
+ * in every run and every graph, so a frame is easy to find again. */
+static void fg_colour(const char *name, unsigned *r, unsigned *g, unsigned *b)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *s = (const unsigned char *)name; *s; s++) {
+        h ^= *s;
+        h *= 16777619u;
+    }
+    h ^= h >> 15;
+    h *= 0x2c1b3c6du;
+    h ^= h >> 12;
+    *r = 205 + (h & 0xFF) * 50 / 255;
+    *g = 60 + ((h >> 8) & 0xFF) * 170 / 255;
+    *b = ((h >> 16) & 0xFF) * 55 / 255;
+}
+
+typedef struct fg_ctx {
+    const rbpeek_profile *p;
+    FILE *f;
+    int pass;               /* 0: measure, 1: emit */
+    double width;           /* image width */
+    double scale;           /* px per sample */
+    double min_px;
+    int inverted;
+    double height;
+    uint32_t shown_depth;   /* deepest level drawn */
+    uint64_t shown;         /* boxes drawn */
+    uint64_t *xnext;        /* per depth: sample offset of the next child */
+} fg_ctx;
+
+static void fg_num(FILE *f, double v)
+{
+    char buf[48];
+    rbp_fmt_fixed(buf, sizeof buf, v, 1);
+    fputs(buf, f);
+}
+
+static int fg_visit(void *vctx, uint32_t node, bool entering)
+{
+    fg_ctx *c = vctx;
+    if (!entering) return 0;
+    const rbp_pnode *n = &c->p->nodes[node];
+    uint32_t d = n->depth;
+    uint64_t x = d == 0 ? 0 : c->xnext[d - 1];
+    if (d > 0) c->xnext[d - 1] += n->total;
+    c->xnext[d] = x;
+    double w = (double)n->total * c->scale;
+    if (d > 0 && c->min_px >= 0 && w < c->min_px) return 1;
+    if (c->pass == 0) {
+        if (d > c->shown_depth) c->shown_depth = d;
+        c->shown++;
+        return 0;
+    }
+
+    FILE *f = c->f;
+    const char *name = rbp_profile_node_name(c->p, node);
+    uint64_t total = c->p->nodes[0].total;
+    double px = FG_XPAD + (double)x * c->scale;
+    double py = c->inverted ? FG_YPAD_TOP + (double)d * FG_FRAME_H
+                            : c->height - FG_YPAD_BOTTOM - (double)(d + 1) * FG_FRAME_H;
+    char pct[32];
+    rbp_fmt_fixed(pct, sizeof pct, 100.0 * (double)n->total / (double)total, 2);
+    unsigned r, g, b;
+    fg_colour(name, &r, &g, &b);
+
+    fprintf(f, "<g data-x=\"%llu\" data-n=\"%llu\"><title>", (unsigned long long)x,
+            (unsigned long long)n->total);
+    rbp_xml_write(f, name, SIZE_MAX);
+    fprintf(f, " (%llu sample%s, %s%%)</title><rect x=\"", (unsigned long long)n->total,
+            n->total == 1 ? "" : "s", pct);
+    fg_num(f, px);
+    fputs("\" y=\"", f);
+    fg_num(f, py);
+    fputs("\" width=\"", f);
+    fg_num(f, w);
+    /* Rounded corners and labels only where they can be seen: at the
+     * default cut-off most boxes of a wide profile are under a pixel, and
+     * these bytes would dominate the file. The script adds a label when a
+     * zoom makes room for one. */
+    fprintf(f, "\" height=\"%d\" fill=\"rgb(%u,%u,%u)\"%s/>", FG_FRAME_H - 1, r, g, b,
+            w >= 4 ? " rx=\"2\" ry=\"2\"" : "");
+    double fit = (w - 6) / (FG_FONT * FG_FONT_W);
+    if (fit >= 3) {
+        fputs("<text x=\"", f);
+        fg_num(f, px + 3);
+        fputs("\" y=\"", f);
+        fg_num(f, py + FG_TEXT_DY);
+        fputs("\">", f);
+        /* As many characters as fit, ".." when cut. */
+        size_t maxc = (size_t)fit, len = rbp_utf8_length(name);
+        if (len <= maxc) {
+            rbp_xml_write(f, name, SIZE_MAX);
+        } else {
+            rbp_xml_write(f, name, maxc - 2);
+            fputs("..", f);
+        }
+        fputs("</text>", f);
+    }
+    if (fputs("</g>\n", f) == EOF) {
+        rbp_profile_fail(c->p, RBPEEK_ERR_IO, "error writing SVG: %s", strerror(errno));
+        return -1;
+    }
+    c->shown++;
+    return 0;
+}
+
+/* The interactive part. Plain ES5 plus Array.from; no libraries. Names are
+ * read back from each box's <title> ("NAME (N samples, P%)"), so no frame
+ * text is ever placed inside the script. */
+static const char FG_SCRIPT[] =
+    "var rbp = { frames: [], zoomed: null, term: null };\n"
+    "function rbpEl(id) { return document.getElementById(id); }\n"
+    "function rbpInit() {\n"
+    "  if (rbp.ready) return;\n"
+    "  rbp.ready = true;\n"
+    "  var gs = rbpEl('rbp-frames').getElementsByTagName('g');\n"
+    "  var y0 = null;\n"
+    "  for (var i = 0; i < gs.length; i++) {\n"
+    "    var g = gs[i], t = g.getElementsByTagName('title')[0].textContent;\n"
+    "    var rect = g.getElementsByTagName('rect')[0];\n"
+    "    var y = +rect.getAttribute('y');\n"
+    "    if (y0 === null) y0 = y;\n"
+    "    var fr = { g: g, rect: rect, text: g.getElementsByTagName('text')[0] || null, y: y,\n"
+    "               x: +g.getAttribute('data-x'), n: +g.getAttribute('data-n'),\n"
+    "               d: Math.round(Math.abs(y - y0) / rbpConf.fh), info: t,\n"
+    "               name: t.substring(0, t.lastIndexOf(' (')), fill: rect.getAttribute('fill') };\n"
+    "    g.rbpIndex = i;\n"
+    "    rbp.frames.push(fr);\n"
+    "  }\n"
+    "  var box = rbpEl('rbp-frames');\n"
+    "  box.addEventListener('click', function (e) {\n"
+    "    var fr = rbpFrameOf(e.target); if (fr) rbpZoom(fr.g);\n"
+    "  });\n"
+    "  box.addEventListener('mouseover', function (e) {\n"
+    "    var fr = rbpFrameOf(e.target);\n"
+    "    if (fr) rbpEl('rbp-details').textContent = 'Function: ' + fr.info;\n"
+    "  });\n"
+    "  box.addEventListener('mouseout', function () { rbpEl('rbp-details').textContent = ' '; });\n"
+    "  rbpEl('rbp-unzoom').addEventListener('click', function () { rbpUnzoom(); });\n"
+    "  rbpEl('rbp-search').addEventListener('click', function () {\n"
+    "    if (rbp.term !== null) rbpResetSearch(); else rbpSearchPrompt();\n"
+    "  });\n"
+    "  window.addEventListener('keydown', function (e) {\n"
+    "    if ((e.ctrlKey && (e.key === 'f' || e.key === 'F')) || e.key === 'F3') {\n"
+    "      e.preventDefault(); rbpSearchPrompt();\n"
+    "    } else if (e.key === 'Escape') { rbpResetSearch(); rbpUnzoom(); }\n"
+    "  });\n"
+    "}\n"
+    "function rbpFrameOf(el) {\n"
+    "  while (el && el.getAttribute) {\n"
+    "    if (el.rbpIndex !== undefined) return rbp.frames[el.rbpIndex];\n"
+    "    el = el.parentNode;\n"
+    "  }\n"
+    "  return null;\n"
+    "}\n"
+    "function rbpFit(fr, x, w) {\n"
+    "  fr.rect.setAttribute('x', x.toFixed(1));\n"
+    "  fr.rect.setAttribute('width', w.toFixed(1));\n"
+    "  var maxc = Math.floor((w - 6) / (rbpConf.font * 0.59)), label = '';\n"
+    "  if (maxc >= 3) {\n"
+    "    var cps = Array.from(fr.name);\n"
+    "    label = cps.length <= maxc ? fr.name : cps.slice(0, maxc - 2).join('') + '..';\n"
+    "  }\n"
+    "  if (!fr.text) {\n"
+    "    if (!label) return;\n"
+    "    fr.text = document.createElementNS('http://www.w3.org/2000/svg', 'text');\n"
+    "    fr.text.setAttribute('y', (fr.y + rbpConf.textDy).toFixed(1));\n"
+    "    fr.g.appendChild(fr.text);\n"
+    "  }\n"
+    "  fr.text.setAttribute('x', (x + 3).toFixed(1));\n"
+    "  fr.text.textContent = label;\n"
+    "}\n"
+    "function rbpShow(fr, on) {\n"
+    "  if (on) fr.g.classList.remove('hide'); else fr.g.classList.add('hide');\n"
+    "}\n"
+    "function rbpZoom(g) {\n"
+    "  var z = rbp.frames[g.rbpIndex], span = rbpConf.width - 2 * rbpConf.xpad;\n"
+    "  var scale = span / z.n;\n"
+    "  for (var i = 0; i < rbp.frames.length; i++) {\n"
+    "    var fr = rbp.frames[i];\n"
+    "    if (fr.d < z.d) {\n"
+    "      var anc = fr.x <= z.x && fr.x + fr.n >= z.x + z.n;\n"
+    "      rbpShow(fr, anc);\n"
+    "      if (anc) { fr.g.classList.add('parent'); rbpFit(fr, rbpConf.xpad, span); }\n"
+    "    } else {\n"
+    "      var inside = fr.x >= z.x && fr.x + fr.n <= z.x + z.n;\n"
+    "      fr.g.classList.remove('parent');\n"
+    "      rbpShow(fr, inside);\n"
+    "      if (inside) rbpFit(fr, rbpConf.xpad + (fr.x - z.x) * scale, fr.n * scale);\n"
+    "    }\n"
+    "  }\n"
+    "  rbp.zoomed = z;\n"
+    "  rbpEl('rbp-unzoom').classList.remove('hide');\n"
+    "}\n"
+    "function rbpUnzoom() {\n"
+    "  var span = rbpConf.width - 2 * rbpConf.xpad, scale = span / Math.max(rbpConf.total, 1);\n"
+    "  for (var i = 0; i < rbp.frames.length; i++) {\n"
+    "    var fr = rbp.frames[i];\n"
+    "    fr.g.classList.remove('parent');\n"
+    "    rbpShow(fr, true);\n"
+    "    rbpFit(fr, rbpConf.xpad + fr.x * scale, fr.n * scale);\n"
+    "  }\n"
+    "  rbp.zoomed = null;\n"
+    "  rbpEl('rbp-unzoom').classList.add('hide');\n"
+    "}\n"
+    "function rbpSearchPrompt() {\n"
+    "  var t = window.prompt('Search frames (regular expression):', rbp.term || '');\n"
+    "  if (t !== null) rbpSearch(t);\n"
+    "}\n"
+    "function rbpSearch(term) {\n"
+    "  if (term === null || term === undefined || term === '') { rbpResetSearch(); return 0; }\n"
+    "  var re = null;\n"
+    "  try { re = new RegExp(term); } catch (e) { re = null; }\n"
+    "  var spans = [];\n"
+    "  for (var i = 0; i < rbp.frames.length; i++) {\n"
+    "    var fr = rbp.frames[i];\n"
+    "    var hit = fr.d > 0 && (re ? re.test(fr.name) : fr.name.indexOf(term) >= 0);\n"
+    "    fr.rect.setAttribute('fill', hit ? rbpConf.matchFill : fr.fill);\n"
+    "    if (hit) spans.push([fr.x, fr.x + fr.n]);\n"
+    "  }\n"
+    "  // Nested matches (recursion, or a match inside a match) cover the same\n"
+    "  // samples: merge the sample ranges before adding them up.\n"
+    "  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
+    "  var covered = 0, end = -1;\n"
+    "  for (var j = 0; j < spans.length; j++) {\n"
+    "    var s = spans[j][0], e = spans[j][1];\n"
+    "    if (s < end) s = end;\n"
+    "    if (e > s) { covered += e - s; end = e; }\n"
+    "  }\n"
+    "  var pct = 100 * covered / Math.max(rbpConf.total, 1);\n"
+    "  rbp.term = term;\n"
+    "  var m = rbpEl('rbp-matched');\n"
+    "  m.textContent = 'Matched: ' + pct.toFixed(1) + '%';\n"
+    "  m.classList.remove('hide');\n"
+    "  rbpEl('rbp-search').textContent = 'Reset Search';\n"
+    "  return pct;\n"
+    "}\n"
+    "function rbpResetSearch() {\n"
+    "  for (var i = 0; i < rbp.frames.length; i++)\n"
+    "    rbp.frames[i].rect.setAttribute('fill', rbp.frames[i].fill);\n"
+    "  rbp.term = null;\n"
+    "  rbpEl('rbp-matched').classList.add('hide');\n"
+    "  rbpEl('rbp-search').textContent = 'Search';\n"
+    "}\n"
+    "if (document.readyState === 'complete') rbpInit();\n"
+    "else window.addEventListener('load', rbpInit);\n";
+
+static const char FG_STYLE[] =
+    "text { font-family: Verdana, 'DejaVu Sans', sans-serif; font-size: 12px; fill: rgb(0,0,0); }\n"
+    "#rbp-title { font-size: 17px; text-anchor: middle; }\n"
+    "#rbp-subtitle { text-anchor: middle; fill: rgb(90,90,90); }\n"
+    "#rbp-search, #rbp-matched { text-anchor: end; }\n"
+    ".rbp-btn { cursor: pointer; fill: rgb(30,60,170); }\n"
+    ".rbp-btn:hover { text-decoration: underline; }\n"
+    "#rbp-frames g { cursor: pointer; }\n"
+    "#rbp-frames text { pointer-events: none; }\n"
+    "#rbp-frames g:hover rect { stroke: rgb(40,40,40); stroke-width: 0.6; }\n"
+    ".hide { display: none; }\n"
+    ".parent { opacity: 0.5; }\n";
+
+/* Appends "sep label value" to the subtitle when the meta key is set. */
+static void fg_fact(FILE *f, const rbpeek_profile *p, const char *key, const char *before,
+                    const char *after, int *nfacts)
+{
+    const char *v = rbpeek_profile_meta(p, key);
+    if (!v || !*v) return;
+    if ((*nfacts)++) fputs("  \xC2\xB7  ", f);   /* a middle dot between facts */
+    fputs(before, f);
+    rbp_xml_write(f, v, 200);
+    fputs(after, f);
+}
+
+rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path,
+                                       const rbpeek_svg_options *opt)
+{
+    if (!p) return RBPEEK_ERR_ARG;
+    if (p->err) p->err[0] = '\0';
+    int width = opt && opt->width > 0 ? opt->width : FG_DEFAULT_WIDTH;
+    if (width < FG_MIN_WIDTH) width = FG_MIN_WIDTH;
+    if (width > FG_MAX_WIDTH) width = FG_MAX_WIDTH;
+    double min_px = FG_DEFAULT_MIN_PX;
+    if (opt && opt->min_width_px != 0) min_px = opt->min_width_px;   /* < 0 keeps all */
+    if (min_px != min_px) min_px = FG_DEFAULT_MIN_PX;                  /* NaN */
+    const char *title = opt && opt->title ? opt->title : rbpeek_profile_meta(p, "title");
+    if (!title) title = "Flame Graph";
+    uint64_t total = p->nodes[0].total;
+
+    rbp_children ch;
+    rbpeek_status st = rbp_children_build(p, &ch);
+    if (st != RBPEEK_OK) return st;
+    fg_ctx c = {.p = p, .width = width, .min_px = min_px, .inverted = opt && opt->inverted};
+    c.scale = total ? (double)(width - 2 * FG_XPAD) / (double)total : 0;
+    c.xnext = calloc((size_t)p->max_depth + 1, sizeof *c.xnext);
+    if (!c.xnext) {
+        rbp_children_free(&ch);
+        return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "out of memory writing the SVG");
+    }
+    if (total) st = rbp_profile_walk(p, &ch, fg_visit, &c);   /* pass 0: measure */
+    if (st != RBPEEK_OK) goto out;
+    uint32_t levels = total ? c.shown_depth + 1 : 1;
+    c.height = FG_YPAD_TOP + (double)levels * FG_FRAME_H + FG_YPAD_BOTTOM;
+    int h = (int)c.height;
+
+    c.f = rbp_profile_open_out(p, path, &st);
+    if (!c.f) goto out;
+    FILE *f = c.f;
+    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n", f);
+    fprintf(f,
+            "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "xmlns=\"http://www.w3.org/2000/svg\">\n",
+            width, h, width, h);
+    fputs("<!-- Flame graph written by rbpeek. Click a frame to zoom, Search (or Ctrl-F) to "
+          "highlight frames matching a regular expression, Escape to reset. -->\n", f);
+    fputs("<title>", f);
+    rbp_xml_write(f, title, SIZE_MAX);
+    fputs("</title>\n", f);
+    fprintf(f, "<style type=\"text/css\"><![CDATA[\n%s]]></style>\n", FG_STYLE);
+    fprintf(f,
+            "<script type=\"text/ecmascript\"><![CDATA[\n"
+            "var rbpConf = { width: %d, height: %d, xpad: %d, fh: %d, font: %d, textDy: %s, "
+            "inverted: %s, total: %llu, matchFill: 'rgb(230,0,230)' };\n%s]]></script>\n",
+            width, h, FG_XPAD, FG_FRAME_H, FG_FONT, FG_STR(FG_TEXT_DY), c.inverted ? "true" : "false",
+            (unsigned long long)total, FG_SCRIPT);
+    fputs("<defs><linearGradient id=\"rbp-bg\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
+          "<stop stop-color=\"#f4f4f4\" offset=\"5%\"/><stop stop-color=\"#f4ecd8\" "
+          "offset=\"95%\"/></linearGradient></defs>\n",
+          f);
+    fputs("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"url(#rbp-bg)\"/>\n", f);
+    fprintf(f, "<text id=\"rbp-title\" x=\"%d\" y=\"24\">", width / 2);
+    rbp_xml_write(f, title, 300);
+    fputs("</text>\n", f);
+    fprintf(f, "<text id=\"rbp-subtitle\" x=\"%d\" y=\"42\">", width / 2);
+    int nfacts = 0;
+    fg_fact(f, p, "ruby_version", "Ruby ", "", &nfacts);
+    fg_fact(f, p, "pid", "pid ", "", &nfacts);
+    if (rbpeek_profile_meta(p, "samples")) {
+        fg_fact(f, p, "samples", "", " samples", &nfacts);
+    } else {
+        if (nfacts++) fputs("  \xC2\xB7  ", f);
+        fprintf(f, "%llu sample%s", (unsigned long long)total, total == 1 ? "" : "s");
+    }
+    fg_fact(f, p, "rate_hz", "", " Hz", &nfacts);
+    fputs("</text>\n", f);
+    fprintf(f, "<text id=\"rbp-unzoom\" class=\"rbp-btn hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n",
+            FG_XPAD);
+    fprintf(f, "<text id=\"rbp-search\" class=\"rbp-btn\" x=\"%d\" y=\"24\">Search</text>\n",
+            width - FG_XPAD);
+    fprintf(f, "<text id=\"rbp-details\" x=\"%d\" y=\"%d\"> </text>\n", FG_XPAD, h - 11);
+    fprintf(f, "<text id=\"rbp-matched\" class=\"hide\" x=\"%d\" y=\"%d\"> </text>\n",
+            width - FG_XPAD, h - 11);
+    if (!total)
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">No samples</text>\n",
+                width / 2, FG_YPAD_TOP + 12);
+    fputs("<g id=\"rbp-frames\">\n", f);
+    if (total) {
+        c.pass = 1;
+        c.shown = 0;
+        st = rbp_profile_walk(p, &ch, fg_visit, &c);
+    }
+    if (st == RBPEEK_OK) fputs("</g>\n</svg>\n", f);
+    st = rbp_profile_close_out(p, f, path, st);
+out:
+    free(c.xnext);
+    rbp_children_free(&ch);
+    return st;
+}

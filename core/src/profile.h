@@ -1,0 +1,124 @@
+/*
+ * The profile aggregator's internals, shared by its writers (profile.c for
+ * folded stacks, speedscope and the top-N table, flamegraph.c for the SVG).
+ *
+ * Samples are kept as a prefix tree (trie) of interned frame ids: a stack
+ * a;b;c adds or finds the path root -> a -> b -> c and bumps the counts on
+ * it. Identical stacks therefore merge for free, shared prefixes are stored
+ * once, and the tree is exactly the shape a flamegraph draws. Child lookup
+ * goes through one hash table keyed by (parent node, frame id), so a node
+ * with thousands of children still costs O(1) per step.
+ *
+ * Nothing here recurses: the tree may be as deep as the deepest stack
+ * (thousands of frames for runaway recursion), so every walk uses an
+ * explicit stack on the heap.
+ */
+#ifndef RBP_PROFILE_H
+#define RBP_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rbpeek.h"
+#include "arena.h"
+
+#define RBP_NO_NODE UINT32_MAX
+#define RBP_ROOT_FRAME UINT32_MAX   /* the root node's frame: the "all" box */
+
+typedef struct rbp_pnode {
+    uint32_t parent;        /* RBP_NO_NODE for the root */
+    uint32_t frame;         /* interned frame id; RBP_ROOT_FRAME for the root */
+    uint32_t first_child;   /* children in insertion order, linked by next */
+    uint32_t next_sibling;
+    uint32_t depth;         /* root = 0 */
+    uint64_t self;          /* samples whose stack ends here */
+    uint64_t total;         /* samples whose stack passes through here */
+} rbp_pnode;
+
+typedef struct rbp_meta {
+    char *key, *value;
+} rbp_meta;
+
+struct rbpeek_profile {
+    /* Error text lives behind a pointer so that writers taking a const
+     * profile can still report why they failed. */
+    char *err;
+
+    /* Interned frame names: id -> NUL-terminated string. The strings live
+     * in an arena so 100k frames are not 100k mallocs. */
+    char **names;
+    uint32_t *name_lens;
+    uint32_t nnames, names_cap;
+    uint32_t *name_table;           /* open addressing, slots hold id + 1 */
+    size_t name_table_cap;          /* power of two */
+    rbp_arena arena;
+
+    /* The trie. nodes[0] is the root. */
+    rbp_pnode *nodes;
+    uint32_t nnodes, nodes_cap;
+    uint32_t *child_table;          /* open addressing, slots hold node + 1 */
+    size_t child_table_cap;         /* power of two */
+    uint32_t max_depth;             /* deepest node */
+    uint64_t nstacks;               /* distinct stacks (nodes with self > 0) */
+
+    rbp_meta *meta;
+    size_t nmeta;
+
+    uint64_t skipped_lines;         /* malformed lines read_folded skipped */
+};
+
+/* Children of every node, sorted by frame name (then id), as one flat array:
+ * the children of node n are ids[off[n] .. off[n+1]). Writers sort so that
+ * their output does not depend on sample arrival order, as flamegraph.pl
+ * does, which also makes neighbouring boxes easy to compare by eye. */
+typedef struct rbp_children {
+    uint32_t *off;      /* nnodes + 1 entries */
+    uint32_t *ids;
+} rbp_children;
+
+rbpeek_status rbp_children_build(const rbpeek_profile *p, rbp_children *out);
+void rbp_children_free(rbp_children *c);
+
+/* Visits the tree depth-first in sorted order, root (node 0) included;
+ * nodes with a zero total are skipped. visit is called with entering = true
+ * and returns 0 to descend, 1 to skip the node's children, -1 to abort (after
+ * setting the profile's error); every entered node is later left (entering =
+ * false). Uses a heap stack of max_depth entries, never the C stack. */
+typedef int (*rbp_visit_fn)(void *ctx, uint32_t node, bool entering);
+rbpeek_status rbp_profile_walk(const rbpeek_profile *p, const rbp_children *ch,
+                               rbp_visit_fn visit, void *ctx);
+
+/* Opens an output file ("-" = stdout; NULL with *st set on failure) /
+ * closes it, turning any write error seen on the stream into RBPEEK_ERR_IO
+ * (st is returned as is if already an error). */
+FILE *rbp_profile_open_out(const rbpeek_profile *p, const char *path, rbpeek_status *st);
+rbpeek_status rbp_profile_close_out(const rbpeek_profile *p, FILE *f, const char *path,
+                                    rbpeek_status st);
+
+/* The display name of a node ("all" for the root). */
+const char *rbp_profile_node_name(const rbpeek_profile *p, uint32_t node);
+
+/* Sets the profile's error message; returns status for `return rbp_perr(...)`. */
+rbpeek_status rbp_profile_fail(const rbpeek_profile *p, rbpeek_status status,
+                               const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Writes s as XML character data / attribute text: markup characters are
+ * escaped, invalid UTF-8 and characters XML 1.0 forbids (C0 controls other
+ * than tab/LF/CR, U+FFFE, U+FFFF) become U+FFFD, so the document stays
+ * well-formed whatever bytes the target had. At most max_chars code points
+ * are written (SIZE_MAX for all); returns the number written. */
+size_t rbp_xml_write(FILE *f, const char *s, size_t max_chars);
+
+/* Counts the characters rbp_xml_write would write for s (an invalid byte
+ * counts as one, as it becomes one U+FFFD). */
+size_t rbp_utf8_length(const char *s);
+
+/* Formats v with a fixed number of decimals (0..6) without printf's %f,
+ * whose decimal separator follows LC_NUMERIC: a host that called
+ * setlocale() (debuggers do) must not get "12,5" inside SVG or JSON. */
+void rbp_fmt_fixed(char *buf, size_t cap, double v, int decimals);
+
+#endif
