@@ -1,0 +1,151 @@
+"""rbpeek for LLDB: `command script import lldb-plugin/rbpeek.py`, then `help ruby`.
+
+This file only adapts LLDB (SB API) to the shared commands
+(python/rbpeeklib): memory and symbols through the selected process and
+target, threads with their thread pointer read from the fs_base register,
+and every error reported as one line in the command's result. It holds no
+knowledge of Ruby's structs.
+"""
+
+import os
+import sys
+
+import lldb
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(os.path.expanduser(__file__))))
+if os.path.join(_REPO, "python") not in sys.path:
+    sys.path.insert(0, os.path.join(_REPO, "python"))
+
+from rbpeeklib import commands as _commands  # noqa: E402
+from rbpeeklib.adapter import DebuggerAdapter  # noqa: E402
+from rbpeeklib.core import RbpeekError  # noqa: E402
+
+
+class LldbAdapter(DebuggerAdapter):
+    name = "lldb"
+
+    def __init__(self, debugger, result):
+        self.debugger = debugger
+        self.result = result
+        self.target = debugger.GetSelectedTarget()
+        self.process = self.target.GetProcess() if self.target.IsValid() else lldb.SBProcess()
+
+    def _is_core(self):
+        return self.process.IsValid() and "core" in (self.process.GetPluginName() or "")
+
+    def target_key(self):
+        if not self.process.IsValid() or self.process.GetState() in (lldb.eStateInvalid, lldb.eStateUnloaded,
+                                                                      lldb.eStateDetached, lldb.eStateExited):
+            return None
+        exe = self.target.GetExecutable()
+        return ("lldb", self.process.GetUniqueID(), self.process.GetProcessID(), self._is_core(),
+                exe.fullpath if exe.IsValid() else None)
+
+    def live_pid(self):
+        if self.process.IsValid() and not self._is_core():
+            pid = self.process.GetProcessID()
+            if pid and os.path.exists("/proc/%d/mem" % pid):
+                return pid
+        return None
+
+    def read_memory(self, addr, size):
+        err = lldb.SBError()
+        data = self.process.ReadMemory(addr, size, err)
+        if err.Success() and data:
+            return data
+        # A core lacks read-only file-backed pages (text, rodata); the
+        # target reads those from the loaded module's sections instead.
+        sbaddr = self.target.ResolveLoadAddress(addr)
+        if sbaddr.IsValid() and sbaddr.GetSection().IsValid():
+            err = lldb.SBError()
+            data = self.target.ReadMemory(sbaddr, size, err)
+            if err.Success() and data:
+                return data
+        raise RbpeekError("unreadable memory at 0x%x" % addr)
+
+    def lookup_symbol(self, name):
+        for ctx in self.target.FindSymbols(name):
+            sym = ctx.GetSymbol()
+            if not sym.IsValid():
+                continue
+            addr = sym.GetStartAddress().GetLoadAddress(self.target)
+            if addr not in (lldb.LLDB_INVALID_ADDRESS, 0):
+                return addr
+        return None
+
+    def regions(self):
+        out = []
+        for module in self.target.module_iter():
+            path = module.GetFileSpec().fullpath
+            header = module.GetObjectFileHeaderAddress().GetLoadAddress(self.target)
+            if path and header not in (lldb.LLDB_INVALID_ADDRESS, 0):
+                # Only the image base matters here (ELF header at file offset 0).
+                out.append((header, header + 4096, 0, path))
+        return out
+
+    def debug_files(self):
+        files = []
+        for module in self.target.module_iter():
+            path = module.GetFileSpec().fullpath or ""
+            base = os.path.basename(path)
+            if base.startswith("libruby") or base.startswith("ruby"):
+                files.append(path)
+        return files
+
+    @staticmethod
+    def _describe(thread):
+        pthread = None
+        frame = thread.GetFrameAtIndex(0)
+        if frame.IsValid():
+            reg = frame.FindRegister("fs_base")
+            if reg.IsValid():
+                pthread = reg.GetValueAsUnsigned(0) or None
+        return {"num": thread.GetIndexID(), "tid": thread.GetThreadID() or None, "pthread": pthread}
+
+    def threads(self):
+        return [self._describe(t) for t in self.process]
+
+    def selected_thread(self):
+        t = self.process.GetSelectedThread()
+        return self._describe(t) if t.IsValid() else None
+
+    def write(self, text):
+        self.result.AppendMessage(text.rstrip("\n"))
+
+
+_SESSIONS = _commands.Sessions()
+
+
+class _RubyCommand:
+    """Base for the `ruby <name>` commands; subclasses are made below."""
+    command = None
+
+    def __init__(self, debugger, internal_dict):
+        pass
+
+    def get_short_help(self):
+        return self.command.summary
+
+    def get_long_help(self):
+        return self.command.summary + "\n\nUsage: " + self.command.usage
+
+    def __call__(self, debugger, args, exe_ctx, result):
+        try:
+            self.command.run(LldbAdapter(debugger, result), args)
+            result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+        except RbpeekError as e:
+            result.SetError("rbpeek: %s" % e)
+        except KeyboardInterrupt:
+            result.SetError("rbpeek: interrupted")
+        except Exception as e:  # never a traceback in the user's debugger
+            result.SetError("rbpeek: internal error: %s: %s (please report it)" % (type(e).__name__, e))
+
+
+def __lldb_init_module(debugger, internal_dict):
+    module = __name__
+    debugger.HandleCommand('command container add -h "%s" ruby'
+                           % "Inspect a CRuby process or core file without running code in it.")
+    for cmd in _commands.all_commands(_SESSIONS):
+        cls_name = "Ruby%sCommand" % cmd.name.capitalize()
+        globals()[cls_name] = type(cls_name, (_RubyCommand,), {"command": cmd})
+        debugger.HandleCommand("command script add -o -c %s.%s ruby %s" % (module, cls_name, cmd.name))
