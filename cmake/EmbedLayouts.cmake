@@ -2,7 +2,7 @@
 # run at build time so editing a layout file rebuilds the library.
 file(GLOB files ${LAYOUT_DIR}/*.layout)
 list(SORT files)
-set(body "/* Generated from layouts/*.layout by cmake/EmbedLayouts.cmake. Do not edit. */\n#include <stddef.h>\n")
+set(body "/* Generated from the layouts directory by cmake/EmbedLayouts.cmake. Do not edit. */\n#include <stddef.h>\n")
 set(versions "")
 set(texts "")
 set(n 0)

@@ -70,7 +70,7 @@ int rbp_layout_parse(rbp_layout *out, const char *text, char *err, size_t errlen
 /* Returns a malloc'd text rendering, or NULL on allocation failure. */
 char *rbp_layout_format(const rbp_layout *l, const char *comment);
 
-/* Built-in tables (generated at build time from layouts/*.layout). */
+/* Built-in tables (generated at build time from the layouts directory). */
 size_t rbp_builtin_layout_count(void);
 const char *rbp_builtin_layout_version(size_t i);
 const char *rbp_builtin_layout_text(size_t i);

@@ -320,7 +320,7 @@ static void iseq_label_34(rbpeek_session *s, const rbp_iseq_info *in, uint64_t o
                     return;
                 }
             }
-            char inner[LABEL_MAX];
+            char inner[LABEL_MAX - 64]; /* room for the "block (N levels) in " prefix */
             if (cur == orig) /* no parent: Ruby would recurse forever; report the raw label */
                 snprintf(inner, sizeof inner, "%s", orig->label);
             else
