@@ -29,7 +29,8 @@ static void usage(FILE *f)
             "  -o, --output  SVG file to write (default: stdout)\n"
             "  --title T     title line (default \"Flame Graph\")\n"
             "  --width N     image width in pixels, 200..100000 (default 1200)\n"
-            "  --min-width PX  omit frames narrower than PX pixels (default 0.1; 0 keeps all)\n"
+            "  --min-width PX  omit frames narrower than PX pixels; 0 keeps all (default:\n"
+            "                0.1, raised if need be to keep the graph to 30,000 frames)\n"
             "  --inverted    icicle graph: root at the top\n",
             prog);
 }

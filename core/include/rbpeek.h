@@ -237,7 +237,8 @@ RBPEEK_API rbpeek_status rbpeek_profile_top(const rbpeek_profile *p, int by_self
 
 typedef struct rbpeek_svg_options {
     int width;              /* image width in px; <= 0: 1200 */
-    double min_width_px;    /* omit frames narrower than this; 0: 0.1, < 0: keep all */
+    double min_width_px;    /* omit frames narrower than this; < 0: keep all; 0: 0.1,
+                             * raised if need be to keep to 30,000 boxes */
     const char *title;      /* NULL: meta "title", else "Flame Graph" */
     int inverted;           /* nonzero: icicle graph, root at the top */
 } rbpeek_svg_options;
