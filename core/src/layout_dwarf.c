@@ -598,8 +598,7 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
         if (rc == DW_DLV_ERROR)
             set_err(err, errlen, "cannot read DWARF from %s: %s", elf_path, e ? dwarf_errmsg(e) : "unknown error");
         else
-            set_err(err, errlen, "%s has no DWARF debug info (%s)", elf_path,
-                    "build Ruby with -g, or give --layout FILE or --ruby-version");
+            set_err(err, errlen, "%s has no DWARF debug info%s", elf_path, "");
         if (e) dwarf_dealloc_error(NULL, e);
         free(c);
         return -1;
@@ -633,7 +632,7 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
 
     int ret = 0;
     if (!any_cu) {
-        set_err(err, errlen, "%s has no DWARF debug info (%s)", elf_path, "no compilation units in .debug_info");
+        set_err(err, errlen, "%s has no DWARF debug info%s", elf_path, "");
         ret = -1;
     } else if (!rbp_has(out, RBP_L_cfp_size)) {
         set_err(err, errlen, "%s: DWARF has no struct rb_control_frame_struct%s", elf_path,
