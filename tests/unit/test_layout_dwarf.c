@@ -242,6 +242,20 @@ static void test_no_dwarf(void)
     if (access("/bin/true", R_OK) == 0) expect_failure("/bin/true", NULL);
 }
 
+/* A stripped file whose .gnu_debuglink names a debug file beside it: the
+ * layout comes from the debug file, identical to the unstripped one. */
+static void test_debuglink(void)
+{
+    rbp_layout split, whole;
+    char err[512] = "";
+    int rc = rbp_dwarf_layout(fixture("layout_fixture_split.so"), &split, err, sizeof err);
+    if (rc != 0) printf("\n  %s\n", err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL_FATAL(rbp_dwarf_layout(fixture("liblayout_fixture_dwarf5.so"), &whole, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(memcmp(split.f, whole.f, sizeof split.f), 0);
+    EXPECT(&split, symbols_ids, rb_symbols_t, ids);
+}
+
 static void test_missing_file(void)
 {
     expect_failure(fixture("no-such-file.so"), "cannot open");
@@ -381,6 +395,7 @@ static const rbp_cu_test tests[] = {
     {"DWARF 2 fixture (location expressions)", test_dwarf2},
     {"bitfield extraction", test_extract_bitfields},
     {"no DWARF", test_no_dwarf},
+    {"stripped, with .gnu_debuglink", test_debuglink},
     {"missing file", test_missing_file},
     {"declarations only", test_declarations_only},
     {"garbage files", test_garbage_files},
