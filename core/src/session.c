@@ -203,6 +203,10 @@ bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, cons
         if (how) *how = "ELF dynamic symbols in target memory";
         return true;
     }
+    if (rbp_elf_symtab_lookup(s, name, addr) && *addr) {
+        if (how) *how = ".symtab of the Ruby image on disk";
+        return true;
+    }
     return false;
 }
 

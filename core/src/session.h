@@ -78,6 +78,10 @@ bool rbp_elf_lookup(rbpeek_session *s, const char *name, uint64_t *addr);
 /* Frees s->elfcache (NULL is fine); the caller then sets it to NULL. */
 void rbp_elfcache_free(struct rbp_elfcache *c);
 
+/* elf_symtab.c: finds name in the full .symtab of the Ruby images' files on
+ * disk (for hidden symbols such as ruby_current_vm_ptr in a source build). */
+bool rbp_elf_symtab_lookup(rbpeek_session *s, const char *name, uint64_t *addr);
+
 /* layout_dwarf.c: extracts every field of layout_fields.def from the DWARF of
  * an ELF file. Returns 0 on success; -1 (message in err) when the file has no
  * DWARF or lacks the core structs. */

@@ -65,7 +65,10 @@ def lib():
         return _lib
     path = _find_library()
     try:
-        L = ctypes.CDLL(path)
+        # RTLD_DEEPBIND: gdb has elfutils' libdw loaded, which exports dwarf_*
+        # functions with the same names as libdwarf's; without it, libdwarf's
+        # calls into itself would land in libdw and DWARF parsing would fail.
+        L = ctypes.CDLL(path, mode=os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0))
     except OSError as e:
         raise RbpeekError("cannot load %s: %s" % (path, e))
     vp, u64, cp, st = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_int
