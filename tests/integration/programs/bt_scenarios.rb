@@ -124,6 +124,22 @@ File.write(unicode_file, <<~RUBY)
 RUBY
 require unicode_file
 
+# --- a native thread that never runs Ruby -----------------------------------
+# pthread_create(pause) through Fiddle: a debugger thread with no Ruby
+# thread behind it, for `ruby bt` on a non-Ruby thread. Optional: a minimal
+# build may lack fiddle.
+begin
+  require "fiddle"
+  libc = Fiddle.dlopen(nil)
+  pthread_create = Fiddle::Function.new(libc["pthread_create"],
+                                        [Fiddle::TYPE_VOIDP] * 4, Fiddle::TYPE_INT)
+  tid_buf = Fiddle::Pointer.malloc(8)
+  pthread_create.call(tid_buf, nil, libc["pause"], nil)
+  File.write(File.join(OUT, "native_thread"), "1")
+rescue LoadError, Fiddle::DLError
+  nil
+end
+
 # --- synchronisation primitives --------------------------------------------
 HELD = Mutex.new
 QUEUE = Queue.new

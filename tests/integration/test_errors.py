@@ -1,0 +1,174 @@
+"""Bad targets and bad input: each must give one clear `rbpeek:` line, no
+Python traceback, a usable debugger, and a target left running.
+
+    test_errors.py DEBUGGER        (gdb or lldb)
+
+Cases: a non-Ruby process; a Ruby with no usable layout (forced unknown
+version, missing and garbage --layout files); a garbage --vm address
+(unreadable memory); bad arguments; `ruby bt` on a thread that is not a
+Ruby thread; and a core with corrupted memory pages, which must never
+crash, hang or raise, whatever is read.
+"""
+
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import harness
+from harness import Failure
+
+RUBY = "/usr/bin/ruby3.1"
+
+
+def rbpeek_lines(output):
+    return [line for line in output.splitlines() if "rbpeek:" in line]
+
+
+def expect_one_line(output, pattern, what):
+    harness.assert_no_traceback(output)
+    lines = [line for line in rbpeek_lines(output) if "warning" not in line]
+    if len(lines) != 1:
+        raise Failure("%s: expected exactly one rbpeek line, got %d:\n%s" % (what, len(lines), output[-2000:]))
+    if not re.search(pattern, lines[0]):
+        raise Failure("%s: %r does not match %r" % (what, lines[0], pattern))
+    harness.log("ok   %-34s %s" % (what, lines[0].strip()[:150]))
+
+
+def still_usable(debugger, output, what):
+    # The command after the failing one must still run (the debugger is usable).
+    if "after-marker" not in output:
+        raise Failure("%s: the debugger did not run the next command:\n%s" % (what, output[-2000:]))
+
+
+def marker(debugger):
+    return "echo after-marker\\n" if debugger == "gdb" else "script print('after-marker')"
+
+
+def then_marker(debugger, cmd):
+    """The command followed by a marker the debugger must still print.
+    lldb's batch mode abandons its -o list after a failing command, so there
+    the command runs through HandleCommand inside one script line."""
+    if debugger == "gdb":
+        return [cmd, marker(debugger)]
+    return ["script lldb.debugger.HandleCommand(%r); print('after-marker')" % cmd]
+
+
+def test_non_ruby(debugger, workdir):
+    proc = subprocess.Popen(["sleep", "600"])
+    try:
+        time.sleep(0.2)
+        rc, out = harness.run_debugger(debugger, then_marker(debugger, "ruby bt -a"), pid=proc.pid)
+        expect_one_line(out, r"does not look like a CRuby process", "non-Ruby process")
+        still_usable(debugger, out, "non-Ruby process")
+        st = open("/proc/%d/stat" % proc.pid).read().rsplit(")", 1)[1].split()[0]
+        if proc.poll() is not None or st in ("t", "T"):
+            raise Failure("non-Ruby target was not left running (state %s)" % st)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_ruby_cases(debugger, workdir):
+    target = harness.Target(RUBY, "bt_scenarios.rb", workdir)
+    try:
+        garbage = os.path.join(workdir, "garbage.layout")
+        with open(garbage, "w") as f:
+            f.write("this is not a layout\n")
+        cases = [
+            ("ruby bt --ruby-version 9.9.9", r"no struct layout for Ruby 9\.9\.9.*--layout FILE", "no usable layout"),
+            ("ruby bt --layout /nonexistent.layout", r"no such file", "missing --layout file"),
+            ("ruby bt --layout " + garbage, r"unusable layout file", "garbage --layout file"),
+            ("ruby bt -a --vm 0x1000", r"not readable", "garbage --vm (unreadable)"),
+            ("ruby bt --vm banana", r"not an address", "--vm not an address"),
+            ("ruby bt --frobnicate", r"unrecognized arguments", "unknown option"),
+            ("ruby bt --max-frames -3", r"must be positive", "negative --max-frames"),
+        ]
+        for cmd, pattern, what in cases:
+            rc, out = harness.run_debugger(debugger, then_marker(debugger, cmd), pid=target.pid)
+            expect_one_line(out, pattern, what)
+            still_usable(debugger, out, what)
+            target.assert_left_running()
+
+        # Select the native thread the program started with pthread_create(pause):
+        # it is the only thread whose innermost frame is in pause().
+        if not os.path.exists(os.path.join(workdir, "native_thread")):
+            raise Failure("the test program could not start its native thread (fiddle missing?)")
+        if debugger == "gdb":
+            select = ("python exec(\"for t in gdb.selected_inferior().threads():\\n t.switch()\\n"
+                      " if 'pause' in str(gdb.newest_frame().name()): break\")")
+        else:
+            select = ("script [lldb.process.SetSelectedThread(t) for t in lldb.process "
+                      "if 'pause' in (t.GetFrameAtIndex(0).GetFunctionName() or '')]")
+        rc, out = harness.run_debugger(debugger, [select] + then_marker(debugger, "ruby bt"), pid=target.pid)
+        expect_one_line(out, r"is not a Ruby thread; 'ruby bt -a'", "bt on a non-Ruby thread")
+        target.assert_left_running()
+
+        # The same target through a core with damaged pages.
+        core = target.gcore()
+        fuzz_core(debugger, core, workdir)
+    finally:
+        target.close()
+
+
+def writable_segments(core):
+    """(file offset, size) of the PT_LOAD segments holding data in the core."""
+    import struct
+    with open(core, "rb") as f:
+        eh = f.read(64)
+        phoff, = struct.unpack_from("<Q", eh, 32)
+        phentsize, phnum = struct.unpack_from("<HH", eh, 54)
+        f.seek(phoff)
+        ph = f.read(phentsize * phnum)
+    segs = []
+    for i in range(phnum):
+        p_type, p_flags, p_offset, _v, _p, p_filesz = struct.unpack_from("<IIQQQQ", ph, i * phentsize)
+        if p_type == 1 and p_filesz >= 4096 and (p_flags & 2):
+            segs.append((p_offset, p_filesz))
+    return segs
+
+
+def fuzz_core(debugger, core, workdir, rounds=6):
+    """Overwrites random pages of a copy of the core (heap, stacks, VM
+    stacks: any writable segment) with garbage, pointer-like values or
+    self-references, and checks rbpeek survives each copy."""
+    rng = random.Random(20261121)
+    segs = writable_segments(core)
+    if not segs:
+        raise Failure("no writable segments in the core")
+    for r in range(rounds):
+        damaged = os.path.join(workdir, "damaged.core")
+        shutil.copyfile(core, damaged)
+        with open(damaged, "r+b") as f:
+            for _ in range(300):
+                off, size = rng.choice(segs)
+                page = off + rng.randrange(0, size // 4096) * 4096
+                f.seek(page)
+                kind = rng.randrange(3)
+                if kind == 0:
+                    f.write(os.urandom(4096))
+                elif kind == 1:  # pointer-like garbage: likely to be followed
+                    f.write(bytes([rng.choice([0, 0xff, 0x41])]) * 4096)
+                else:  # self-referencing words: cycles for list and chain walks
+                    f.write(b"".join((page + i * 8).to_bytes(8, "little") for i in range(512)))
+        start = time.time()
+        rc, out = harness.run_debugger(debugger, then_marker(debugger, "ruby bt -a"), exe=RUBY, core=damaged,
+                                       timeout=120)
+        harness.assert_no_traceback(out)
+        still_usable(debugger, out, "damaged core %d" % r)
+        harness.log("ok   damaged core %d (%.1fs): %s" % (r, time.time() - start,
+                                                         (rbpeek_lines(out) or ["(walked)"])[0].strip()[:120]))
+
+
+def test(debugger, workdir):
+    test_non_ruby(debugger, workdir)
+    test_ruby_cases(debugger, workdir)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in ("gdb", "lldb"):
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(sys.argv[1], wd))
