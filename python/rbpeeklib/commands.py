@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import shlex
+import time
 
 from .core import RbpeekError, Session
 
@@ -207,6 +208,8 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
                      "absolute_path", "lineno", "kind"}]}]}
   -o, --output FILE  write to FILE instead of the debugger's output
   --max-frames N     stop each stack after N frames (default 100000)
+  --stats            after the output, one line: frames walked, time taken,
+                     and reads that reached the memory source
   --vm ADDR          use this rb_vm_t address instead of discovering it
   --layout FILE      use this struct layout (see rbpeek-layoutgen)
   --ruby-version V   use the built-in layout of Ruby V"""
@@ -217,14 +220,19 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
             p.add_argument("--json", action="store_true")
             p.add_argument("-o", "--output")
             p.add_argument("--max-frames", type=int, default=0)
+            p.add_argument("--stats", action="store_true")
 
         args = parse_args(self.name, argv, build)
         if args.max_frames < 0:
             raise RbpeekError("ruby bt: --max-frames must be positive")
         session = self.sessions.get(dbg, args)
         version = session.info()["ruby_version"]
+        session.reset_read_stats()
+        started = time.perf_counter()
         with session.snapshot(args.max_frames) as snap:
+            walked = time.perf_counter() - started
             threads = map_threads(dbg, snap.threads())
+        stats = session.read_stats()
         if not args.all:
             threads = [self._selected(dbg, threads)]
         if args.json:
@@ -232,6 +240,8 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
                    "threads": [{k: t[k] for k in ("name", "main", "native_tid", "status", "ractor", "truncated",
                                                    "error", "frames")} for t in threads]}
             write_output(dbg, json.dumps(doc, ensure_ascii=False, indent=1) + "\n", args.output)
+            if args.stats:
+                self._print_stats(dbg, threads, walked, stats)
             return
         new_quotes = uses_new_quotes(version)
         out = []
@@ -246,6 +256,16 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
                 out.append("    (walk stopped early: %s)" % t["error"])
             out.append("")
         write_output(dbg, "\n".join(out), args.output)
+        if args.stats:
+            self._print_stats(dbg, threads, walked, stats)
+
+    @staticmethod
+    def _print_stats(dbg, threads, walked, stats):
+        frames = sum(len(t["frames"]) for t in threads) or 1
+        dbg.write("rbpeek: walked %d threads, %d frames in %.1f ms (%.2f us/frame); %d reads reached the memory "
+                  "source (%.3f/frame, %d KiB), %d cache requests\n"
+                  % (len(threads), frames, walked * 1e3, walked * 1e6 / frames, stats["source_reads"],
+                     stats["source_reads"] / frames, stats["source_bytes"] // 1024, stats["requests"]))
 
     @staticmethod
     def _selected(dbg, threads):

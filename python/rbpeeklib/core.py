@@ -103,10 +103,18 @@ def lib():
         "rbpeek_thread_status_name": (cp, [ctypes.c_int32]),
         "rbpeek_free": (None, [vp]),
     }
+    missing = []
     for name, (res, args) in sigs.items():
-        fn = getattr(L, name)
+        try:
+            fn = getattr(L, name)
+        except AttributeError:
+            missing.append(name)
+            continue
         fn.restype = res
         fn.argtypes = args
+    if missing:
+        raise RbpeekError("%s is older than the plugin (it lacks %s); rebuild it: cmake --build build"
+                          % (path, ", ".join(missing[:3])))
     _lib = L
     return L
 
