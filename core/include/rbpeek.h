@@ -260,6 +260,20 @@ RBPEEK_API rbpeek_status rbpeek_profile_read_folded(rbpeek_profile *p, const cha
 /* Malformed lines skipped by read_folded so far. */
 RBPEEK_API uint64_t rbpeek_profile_skipped_lines(const rbpeek_profile *p);
 
+/* ---------------------------------------------------------------------------
+ * Threads and locks: what each Ruby thread waits on (Mutex and its owner,
+ * Queue, SizedQueue, ConditionVariable, Thread#join and its target, IO and
+ * its fd, sleep, Thread.stop), the Mutexes it holds, the GVL owner, and the
+ * deadlocks (cycles of Mutex and join waits) and hopeless waits (a Mutex
+ * whose owning fiber has finished) among them.
+ * ------------------------------------------------------------------------- */
+
+/* Analyses the threads of snap, which must come from s with no
+ * rbpeek_session_invalidate since. *out is a NUL-terminated malloc'd JSON
+ * document (schema: docs/threads-and-locks.md) to be released with
+ * rbpeek_free. Threads are referred to by their index in snap. */
+RBPEEK_API rbpeek_status rbpeek_locks_render_json(rbpeek_session *s, const rbpeek_snapshot *snap, char **out);
+
 #ifdef __cplusplus
 }
 #endif

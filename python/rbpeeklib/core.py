@@ -103,6 +103,8 @@ def lib():
         "rbpeek_thread_status_name": (cp, [ctypes.c_int32]),
         "rbpeek_free": (None, [vp]),
     }
+    # --- threads and locks (cmd_threads.py) ---
+    sigs["rbpeek_locks_render_json"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_void_p)])
     missing = []
     for name, (res, args) in sigs.items():
         try:
@@ -161,6 +163,17 @@ class Snapshot:
                         "ractor": t.ractor_index, "truncated": bool(t.truncated), "error": _s(t.error),
                         "frames": frames})
         return out
+
+    def locks(self):
+        """Who waits on what, who holds which Mutex, deadlocks: the parsed
+        JSON of rbpeek_locks_render_json (threads referred to by index)."""
+        import json
+        out = ctypes.c_void_p()
+        self._session._check(lib().rbpeek_locks_render_json(self._session._h, self._h, ctypes.byref(out)))
+        try:
+            return json.loads(ctypes.string_at(out.value).decode("utf-8", "replace"))
+        finally:
+            lib().rbpeek_free(out)
 
     def render(self, fmt, thread_index=-1):
         out = ctypes.c_void_p()

@@ -1,0 +1,1065 @@
+/*
+ * Threads and locks (see locks.h): reads, per thread, what the interpreter
+ * records about its waits and holdings, classifies the rest from the
+ * receivers of its innermost frames, builds the waits-for graph and renders
+ * everything as one JSON document.
+ *
+ * Version differences handled here:
+ *  - A Mutex's owner is a thread before 3.0 (mutex->th) and a fiber from 3.0
+ *    (mutex->fiber; its thread is fiber->cont.saved_ec.thread_ptr). A fiber
+ *    can finish while owning a Mutex, which nobody can then unlock.
+ *  - A thread's join waiters are an rb_thread_list_t before 3.0 and an
+ *    rb_waiting_list from 3.0.
+ *  - The GVL owner is vm->gvl.owner before 3.0, the ractor's
+ *    threads.gvl.owner in 3.0-3.2 and its threads.sched.running from 3.3.
+ *  - Queue#pop and SizedQueue#pop/push are C methods before 3.2 and
+ *    <internal:thread_sync> Ruby methods after; either way the frame's self
+ *    is the queue.
+ *  - Typed data may be embedded in the object from 3.3 (typed_flag & 2).
+ *
+ * Everything read from the target is bounded (list walks, frame counts,
+ * stack scans) and checked; a damaged structure yields "unknown", never a
+ * crash or a loop.
+ */
+#include "locks.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrmap.h"
+#include "robject.h"
+#include "strbuf.h"
+#include "symbolize.h"
+#include "waitgraph.h"
+
+#define MAX_RAW_FRAMES 512      /* control frames read per thread */
+#define MAX_SCAN_FRAMES 64      /* reported frames whose receivers are examined */
+#define CLASSIFY_DEPTH 3        /* innermost frames that can say what a thread waits in */
+#define MAX_LIST 100000         /* bound on every list walk */
+#define MAX_STACK_WORDS 65536   /* bound on the VM stack words scanned per thread */
+#define NAME_MAX_LEN 64
+
+/* th->status values (enum rb_thread_status, the same 2.7 - 3.4). */
+enum { TH_RUNNABLE = 0, TH_STOPPED = 1, TH_STOPPED_FOREVER = 2, TH_KILLED = 3 };
+enum { FIBER_TERMINATED = 3 };
+#define VM_FRAME_MAGIC_MASK 0x7fff0001u
+#define VM_FRAME_MAGIC_CFUNC 0x55550001u
+
+/* struct rb_monitor of ext/monitor/monitor.c, identical from 2.7 to 3.4:
+ * { long count; VALUE owner; VALUE mutex; }. It lives in an extension, not
+ * in libruby's DWARF, so its (trivial) layout is fixed here and every value
+ * read from it is validated. */
+#define MONITOR_COUNT_OFF 0
+#define MONITOR_MUTEX_OFF 16
+
+typedef enum wait_kind {
+    W_NONE, W_MUTEX, W_CONDVAR, W_QUEUE, W_SQ_POP, W_SQ_PUSH, W_JOIN, W_IO, W_SELECT,
+    W_SLEEP, W_MUTEX_SLEEP, W_STOP, W_OTHER, W_DEAD,
+} wait_kind;
+
+static const char *const wait_kind_names[] = {
+    "none", "mutex", "condvar", "queue", "sized_queue", "sized_queue_push", "join", "io", "select",
+    "sleep", "mutex_sleep", "stop", "other", "dead",
+};
+
+typedef enum recv_kind { RK_OTHER, RK_MUTEX, RK_QUEUE, RK_SZQUEUE, RK_CONDVAR, RK_THREAD, RK_MONITOR, RK_IO, RK_CLASS } recv_kind;
+
+typedef enum owner_state { OWN_NONE, OWN_THREAD, OWN_DEAD_FIBER, OWN_UNKNOWN } owner_state;
+static const char *const owner_state_names[] = {"none", "thread", "dead_fiber", "unknown"};
+
+typedef struct lk_frame {
+    uint64_t self, ep;
+    char name[NAME_MAX_LEN];  /* the method's name, "" if not a method frame we classify */
+    bool cfunc;
+} lk_frame;
+
+typedef struct lk_thread {
+    const rbpeek_thread *t;
+    uint64_t th, ec, fiber, ractor;
+    int status;
+    uint64_t locking_mutex;   /* Mutex VALUE it is blocked on, or 0 */
+    uint64_t keeping;         /* first rb_mutex_t of th->keeping_mutexes */
+    wait_kind kind;
+    char method[NAME_MAX_LEN];
+    uint64_t object;          /* what it waits on (Mutex, Queue, CV, IO, Thread VALUE) */
+    const char *object_class;
+    uint64_t cv_mutex;        /* condvar: the Mutex it re-locks on wake-up */
+    uint64_t monitor;         /* mutex wait through Monitor#enter */
+    long target;              /* join: thread index, or -1 */
+    long mutex;               /* mutex wait: index into the mutex table, or -1 */
+    int fd;                   /* io: the file descriptor, or -1 */
+    int timeout;              /* 1 the wait has a timeout, 0 it has none, -1 not applicable/unknown */
+    int confirmed;            /* 1 found in the object's wait queue, 0 not found, -1 not checked */
+    long qlen, qwaiting;      /* queue: items, and waiters Ruby counts; -1 unknown */
+    long join_waiter_of;      /* join_list says this thread joins that one, or -1 */
+    size_t sleep_frame;       /* sleep: its frame */
+    char note[240];
+    char error[160];
+    bool gvl;
+    lk_frame frames[MAX_SCAN_FRAMES];
+    size_t nframes;
+} lk_thread;
+
+typedef struct lk_mutex {
+    uint64_t data;            /* rb_mutex_t: the identity */
+    uint64_t value;           /* the Mutex object, 0 until found */
+    const char *value_from;   /* how the object was found */
+    long listed_by;           /* thread whose keeping_mutexes lists it, or -1 */
+    owner_state owner_state;
+    long owner;               /* thread index, or -1 */
+    uint64_t owner_raw;       /* owning fiber (3.x) or rb_thread_t (2.7) */
+    int owner_fiber_current;  /* 3.x: 1 if the owner fiber is its thread's current one; -1 n/a */
+    long queued;              /* entries in its wait queue, -1 unknown */
+    uint64_t monitor;         /* the Monitor this Mutex belongs to, or 0 */
+    long monitor_count;       /* that Monitor's entry count, or -1 */
+    bool owner_read;          /* its owner field could be read */
+} lk_mutex;
+
+typedef struct lk_ctx {
+    rbpeek_session *s;
+    const rbp_layout *L;
+    lk_thread *th;
+    size_t n;
+    rbp_addrmap by_th, by_value, by_data, type_names;
+    lk_mutex *mx;
+    size_t nmx, capmx;
+    rbp_strbuf notes;
+    size_t nnotes;
+} lk_ctx;
+
+/* --- small helpers ------------------------------------------------------------ */
+
+static void *idx_val(size_t i) { return (void *)(uintptr_t)(i + 1); }
+static long idx_get(const rbp_addrmap *m, uint64_t key)
+{
+    void *v = key ? rbp_addrmap_get(m, key) : NULL;
+    return v ? (long)((uintptr_t)v - 1) : -1;
+}
+
+static void note(lk_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(lk_ctx *c, const char *fmt, ...)
+{
+    char buf[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    /* the same note once only */
+    if (c->notes.buf && strstr(c->notes.buf, buf)) return;
+    if (c->nnotes++) rbp_sb_puts(&c->notes, ", ");
+    rbp_sb_json_str(&c->notes, buf);
+}
+
+/* True if the layout has every listed field; otherwise notes what is
+ * unknown on this Ruby and why. */
+static bool need(lk_ctx *c, const char *what, rbp_field_id a, rbp_field_id b)
+{
+    rbp_field_id missing = !rbp_has(c->L, a) ? a : (b != RBP_L_COUNT && !rbp_has(c->L, b)) ? b : RBP_L_COUNT;
+    if (missing == RBP_L_COUNT) return true;
+    note(c, "%s: unknown on Ruby %s (its struct layout has no %s.%s)", what, c->s->ruby_version,
+         rbp_field_type(missing), rbp_field_member(missing));
+    return false;
+}
+
+static bool read_u64_at(lk_ctx *c, uint64_t base, rbp_field_id id, uint64_t *out)
+{
+    *out = 0;
+    return base && rbp_read_field(c->s, base, id, out);
+}
+
+/* For a T_DATA object with typed data: its rb_data_type_t's name (e.g.
+ * "mutex", "queue", "VM/thread") and the address of its C struct. */
+static const char *typed_data(lk_ctx *c, uint64_t v, uint64_t *data)
+{
+    if (rbp_obj_type(c->s, v) != RBP_T_DATA) return NULL;
+    uint64_t type = 0, flag = 0;
+    if (!read_u64_at(c, v, RBP_L_typeddata_type, &type) || !read_u64_at(c, v, RBP_L_typeddata_typed_flag, &flag))
+        return NULL;
+    if (!type || flag < 1 || flag > 3) return NULL; /* an untyped RData, or garbage */
+    const char *name = rbp_addrmap_get(&c->type_names, type);
+    if (!name) {
+        uint64_t str = 0;
+        char buf[NAME_MAX_LEN];
+        if (!read_u64_at(c, type, RBP_L_data_type_name, &str) || !str ||
+            !rbp_mem_cstr(c->s->mem, str, buf, sizeof buf))
+            return NULL;
+        char *copy = strdup(buf);
+        if (!copy || !rbp_addrmap_put(&c->type_names, type, copy)) return NULL;
+        name = copy;
+    }
+    if (data) {
+        if (flag & 2) /* 3.3+: embedded, the struct starts where the data pointer would be */
+            *data = v + (uint64_t)rbp_off(c->L, RBP_L_typeddata_data);
+        else if (!read_u64_at(c, v, RBP_L_typeddata_data, data))
+            *data = 0;
+    }
+    return name;
+}
+
+static recv_kind receiver_kind(lk_ctx *c, uint64_t v, uint64_t *data)
+{
+    *data = 0;
+    int t = rbp_obj_type(c->s, v);
+    if (t == RBP_T_FILE) return RK_IO;
+    if (t == RBP_T_CLASS || t == RBP_T_MODULE) return RK_CLASS;
+    if (t != RBP_T_DATA) return RK_OTHER;
+    const char *name = typed_data(c, v, data);
+    if (!name) return RK_OTHER;
+    if (!strcmp(name, "mutex")) return RK_MUTEX;
+    if (!strcmp(name, "queue")) return RK_QUEUE;
+    if (!strcmp(name, "sized_queue")) return RK_SZQUEUE;
+    if (!strcmp(name, "condvar")) return RK_CONDVAR;
+    if (!strcmp(name, "VM/thread")) return RK_THREAD;
+    if (!strcmp(name, "monitor")) return RK_MONITOR;
+    return RK_OTHER;
+}
+
+static const char *const recv_class_names[] = {
+    NULL, "Mutex", "Queue", "SizedQueue", "ConditionVariable", "Thread", "Monitor", "IO", NULL,
+};
+
+/* The Mutex object's rb_mutex_t, or 0 if v is not a Mutex. */
+static uint64_t mutex_data_of(lk_ctx *c, uint64_t v)
+{
+    uint64_t data = 0;
+    return receiver_kind(c, v, &data) == RK_MUTEX ? data : 0;
+}
+
+/* Does the ccan list at head hold a sync_waiter for thread th? Also counts
+ * the waiters. Returns 1/0, or -1 if the list could not be walked. */
+static int waitq_has(lk_ctx *c, uint64_t head, uint64_t th, long *count)
+{
+    if (count) *count = -1;
+    if (!rbp_has(c->L, RBP_L_sync_waiter_node) || !rbp_has(c->L, RBP_L_sync_waiter_th)) return -1;
+    uint64_t node_off = (uint64_t)rbp_off(c->L, RBP_L_sync_waiter_node);
+    uint64_t th_off = (uint64_t)rbp_off(c->L, RBP_L_sync_waiter_th);
+    uint64_t cur = 0;
+    int found = 0;
+    long n = 0;
+    if (!rbp_mem_u64(c->s->mem, head, &cur)) return -1; /* head->n.next */
+    while (cur != head) {
+        if (!cur || ++n > MAX_LIST) return -1;
+        uint64_t wth = 0;
+        if (!rbp_mem_u64(c->s->mem, cur - node_off + th_off, &wth)) return -1;
+        if (th && wth == th) found = 1;
+        if (!rbp_mem_u64(c->s->mem, cur, &cur)) return -1;
+    }
+    if (count) *count = n;
+    return found;
+}
+
+/* --- mutex table ------------------------------------------------------------------ */
+
+static long mutex_add(lk_ctx *c, uint64_t data)
+{
+    long i = idx_get(&c->by_data, data);
+    if (i >= 0 || !data) return i;
+    if (c->nmx == c->capmx) {
+        size_t nc = c->capmx ? c->capmx * 2 : 16;
+        lk_mutex *nm = realloc(c->mx, nc * sizeof *nm);
+        if (!nm) return -1;
+        c->mx = nm;
+        c->capmx = nc;
+    }
+    lk_mutex *m = &c->mx[c->nmx];
+    memset(m, 0, sizeof *m);
+    m->data = data;
+    m->listed_by = m->owner = -1;
+    m->owner_fiber_current = -1;
+    m->queued = m->monitor_count = -1;
+    if (!rbp_addrmap_put(&c->by_data, data, idx_val(c->nmx))) return -1;
+    return (long)c->nmx++;
+}
+
+static void mutex_set_value(lk_ctx *c, long i, uint64_t value, const char *from)
+{
+    if (i >= 0 && !c->mx[i].value) {
+        c->mx[i].value = value;
+        c->mx[i].value_from = from;
+    }
+}
+
+/* Reads who owns the Mutex and how many wait in its queue. */
+static void mutex_read_owner(lk_ctx *c, lk_mutex *m)
+{
+    rbpeek_session *s = c->s;
+    uint64_t raw = 0;
+    if (rbp_has(c->L, RBP_L_mutex_fiber)) { /* 3.0+: a fiber owns it */
+        if (!read_u64_at(c, m->data, RBP_L_mutex_fiber, &raw)) return;
+        m->owner_read = true;
+        m->owner_raw = raw;
+        if (!raw) return;
+        uint64_t th = 0, st = 0;
+        bool have_th = rbp_has(c->L, RBP_L_fiber_saved_ec) && rbp_has(c->L, RBP_L_ec_thread_ptr) &&
+                       rbp_mem_u64(s->mem, raw + (uint64_t)rbp_off(c->L, RBP_L_fiber_saved_ec) +
+                                               (uint64_t)rbp_off(c->L, RBP_L_ec_thread_ptr), &th);
+        long idx = have_th ? idx_get(&c->by_th, th) : -1;
+        if (idx < 0 && !have_th) idx = m->listed_by; /* no fiber layout: trust keeping_mutexes */
+        m->owner = idx;
+        if (read_u64_at(c, raw, RBP_L_fiber_status, &st) && st == FIBER_TERMINATED)
+            m->owner_state = OWN_DEAD_FIBER;
+        else
+            m->owner_state = idx >= 0 ? OWN_THREAD : OWN_UNKNOWN;
+        if (idx >= 0 && c->th[idx].fiber) m->owner_fiber_current = c->th[idx].fiber == raw;
+    } else if (rbp_has(c->L, RBP_L_mutex_th)) { /* 2.7: a thread owns it */
+        if (!read_u64_at(c, m->data, RBP_L_mutex_th, &raw)) return;
+        m->owner_read = true;
+        m->owner_raw = raw;
+        if (!raw) return;
+        m->owner = idx_get(&c->by_th, raw);
+        m->owner_state = m->owner >= 0 ? OWN_THREAD : OWN_UNKNOWN;
+    } else if (m->listed_by >= 0) {
+        need(c, "a Mutex's owner fiber", RBP_L_mutex_fiber, RBP_L_COUNT);
+        m->owner = m->listed_by;
+        m->owner_state = OWN_THREAD;
+    }
+    if (rbp_has(c->L, RBP_L_mutex_waitq))
+        waitq_has(c, m->data + (uint64_t)rbp_off(c->L, RBP_L_mutex_waitq), 0, &m->queued);
+}
+
+/* --- per thread ---------------------------------------------------------------------- */
+
+/* Reads the thread's innermost reported frames: receiver and method name. */
+static void read_frames(lk_ctx *c, lk_thread *t)
+{
+    rbpeek_session *s = c->s;
+    const rbp_layout *L = c->L;
+    uint64_t vm_stack = 0, size = 0, cfp = 0;
+    if (!t->ec || !rbp_read_field(s, t->ec, RBP_L_ec_vm_stack, &vm_stack) ||
+        !rbp_read_field(s, t->ec, RBP_L_ec_vm_stack_size, &size) || !rbp_read_field(s, t->ec, RBP_L_ec_cfp, &cfp) ||
+        !vm_stack || !size || size > (UINT64_C(1) << 27))
+        return;
+    uint64_t cfp_size = (uint64_t)L->f[RBP_L_cfp_size].size;
+    uint64_t end = vm_stack + size * 8;
+    if (!cfp_size || end < vm_stack + cfp_size) return;
+    uint64_t sentinel = end - cfp_size;
+    if (cfp < vm_stack || cfp >= sentinel || (sentinel - cfp) % cfp_size) return;
+    uint64_t nraw = (sentinel - cfp) / cfp_size;
+    if (nraw > MAX_RAW_FRAMES) nraw = MAX_RAW_FRAMES;
+    uint8_t *raw = malloc((size_t)(nraw * cfp_size));
+    if (!raw) return;
+    nraw = rbp_mem_read_partial(s->mem, cfp, raw, (size_t)(nraw * cfp_size)) / cfp_size;
+    bool is33 = rbp_ver_ge(s, 3, 3);
+    for (uint64_t i = 0; i < nraw && t->nframes < MAX_SCAN_FRAMES; i++) {
+        const uint8_t *f = raw + i * cfp_size;
+        uint64_t pc = rbp_field_extract(L, RBP_L_cfp_pc, f), iseq = rbp_field_extract(L, RBP_L_cfp_iseq, f);
+        uint64_t ep = rbp_field_extract(L, RBP_L_cfp_ep, f), self = rbp_field_extract(L, RBP_L_cfp_self, f);
+        lk_frame *out = &t->frames[t->nframes];
+        memset(out, 0, sizeof *out);
+        out->self = self;
+        out->ep = ep;
+        bool named = false;
+        if (iseq) {
+            if (!pc) continue;
+            const rbp_iseq_info *in = rbp_iseq_get(s, iseq);
+            if (!in) continue;
+            /* Only the body of a core method written in Ruby (<internal:...>,
+             * e.g. Queue#pop from 3.2) says what the thread waits in; the
+             * method entry of a block frame names its enclosing method. */
+            named = in->type == RBP_ISEQ_METHOD && in->path && !strncmp(in->path, "<internal:", 10);
+        } else {
+            uint64_t flags = 0;
+            if (!is33 && (!rbp_mem_u64(s->mem, ep, &flags) || (flags & VM_FRAME_MAGIC_MASK) != VM_FRAME_MAGIC_CFUNC))
+                continue;
+            out->cfunc = named = true;
+        }
+        if (named) {
+            rbp_cme cme;
+            uint64_t me = rbp_frame_method_entry(s, ep);
+            const char *name = me && rbp_cme_read(s, me, &cme) ? rbp_id_name(s, cme.original_id) : NULL;
+            if (name) snprintf(out->name, sizeof out->name, "%s", name);
+        }
+        t->nframes++;
+    }
+    free(raw);
+}
+
+static bool name_in(const char *name, const char *const *set)
+{
+    for (; *set; set++)
+        if (!strcmp(name, *set)) return true;
+    return false;
+}
+
+static const char *const LOCK_NAMES[] = {"lock", "synchronize", NULL};
+static const char *const MONITOR_ENTER_NAMES[] = {"enter", "synchronize", "mon_enter", "mon_synchronize", NULL};
+static const char *const POP_NAMES[] = {"pop", "shift", "deq", NULL};
+static const char *const PUSH_NAMES[] = {"push", "<<", "enq", NULL};
+static const char *const JOIN_NAMES[] = {"join", "value", NULL};
+static const char *const IO_NAMES[] = {
+    "read", "readpartial", "sysread", "gets", "readline", "readlines", "each_line", "each", "getc", "getbyte",
+    "readchar", "readbyte", "read_nonblock", "wait_readable", "wait", "wait_writable", "write", "syswrite",
+    "print", "puts", "printf", "<<", "accept", "recv", "recvfrom", "connect", "each_char", "each_byte", NULL,
+};
+
+static void set_wait(lk_thread *t, wait_kind k, const char *method, uint64_t object, recv_kind rk)
+{
+    t->kind = k;
+    snprintf(t->method, sizeof t->method, "%s", method ? method : "");
+    t->object = object;
+    t->object_class = rk < sizeof recv_class_names / sizeof *recv_class_names ? recv_class_names[rk] : NULL;
+}
+
+/* Whether Kernel#sleep was given a duration. A C method's arguments sit on
+ * the VM stack just below its frame's three environment slots, above the
+ * receiver, so without an argument ep[-3] is the receiver itself (the same
+ * from 2.7 to 3.4). sleep(nil) also sleeps for ever (3.3+). Returns 1 for a
+ * duration, 0 for none, -1 if unreadable. */
+static int sleep_has_duration(lk_ctx *c, const lk_frame *f)
+{
+    uint64_t slot = 0;
+    if (!f->ep || !rbp_mem_u64(c->s->mem, f->ep - 24, &slot)) return -1;
+    return slot == f->self || slot == rbp_qnil(c->s) ? 0 : 1;
+}
+
+/* Decides what a sleeping thread waits in from its innermost frames. */
+static void classify_frames(lk_ctx *c, lk_thread *t)
+{
+    size_t depth = t->nframes < CLASSIFY_DEPTH ? t->nframes : CLASSIFY_DEPTH;
+    for (size_t i = 0; i < depth; i++) {
+        const lk_frame *f = &t->frames[i];
+        if (!f->name[0]) continue;
+        uint64_t data = 0;
+        recv_kind rk = receiver_kind(c, f->self, &data);
+        switch (rk) {
+        case RK_MUTEX:
+            if (name_in(f->name, LOCK_NAMES)) {
+                set_wait(t, W_MUTEX, f->name, f->self, rk);
+                return;
+            }
+            if (!strcmp(f->name, "sleep")) {
+                /* Mutex#sleep called by ConditionVariable#wait, or on its own. */
+                if (i + 1 < t->nframes && !strcmp(t->frames[i + 1].name, "wait")) {
+                    uint64_t cvdata = 0;
+                    if (receiver_kind(c, t->frames[i + 1].self, &cvdata) == RK_CONDVAR) {
+                        set_wait(t, W_CONDVAR, "wait", t->frames[i + 1].self, RK_CONDVAR);
+                        t->cv_mutex = f->self;
+                        return;
+                    }
+                }
+                set_wait(t, W_MUTEX_SLEEP, f->name, f->self, rk);
+                return;
+            }
+            break;
+        case RK_MONITOR:
+            if (name_in(f->name, MONITOR_ENTER_NAMES)) {
+                set_wait(t, W_MUTEX, f->name, f->self, rk);
+                t->monitor = f->self;
+                return;
+            }
+            break;
+        case RK_QUEUE:
+        case RK_SZQUEUE:
+            if (name_in(f->name, POP_NAMES)) {
+                set_wait(t, rk == RK_QUEUE ? W_QUEUE : W_SQ_POP, f->name, f->self, rk);
+                return;
+            }
+            if (rk == RK_SZQUEUE && name_in(f->name, PUSH_NAMES)) {
+                set_wait(t, W_SQ_PUSH, f->name, f->self, rk);
+                return;
+            }
+            break;
+        case RK_CONDVAR:
+            if (!strcmp(f->name, "wait")) {
+                set_wait(t, W_CONDVAR, f->name, f->self, rk);
+                return;
+            }
+            break;
+        case RK_THREAD:
+            if (name_in(f->name, JOIN_NAMES)) {
+                set_wait(t, W_JOIN, f->name, f->self, rk);
+                return;
+            }
+            break;
+        case RK_IO:
+            if (f->cfunc && name_in(f->name, IO_NAMES)) {
+                set_wait(t, W_IO, f->name, f->self, rk);
+                return;
+            }
+            break;
+        case RK_CLASS:
+            if (!strcmp(f->name, "stop")) {
+                set_wait(t, W_STOP, f->name, 0, RK_OTHER);
+                return;
+            }
+            if (!strcmp(f->name, "select")) {
+                set_wait(t, W_SELECT, f->name, 0, RK_OTHER);
+                return;
+            }
+            break;
+        default:
+            break;
+        }
+        if (f->cfunc && !strcmp(f->name, "sleep")) { /* Kernel#sleep */
+            set_wait(t, W_SLEEP, f->name, 0, RK_OTHER);
+            t->sleep_frame = i;
+            return;
+        }
+    }
+    set_wait(t, W_OTHER, t->nframes && t->frames[0].name[0] ? t->frames[0].name : "", 0, RK_OTHER);
+}
+
+/* Fills in what the classified wait's object knows: the queue's wait list
+ * and size, the IO's fd. */
+static void describe_object(lk_ctx *c, lk_thread *t)
+{
+    const rbp_layout *L = c->L;
+    uint64_t data = 0;
+    switch (t->kind) {
+    case W_QUEUE:
+    case W_SQ_POP:
+    case W_SQ_PUSH: {
+        receiver_kind(c, t->object, &data);
+        if (!data || !need(c, "which threads wait in a Queue", RBP_L_queue_waitq, RBP_L_sync_waiter_th)) break;
+        uint64_t head = data + (uint64_t)rbp_off(L, t->kind == W_SQ_PUSH ? RBP_L_szqueue_pushq : RBP_L_queue_waitq);
+        if (t->kind == W_SQ_PUSH && !rbp_has(L, RBP_L_szqueue_pushq)) break;
+        t->confirmed = waitq_has(c, head, t->th, &t->qwaiting);
+        uint64_t que = 0, elems = 0;
+        long len = 0;
+        if (read_u64_at(c, data, RBP_L_queue_que, &que) && rbp_array_info(c->s, que, &len, &elems)) t->qlen = len;
+        break;
+    }
+    case W_CONDVAR:
+        receiver_kind(c, t->object, &data);
+        if (data && need(c, "which threads wait on a ConditionVariable", RBP_L_condvar_waitq, RBP_L_sync_waiter_th))
+            t->confirmed = waitq_has(c, data + (uint64_t)rbp_off(L, RBP_L_condvar_waitq), t->th, &t->qwaiting);
+        break;
+    case W_IO: {
+        uint64_t fptr = 0, fd = 0;
+        if (!need(c, "an IO's file descriptor", RBP_L_rfile_fptr, RBP_L_io_fd)) break;
+        if (read_u64_at(c, t->object, RBP_L_rfile_fptr, &fptr) && fptr && read_u64_at(c, fptr, RBP_L_io_fd, &fd))
+            t->fd = (int)(int32_t)fd;
+        else if (!fptr)
+            snprintf(t->note, sizeof t->note, "the IO is closed or not yet opened (no rb_io_t)");
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* th->keeping_mutexes: the rb_mutex_t of every Mutex the thread holds. */
+static void walk_keeping(lk_ctx *c, size_t i)
+{
+    lk_thread *t = &c->th[i];
+    uint64_t m = t->keeping;
+    for (size_t n = 0; m && n < MAX_LIST; n++) {
+        long k = mutex_add(c, m);
+        if (k < 0) return;
+        if (c->mx[k].listed_by >= 0) return; /* a loop: the list is damaged */
+        c->mx[k].listed_by = (long)i;
+        if (!read_u64_at(c, m, RBP_L_mutex_next_mutex, &m)) return;
+    }
+}
+
+/* th->join_list: the threads waiting in Thread#join for this one. */
+static void walk_join_list(lk_ctx *c, size_t i)
+{
+    const rbp_layout *L = c->L;
+    bool v3 = rbp_has(L, RBP_L_waiting_list_thread);
+    rbp_field_id next_f = v3 ? RBP_L_waiting_list_next : RBP_L_thread_list_next;
+    rbp_field_id th_f = v3 ? RBP_L_waiting_list_thread : RBP_L_thread_list_th;
+    if (!rbp_has(L, next_f) || !rbp_has(L, th_f)) return;
+    uint64_t node = 0;
+    if (!read_u64_at(c, c->th[i].th, RBP_L_th_join_list, &node)) return;
+    for (size_t n = 0; node && n < MAX_LIST; n++) {
+        uint64_t wth = 0;
+        if (!read_u64_at(c, node, th_f, &wth)) return;
+        long w = idx_get(&c->by_th, wth);
+        if (w >= 0 && w != (long)i) c->th[w].join_waiter_of = (long)i;
+        if (!read_u64_at(c, node, next_f, &node)) return;
+    }
+}
+
+static void read_thread(lk_ctx *c, size_t i)
+{
+    lk_thread *t = &c->th[i];
+    t->th = t->t->thread_addr;
+    t->status = t->t->status;
+    t->ractor = t->t->ractor_addr;
+    t->target = t->mutex = t->join_waiter_of = -1;
+    t->fd = -1;
+    t->confirmed = -1;
+    t->qlen = t->qwaiting = -1;
+    read_u64_at(c, t->th, RBP_L_th_ec, &t->ec);
+    read_u64_at(c, t->ec, RBP_L_ec_fiber_ptr, &t->fiber);
+    uint64_t lm = 0;
+    if (read_u64_at(c, t->th, RBP_L_th_locking_mutex, &lm) && rbp_is_heap_ptr(c->s, lm)) t->locking_mutex = lm;
+    read_u64_at(c, t->th, RBP_L_th_keeping_mutexes, &t->keeping);
+    read_frames(c, t);
+}
+
+/* Classifies thread i's wait once every thread's facts are in. */
+static void classify(lk_ctx *c, size_t i)
+{
+    lk_thread *t = &c->th[i];
+    if (t->status == TH_KILLED) {
+        t->kind = W_DEAD;
+        return;
+    }
+    if (t->status == TH_RUNNABLE && !t->locking_mutex) {
+        t->kind = W_NONE;
+        return;
+    }
+    classify_frames(c, t);
+    /* TH_STOPPED is a wait with a timeout, or a blocking call (IO), or a
+     * plain Kernel#sleep, which Ruby does not mark "forever" even without a
+     * duration (its deadlock check ignores such sleeps). */
+    if (t->kind == W_IO || t->kind == W_SELECT || t->kind == W_OTHER)
+        t->timeout = -1;
+    else if (t->kind == W_SLEEP)
+        t->timeout = sleep_has_duration(c, &t->frames[t->sleep_frame]);
+    else
+        t->timeout = t->status == TH_STOPPED;
+    if (t->locking_mutex) {
+        /* Ruby's own record wins: the thread is blocked locking this Mutex. */
+        uint64_t monitor = t->kind == W_MUTEX ? t->monitor : 0;
+        if (t->kind != W_MUTEX || t->object != t->locking_mutex) {
+            const char *method = t->kind == W_MUTEX ? t->method : "lock";
+            char m[NAME_MAX_LEN];
+            snprintf(m, sizeof m, "%s", method);
+            set_wait(t, W_MUTEX, m, t->locking_mutex, RK_MUTEX);
+        }
+        t->monitor = monitor;
+        t->timeout = 0; /* Mutex#lock has no timeout */
+        t->mutex = mutex_add(c, mutex_data_of(c, t->locking_mutex));
+        mutex_set_value(c, t->mutex, t->locking_mutex, "locking_mutex");
+        t->confirmed = -1;
+    } else if (t->kind == W_MUTEX) {
+        /* A lock frame but no locking_mutex: about to sleep, or just woken. */
+        snprintf(t->note, sizeof t->note, "in %s but not recorded as blocked on a Mutex (about to block, or "
+                 "just woken)", t->method);
+        t->kind = W_OTHER;
+        t->object = 0;
+        t->monitor = 0;
+    }
+    if (t->join_waiter_of >= 0) {
+        /* Ruby's join list says whom it joins, whatever the frames say. */
+        if (t->kind != W_JOIN) set_wait(t, W_JOIN, "join", c->th[t->join_waiter_of].t->thread_value, RK_THREAD);
+        t->target = t->join_waiter_of;
+        t->confirmed = 1;
+    } else if (t->kind == W_JOIN) {
+        t->target = idx_get(&c->by_value, t->object);
+        t->confirmed = 0;
+        snprintf(t->note, sizeof t->note, "in Thread#%s but not in the target's join list (about to wait, or "
+                 "just woken)", t->method);
+    }
+    describe_object(c, t);
+}
+
+/* --- GVL ---------------------------------------------------------------------------------- */
+
+typedef struct gvl_info {
+    uint64_t ractor;
+    int ractor_index;
+    bool known;
+    uint64_t owner_th;
+    long owner;
+} gvl_info;
+
+static bool read_gvl(lk_ctx *c, uint64_t ractor, gvl_info *g)
+{
+    const rbp_layout *L = c->L;
+    g->known = false;
+    g->owner = -1;
+    g->owner_th = 0;
+    if (rbp_has(L, RBP_L_ractor_sched_running)) /* 3.3+ */
+        g->known = ractor && read_u64_at(c, ractor, RBP_L_ractor_sched_running, &g->owner_th);
+    else if (rbp_has(L, RBP_L_ractor_gvl_owner)) /* 3.0 - 3.2 */
+        g->known = ractor && read_u64_at(c, ractor, RBP_L_ractor_gvl_owner, &g->owner_th);
+    else if (rbp_has(L, RBP_L_vm_gvl_owner)) /* < 3.0 */
+        g->known = read_u64_at(c, c->s->vm, RBP_L_vm_gvl_owner, &g->owner_th);
+    if (!g->known) {
+        note(c, "the GVL owner: unknown on Ruby %s (its struct layout has no GVL owner field, or it is unreadable)",
+             c->s->ruby_version);
+        return false;
+    }
+    g->owner = idx_get(&c->by_th, g->owner_th);
+    return true;
+}
+
+/* --- VM stack scan for Mutex objects -------------------------------------------------- */
+
+/* Held Mutexes nobody waits on and no frame names have no known object yet:
+ * look for a reference to them on the VM stacks (locals, receivers). */
+static void scan_stacks_for_mutexes(lk_ctx *c)
+{
+    size_t unresolved = 0;
+    for (size_t k = 0; k < c->nmx; k++)
+        if (!c->mx[k].value) unresolved++;
+    if (!unresolved || !rbp_has(c->L, RBP_L_cfp_sp)) return;
+    uint64_t *words = malloc(MAX_STACK_WORDS * sizeof *words);
+    if (!words) return;
+    for (size_t i = 0; i < c->n && unresolved; i++) {
+        uint64_t vm_stack = 0, cfp = 0, sp = 0;
+        lk_thread *t = &c->th[i];
+        if (!read_u64_at(c, t->ec, RBP_L_ec_vm_stack, &vm_stack) || !read_u64_at(c, t->ec, RBP_L_ec_cfp, &cfp) ||
+            !read_u64_at(c, cfp, RBP_L_cfp_sp, &sp) || sp <= vm_stack)
+            continue;
+        uint64_t nwords = (sp - vm_stack) / 8;
+        if (nwords > MAX_STACK_WORDS) nwords = MAX_STACK_WORDS;
+        nwords = rbp_mem_read_partial(c->s->mem, vm_stack, words, (size_t)(nwords * 8)) / 8;
+        for (uint64_t w = 0; w < nwords && unresolved; w++) {
+            uint64_t v = words[w];
+            if (!rbp_is_heap_ptr(c->s, v)) continue;
+            long k = idx_get(&c->by_data, mutex_data_of(c, v));
+            if (k >= 0 && !c->mx[k].value) {
+                mutex_set_value(c, k, v, "stack");
+                unresolved--;
+            }
+        }
+    }
+    free(words);
+}
+
+/* Frame receivers name Mutex objects (synchronize, lock, sleep) and
+ * Monitors (whose inner Mutex and entry count we read). */
+static void match_receivers(lk_ctx *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        lk_thread *t = &c->th[i];
+        for (size_t f = 0; f < t->nframes; f++) {
+            uint64_t v = t->frames[f].self, data = 0;
+            recv_kind rk = receiver_kind(c, v, &data);
+            if (rk == RK_MUTEX) {
+                mutex_set_value(c, idx_get(&c->by_data, data), v, "frame");
+            } else if (rk == RK_MONITOR && data) {
+                uint64_t mv = 0, count = 0;
+                if (!rbp_mem_u64(c->s->mem, data + MONITOR_MUTEX_OFF, &mv)) continue;
+                long k = idx_get(&c->by_data, mutex_data_of(c, mv));
+                if (k < 0) continue;
+                mutex_set_value(c, k, mv, "monitor");
+                c->mx[k].monitor = v;
+                if (rbp_mem_u64(c->s->mem, data + MONITOR_COUNT_OFF, &count) && (int64_t)count >= 0 &&
+                    count < (UINT64_C(1) << 40))
+                    c->mx[k].monitor_count = (long)count;
+            }
+        }
+    }
+}
+
+/* --- JSON ------------------------------------------------------------------------------- */
+
+static void j_addr(rbp_strbuf *b, uint64_t v)
+{
+    if (v)
+        rbp_sb_printf(b, "\"0x%llx\"", (unsigned long long)v);
+    else
+        rbp_sb_puts(b, "null");
+}
+
+static void j_idx(rbp_strbuf *b, long i)
+{
+    if (i >= 0)
+        rbp_sb_printf(b, "%ld", i);
+    else
+        rbp_sb_puts(b, "null");
+}
+
+static const char *state_name(const lk_thread *t)
+{
+    switch (t->kind) {
+    case W_DEAD: return "killed";
+    case W_NONE: return "runnable";
+    case W_MUTEX: return "blocked";
+    case W_STOP: return "stopped";
+    case W_SLEEP:
+    case W_MUTEX_SLEEP:
+    case W_OTHER: return "sleeping";
+    default: return "waiting";
+    }
+}
+
+static void j_thread(lk_ctx *c, rbp_strbuf *b, size_t i)
+{
+    const lk_thread *t = &c->th[i];
+    rbp_sb_printf(b, "{\"index\": %zu, \"thread\": ", i);
+    j_addr(b, t->th);
+    rbp_sb_puts(b, ", \"value\": ");
+    j_addr(b, t->t->thread_value);
+    rbp_sb_printf(b, ", \"state\": \"%s\", \"sleep_forever\": %s, \"holds_gvl\": %s, \"wait\": ", state_name(t),
+                  t->status == TH_STOPPED_FOREVER ? "true" : "false", t->gvl ? "true" : "false");
+    if (t->kind == W_NONE || t->kind == W_DEAD) {
+        rbp_sb_puts(b, "null");
+    } else {
+        rbp_sb_printf(b, "{\"kind\": \"%s\", \"method\": ", wait_kind_names[t->kind]);
+        rbp_sb_json_str(b, t->method[0] ? t->method : NULL);
+        rbp_sb_puts(b, ", \"object\": ");
+        j_addr(b, t->object);
+        rbp_sb_puts(b, ", \"class\": ");
+        rbp_sb_json_str(b, t->object ? t->object_class : NULL);
+        rbp_sb_puts(b, ", \"mutex\": ");
+        j_idx(b, t->mutex);
+        rbp_sb_puts(b, ", \"owner\": ");
+        j_idx(b, t->mutex >= 0 && c->mx[t->mutex].owner_state == OWN_THREAD ? c->mx[t->mutex].owner : -1);
+        rbp_sb_puts(b, ", \"monitor\": ");
+        j_addr(b, t->monitor);
+        rbp_sb_puts(b, ", \"cv_mutex\": ");
+        j_addr(b, t->cv_mutex);
+        rbp_sb_puts(b, ", \"target\": ");
+        j_idx(b, t->target);
+        rbp_sb_puts(b, ", \"fd\": ");
+        j_idx(b, t->fd);
+        rbp_sb_printf(b, ", \"timeout\": %s, \"confirmed\": %s, \"queue_length\": ",
+                      t->timeout < 0 ? "null" : t->timeout ? "true" : "false",
+                      t->confirmed < 0 ? "null" : t->confirmed ? "true" : "false");
+        j_idx(b, t->qlen);
+        rbp_sb_puts(b, ", \"queue_waiters\": ");
+        j_idx(b, t->qwaiting);
+        rbp_sb_puts(b, ", \"note\": ");
+        rbp_sb_json_str(b, t->note[0] ? t->note : NULL);
+        rbp_sb_puts(b, "}");
+    }
+    rbp_sb_puts(b, ", \"holds\": [");
+    size_t nh = 0;
+    for (size_t k = 0; k < c->nmx; k++) {
+        if (c->mx[k].owner != (long)i || c->mx[k].owner_state != OWN_THREAD) continue;
+        rbp_sb_printf(b, nh++ ? ", %zu" : "%zu", k);
+    }
+    rbp_sb_puts(b, "], \"error\": ");
+    rbp_sb_json_str(b, t->error[0] ? t->error : NULL);
+    rbp_sb_puts(b, "}");
+}
+
+static void j_mutex(lk_ctx *c, rbp_strbuf *b, size_t k)
+{
+    const lk_mutex *m = &c->mx[k];
+    rbp_sb_printf(b, "{\"index\": %zu, \"object\": ", k);
+    j_addr(b, m->value);
+    rbp_sb_puts(b, ", \"object_from\": ");
+    rbp_sb_json_str(b, m->value ? m->value_from : NULL);
+    rbp_sb_puts(b, ", \"data\": ");
+    j_addr(b, m->data);
+    rbp_sb_printf(b, ", \"locked\": %s, \"owner_state\": \"%s\", \"owner\": ",
+                  !m->owner_read ? "null" : m->owner_raw ? "true" : "false", owner_state_names[m->owner_state]);
+    j_idx(b, m->owner);
+    rbp_sb_puts(b, ", \"owner_fiber\": ");
+    j_addr(b, rbp_has(c->L, RBP_L_mutex_fiber) ? m->owner_raw : 0);
+    rbp_sb_puts(b, ", \"owner_fiber_current\": ");
+    rbp_sb_puts(b, m->owner_fiber_current < 0 ? "null" : m->owner_fiber_current ? "true" : "false");
+    rbp_sb_puts(b, ", \"listed_by\": ");
+    j_idx(b, m->listed_by);
+    rbp_sb_puts(b, ", \"waiters\": [");
+    size_t nw = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->th[i].mutex == (long)k) rbp_sb_printf(b, nw++ ? ", %zu" : "%zu", i);
+    rbp_sb_puts(b, "], \"queued\": ");
+    j_idx(b, m->queued);
+    rbp_sb_puts(b, ", \"monitor\": ");
+    j_addr(b, m->monitor);
+    rbp_sb_puts(b, ", \"monitor_count\": ");
+    j_idx(b, m->monitor_count);
+    rbp_sb_puts(b, "}");
+}
+
+/* --- the analysis ------------------------------------------------------------------------ */
+
+/* The thread i waits for (forever) until thread *to acts: a Mutex owner, or
+ * a join target. */
+static bool wait_edge(const lk_ctx *c, size_t i, uint32_t *to)
+{
+    const lk_thread *t = &c->th[i];
+    long dst = -1;
+    if (t->kind == W_MUTEX && t->mutex >= 0 && c->mx[t->mutex].owner_state == OWN_THREAD)
+        dst = c->mx[t->mutex].owner;
+    else if (t->kind == W_JOIN && t->timeout == 0 && t->status == TH_STOPPED_FOREVER)
+        dst = t->target;
+    if (dst < 0) return false;
+    *to = (uint32_t)dst;
+    return true;
+}
+
+static bool is_orphan(const lk_ctx *c, size_t i)
+{
+    const lk_thread *t = &c->th[i];
+    if (t->kind != W_MUTEX || t->mutex < 0) return false;
+    owner_state os = c->mx[t->mutex].owner_state;
+    return os == OWN_DEAD_FIBER || os == OWN_UNKNOWN;
+}
+
+static void j_edge(lk_ctx *c, rbp_strbuf *b, size_t i, uint32_t to)
+{
+    const lk_thread *t = &c->th[i];
+    rbp_sb_printf(b, "{\"thread\": %zu, \"via\": \"%s\", \"object\": ", i, t->kind == W_MUTEX ? "mutex" : "join");
+    j_addr(b, t->kind == W_MUTEX ? (t->mutex >= 0 ? c->mx[t->mutex].value : 0) : t->object);
+    rbp_sb_puts(b, ", \"mutex\": ");
+    j_idx(b, t->kind == W_MUTEX ? t->mutex : -1);
+    rbp_sb_printf(b, ", \"waits_for\": %u}", to);
+}
+
+static void render(lk_ctx *c, rbp_strbuf *b, const gvl_info *gvl, size_t ngvl)
+{
+    rbp_sb_puts(b, "{\"ruby_version\": ");
+    rbp_sb_json_str(b, c->s->ruby_version);
+
+    rbp_sb_puts(b, ",\n \"gvl\": [");
+    for (size_t g = 0; g < ngvl; g++) {
+        rbp_sb_printf(b, "%s{\"ractor\": %d, \"known\": %s, \"owner\": ", g ? ", " : "", gvl[g].ractor_index,
+                      gvl[g].known ? "true" : "false");
+        j_idx(b, gvl[g].owner);
+        rbp_sb_puts(b, ", \"owner_thread\": ");
+        j_addr(b, gvl[g].owner_th);
+        rbp_sb_puts(b, "}");
+    }
+
+    rbp_sb_puts(b, "],\n \"threads\": [");
+    for (size_t i = 0; i < c->n; i++) {
+        if (i) rbp_sb_puts(b, ",\n  ");
+        j_thread(c, b, i);
+    }
+    rbp_sb_puts(b, "],\n \"mutexes\": [");
+    for (size_t k = 0; k < c->nmx; k++) {
+        if (k) rbp_sb_puts(b, ",\n  ");
+        j_mutex(c, b, k);
+    }
+    rbp_sb_puts(b, "]");
+
+    /* The waits-for graph and what it says. */
+    rbp_wg_edge *edges = malloc((c->n ? c->n : 1) * sizeof *edges);
+    bool *bad = calloc(c->n ? c->n : 1, sizeof *bad), *behind = calloc(c->n ? c->n : 1, sizeof *behind);
+    size_t ne = 0;
+    rbp_cycles cyc = {0};
+    bool ok = edges && bad && behind;
+    if (ok) {
+        for (size_t i = 0; i < c->n; i++) {
+            uint32_t to;
+            if (wait_edge(c, i, &to)) edges[ne++] = (rbp_wg_edge){(uint32_t)i, to};
+        }
+        ok = rbp_wg_cycles(c->n, edges, ne, 0, 0, &cyc);
+    }
+    if (!ok) {
+        b->oom = true;
+    } else {
+        rbp_sb_puts(b, ",\n \"deadlocks\": [");
+        for (size_t k = 0; k < cyc.ncycles; k++) {
+            rbp_sb_puts(b, k ? ",\n  {\"cycle\": [" : "{\"cycle\": [");
+            for (size_t p = cyc.start[k]; p < cyc.start[k + 1]; p++) {
+                uint32_t v = cyc.nodes[p], to = 0;
+                bad[v] = true;
+                wait_edge(c, v, &to);
+                if (p > cyc.start[k]) rbp_sb_puts(b, ", ");
+                j_edge(c, b, v, to);
+            }
+            rbp_sb_puts(b, "]}");
+        }
+        rbp_sb_printf(b, "],\n \"deadlocks_truncated\": %s,\n \"orphans\": [", cyc.truncated ? "true" : "false");
+        size_t no = 0;
+        for (size_t i = 0; i < c->n; i++) {
+            if (!is_orphan(c, i)) continue;
+            const lk_mutex *m = &c->mx[c->th[i].mutex];
+            bad[i] = true;
+            rbp_sb_printf(b, "%s{\"thread\": %zu, \"mutex\": %ld, \"object\": ", no++ ? ", " : "", i, c->th[i].mutex);
+            j_addr(b, m->value);
+            rbp_sb_puts(b, ", \"reason\": ");
+            char why[200];
+            if (m->owner_state == OWN_DEAD_FIBER)
+                snprintf(why, sizeof why, "it is locked by fiber 0x%llx, which has finished: no live fiber can "
+                         "unlock it", (unsigned long long)m->owner_raw);
+            else
+                snprintf(why, sizeof why, "its owner (0x%llx) is not a live thread's fiber or thread",
+                         (unsigned long long)m->owner_raw);
+            rbp_sb_json_str(b, why);
+            rbp_sb_puts(b, ", \"owner_thread\": ");
+            j_idx(b, m->owner);
+            rbp_sb_puts(b, "}");
+        }
+        rbp_sb_puts(b, "],\n \"behind\": [");
+        size_t nb = 0;
+        if (rbp_wg_reaching(c->n, edges, ne, bad, behind)) {
+            for (size_t i = 0; i < c->n; i++) {
+                uint32_t to;
+                if (!behind[i] || bad[i] || !wait_edge(c, i, &to)) continue;
+                if (nb++) rbp_sb_puts(b, ", ");
+                j_edge(c, b, i, to);
+            }
+        } else {
+            b->oom = true;
+        }
+        rbp_sb_puts(b, "]");
+    }
+    rbp_cycles_free(&cyc);
+    free(edges);
+    free(bad);
+    free(behind);
+
+    rbp_sb_puts(b, ",\n \"notes\": [");
+    if (c->notes.buf) rbp_sb_puts(b, c->notes.buf);
+    rbp_sb_puts(b, "]}\n");
+}
+
+rbpeek_status rbp_locks_json(rbpeek_session *s, const rbpeek_snapshot *snap, char **out)
+{
+    *out = NULL;
+    lk_ctx c = {.s = s, .L = &s->layout, .n = rbpeek_snapshot_thread_count(snap)};
+    rbp_addrmap_init(&c.by_th, SIZE_MAX, NULL);
+    rbp_addrmap_init(&c.by_value, SIZE_MAX, NULL);
+    rbp_addrmap_init(&c.by_data, SIZE_MAX, NULL);
+    rbp_addrmap_init(&c.type_names, SIZE_MAX, free);
+    rbp_sb_init(&c.notes);
+    rbpeek_status st = RBPEEK_OK;
+    c.th = calloc(c.n ? c.n : 1, sizeof *c.th);
+    gvl_info *gvl = calloc(c.n ? c.n : 1, sizeof *gvl);
+    size_t ngvl = 0;
+    rbp_strbuf b;
+    rbp_sb_init(&b);
+    if (!c.th || !gvl) {
+        st = rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < c.n; i++) {
+        c.th[i].t = rbpeek_snapshot_thread(snap, i);
+        rbp_addrmap_put(&c.by_th, c.th[i].t->thread_addr, idx_val(i));
+        rbp_addrmap_put(&c.by_value, c.th[i].t->thread_value, idx_val(i));
+    }
+    need(&c, "which Mutex a thread is blocked on", RBP_L_th_locking_mutex, RBP_L_typeddata_data);
+    need(&c, "which Mutexes a thread holds", RBP_L_th_keeping_mutexes, RBP_L_mutex_next_mutex);
+    need(&c, "which threads wait in Thread#join", RBP_L_th_join_list, RBP_L_COUNT);
+    for (size_t i = 0; i < c.n; i++) read_thread(&c, i);
+    for (size_t i = 0; i < c.n; i++) walk_keeping(&c, i);
+    for (size_t i = 0; i < c.n; i++) walk_join_list(&c, i);
+    for (size_t i = 0; i < c.n; i++) classify(&c, i);
+    for (size_t k = 0; k < c.nmx; k++) mutex_read_owner(&c, &c.mx[k]);
+    match_receivers(&c);
+    scan_stacks_for_mutexes(&c);
+    for (size_t k = 0; k < c.nmx; k++)
+        if (!c.mx[k].value)
+            note(&c, "a held Mutex whose object no Ruby stack references is shown by its rb_mutex_t (\"data\") "
+                     "address only");
+
+    /* One GVL per ractor (per VM before 3.0). */
+    for (size_t i = 0; i < c.n; i++) {
+        bool seen = false;
+        for (size_t g = 0; g < ngvl; g++) seen |= gvl[g].ractor == c.th[i].ractor;
+        if (seen) continue;
+        gvl[ngvl].ractor = c.th[i].ractor;
+        gvl[ngvl].ractor_index = c.th[i].t->ractor_index;
+        if (read_gvl(&c, c.th[i].ractor, &gvl[ngvl]) && gvl[ngvl].owner >= 0) c.th[gvl[ngvl].owner].gvl = true;
+        ngvl++;
+    }
+
+    render(&c, &b, gvl, ngvl);
+    if (c.notes.oom) b.oom = true;
+    *out = rbp_sb_take(&b);
+    if (!*out) st = rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+done:
+    rbp_sb_free(&b);
+    rbp_sb_free(&c.notes);
+    rbp_addrmap_destroy(&c.by_th);
+    rbp_addrmap_destroy(&c.by_value);
+    rbp_addrmap_destroy(&c.by_data);
+    rbp_addrmap_destroy(&c.type_names);
+    free(c.mx);
+    free(c.th);
+    free(gvl);
+    return st;
+}
+
+rbpeek_status rbpeek_locks_render_json(rbpeek_session *s, const rbpeek_snapshot *snap, char **out)
+{
+    if (!s || !snap || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "locks: missing argument");
+    *out = NULL;
+    if (!s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
+    return rbp_locks_json(s, snap, out);
+}
