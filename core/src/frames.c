@@ -94,6 +94,7 @@ static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_a
 
     uint8_t *raw = malloc((size_t)(nraw * cfp_size));
     pending *p = calloc((size_t)nraw + 1, sizeof *p);
+    uint8_t *values = NULL;
     const char *err = NULL;
     if (!raw || !p) {
         err = "out of memory";
@@ -104,6 +105,23 @@ static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_a
         /* Report what could be read: the innermost frames are the useful ones. */
         nraw = got / cfp_size;
         err = "part of its control frame array is unreadable";
+    }
+
+    /* The frames' environments (ep) live in the VM value stack below the
+     * control frames; method entries and frame magic are read through them.
+     * Fetch the span they cover in one read and pin it for this walk, rather
+     * than page by page. */
+    uint64_t ep_lo = UINT64_MAX, ep_hi = 0;
+    for (uint64_t i = 0; i < nraw; i++) {
+        uint64_t ep = rbp_field_extract(L, RBP_L_cfp_ep, raw + i * cfp_size);
+        if (ep < vm_stack + 16 || ep >= cfp) continue; /* not in this stack's value area */
+        if (ep < ep_lo) ep_lo = ep;
+        if (ep > ep_hi) ep_hi = ep;
+    }
+    if (ep_hi) {
+        uint64_t lo = ep_lo - 16, len = ep_hi + 8 - lo;
+        values = malloc((size_t)len);
+        if (values && rbp_mem_read(s->mem, lo, values, (size_t)len)) rbp_mem_pin(s->mem, lo, values, (size_t)len);
     }
 
     size_t n = 0, limit = max_frames < nraw ? max_frames : (size_t)nraw;
@@ -180,6 +198,8 @@ static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_a
     out->frames = frames;
     out->nframes = n;
 done:
+    rbp_mem_pin(s->mem, 0, NULL, 0);
+    free(values);
     free(raw);
     free(p);
     return err;

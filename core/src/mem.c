@@ -32,6 +32,9 @@ struct rbp_mem {
     slot slots[NSLOTS];
     uint8_t *data;      /* NSLOTS * PAGE_SIZE */
     rbpeek_read_stats stats;
+    uint64_t pin_addr;  /* see rbp_mem_pin */
+    size_t pin_len;
+    const uint8_t *pin_data;
 };
 
 rbp_mem *rbp_mem_new(rbp_source src)
@@ -92,11 +95,22 @@ static slot *fill(rbp_mem *m, uint64_t page, uint8_t **data)
     return s;
 }
 
+void rbp_mem_pin(rbp_mem *m, uint64_t addr, const void *data, size_t len)
+{
+    m->pin_addr = addr;
+    m->pin_data = data;
+    m->pin_len = data ? len : 0;
+}
+
 size_t rbp_mem_read_partial(rbp_mem *m, uint64_t addr, void *buf, size_t len)
 {
     if (!m || len == 0) return 0;
     m->stats.requests++;
     if (addr + len < addr) len = (size_t)(UINT64_MAX - addr); /* no wrap-around */
+    if (m->pin_len && addr >= m->pin_addr && addr - m->pin_addr <= m->pin_len - len && len <= m->pin_len) {
+        memcpy(buf, m->pin_data + (addr - m->pin_addr), len);
+        return len;
+    }
     if (len >= BYPASS_BYTES) {
         long n = source_read(m, addr, buf, len);
         if (n <= 0) {

@@ -44,6 +44,12 @@ bool rbp_mem_u32(rbp_mem *m, uint64_t addr, uint32_t *out);
 bool rbp_mem_cstr(rbp_mem *m, uint64_t addr, char *buf, size_t max);
 
 void rbp_mem_invalidate(rbp_mem *m);
+
+/* Pins a caller-owned copy of [addr, addr+len) so reads inside it are served
+ * from it without touching the source or the page cache: the frame walker
+ * fetches a thread's whole used VM value stack in one read and pins it for
+ * the walk. Pass len 0 to unpin. The buffer must outlive the pin. */
+void rbp_mem_pin(rbp_mem *m, uint64_t addr, const void *data, size_t len);
 void rbp_mem_stats(const rbp_mem *m, rbpeek_read_stats *out);
 void rbp_mem_reset_stats(rbp_mem *m);
 
