@@ -274,6 +274,103 @@ RBPEEK_API uint64_t rbpeek_profile_skipped_lines(const rbpeek_profile *p);
  * rbpeek_free. Threads are referred to by their index in snap. */
 RBPEEK_API rbpeek_status rbpeek_locks_render_json(rbpeek_session *s, const rbpeek_snapshot *snap, char **out);
 
+/* ---------------------------------------------------------------------------
+ * Heap: a census of the object heap (live objects by type and by class, with
+ * the bytes they hold) and a heap dump in ObjectSpace.dump_all's JSON-lines
+ * format, both read from outside the process (docs/heap.md says exactly
+ * what is counted and where the dump differs from Ruby's own).
+ * ------------------------------------------------------------------------- */
+
+typedef struct rbpeek_census rbpeek_census;
+
+typedef struct rbpeek_census_summary {
+    uint64_t pages;             /* heap pages walked */
+    uint64_t rejected_pages;    /* listed by the GC, skipped: unreadable or implausible header */
+    uint64_t slots;             /* slots of the pages walked (count_objects' :TOTAL) */
+    uint64_t live;              /* slots holding an object */
+    uint64_t free_slots;        /* count_objects' :FREE */
+    uint64_t unreadable;        /* slots that could not be read or hold garbage */
+    uint64_t bytes;             /* slot sizes of live objects plus the memory they own */
+    uint64_t bytes_visible;     /* the same, over the objects memsize_of_all counts */
+    size_t nclasses;            /* rows of rbpeek_census_class_at */
+} rbpeek_census_summary;
+
+typedef struct rbpeek_census_class {
+    const char *name;           /* "Outer::Inner", "#<Class:0x...>", "(internal: imemo)"... */
+    uint64_t address;           /* the class; 0 for rows grouping internal objects by type */
+    uint64_t count;             /* objects whose obj.class is this class */
+    uint64_t bytes;
+    int32_t internal;           /* 1: a row of objects ObjectSpace hides (imemo, iclass, hidden) */
+} rbpeek_census_class;
+
+/* Walks every heap page (every size pool), reading each page in one call. */
+RBPEEK_API rbpeek_status rbpeek_heap_census(rbpeek_session *s, rbpeek_census **out);
+RBPEEK_API void rbpeek_census_free(rbpeek_census *c);
+RBPEEK_API void rbpeek_census_get_summary(const rbpeek_census *c, rbpeek_census_summary *out);
+/* Live objects of one T_ type (RUBY_T_STRING = 5...), and their bytes. */
+RBPEEK_API uint64_t rbpeek_census_type(const rbpeek_census *c, int type, uint64_t *bytes);
+/* Class rows, most objects first; NULL past the end. */
+RBPEEK_API const rbpeek_census_class *rbpeek_census_class_at(const rbpeek_census *c, size_t index);
+/* Text or JSON (schema: docs/heap.md). top: class rows to include (0 = all);
+ * by_bytes: rank classes by bytes instead of count. *out is released with
+ * rbpeek_free. */
+RBPEEK_API rbpeek_status rbpeek_census_render(const rbpeek_census *c, rbpeek_format format, size_t top,
+                                              int by_bytes, char **out);
+
+typedef struct rbpeek_heap_dump_stats {
+    uint64_t objects;           /* lines written, one per live object */
+    uint64_t pages;
+    uint64_t unreadable;        /* slots skipped as unreadable or garbage */
+    uint64_t incomplete;        /* objects written whose references could not all be read */
+    uint64_t bytes_written;
+} rbpeek_heap_dump_stats;
+
+/* Streams every live object to path as ObjectSpace.dump_all writes it (one
+ * JSON object per line). out may be NULL. */
+RBPEEK_API rbpeek_status rbpeek_heap_dump(rbpeek_session *s, const char *path, rbpeek_heap_dump_stats *out);
+
+/* ---------------------------------------------------------------------------
+ * Sampling: the fast path of `ruby sample`. The debugger stops the target,
+ * the caller takes a snapshot, and this turns every selected thread's stack
+ * into one profile stack, so the caller does O(1) work per sample whatever
+ * the depth of the stacks. Frame names are "label (path:line)" ("label
+ * (path)" without a line, "label" without a path), root first.
+ * ------------------------------------------------------------------------- */
+
+typedef struct rbpeek_sample_options {
+    int per_thread;             /* nonzero: a root frame naming the thread,
+                                 * 'Thread "NAME" (tid N)' / 'Thread main (tid N)' */
+    int on_cpu;                 /* nonzero: keep only threads on a CPU: Ruby status
+                                 * RUNNABLE and, when pid > 0, the kernel reports the
+                                 * thread outside any system call (/proc/PID/task/TID/
+                                 * syscall reads "-1 ..." or "running"), i.e. not
+                                 * blocked in sleep, I/O or a wait for the GVL */
+    int64_t only_tid;           /* > 0: only the thread with this kernel TID */
+    uint64_t only_pthread;      /* nonzero: only the thread with this pthread_t */
+    int pid;                    /* > 0: the target is this live process (for on_cpu) */
+    const uint64_t *tid_map;    /* optional (pthread_t, TID) pairs, for Rubies that
+                                 * keep no TID (before 3.1) */
+    size_t tid_map_pairs;
+} rbpeek_sample_options;
+
+/* What one call did with the snapshot's threads. */
+typedef struct rbpeek_sample_result {
+    uint32_t added;             /* stacks added (count 1 each) */
+    uint32_t failed;            /* threads whose walk failed (torn read...): skipped */
+    uint32_t filtered;          /* threads left out by only_* or on_cpu */
+    uint32_t empty;             /* threads with no Ruby frames */
+    uint32_t tid_unknown;       /* on_cpu with pid: threads whose TID was not known,
+                                 * judged by Ruby's status alone */
+} rbpeek_sample_result;
+
+/* Adds the stacks of snap's threads to p, as opt selects (opt may be NULL:
+ * every thread, no thread frame). result may be NULL. Fails only on bad
+ * arguments or out of memory; a thread whose walk failed is counted and
+ * skipped. */
+RBPEEK_API rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,
+                                                     const rbpeek_sample_options *opt,
+                                                     rbpeek_sample_result *result);
+
 #ifdef __cplusplus
 }
 #endif

@@ -105,6 +105,12 @@ def lib():
     }
     # --- threads and locks (cmd_threads.py) ---
     sigs["rbpeek_locks_render_json"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_void_p)])
+    # --- heap (cmd_heap.py) ---
+    sigs["rbpeek_heap_census"] = (st, [vp, ctypes.POINTER(vp)])
+    sigs["rbpeek_census_free"] = (None, [vp])
+    sigs["rbpeek_census_get_summary"] = (None, [vp, ctypes.POINTER(CensusSummary)])
+    sigs["rbpeek_census_render"] = (st, [vp, st, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)])
+    sigs["rbpeek_heap_dump"] = (st, [vp, cp, ctypes.POINTER(HeapDumpStats)])
     missing = []
     for name, (res, args) in sigs.items():
         try:
@@ -294,3 +300,65 @@ class Session:
         h = ctypes.c_void_p()
         self._check(lib().rbpeek_snapshot_take(self._h, max_frames, ctypes.byref(h)))
         return Snapshot(self, h.value)
+
+    # --- heap (cmd_heap.py) ---
+    def heap_census(self):
+        """A census of the heap (owns the C census)."""
+        h = ctypes.c_void_p()
+        self._check(lib().rbpeek_heap_census(self._h, ctypes.byref(h)))
+        return Census(h.value)
+
+    def heap_dump(self, path):
+        """Streams the heap to path in ObjectSpace.dump_all's format; returns counts."""
+        st = HeapDumpStats()
+        self._check(lib().rbpeek_heap_dump(self._h, path.encode(), ctypes.byref(st)))
+        return {k: getattr(st, k) for k, _ in HeapDumpStats._fields_}
+
+
+class CensusSummary(ctypes.Structure):
+    _fields_ = [("pages", ctypes.c_uint64), ("rejected_pages", ctypes.c_uint64), ("slots", ctypes.c_uint64),
+                ("live", ctypes.c_uint64), ("free_slots", ctypes.c_uint64), ("unreadable", ctypes.c_uint64),
+                ("bytes", ctypes.c_uint64), ("bytes_visible", ctypes.c_uint64), ("nclasses", ctypes.c_size_t)]
+
+
+class HeapDumpStats(ctypes.Structure):
+    _fields_ = [("objects", ctypes.c_uint64), ("pages", ctypes.c_uint64), ("unreadable", ctypes.c_uint64),
+                ("incomplete", ctypes.c_uint64), ("bytes_written", ctypes.c_uint64)]
+
+
+class Census:
+    """Live objects by type and class, from rbpeek_heap_census."""
+
+    _h = None
+
+    def __init__(self, handle):
+        self._h = handle
+
+    def close(self):
+        if self._h:
+            lib().rbpeek_census_free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def summary(self):
+        s = CensusSummary()
+        lib().rbpeek_census_get_summary(self._h, ctypes.byref(s))
+        return {k: getattr(s, k) for k, _ in CensusSummary._fields_}
+
+    def render(self, fmt, top=0, by_bytes=False):
+        out = ctypes.c_void_p()
+        status = lib().rbpeek_census_render(self._h, fmt, top, 1 if by_bytes else 0, ctypes.byref(out))
+        if status != 0:
+            raise RbpeekError("heap census: cannot render (%s)" % _s(lib().rbpeek_status_name(status)))
+        try:
+            return ctypes.string_at(out.value).decode("utf-8", "replace")
+        finally:
+            lib().rbpeek_free(out)

@@ -1,0 +1,293 @@
+/*
+ * The heap walker (see heap.h): finds the objspace, lists its heap pages
+ * from the table the GC keeps sorted by address (heap_pages.sorted; an
+ * rb_darray from 3.4), and walks them. Each page is read in one call of its
+ * whole aligned body (16 KiB before 3.2, 64 KiB after), which a memory
+ * source serves in one read; slots are then decoded from that local copy.
+ *
+ * Using the sorted table rather than the per-size-pool page lists means no
+ * linked list is followed, so a damaged list can't make the walk loop; the
+ * table itself is bounded, each header is checked against the page geometry,
+ * and pages that overlap an earlier one are dropped.
+ */
+#include "heap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "robject.h"
+
+enum {
+    MAX_PAGES = 1 << 22,        /* 256 GiB of 64 KiB pages: far beyond real heaps */
+    MIN_SLOT = 16,
+    MAX_SLOT = 4096,
+    HEADER_BYTES = 64,          /* enough for every heap_page field we read */
+};
+
+static int cmp_page(const void *a, const void *b)
+{
+    const rbp_heap_page *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void set_consts(rbp_heap *h)
+{
+    rbpeek_session *s = h->s;
+    rbp_heap_consts *c = &h->c;
+    c->qnil = rbp_qnil(s);
+    c->qundef = rbp_ver_ge(s, 3, 2) ? 0x24 : 0x34;
+    c->fl_singleton = rbp_ver_ge(s, 3, 4) ? RBP_FL_USER(1) : RBP_FL_USER(0);
+    c->elts_shared = rbp_ver_ge(s, 3, 4) ? RBP_FL_USER(0) : RBP_FL_USER(2);
+    c->str_chilled = rbp_ver_ge(s, 3, 4) ? RBP_FL_USER(2) | RBP_FL_USER(3) : 0;
+    if (rbp_ver_ge(s, 3, 2)) {
+        c->iclass_is_origin = RBP_FL_USER(0);
+        c->iclass_origin_shared_mtbl = RBP_FL_USER(3);
+    } else {
+        c->iclass_is_origin = RBP_FL_USER(5);
+        c->iclass_origin_shared_mtbl = rbp_ver_ge(s, 3, 0) ? RBP_FL_USER(8) : 0;
+    }
+    c->ary_embed_len_mask = rbp_ver_ge(s, 3, 2) ? 0x7f : 0x3;
+    c->struct_embed_len_mask = rbp_ver_ge(s, 3, 2) ? 0x7f : 0x3;
+    c->shapes = rbp_ver_ge(s, 3, 2) && rbp_has(&s->layout, RBP_L_shape_next_iv_index);
+}
+
+/* The shape table, when this Ruby has one and the symbol can be found. */
+static void find_shapes(rbp_heap *h)
+{
+    rbpeek_session *s = h->s;
+    uint64_t sym = 0, tree = 0, list = 0;
+    if (!h->c.shapes || !rbp_has(&s->layout, RBP_L_shape_tree_list)) return;
+    if (!rbp_symbol_lookup(s, "rb_shape_tree_ptr", &sym, NULL)) return;
+    if (rbp_mem_u64(s->mem, sym, &tree) && tree &&
+        rbp_mem_u64(s->mem, tree + (uint64_t)rbp_off(&s->layout, RBP_L_shape_tree_list), &list))
+        h->shape_list = list;
+}
+
+static bool read_u(rbpeek_session *s, const uint8_t *hdr, rbp_field_id id, uint64_t *out)
+{
+    if (!rbp_has(&s->layout, id)) return false;
+    const rbp_field *f = &s->layout.f[id];
+    if (f->offset < 0 || f->offset + (f->size > 0 ? f->size : 8) > HEADER_BYTES) return false;
+    *out = rbp_field_extract(&s->layout, id, hdr);
+    if (f->size > 0 && f->size < 8) *out &= (UINT64_C(1) << (8 * f->size)) - 1;
+    return true;
+}
+
+/* Reads and checks one page header; false if it doesn't describe a page. */
+static bool read_page(rbp_heap *h, uint64_t header, uint32_t default_slot, rbp_heap_page *out)
+{
+    rbpeek_session *s = h->s;
+    uint8_t hdr[HEADER_BYTES];
+    uint64_t start = 0, total = 0, slot = default_slot;
+    if (!header || (header & 7) || !rbp_mem_read(s->mem, header, hdr, sizeof hdr)) return false;
+    if (!read_u(s, hdr, RBP_L_page_start, &start) || !read_u(s, hdr, RBP_L_page_total_slots, &total)) return false;
+    if (rbp_has(&s->layout, RBP_L_page_slot_size) && !read_u(s, hdr, RBP_L_page_slot_size, &slot)) return false;
+    if (slot < MIN_SLOT || slot > MAX_SLOT || (slot & 7) || total == 0 || !start || (start & 7)) return false;
+    uint64_t body = start & ~(uint64_t)(h->page_align - 1);
+    if (start + total * slot > body + h->page_align) return false;
+    *out = (rbp_heap_page){header, start, (uint32_t)slot, (uint32_t)total};
+    return true;
+}
+
+rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
+{
+    memset(h, 0, sizeof *h);
+    h->s = s;
+    if (!s || !s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "heap: attach to a Ruby first");
+    const rbp_layout *L = &s->layout;
+    rbp_field_id osf = rbp_has(L, RBP_L_vm_gc_objspace) ? RBP_L_vm_gc_objspace : RBP_L_vm_objspace;
+    if (!rbp_has(L, osf) || !rbp_has(L, RBP_L_objspace_pages_sorted) || !rbp_has(L, RBP_L_page_start) ||
+        !rbp_has(L, RBP_L_page_total_slots))
+        return rbp_fail(s, RBPEEK_ERR_NO_LAYOUT,
+                        "heap: the struct layout (%s) lacks the GC's heap page fields; use a layout made "
+                        "from this Ruby's DWARF (rbpeek-layoutgen) or one from a newer rbpeek",
+                        s->layout_source);
+    set_consts(h);
+    h->page_align = rbp_ver_ge(s, 3, 2) ? 1u << 16 : 1u << 14;
+    uint32_t default_slot = rbp_has(L, RBP_L_rvalue_size) && L->f[RBP_L_rvalue_size].size > 0
+                                ? (uint32_t)L->f[RBP_L_rvalue_size].size
+                                : 40;
+
+    if (!rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(L, osf), &h->objspace) || !rbp_is_heap_ptr(s, h->objspace))
+        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the objspace pointer of the VM at 0x%llx",
+                        (unsigned long long)s->vm);
+    uint64_t table = 0, count = 0;
+    if (!rbp_mem_u64(s->mem, h->objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_sorted), &table) || !table)
+        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page table of the objspace at 0x%llx",
+                        (unsigned long long)h->objspace);
+    if (rbp_ver_ge(s, 3, 4)) {
+        /* rb_darray: {size_t size; size_t capa;} then the elements */
+        if (!rbp_mem_u64(s->mem, table, &count))
+            return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page table at 0x%llx",
+                            (unsigned long long)table);
+        table += 16;
+    } else if (!rbp_has(L, RBP_L_objspace_pages_allocated) ||
+               !rbp_mem_u64(s->mem, h->objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_allocated), &count)) {
+        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page count of the objspace at 0x%llx",
+                        (unsigned long long)h->objspace);
+    }
+    if (count == 0 || count > MAX_PAGES)
+        return rbp_fail(s, RBPEEK_ERR_CORRUPT, "heap: implausible heap page count %llu (objspace at 0x%llx)",
+                        (unsigned long long)count, (unsigned long long)h->objspace);
+    uint64_t *ptrs = malloc(count * sizeof *ptrs);
+    h->pages = malloc(count * sizeof *h->pages);
+    if (!ptrs || !h->pages) {
+        free(ptrs);
+        rbp_heap_close(h);
+        return rbp_fail(s, RBPEEK_ERR_NOMEM, "heap: out of memory for %llu pages", (unsigned long long)count);
+    }
+    if (!rbp_mem_read(s->mem, table, ptrs, count * sizeof *ptrs)) {
+        free(ptrs);
+        rbp_heap_close(h);
+        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the table of %llu heap pages at 0x%llx",
+                        (unsigned long long)count, (unsigned long long)table);
+    }
+    h->listed = count;
+    for (size_t i = 0; i < count; i++) {
+        if (read_page(h, ptrs[i], default_slot, &h->pages[h->npages]))
+            h->npages++;
+        else
+            h->rejected++;
+    }
+    free(ptrs);
+    qsort(h->pages, h->npages, sizeof *h->pages, cmp_page);
+    /* Drop a page that overlaps its predecessor: two headers can't own the
+     * same slots, so one of them is garbage (or listed twice). */
+    size_t keep = 0;
+    for (size_t i = 0; i < h->npages; i++) {
+        const rbp_heap_page *p = &h->pages[i];
+        if (keep) {
+            const rbp_heap_page *q = &h->pages[keep - 1];
+            if (p->start < q->start + (uint64_t)q->total_slots * q->slot_size) {
+                h->rejected++;
+                continue;
+            }
+        }
+        h->pages[keep++] = *p;
+    }
+    h->npages = keep;
+    if (h->npages == 0) {
+        rbp_heap_close(h);
+        return rbp_fail(s, RBPEEK_ERR_CORRUPT, "heap: none of the %llu listed heap pages has a readable header",
+                        (unsigned long long)count);
+    }
+    rbp_addrmap_init(&h->klass_ok, (size_t)1 << 24, NULL);
+    rbp_addrmap_init(&h->names, (size_t)1 << 24, free);
+    rbp_addrmap_init(&h->real, (size_t)1 << 24, NULL);
+    find_shapes(h);
+    return RBPEEK_OK;
+}
+
+void rbp_heap_close(rbp_heap *h)
+{
+    if (!h) return;
+    free(h->pages);
+    h->pages = NULL;
+    h->npages = 0;
+    rbp_addrmap_destroy(&h->klass_ok);
+    rbp_addrmap_destroy(&h->names);
+    rbp_addrmap_destroy(&h->real);
+}
+
+const rbp_heap_page *rbp_heap_page_of(const rbp_heap *h, uint64_t addr)
+{
+    size_t lo = 0, hi = h->npages;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const rbp_heap_page *p = &h->pages[mid];
+        if (addr < p->start)
+            hi = mid;
+        else if (addr >= p->start + (uint64_t)p->total_slots * p->slot_size)
+            lo = mid + 1;
+        else
+            return p;
+    }
+    return NULL;
+}
+
+bool rbp_heap_is_slot(const rbp_heap *h, uint64_t v)
+{
+    const rbp_heap_page *p = rbp_heap_page_of(h, v);
+    return p && (v - p->start) % p->slot_size == 0;
+}
+
+/* A class pointer is believable when it is a slot of this heap holding a
+ * class (or, for an iclass, the module it stands for). */
+static bool klass_valid(rbp_heap *h, uint64_t klass, int type)
+{
+    void *hit = rbp_addrmap_get(&h->klass_ok, klass);
+    int kt;
+    if (hit) {
+        kt = (int)(uintptr_t)hit - 1;
+    } else {
+        uint64_t flags = 0;
+        kt = rbp_heap_is_slot(h, klass) && rbp_mem_u64(h->s->mem, klass, &flags) ? (int)(flags & RBP_T_MASK) : 0x1f;
+        rbp_addrmap_put(&h->klass_ok, klass, (void *)(uintptr_t)(kt + 1));
+    }
+    return kt == RBP_T_CLASS || (type == RBP_T_ICLASS && kt == RBP_T_MODULE);
+}
+
+int rbp_heap_classify(rbp_heap *h, const uint8_t *slot, uint32_t slot_size)
+{
+    uint64_t flags, klass;
+    memcpy(&flags, slot, 8);
+    if (flags == 0) return -1;
+    int t = (int)(flags & RBP_T_MASK);
+    switch (t) {
+    case RBP_T_IMEMO: case RBP_T_NODE: case RBP_T_ZOMBIE: case RBP_T_MOVED:
+        return t; /* no class pointer to check */
+    case RBP_T_OBJECT: case RBP_T_CLASS: case RBP_T_MODULE: case RBP_T_FLOAT: case RBP_T_STRING:
+    case RBP_T_REGEXP: case RBP_T_ARRAY: case RBP_T_HASH: case RBP_T_STRUCT: case RBP_T_BIGNUM:
+    case RBP_T_FILE: case RBP_T_DATA: case RBP_T_MATCH: case RBP_T_COMPLEX: case RBP_T_RATIONAL:
+    case RBP_T_SYMBOL: case RBP_T_ICLASS:
+        break;
+    default:
+        return -2; /* T_NONE with flags, immediates' types, unused numbers */
+    }
+    if (slot_size < 16) return -2;
+    memcpy(&klass, slot + 8, 8);
+    if (klass == 0) return t; /* hidden object */
+    return klass_valid(h, klass, t) ? t : -2;
+}
+
+rbpeek_status rbp_heap_walk(rbp_heap *h, rbp_obj_fn fn, rbp_page_fn page_fn, void *ctx)
+{
+    uint8_t *buf = malloc(h->page_align);
+    if (!buf) return rbp_fail(h->s, RBPEEK_ERR_NOMEM, "heap: out of memory");
+    for (size_t i = 0; i < h->npages; i++) {
+        const rbp_heap_page *pg = &h->pages[i];
+        uint64_t body = pg->start & ~(uint64_t)(h->page_align - 1);
+        /* One read of the whole page body: the memory source gets it in one call. */
+        size_t got = rbp_mem_read_partial(h->s->mem, body, buf, h->page_align);
+        rbp_walk_page_stats st = {0};
+        bool go = true;
+        for (uint32_t k = 0; k < pg->total_slots && go; k++) {
+            size_t off = (size_t)(pg->start - body) + (size_t)k * pg->slot_size;
+            if (off + pg->slot_size > got) {
+                st.unreadable++;
+                continue;
+            }
+            const uint8_t *slot = buf + off;
+            int t = rbp_heap_classify(h, slot, pg->slot_size);
+            if (t == -1) {
+                st.free++;
+                continue;
+            }
+            if (t == -2) {
+                st.unreadable++;
+                continue;
+            }
+            st.live++;
+            rbp_obj o = {.addr = pg->start + (uint64_t)k * pg->slot_size, .slot = slot,
+                         .slot_size = pg->slot_size, .type = t};
+            memcpy(&o.flags, slot, 8);
+            memcpy(&o.klass, slot + 8, 8);
+            if (fn) go = fn(ctx, &o);
+        }
+        if (page_fn) page_fn(ctx, pg, &st);
+        if (!go) break;
+    }
+    free(buf);
+    return RBPEEK_OK;
+}

@@ -1,0 +1,451 @@
+/*
+ * Heap dump: the JSON-lines writer (heap_dump.h) and rbpeek_heap_dump,
+ * which walks the heap (heap.h) and writes one line per live object in the
+ * format of the target version's ObjectSpace.dump_all. Lines are built in a
+ * reusable buffer and handed to stdio in large writes; a string's value is
+ * read and escaped in chunks, so neither the heap nor a huge string is ever
+ * held in memory whole.
+ *
+ * What the dump leaves out, and why, is in docs/heap.md: ROOT records (the
+ * roots are the VM's and the machine stacks', not the heap's), allocation
+ * file/line (only recorded with ObjectSpace.trace_object_allocations), the
+ * GC "flags", and references that only a T_DATA's or an imemo's own mark
+ * function knows.
+ */
+#include "heap_dump.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap.h"
+#include "robject.h"
+#include "session.h"
+
+enum {
+    FLUSH_AT = 1 << 20,         /* pending bytes that trigger a write */
+    VALUE_CHUNK = 1 << 16,      /* string bytes read per call */
+    IO_BUFFER = 1 << 20,
+};
+
+void rbp_dump_writer_init(rbp_dump_writer *w, FILE *f)
+{
+    *w = (rbp_dump_writer){.f = f};
+    rbp_sb_init(&w->line);
+}
+
+bool rbp_dump_writer_flush(rbp_dump_writer *w)
+{
+    if (w->line.oom) w->error = true;
+    if (w->line.len && !w->error) {
+        if (fwrite(w->line.buf, 1, w->line.len, w->f) != w->line.len) w->error = true;
+        else w->bytes += w->line.len;
+    }
+    w->line.len = 0;
+    if (w->line.buf) w->line.buf[0] = '\0';
+    return !w->error;
+}
+
+void rbp_dump_writer_free(rbp_dump_writer *w) { rbp_sb_free(&w->line); }
+
+static void maybe_flush(rbp_dump_writer *w)
+{
+    if (w->line.len >= FLUSH_AT) rbp_dump_writer_flush(w);
+}
+
+void rbp_dump_escape(rbp_strbuf *b, const uint8_t *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t run = 0; /* bytes copied as they are, flushed in one call */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        const char *esc = NULL;
+        char u[7];
+        switch (c) {
+        case '\\': esc = "\\\\"; break;
+        case '"': esc = "\\\""; break;
+        case '\b': esc = "\\b"; break;
+        case '\t': esc = "\\t"; break;
+        case '\f': esc = "\\f"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case 0x7f: esc = "\\u007f"; break;
+        default:
+            if (c <= 0x1f) {
+                u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4], u[5] = hex[c & 15], u[6] = 0;
+                esc = u;
+            }
+        }
+        if (!esc) {
+            run++;
+            continue;
+        }
+        if (run) rbp_sb_putn(b, (const char *)s + i - run, run);
+        run = 0;
+        rbp_sb_puts(b, esc);
+    }
+    if (run) rbp_sb_putn(b, (const char *)s + n - run, run);
+}
+
+const char *rbp_dump_type_name(int type)
+{
+    switch (type) {
+    case RBP_T_NONE: return "NONE";
+    case RBP_T_NIL: return "NIL";
+    case RBP_T_OBJECT: return "OBJECT";
+    case RBP_T_CLASS: return "CLASS";
+    case RBP_T_ICLASS: return "ICLASS";
+    case RBP_T_MODULE: return "MODULE";
+    case RBP_T_FLOAT: return "FLOAT";
+    case RBP_T_STRING: return "STRING";
+    case RBP_T_REGEXP: return "REGEXP";
+    case RBP_T_ARRAY: return "ARRAY";
+    case RBP_T_HASH: return "HASH";
+    case RBP_T_STRUCT: return "STRUCT";
+    case RBP_T_BIGNUM: return "BIGNUM";
+    case RBP_T_FILE: return "FILE";
+    case RBP_T_FIXNUM: return "FIXNUM";
+    case RBP_T_TRUE: return "TRUE";
+    case RBP_T_FALSE: return "FALSE";
+    case RBP_T_DATA: return "DATA";
+    case RBP_T_MATCH: return "MATCH";
+    case RBP_T_SYMBOL: return "SYMBOL";
+    case RBP_T_RATIONAL: return "RATIONAL";
+    case RBP_T_COMPLEX: return "COMPLEX";
+    case RBP_T_IMEMO: return "IMEMO";
+    case RBP_T_UNDEF: return "UNDEF";
+    case RBP_T_NODE: return "NODE";
+    case RBP_T_ZOMBIE: return "ZOMBIE";
+    default: return "UNKNOWN";
+    }
+}
+
+const char *rbp_dump_imemo_name(int imemo_type, int ver)
+{
+    static const char *const names[] = {"env",  "cref", "svar", "throw_data", "ifunc",          "memo",     "ment",
+                                        "iseq", "tmpbuf", "ast", "parser_strterm", "callinfo", "callcache",
+                                        "constcache"};
+    int max = ver >= 300 ? 13 : 10; /* 2.7 knows up to parser_strterm */
+    if (imemo_type < 0 || imemo_type > max) return "unknown";
+    return names[imemo_type];
+}
+
+static void put_ref(rbp_strbuf *b, uint64_t v) { rbp_sb_printf(b, "\"0x%llx\"", (unsigned long long)v); }
+
+static void put_string(rbp_strbuf *b, const char *s)
+{
+    rbp_sb_puts(b, "\"");
+    rbp_dump_escape(b, (const uint8_t *)s, strlen(s));
+    rbp_sb_puts(b, "\"");
+}
+
+/* dump_append_string_content: bytesize, capacity, value. */
+static void string_content(rbp_dump_writer *w, const rbp_dump_rec *r)
+{
+    rbp_strbuf *b = &w->line;
+    rbp_sb_printf(b, ", \"bytesize\":%llu", (unsigned long long)r->bytesize);
+    if (r->has_capacity) rbp_sb_printf(b, ", \"capacity\":%llu", (unsigned long long)r->capacity);
+    if (!r->has_value) return;
+    rbp_sb_puts(b, ", \"value\":\"");
+    uint8_t *chunk = r->bytesize ? malloc(r->bytesize < VALUE_CHUNK ? r->bytesize : VALUE_CHUNK) : NULL;
+    for (uint64_t off = 0; chunk && off < r->bytesize; off += VALUE_CHUNK) {
+        size_t n = r->bytesize - off < VALUE_CHUNK ? (size_t)(r->bytesize - off) : VALUE_CHUNK;
+        if (!r->read_value || !r->read_value(r->value_ctx, off, chunk, n)) break; /* keep what we have */
+        rbp_dump_escape(b, chunk, n);
+        maybe_flush(w);
+    }
+    free(chunk);
+    rbp_sb_puts(b, "\"");
+}
+
+void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
+{
+    rbp_strbuf *b = &w->line;
+    bool v32 = r->ver >= 302, v33 = r->ver >= 303, v34 = r->ver >= 304, v30 = r->ver >= 300;
+    rbp_sb_puts(b, "{\"address\":");
+    put_ref(b, r->address);
+    rbp_sb_printf(b, ", \"type\":\"%s\"", rbp_dump_type_name(r->type));
+    if (v32) rbp_sb_printf(b, ", \"shape_id\":%llu, \"slot_size\":%u", (unsigned long long)r->shape_id, r->slot_size);
+    if (r->klass) {
+        rbp_sb_puts(b, ", \"class\":");
+        put_ref(b, r->klass);
+    }
+    if (r->frozen) rbp_sb_puts(b, ", \"frozen\":true");
+    switch (r->type) {
+    case RBP_T_NONE:
+    case RBP_T_ZOMBIE:
+        rbp_sb_puts(b, "}\n");
+        maybe_flush(w);
+        return;
+    case RBP_T_IMEMO:
+        rbp_sb_printf(b, ", \"imemo_type\":\"%s\"", rbp_dump_imemo_name(r->imemo_type, r->ver));
+        break;
+    case RBP_T_SYMBOL:
+        string_content(w, r);
+        break;
+    case RBP_T_STRING:
+        if (r->embedded) rbp_sb_puts(b, ", \"embedded\":true");
+        if (!v33 && r->broken) rbp_sb_puts(b, ", \"broken\":true");
+        if (r->fstring) rbp_sb_puts(b, ", \"fstring\":true");
+        if (v34 && r->chilled) rbp_sb_puts(b, ", \"chilled\":true");
+        if (r->shared) rbp_sb_puts(b, ", \"shared\":true");
+        else string_content(w, r);
+        if (r->encoding) {
+            rbp_sb_puts(b, ", \"encoding\":");
+            put_string(b, r->encoding);
+        }
+        if (v33) {
+            static const char *const cr[] = {"unknown", "7bit", "valid", "broken"};
+            rbp_sb_printf(b, ", \"coderange\":\"%s\"", cr[r->coderange & 3]);
+            if (r->coderange == 3) rbp_sb_puts(b, ", \"broken\":true");
+        }
+        break;
+    case RBP_T_HASH:
+        rbp_sb_printf(b, ", \"size\":%llu", (unsigned long long)r->size);
+        if (r->has_default) {
+            rbp_sb_puts(b, ", \"default\":");
+            put_ref(b, r->default_value);
+        }
+        break;
+    case RBP_T_ARRAY:
+        rbp_sb_printf(b, ", \"length\":%llu", (unsigned long long)r->length);
+        if (r->length > 0 && r->shared) rbp_sb_puts(b, ", \"shared\":true");
+        if (r->embedded && (v33 || r->length > 0)) rbp_sb_puts(b, ", \"embedded\":true");
+        break;
+    case RBP_T_ICLASS:
+    case RBP_T_CLASS:
+    case RBP_T_MODULE:
+        if (v30 && r->superclass) {
+            rbp_sb_puts(b, ", \"superclass\":");
+            put_ref(b, r->superclass);
+        }
+        if (r->type == RBP_T_ICLASS || !r->klass) break;
+        if (r->name) {
+            rbp_sb_puts(b, ", \"name\":");
+            put_string(b, r->name);
+        } else if (v30 && r->real_class_name) {
+            rbp_sb_puts(b, ", \"real_class_name\":");
+            put_string(b, r->real_class_name);
+        }
+        if (v30 && r->singleton) rbp_sb_puts(b, ", \"singleton\":true");
+        break;
+    case RBP_T_OBJECT:
+        if (v33 && r->embedded) rbp_sb_puts(b, ", \"embedded\":true");
+        rbp_sb_printf(b, ", \"ivars\":%llu", (unsigned long long)r->ivars);
+        if (v33 && r->too_complex) rbp_sb_puts(b, ", \"too_complex_shape\":true");
+        break;
+    default:
+        break;
+    }
+    for (size_t i = 0; i < r->nrefs; i++) {
+        rbp_sb_puts(b, i ? ", " : ", \"references\":[");
+        put_ref(b, r->refs[i]);
+    }
+    if (r->nrefs) rbp_sb_puts(b, "]");
+    if (r->memsize) rbp_sb_printf(b, ", \"memsize\":%llu", (unsigned long long)r->memsize);
+    rbp_sb_puts(b, "}\n");
+    maybe_flush(w);
+}
+
+/* --- the dump of a live heap ----------------------------------------------- */
+
+typedef struct dump_walk {
+    rbp_heap *h;
+    rbp_dump_writer w;
+    uint64_t *refs;
+    size_t nrefs, refs_cap;
+    bool refs_oom;
+    uint64_t skip_ref;      /* dump_all leaves the object's class out of its references */
+    rbpeek_heap_dump_stats st;
+} dump_walk;
+
+static void collect_ref(void *ctx, uint64_t v)
+{
+    dump_walk *d = ctx;
+    if (v == d->skip_ref) return;
+    if (d->nrefs == d->refs_cap) {
+        size_t cap = d->refs_cap ? d->refs_cap * 2 : 256;
+        uint64_t *n = realloc(d->refs, cap * sizeof *n);
+        if (!n) {
+            d->refs_oom = true;
+            return;
+        }
+        d->refs = n;
+        d->refs_cap = cap;
+    }
+    d->refs[d->nrefs++] = v;
+}
+
+typedef struct value_src {
+    rbpeek_session *s;
+    uint64_t ptr;
+} value_src;
+
+static bool read_value(void *ctx, uint64_t off, void *buf, size_t n)
+{
+    value_src *v = ctx;
+    return rbp_mem_read(v->s->mem, v->ptr + off, buf, n);
+}
+
+/* dump_all's rule for writing a string's value: an ASCII-compatible
+ * encoding and 7-bit contents (from 3.3 also: not empty). The coderange
+ * bits are trusted when set, else the bytes are scanned, as dump_all does. */
+static bool value_written(rbp_heap *h, const rbp_str_info *si, bool *broken)
+{
+    *broken = si->coderange == 3;
+    if (rbp_ver_ge(h->s, 3, 3) && si->len == 0) return false;
+    if (!rbp_encoding_ascii_compat(si->encindex)) return false;
+    if (si->coderange == 1) return true;
+    if (si->coderange != 0) return false;
+    uint8_t buf[4096];
+    for (uint64_t off = 0; off < si->len; off += sizeof buf) {
+        size_t n = si->len - off < sizeof buf ? (size_t)(si->len - off) : sizeof buf;
+        if (!rbp_mem_read(h->s->mem, si->ptr + off, buf, n)) return false;
+        for (size_t i = 0; i < n; i++)
+            if (buf[i] & 0x80) return false;
+    }
+    return true;
+}
+
+static void string_fields(rbp_heap *h, const rbp_str_info *si, rbp_dump_rec *r, value_src *vs)
+{
+    bool broken;
+    r->embedded = si->embedded;
+    r->fstring = si->fstring;
+    r->chilled = si->chilled;
+    r->shared = si->shared;
+    r->bytesize = si->len;
+    r->has_capacity = si->has_capa;
+    r->capacity = si->capa;
+    r->has_value = !si->shared && value_written(h, si, &broken);
+    r->broken = broken;
+    vs->s = h->s;
+    vs->ptr = si->ptr;
+    r->read_value = read_value;
+    r->value_ctx = vs;
+    r->coderange = si->coderange;
+    r->encoding = NULL;
+    if (si->encindex != 0) { /* ASCII-8BIT is not written */
+        const char *e = rbp_encoding_name(h, si->encindex);
+        r->encoding = e ? e : "(unknown encoding)";
+    }
+}
+
+static bool dump_obj(void *ctx, const rbp_obj *o)
+{
+    dump_walk *d = ctx;
+    rbp_heap *h = d->h;
+    rbpeek_session *s = h->s;
+    value_src vs = {0};
+    rbp_str_info si;
+    uint8_t sym_buf[64];
+    rbp_dump_rec r = {.ver = s->ver_major * 100 + s->ver_minor, .address = o->addr, .type = o->type,
+                      .slot_size = o->slot_size, .frozen = (o->flags & (UINT64_C(1) << 11)) != 0,
+                      .shape_id = o->flags >> 32};
+    bool klass_word = o->type != RBP_T_NODE && !(rbp_ver_ge(s, 3, 3) && o->type == RBP_T_IMEMO);
+    r.klass = klass_word ? o->klass : 0;
+    if (!rbp_ver_ge(s, 3, 2)) r.shape_id = 0;
+    switch (o->type) {
+    case RBP_T_IMEMO:
+        r.imemo_type = (int)((o->flags >> RBP_FL_USHIFT) & 0x0f);
+        break;
+    case RBP_T_STRING:
+        if (rbp_str_info_of(h, o, &si)) string_fields(h, &si, &r, &vs);
+        break;
+    case RBP_T_SYMBOL: {
+        uint64_t fstr = 0;
+        rbp_obj so;
+        if (rbp_read_field(s, o->addr, RBP_L_rsymbol_fstr, &fstr) &&
+            rbp_obj_at(h, fstr, sym_buf, sizeof sym_buf, &so) && rbp_str_info_of(h, &so, &si))
+            string_fields(h, &si, &r, &vs);
+        break;
+    }
+    case RBP_T_ARRAY:
+        rbp_ary_len(h, o, &r.length);
+        r.shared = (o->flags & h->c.elts_shared) != 0;
+        r.embedded = (o->flags & RBP_FL_USER(1)) != 0;
+        break;
+    case RBP_T_HASH:
+        rbp_hash_size(h, o, &r.size);
+        if (o->flags & RBP_FL_USER(2)) { /* RHASH_PROC_DEFAULT: the default proc in ifnone */
+            r.has_default = rbp_read_field(s, o->addr, RBP_L_rhash_ifnone, &r.default_value);
+        }
+        break;
+    case RBP_T_OBJECT:
+        rbp_obj_ivar_count(h, o, &r.ivars);
+        r.embedded = (o->flags & RBP_FL_USER(1)) != 0;
+        r.too_complex = rbp_obj_too_complex(h, o);
+        break;
+    case RBP_T_CLASS:
+    case RBP_T_MODULE:
+    case RBP_T_ICLASS:
+        r.superclass = rbp_class_super(h, o);
+        r.singleton = o->type == RBP_T_CLASS && (o->flags & h->c.fl_singleton);
+        if (o->type != RBP_T_ICLASS) {
+            if (!rbp_ver_ge(s, 3, 0)) {
+                /* 2.7: rb_class2name, the real class's path or inspect */
+                uint64_t real = rbp_class_real(h, o->addr);
+                r.name = real ? rbp_heap_class_name(h, real) : NULL;
+            } else {
+                /* rb_mod_name: the stored path, permanent or temporary */
+                r.name = rbp_heap_class_stored_path(h, o->addr);
+                if (!r.name) {
+                    uint64_t real = rbp_class_real(h, o->addr);
+                    r.real_class_name = real ? rbp_heap_class_path(h, real) : NULL;
+                }
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    d->nrefs = 0;
+    d->skip_ref = r.klass;
+    if (!rbp_obj_refs(h, o, collect_ref, d)) d->st.incomplete++;
+    if (d->refs_oom) return false;
+    r.refs = d->refs;
+    r.nrefs = d->nrefs;
+    r.memsize = o->slot_size + rbp_obj_extra_bytes(h, o);
+    rbp_dump_write(&d->w, &r);
+    d->st.objects++;
+    return !d->w.error;
+}
+
+static void dump_page(void *ctx, const rbp_heap_page *pg, const rbp_walk_page_stats *st)
+{
+    dump_walk *d = ctx;
+    d->st.pages++;
+    d->st.unreadable += st->unreadable;
+}
+
+rbpeek_status rbpeek_heap_dump(rbpeek_session *s, const char *path, rbpeek_heap_dump_stats *out)
+{
+    if (out) memset(out, 0, sizeof *out);
+    if (!s || !path || !*path) return rbp_fail(s, RBPEEK_ERR_ARG, "heap dump: no output file given");
+    rbp_heap h;
+    rbpeek_status st = rbp_heap_open(s, &h);
+    if (st != RBPEEK_OK) return st;
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        int e = errno;
+        rbp_heap_close(&h);
+        return rbp_fail(s, RBPEEK_ERR_IO, "heap dump: cannot write %s: %s", path, strerror(e));
+    }
+    setvbuf(f, NULL, _IOFBF, IO_BUFFER);
+    dump_walk d = {.h = &h};
+    rbp_dump_writer_init(&d.w, f);
+    d.st.unreadable = 0;
+    st = rbp_heap_walk(&h, dump_obj, dump_page, &d);
+    bool wrote = rbp_dump_writer_flush(&d.w);
+    int close_err = fclose(f) != 0 ? errno : 0;
+    if (st == RBPEEK_OK && d.refs_oom) st = rbp_fail(s, RBPEEK_ERR_NOMEM, "heap dump: out of memory");
+    if (st == RBPEEK_OK && (!wrote || close_err))
+        st = rbp_fail(s, RBPEEK_ERR_IO, "heap dump: writing %s failed: %s", path,
+                      strerror(close_err ? close_err : EIO));
+    d.st.bytes_written = d.w.bytes;
+    if (out) *out = d.st;
+    rbp_dump_writer_free(&d.w);
+    free(d.refs);
+    rbp_heap_close(&h);
+    return st;
+}
