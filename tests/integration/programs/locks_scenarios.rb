@@ -3,8 +3,9 @@
 # known lock situations, all in one process, records what Ruby itself knows
 # about them, and stays parked so a debugger can attach (or gcore it).
 #
-#   ruby locks_scenarios.rb OUT_DIR [healthy]
+#   ruby locks_scenarios.rb OUT_DIR [stuck|healthy]
 #
+# (or the scenario in $RBPEEK_LOCKS_SCENARIO).
 # Default ("stuck"): a two-Mutex deadlock, a three-thread Mutex cycle, a
 # Thread#join cycle, a thread joining a deadlocked thread, a thread blocked
 # on a Mutex whose owner sleeps (no cycle), Queue / SizedQueue /
@@ -30,7 +31,7 @@ require "objspace"
 require "monitor"
 
 OUT = ARGV[0] or abort("usage: locks_scenarios.rb OUT_DIR [stuck|healthy]")
-SCENARIO = ARGV[1] || "stuck"
+SCENARIO = ARGV[1] || ENV["RBPEEK_LOCKS_SCENARIO"] || "stuck"
 
 def json(v)
   case v

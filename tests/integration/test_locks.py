@@ -1,0 +1,247 @@
+"""`ruby threads --json` and `ruby locks --json` against what the target Ruby
+program knows about its own threads and locks.
+
+    test_locks.py RUBY DEBUGGER MODE [stuck|healthy|both]
+
+RUBY is a matrix name (see harness.ruby_binary), DEBUGGER gdb or lldb, MODE
+live (attach to the parked process) or core (gcore it, then open the core).
+By default both scenario programs run (programs/locks_scenarios.rb):
+
+  stuck    a two-Mutex deadlock, a three-thread Mutex cycle, a Thread#join
+           cycle, a thread joining a deadlocked one, a Mutex held by a
+           sleeper with a waiter, Queue/SizedQueue/ConditionVariable waiters,
+           a Monitor entered twice with a waiter, an IO reader, sleeps,
+           Thread.stop, a timed join, and (3.x) a Mutex whose fiber finished.
+  healthy  nothing that can deadlock, and a spinning thread holding the GVL:
+           no deadlock may be reported.
+
+For every thread the program recorded: its wait (kind, the exact object by
+its ObjectSpace.dump address, the Mutex owner or join target by thread name,
+timeout), the Mutexes it holds (proven inside the owner with Mutex#owned?),
+its top frame and status must match; every deadlock cycle must be found
+exactly, with no extra one; the never-released waits and the threads stuck
+behind must match; and the GVL owner must be the spinner, or nobody when
+every thread sleeps. The target must be left running.
+"""
+
+import json
+import os
+import sys
+
+import harness
+from harness import Failure
+
+
+def tname(ref):
+    """A thread reference as the program names threads ('<main>' for main)."""
+    if ref is None:
+        return None
+    return "<main>" if ref["main"] else ref["name"]
+
+
+class Checker:
+    def __init__(self, label):
+        self.label = label
+        self.problems = []
+
+    def eq(self, what, got, want):
+        if got != want:
+            self.problems.append("%s: %s: rbpeek says %r, Ruby says %r" % (self.label, what, got, want))
+
+    def true(self, what, cond):
+        if not cond:
+            self.problems.append("%s: %s" % (self.label, what))
+
+
+def check_threads(c, expected, threads_doc, locks_doc):
+    """Per-thread facts, from both commands (they must agree)."""
+    mutex_addr = {role: m["address"] for role, m in expected["mutexes"].items()}
+    role_of = {m["address"]: role for role, m in expected["mutexes"].items()}
+    for source, doc in (("threads", threads_doc), ("locks", locks_doc)):
+        by_name = {}
+        for t in doc["threads"]:
+            by_name["<main>" if t["main"] else t["name"]] = t
+        for name, exp in expected["threads"].items():
+            t = by_name.get(name)
+            where = "%s %s" % (source, name)
+            if t is None:
+                c.problems.append("%s: missing (rbpeek lists %s)" % (where, sorted(n or "?" for n in by_name)))
+                continue
+            c.true("%s: no debugger thread number" % where, t["debugger_thread"] is not None)
+            ew, w = exp["wait"], t["waiting_on"]
+            if ew["kind"] == "running":
+                c.eq(where + " state", t["state"], "runnable")
+                c.eq(where + " wait", w, None)
+                continue
+            if w is None:
+                c.problems.append("%s: no wait reported (state %s), Ruby says %s" % (where, t["state"], ew))
+                continue
+            c.eq(where + " wait kind", w["kind"], ew["kind"])
+            kind = ew["kind"]
+            if kind == "mutex":
+                c.eq(where + " Mutex", role_of.get(w["mutex"] and w["mutex"]["object"]), ew["mutex"])
+                c.eq(where + " wait object", w["object"], mutex_addr[ew["mutex"]])
+                c.eq(where + " Mutex owner", tname(w.get("owner")), expected["mutexes"][ew["mutex"]]["owner"])
+                c.eq(where + " state", t["state"], "blocked")
+                c.eq(where + " Monitor", w["monitor"], ew.get("monitor"))
+            elif kind == "join":
+                c.eq(where + " join target", tname(w["target"]), ew["target"])
+                c.eq(where + " join timeout", w["timeout"], ew["timeout"])
+                c.eq(where + " join confirmed by the join list", w["confirmed"], True)
+            elif kind in ("queue", "sized_queue", "sized_queue_push", "condvar"):
+                c.eq(where + " object", w["object"], ew["object"])
+                c.eq(where + " found in the object's wait queue", w["confirmed"], True)
+                if kind == "condvar":
+                    c.eq(where + " ConditionVariable's Mutex", w["cv_mutex"], ew["mutex"])
+            elif kind == "io":
+                c.eq(where + " IO", w["object"], ew["object"])
+                c.eq(where + " fd", w["fd"], ew["fd"])
+            elif kind == "sleep":
+                c.eq(where + " sleep has a duration", w["timeout"], ew["timeout"])
+            held = sorted(role_of.get(h["object"], h["object"] or h["data"]) for h in t["holds"])
+            c.eq(where + " holds", held, sorted(exp["holds"]))
+            if exp.get("status"):
+                c.eq(where + " status", t["status"], exp["status"])
+            top = exp.get("top")
+            if top and source == "threads":
+                f = t["top_frame"] or {}
+                c.eq(where + " top frame", (f.get("label"), f.get("path"), f.get("lineno")),
+                     (top["label"], top["path"], top["lineno"]))
+
+
+def check_locks(c, expected, locks):
+    exp_m = expected["mutexes"]
+    by_obj = {m["object"]: m for m in locks["mutexes"] if m["object"]}
+    for role, em in exp_m.items():
+        if em["owner"] is None and not em["waiters"]:
+            # unlocked and unawaited: rbpeek may leave it out, but must not call it held
+            m = by_obj.get(em["address"])
+            if m:
+                c.eq("Mutex %s owner" % role, m["owner_state"], "none")
+            continue
+        m = by_obj.get(em["address"])
+        if m is None:
+            c.problems.append("Mutex %s (%s) missing from ruby locks" % (role, em["address"]))
+            continue
+        if em.get("dead_fiber_of"):
+            c.eq("Mutex %s owner state" % role, m["owner_state"], "dead_fiber")
+            c.eq("Mutex %s: thread of the dead fiber" % role, tname(m["owner"]), em["dead_fiber_of"])
+        else:
+            c.eq("Mutex %s owner state" % role, m["owner_state"], "thread")
+            c.eq("Mutex %s owner" % role, tname(m["owner"]), em["owner"])
+        c.eq("Mutex %s waiters" % role, sorted(tname(r) for r in m["waiters"]), sorted(em["waiters"]))
+        if "monitor" in em:
+            c.eq("Mutex %s Monitor" % role, m["monitor"], em["monitor"])
+            c.eq("Mutex %s Monitor entry count" % role, m["monitor_count"], em["monitor_count"])
+    # Nothing held that Ruby does not know of: every held Mutex rbpeek lists is one of the program's.
+    known = {em["address"] for em in exp_m.values()}
+    for m in locks["mutexes"]:
+        if m["owner_state"] in ("thread", "dead_fiber"):
+            c.true("rbpeek reports a held Mutex the program never locked: %s" % m, m["object"] in known)
+
+    # Deadlocks: exactly the recorded cycles, each edge pointing at the next thread.
+    got = []
+    for d in locks["deadlocks"]:
+        names = [tname(e["thread"]) for e in d["cycle"]]
+        got.append(sorted(names))
+        for i, e in enumerate(d["cycle"]):
+            nxt = d["cycle"][(i + 1) % len(d["cycle"])]
+            c.eq("deadlock %s: edge %d leads to the next thread" % (names, i), tname(e["waits_for"]),
+                 tname(nxt["thread"]))
+            if e["via"] == "mutex":
+                ew = expected["threads"][tname(e["thread"])]["wait"]
+                c.eq("deadlock %s: %s waits on" % (names, tname(e["thread"])), e["object"],
+                     exp_m[ew["mutex"]]["address"])
+    c.eq("deadlocks", sorted(got), sorted(sorted(d) for d in expected["deadlocks"]))
+    c.eq("deadlocks truncated", locks["deadlocks_truncated"], False)
+    c.eq("never released", sorted(tname(o["thread"]) for o in locks["never_released"]), sorted(expected["orphans"]))
+    c.eq("stuck behind", sorted(tname(e["thread"]) for e in locks["behind"]), sorted(expected["behind"]))
+    gvl = locks["gvl"]
+    c.eq("one GVL (one ractor)", len(gvl), 1)
+    if gvl:
+        c.eq("GVL owner known", gvl[0]["known"], True)
+        c.eq("GVL owner", tname(gvl[0]["owner"]), expected["gvl"])
+
+
+def check_text(c, expected, text):
+    """The text forms carry the same verdicts."""
+    lines = text.splitlines()
+    dl = [ln for ln in lines if ln.startswith("DEADLOCK:")]
+    c.eq("DEADLOCK lines in 'ruby locks'", len(dl), len(expected["deadlocks"]))
+    if not expected["deadlocks"] and not expected["orphans"]:
+        c.true("'ruby locks' does not say 'No deadlock'", any(ln.startswith("No deadlock") for ln in lines))
+    nr = [ln for ln in lines if ln.startswith("NEVER RELEASED:")]
+    c.eq("NEVER RELEASED lines in 'ruby locks'", len(nr), len(expected["orphans"]))
+    for names in expected["deadlocks"]:
+        c.true("no DEADLOCK line names all of %s" % names,
+               any(all('"%s"' % n in ln for n in names) for ln in dl))
+
+
+def run_scenario(ruby_spec, debugger, mode, scenario, workdir):
+    ruby = harness.ruby_binary(ruby_spec)
+    os.makedirs(workdir, exist_ok=True)
+    target = ScenarioTarget(ruby, workdir, scenario)
+    try:
+        paths = {k: os.path.join(workdir, "%s.json" % k) for k in ("threads", "locks")}
+        text_path = os.path.join(workdir, "locks.txt")
+        cmds = ["ruby threads --json -o " + paths["threads"], "ruby locks --json -o " + paths["locks"],
+                "ruby locks -o " + text_path, "ruby threads"]
+        if mode == "live":
+            rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
+        else:
+            core = target.gcore()
+            rc, output = harness.run_debugger(debugger, cmds, exe=ruby, core=core)
+        harness.assert_no_traceback(output)
+        docs = {}
+        for k, p in paths.items():
+            if not os.path.exists(p):
+                raise Failure("%s: no JSON from 'ruby %s'; debugger output:\n%s" % (scenario, k, output[-3000:]))
+            with open(p, encoding="utf-8") as f:
+                docs[k] = json.load(f)
+        with open(text_path, encoding="utf-8") as f:
+            text = f.read()
+        expected = target.expected()
+        c = Checker(scenario)
+        c.eq("Ruby version", docs["locks"]["ruby_version"], expected["ruby_version"])
+        check_threads(c, expected, docs["threads"], docs["locks"])
+        check_locks(c, expected, docs["locks"])
+        check_text(c, expected, text)
+        if c.problems:
+            raise Failure("%d mismatches:\n  %s\n--- ruby locks:\n%s" % (len(c.problems), "\n  ".join(c.problems[:40]),
+                                                                      text[-4000:]))
+        target.assert_left_running()
+        harness.log("%s %s %s %s: %d threads, %d Mutexes, %d deadlocks, %d never released: as Ruby says"
+                    % (ruby_spec, debugger, mode, scenario, len(docs["threads"]["threads"]),
+                       len(docs["locks"]["mutexes"]), len(docs["locks"]["deadlocks"]),
+                       len(docs["locks"]["never_released"])))
+    finally:
+        target.close()
+
+
+class ScenarioTarget(harness.Target):
+    """harness.Target for one scenario of locks_scenarios.rb, which reads its
+    scenario from RBPEEK_LOCKS_SCENARIO (harness starts "ruby PROGRAM OUT_DIR")."""
+
+    def __init__(self, ruby, workdir, scenario):
+        os.environ["RBPEEK_LOCKS_SCENARIO"] = scenario
+        try:
+            super().__init__(ruby, "locks_scenarios.rb", workdir)
+        finally:
+            del os.environ["RBPEEK_LOCKS_SCENARIO"]
+
+
+def test(ruby_spec, debugger, mode, which, workdir):
+    ruby = harness.ruby_binary(ruby_spec)
+    if not os.path.exists(ruby):
+        raise Failure("Ruby %s is not built (%s); run scripts/build-rubies.sh" % (ruby_spec, ruby))
+    for scenario in (["stuck", "healthy"] if which == "both" else [which]):
+        run_scenario(ruby_spec, debugger, mode, scenario, os.path.join(workdir, scenario))
+
+
+if __name__ == "__main__":
+    argv = sys.argv[1:]
+    if len(argv) not in (3, 4) or argv[1] not in ("gdb", "lldb") or argv[2] not in ("live", "core") or \
+            (len(argv) == 4 and argv[3] not in ("stuck", "healthy", "both")):
+        sys.exit(__doc__)
+    which = argv[3] if len(argv) == 4 else "both"
+    harness.main(lambda wd: test(argv[0], argv[1], argv[2], which, wd))
