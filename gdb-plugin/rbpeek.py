@@ -150,7 +150,7 @@ class RubyPrefix(gdb.Command):
         super().__init__("ruby", gdb.COMMAND_DATA, gdb.COMPLETE_NONE, True)
 
     def invoke(self, arg, from_tty):
-        gdb.write(_commands.PREFIX_HELP + "\n")
+        gdb.write(_commands.prefix_help(_COMMANDS) + "\n")
 
 
 RubyPrefix.__doc__ = _commands.PREFIX_HELP
@@ -169,6 +169,7 @@ def _register(command):
     cls()
 
 
+_COMMANDS = _commands.all_commands(_SESSIONS)
 RubyPrefix()
-for _cmd in _commands.all_commands(_SESSIONS):
+for _cmd in _COMMANDS:
     _register(_cmd)

@@ -327,9 +327,13 @@ def all_commands(sessions):
 
 
 PREFIX_HELP = """Inspect a CRuby process or core file without running code in it.
-
-  ruby bt [-a]       Ruby backtraces
-  ruby threads       one line per Ruby thread
-  ruby info          version, layout source, VM address
-
 'help ruby <command>' shows the options of a command."""
+
+
+def prefix_help(commands):
+    """`ruby` with no subcommand: one line per command."""
+    width = max(len(c.name) for c in commands)
+    lines = ["Inspect a CRuby process or core file without running code in it.", ""]
+    lines += ["  ruby %-*s  %s" % (width, c.name, c.summary) for c in commands]
+    lines += ["", "'help ruby <command>' shows the options of a command."]
+    return "\n".join(lines)
