@@ -122,7 +122,7 @@ typedef struct lk_ctx {
     const rbp_layout *L;
     lk_thread *th;
     size_t n;
-    rbp_addrmap by_th, by_value, by_data, type_names;
+    rbp_addrmap by_th, by_value, by_data, type_names, waitqs;
     lk_mutex *mx;
     size_t nmx, capmx;
     rbp_strbuf notes;
@@ -227,27 +227,61 @@ static uint64_t mutex_data_of(lk_ctx *c, uint64_t v)
     return receiver_kind(c, v, &data) == RK_MUTEX ? data : 0;
 }
 
-/* Does the ccan list at head hold a sync_waiter for thread th? Also counts
- * the waiters. Returns 1/0, or -1 if the list could not be walked. */
-static int waitq_has(lk_ctx *c, uint64_t head, uint64_t th, long *count)
+/* The threads in one wait queue (a ccan list of on-stack sync_waiters),
+ * walked once per analysis: many threads waiting on one Queue would
+ * otherwise re-walk it each, reading every waiter's stack page again. */
+typedef struct waitq {
+    bool ok;            /* the list could be walked to its end */
+    size_t n;
+    uint64_t *ths;
+} waitq;
+
+static void waitq_free(void *p)
 {
-    if (count) *count = -1;
-    if (!rbp_has(c->L, RBP_L_sync_waiter_node) || !rbp_has(c->L, RBP_L_sync_waiter_th)) return -1;
+    waitq *q = p;
+    free(q->ths);
+    free(q);
+}
+
+static const waitq *waitq_get(lk_ctx *c, uint64_t head)
+{
+    waitq *q = rbp_addrmap_get(&c->waitqs, head);
+    if (q) return q;
+    q = calloc(1, sizeof *q);
+    if (!q || !rbp_addrmap_put(&c->waitqs, head, q)) return NULL; /* put frees q on failure */
+    if (!rbp_has(c->L, RBP_L_sync_waiter_node) || !rbp_has(c->L, RBP_L_sync_waiter_th)) return q;
     uint64_t node_off = (uint64_t)rbp_off(c->L, RBP_L_sync_waiter_node);
     uint64_t th_off = (uint64_t)rbp_off(c->L, RBP_L_sync_waiter_th);
     uint64_t cur = 0;
-    int found = 0;
-    long n = 0;
-    if (!rbp_mem_u64(c->s->mem, head, &cur)) return -1; /* head->n.next */
+    size_t cap = 0;
+    if (!rbp_mem_u64(c->s->mem, head, &cur)) return q; /* head->n.next */
     while (cur != head) {
-        if (!cur || ++n > MAX_LIST) return -1;
         uint64_t wth = 0;
-        if (!rbp_mem_u64(c->s->mem, cur - node_off + th_off, &wth)) return -1;
-        if (th && wth == th) found = 1;
-        if (!rbp_mem_u64(c->s->mem, cur, &cur)) return -1;
+        if (!cur || q->n >= MAX_LIST || !rbp_mem_u64(c->s->mem, cur - node_off + th_off, &wth)) return q;
+        if (q->n == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            uint64_t *nt = realloc(q->ths, nc * sizeof *nt);
+            if (!nt) return q;
+            q->ths = nt;
+            cap = nc;
+        }
+        q->ths[q->n++] = wth;
+        if (!rbp_mem_u64(c->s->mem, cur, &cur)) return q;
     }
-    if (count) *count = n;
-    return found;
+    q->ok = true;
+    return q;
+}
+
+/* Does the wait queue at head hold a sync_waiter for thread th? Also gives
+ * the number of waiters. Returns 1/0, or -1 if the list could not be walked. */
+static int waitq_has(lk_ctx *c, uint64_t head, uint64_t th, long *count)
+{
+    const waitq *q = waitq_get(c, head);
+    if (count) *count = q && q->ok ? (long)q->n : -1;
+    if (!q || !q->ok) return -1;
+    for (size_t i = 0; i < q->n; i++)
+        if (th && q->ths[i] == th) return 1;
+    return 0;
 }
 
 /* --- mutex table ------------------------------------------------------------------ */
@@ -997,6 +1031,7 @@ rbpeek_status rbp_locks_json(rbpeek_session *s, const rbpeek_snapshot *snap, cha
     rbp_addrmap_init(&c.by_value, SIZE_MAX, NULL);
     rbp_addrmap_init(&c.by_data, SIZE_MAX, NULL);
     rbp_addrmap_init(&c.type_names, SIZE_MAX, free);
+    rbp_addrmap_init(&c.waitqs, SIZE_MAX, waitq_free);
     rbp_sb_init(&c.notes);
     rbpeek_status st = RBPEEK_OK;
     c.th = calloc(c.n ? c.n : 1, sizeof *c.th);
@@ -1050,6 +1085,7 @@ done:
     rbp_addrmap_destroy(&c.by_value);
     rbp_addrmap_destroy(&c.by_data);
     rbp_addrmap_destroy(&c.type_names);
+    rbp_addrmap_destroy(&c.waitqs);
     free(c.mx);
     free(c.th);
     free(gvl);
