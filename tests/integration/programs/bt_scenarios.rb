@@ -175,6 +175,34 @@ spawn.call("ensure") { in_ensure }
 spawn.call("class-body") { class ParkedInBody; Ünicode.wait_here { park_forever }; end }
 spawn.call("unicode-名前") { send(LONG_NAME) }
 
+# --- a second ractor (3.0+) -------------------------------------------------
+# Thread.list and backtrace_locations only see the current ractor, so the
+# ractor records its own two threads and sends the JSON to the main ractor.
+def ractor_wait(n)
+  sleep
+end
+
+RACTOR = if defined?(Ractor)
+  Warning[:experimental] = false if Warning.respond_to?(:[]=)
+  Ractor.new do
+    Thread.current.name = "ractor-main"
+    me = Thread.current
+    worker = Thread.new { Thread.current.name = "ractor-worker"; [7].each { |n| ractor_wait(n) } }
+    Thread.new do
+      sleep 0.05 until worker.status == "sleep" && me.status == "sleep"
+      sleep 0.2
+      docs = [me, worker].map do |t|
+        frames = t.backtrace_locations.map do |l|
+          [l.label, l.path, l.absolute_path, l.lineno]
+        end
+        [t.name, t.status, frames]
+      end
+      Ractor.yield(Marshal.dump(docs))
+    end
+    sleep
+  end
+end
+
 def json_str(s)
   return "null" if s.nil?
   s = s.to_s.dup.force_encoding(Encoding::UTF_8)
@@ -209,6 +237,15 @@ recorder = Thread.new do
   expected_parked = %w[nested cfuncs fiber enumerator deep eval rescue ensure class-body unicode-名前].size + 1
   expected_parked.times { $parked.pop }
   wait_parked(threads + [Thread.main])
+  ractor_docs = []
+  if RACTOR
+    Marshal.load(RACTOR.take).each do |name, status, frames|
+      fj = frames.map do |label, path, abs, lineno|
+        %({"label": #{json_str(label)}, "path": #{json_str(path)}, "absolute_path": #{json_str(abs)}, "lineno": #{lineno}})
+      end
+      ractor_docs << %({"name": #{json_str(name)}, "main": false, "status": #{json_str(status)}, "frames": [#{fj.join(",\n  ")}]})
+    end
+  end
   docs = (threads + [Thread.main]).map do |t|
     frames = t.backtrace_locations.map do |l|
       %({"label": #{json_str(l.label)}, "path": #{json_str(l.path)}, "absolute_path": #{json_str(l.absolute_path)}, "lineno": #{l.lineno}})
@@ -216,7 +253,7 @@ recorder = Thread.new do
     %({"name": #{json_str(t == Thread.main ? nil : t.name)}, "main": #{t == Thread.main}, "status": #{json_str(t.status)}, "frames": [#{frames.join(",\n  ")}]})
   end
   File.write(File.join(OUT, "expected.json.tmp"),
-             %({"ruby_version": #{json_str(RUBY_VERSION)}, "pid": #{Process.pid}, "threads": [#{docs.join(",\n")}]}\n))
+             %({"ruby_version": #{json_str(RUBY_VERSION)}, "pid": #{Process.pid}, "threads": [#{(docs + ractor_docs).join(",\n")}]}\n))
   File.rename(File.join(OUT, "expected.json.tmp"), File.join(OUT, "expected.json"))
   File.write(File.join(OUT, "ready"), Process.pid.to_s)
 end
