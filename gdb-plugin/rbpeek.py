@@ -127,6 +127,102 @@ class GdbAdapter(DebuggerAdapter):
     def write(self, text):
         gdb.write(text)
 
+    # --- sampling (cmd_sample.py) ---------------------------------------
+    # The sampling signal is caught by a silent catchpoint: the stop is not
+    # printed (a plain signal stop prints two lines and costs about twice as
+    # much), and "handle ... nopass" keeps it from the target. Stop and exit
+    # events say why each "continue" returned.
+
+    def is_core(self):
+        return self._is_core()
+
+    def is_running(self):
+        try:
+            return any(t.is_running() for t in self._inferior().threads())
+        except gdb.error:
+            return False
+
+    def _on_stop(self, event):
+        self._sample_stop = event
+
+    def _on_exit(self, event):
+        self._sample_exit = event
+
+    def sample_prepare(self, signo):
+        import re
+        import signal as _signal
+        name = _signal.Signals(signo).name
+        token = {"name": name, "handle": None, "catch": None, "pagination": None, "thread": gdb.selected_thread()}
+        self._sample_signame = name
+        self._sample_stop = self._sample_exit = None
+        try:
+            for line in gdb.execute("info signals %s" % name, to_string=True).splitlines():
+                parts = line.split()
+                if len(parts) >= 4 and parts[0] == name:
+                    token["handle"] = " ".join(("stop" if parts[1] == "Yes" else "nostop",
+                                                "print" if parts[2] == "Yes" else "noprint",
+                                                "pass" if parts[3] == "Yes" else "nopass"))
+            token["pagination"] = gdb.parameter("pagination")
+            gdb.execute("set pagination off", to_string=True)
+            gdb.execute("handle %s stop print nopass" % name, to_string=True)
+            out = gdb.execute("catch signal %s" % name, to_string=True)
+            m = re.search(r"Catchpoint (\d+)", out)
+            if not m:
+                raise RbpeekError("could not set a catchpoint for %s: %s" % (name, out.strip()))
+            token["catch"] = int(m.group(1))
+            gdb.execute("commands %d\nsilent\nend" % token["catch"], to_string=True)
+            gdb.events.stop.connect(self._on_stop)
+            gdb.events.exited.connect(self._on_exit)
+            token["events"] = True
+        except BaseException:
+            self.sample_restore(token)
+            raise
+        return token
+
+    def sample_resume(self):
+        self._sample_stop = self._sample_exit = None
+        try:
+            gdb.execute("continue", to_string=True)
+        except gdb.error as e:
+            if self._sample_exit is None and self._inferior().pid:
+                raise RbpeekError("cannot resume the target: %s" % e)
+        if self._sample_exit is not None or not self._inferior().pid:
+            code = getattr(self._sample_exit, "exit_code", None)
+            return "exited", ("exit status %d" % code) if code is not None else "it is gone"
+        ev = self._sample_stop
+        if isinstance(ev, gdb.SignalEvent):
+            if ev.stop_signal == self._sample_signame:
+                return "sample", None
+            return "stopped", "signal %s" % ev.stop_signal
+        if isinstance(ev, gdb.BreakpointEvent):
+            return "stopped", "breakpoint %s" % ", ".join(str(b.number) for b in ev.breakpoints)
+        return "stopped", "it stopped (%s)" % (type(ev).__name__ if ev is not None else "no stop event")
+
+    def sample_restore(self, token):
+        steps = []
+        if token.get("events"):
+            steps += [lambda: gdb.events.stop.disconnect(self._on_stop),
+                      lambda: gdb.events.exited.disconnect(self._on_exit)]
+        if token.get("catch") is not None:
+            steps.append(lambda: gdb.execute("delete %d" % token["catch"], to_string=True))
+        if token.get("handle"):
+            steps.append(lambda: gdb.execute("handle %s %s" % (token["name"], token["handle"]), to_string=True))
+        if token.get("pagination") is not None:
+            steps.append(lambda: gdb.execute("set pagination %s" % ("on" if token["pagination"] else "off"),
+                                             to_string=True))
+        thread = token.get("thread")
+        if thread is not None:
+            steps.append(lambda: thread.is_valid() and thread.switch())
+        for step in steps:  # each on its own: one failing must not skip the others
+            try:
+                step()
+            except Exception:
+                pass
+
+    def progress(self, text):
+        gdb.write(text)
+        gdb.flush()
+
 
 _ADAPTER = GdbAdapter()
 _SESSIONS = _commands.Sessions()

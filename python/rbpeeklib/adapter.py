@@ -44,3 +44,42 @@ class DebuggerAdapter:
 
     def write(self, text):
         raise NotImplementedError
+
+    # --- sampling (cmd_sample.py) ---------------------------------------
+    # `ruby sample` stops and resumes the target many times a second. The
+    # stop comes from a signal the command sends itself (see cmd_sample.py);
+    # the debugger's job is to catch that signal silently, never pass it on,
+    # and report why each resume ended.
+
+    def is_core(self):
+        """True when the target is a core file."""
+        return False
+
+    def is_running(self):
+        """True when the target is running (not stopped under the debugger)."""
+        return False
+
+    def sample_prepare(self, signo):
+        """Makes signal signo stop the target without printing anything and
+        without ever being delivered to it. Returns a token for sample_restore."""
+        raise NotImplementedError
+
+    def sample_resume(self):
+        """Resumes the target and returns once it has stopped again:
+        ("sample", None) when it stopped for the signal of sample_prepare,
+        ("exited", description) when it exited, ("stopped", description) for
+        any other stop (a breakpoint, a signal, the user's interrupt)."""
+        raise NotImplementedError
+
+    def sample_restore(self, token):
+        """Undoes sample_prepare (signal handling, selected thread) and makes
+        sure the target is stopped, as it was before. Must not raise."""
+        raise NotImplementedError
+
+    def interrupted(self):
+        """True when the user asked the running command to stop (Ctrl-C),
+        for debuggers that report it by polling rather than by exception."""
+        return False
+
+    def progress(self, text):
+        """Shows a transient status line while a long command runs ("" ends it)."""

@@ -111,6 +111,18 @@ def lib():
     sigs["rbpeek_census_get_summary"] = (None, [vp, ctypes.POINTER(CensusSummary)])
     sigs["rbpeek_census_render"] = (st, [vp, st, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_heap_dump"] = (st, [vp, cp, ctypes.POINTER(HeapDumpStats)])
+    # --- sampling (cmd_sample.py) ---
+    sigs["rbpeek_profile_new"] = (vp, [])
+    sigs["rbpeek_profile_free"] = (None, [vp])
+    sigs["rbpeek_profile_error"] = (cp, [vp])
+    sigs["rbpeek_profile_set_meta"] = (st, [vp, cp, cp])
+    sigs["rbpeek_profile_total"] = (u64, [vp])
+    sigs["rbpeek_profile_stack_count"] = (u64, [vp])
+    sigs["rbpeek_profile_top"] = (st, [vp, ctypes.c_int, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)])
+    sigs["rbpeek_profile_write_folded"] = (st, [vp, cp])
+    sigs["rbpeek_profile_write_svg"] = (st, [vp, cp, ctypes.POINTER(SvgOptions)])
+    sigs["rbpeek_profile_write_speedscope"] = (st, [vp, cp])
+    sigs["rbpeek_profile_add_snapshot"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(SampleResult)])
     missing = []
     for name, (res, args) in sigs.items():
         try:
@@ -362,3 +374,111 @@ class Census:
             return ctypes.string_at(out.value).decode("utf-8", "replace")
         finally:
             lib().rbpeek_free(out)
+
+
+# --- sampling (cmd_sample.py) ---
+
+class SampleOptions(ctypes.Structure):
+    """rbpeek_sample_options: which threads a sample keeps, and how."""
+    _fields_ = [("per_thread", ctypes.c_int), ("on_cpu", ctypes.c_int), ("only_tid", ctypes.c_int64),
+                ("only_pthread", ctypes.c_uint64), ("pid", ctypes.c_int),
+                ("tid_map", ctypes.POINTER(ctypes.c_uint64)), ("tid_map_pairs", ctypes.c_size_t)]
+
+
+class SampleResult(ctypes.Structure):
+    _fields_ = [("added", ctypes.c_uint32), ("failed", ctypes.c_uint32), ("filtered", ctypes.c_uint32),
+                ("empty", ctypes.c_uint32), ("tid_unknown", ctypes.c_uint32)]
+
+
+class SvgOptions(ctypes.Structure):
+    _fields_ = [("width", ctypes.c_int), ("min_width_px", ctypes.c_double), ("title", ctypes.c_char_p),
+                ("inverted", ctypes.c_int)]
+
+
+class Profile:
+    """Aggregated stack samples and their writers (owns the C profile)."""
+
+    _h = None
+
+    def __init__(self):
+        self._h = lib().rbpeek_profile_new()
+        if not self._h:
+            raise RbpeekError("out of memory")
+
+    def close(self):
+        if self._h:
+            lib().rbpeek_profile_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def _check(self, status):
+        if status != 0:
+            raise RbpeekError(_s(lib().rbpeek_profile_error(self._h)) or "profile error %d" % status)
+
+    def set_meta(self, key, value):
+        self._check(lib().rbpeek_profile_set_meta(self._h, key.encode(), str(value).encode()))
+
+    def total(self):
+        return lib().rbpeek_profile_total(self._h)
+
+    def stack_count(self):
+        return lib().rbpeek_profile_stack_count(self._h)
+
+    def top(self, by_self, n):
+        out = ctypes.c_void_p()
+        self._check(lib().rbpeek_profile_top(self._h, 1 if by_self else 0, n, ctypes.byref(out)))
+        try:
+            return ctypes.string_at(out.value).decode("utf-8", "replace")
+        finally:
+            lib().rbpeek_free(out)
+
+    def write_folded(self, path):
+        self._check(lib().rbpeek_profile_write_folded(self._h, path.encode()))
+
+    def write_svg(self, path, title=None):
+        opt = SvgOptions(0, 0.0, title.encode() if title else None, 0)
+        self._check(lib().rbpeek_profile_write_svg(self._h, path.encode(), ctypes.byref(opt)))
+
+    def write_speedscope(self, path):
+        self._check(lib().rbpeek_profile_write_speedscope(self._h, path.encode()))
+
+
+class Sampler:
+    """The per-sample hot path of `ruby sample`: drop the session's memory
+    cache (the target has run since the last sample), walk every thread, and
+    add the stacks to the profile: four C calls, whatever the stacks' depth."""
+
+    def __init__(self, session, profile, options, max_frames=0):
+        L = lib()
+        self._session, self._profile = session, profile  # keep the C objects alive
+        self._opts = options
+        self._max = max_frames
+        self._result = SampleResult()
+        self._snap = ctypes.c_void_p()
+        self._args = (session._h, profile._h)
+        self._invalidate, self._take = L.rbpeek_session_invalidate, L.rbpeek_snapshot_take
+        self._add, self._free = L.rbpeek_profile_add_snapshot, L.rbpeek_snapshot_free
+        self._opts_ref, self._result_ref = ctypes.byref(options), ctypes.byref(self._result)
+        self._snap_ref = ctypes.byref(self._snap)
+
+    def sample(self):
+        """One sample of the stopped target. Returns the SampleResult, or
+        None when no snapshot could be taken at all (the session's error says
+        why). Raises RbpeekError only when the profile cannot grow."""
+        s, p = self._args
+        self._invalidate(s)
+        if self._take(s, self._max, self._snap_ref) != 0:
+            return None
+        try:
+            st = self._add(p, self._snap, self._opts_ref, self._result_ref)
+        finally:
+            self._free(self._snap)
+            self._snap.value = None
+        if st != 0:
+            raise RbpeekError(_s(lib().rbpeek_profile_error(p)) or "cannot add a sample")
+        return self._result
+
+    def error(self):
+        return self._session.error()

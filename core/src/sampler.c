@@ -1,0 +1,206 @@
+/*
+ * The sampler's fast path (rbpeek_profile_add_snapshot): one snapshot, taken
+ * while the debugger holds the target stopped, becomes one profile stack per
+ * selected thread. Doing this in C keeps the Python side of `ruby sample` at
+ * a handful of calls per sample, however deep the stacks are.
+ *
+ * Each frame becomes "label (path:line)", root first (a snapshot lists
+ * frames innermost first). A thread whose walk reported an error is skipped
+ * rather than recorded: its stack may be torn (a thread caught mid-push) and
+ * a half stack would put samples under the wrong parent in a flamegraph.
+ *
+ * "On CPU" is decided from two sources. Ruby's own status says whether the
+ * thread is runnable at all (not in sleep, Queue#pop, join...). That is not
+ * enough: a runnable thread may be blocked in a read() outside the GVL, or
+ * waiting for the GVL itself. For a live process the kernel knows better:
+ * /proc/PID/task/TID/syscall shows the system call a stopped thread was in
+ * when it was stopped, or -1 when it was running user code (the ptrace stop
+ * itself leaves every thread in state 't', so /proc/.../stat cannot tell).
+ * A thread counts as on CPU when both agree.
+ */
+#include "sampler.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "profile.h"
+
+void rbp_sample_scratch_free(rbp_sample_scratch *s)
+{
+    rbp_sb_free(&s->text);
+    free(s->offsets);
+    free(s->names);
+    s->offsets = NULL;
+    s->names = NULL;
+    s->cap = 0;
+}
+
+static bool scratch_reserve(rbp_sample_scratch *s, size_t n)
+{
+    if (n <= s->cap) return true;
+    size_t cap = s->cap ? s->cap : 64;
+    while (cap < n) cap *= 2;
+    size_t *no = realloc(s->offsets, cap * sizeof *no);
+    if (!no) return false;
+    s->offsets = no;
+    const char **nn = realloc(s->names, cap * sizeof *nn);
+    if (!nn) return false;
+    s->names = nn;
+    s->cap = cap;
+    return true;
+}
+
+int64_t rbp_sample_thread_tid(const rbpeek_thread *t, const rbpeek_sample_options *opt)
+{
+    if (t->native_tid > 0) return t->native_tid;
+    if (opt && opt->tid_map && t->pthread_id) {
+        for (size_t i = 0; i < opt->tid_map_pairs; i++)
+            if (opt->tid_map[2 * i] == t->pthread_id) return (int64_t)opt->tid_map[2 * i + 1];
+    }
+    return -1;
+}
+
+/* Reads /proc/PID/task/TID/syscall: 1 = in user code (or running), 0 = in a
+ * system call, -1 = cannot tell (no such thread, no permission). */
+static int thread_in_user_code(int pid, int64_t tid)
+{
+    char path[96], buf[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%lld/syscall", pid, (long long)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    if (strncmp(buf, "running", 7) == 0) return 1;
+    if (strncmp(buf, "-1", 2) == 0 && (buf[2] == ' ' || buf[2] == '\n' || buf[2] == '\0')) return 1;
+    return buf[0] >= '0' && buf[0] <= '9' ? 0 : -1;
+}
+
+bool rbp_sample_on_cpu(const rbpeek_thread *t, const rbpeek_sample_options *opt, bool *unknown)
+{
+    *unknown = false;
+    if (t->status != RBPEEK_THREAD_RUNNABLE) return false;
+    if (!opt || opt->pid <= 0) return true;
+    int64_t tid = rbp_sample_thread_tid(t, opt);
+    int user = tid > 0 ? thread_in_user_code(opt->pid, tid) : -1;
+    if (user < 0) {
+        *unknown = true;
+        return true;
+    }
+    return user == 1;
+}
+
+static bool selected(const rbpeek_thread *t, const rbpeek_sample_options *opt)
+{
+    if (!opt) return true;
+    if (opt->only_tid > 0 || opt->only_pthread) {
+        bool match = (opt->only_tid > 0 && rbp_sample_thread_tid(t, opt) == opt->only_tid) ||
+                     (opt->only_pthread && t->pthread_id == opt->only_pthread);
+        if (!match) return false;
+    }
+    return true;
+}
+
+/* Appends one NUL-terminated name to the scratch text and records where it
+ * starts (pointers are taken only once the text has stopped growing). */
+static void push_name_start(rbp_sample_scratch *s, size_t i) { s->offsets[i] = s->text.len; }
+
+static void end_name(rbp_sample_scratch *s) { rbp_sb_putn(&s->text, "", 1); }
+
+static void thread_frame_name(rbp_sample_scratch *s, const rbpeek_thread *t, const rbpeek_sample_options *opt)
+{
+    int64_t tid = rbp_sample_thread_tid(t, opt);
+    if (t->name && *t->name) {
+        rbp_sb_puts(&s->text, "Thread \"");
+        rbp_sb_puts(&s->text, t->name);
+        rbp_sb_puts(&s->text, "\"");
+    } else {
+        rbp_sb_puts(&s->text, t->is_main ? "Thread main" : "Thread");
+    }
+    if (tid > 0) rbp_sb_printf(&s->text, " (tid %lld)", (long long)tid);
+    else if (!t->is_main && !(t->name && *t->name))
+        rbp_sb_printf(&s->text, " 0x%llx", (unsigned long long)t->thread_addr);
+}
+
+static void frame_name(rbp_sample_scratch *s, const rbpeek_frame *f)
+{
+    rbp_sb_puts(&s->text, f->label && *f->label ? f->label : "?");
+    const char *path = f->path ? f->path : "";
+    if (*path) {
+        rbp_sb_puts(&s->text, " (");
+        rbp_sb_puts(&s->text, path);
+        if (f->lineno > 0) rbp_sb_printf(&s->text, ":%d", (int)f->lineno);
+        rbp_sb_puts(&s->text, ")");
+    }
+}
+
+rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
+                                      const rbpeek_sample_options *opt, rbp_sample_scratch *s,
+                                      bool *tid_unknown)
+{
+    *tid_unknown = false;
+    if (!selected(t, opt)) return RBP_SAMPLE_FILTERED;
+    if (opt && opt->on_cpu && !rbp_sample_on_cpu(t, opt, tid_unknown)) return RBP_SAMPLE_FILTERED;
+    if (t->error) return RBP_SAMPLE_FAILED;
+    if (t->nframes == 0 || !t->frames) return RBP_SAMPLE_EMPTY;
+
+    bool per_thread = opt && opt->per_thread;
+    size_t n = t->nframes + (per_thread ? 1 : 0);
+    if (!scratch_reserve(s, n)) return RBP_SAMPLE_NOMEM;
+    s->text.len = 0;
+    size_t k = 0;
+    if (per_thread) {
+        push_name_start(s, k++);
+        thread_frame_name(s, t, opt);
+        end_name(s);
+    }
+    for (size_t i = t->nframes; i-- > 0;) {   /* innermost first -> root first */
+        push_name_start(s, k++);
+        frame_name(s, &t->frames[i]);
+        end_name(s);
+    }
+    if (s->text.oom) {
+        /* strbuf's failure is sticky; start the next sample afresh. */
+        rbp_sb_free(&s->text);
+        return RBP_SAMPLE_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) s->names[i] = s->text.buf + s->offsets[i];
+    rbpeek_status st = rbpeek_profile_add_stack(p, s->names, n, 1);
+    return st == RBPEEK_OK ? RBP_SAMPLE_ADDED : RBP_SAMPLE_NOMEM;
+}
+
+rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,
+                                          const rbpeek_sample_options *opt, rbpeek_sample_result *result)
+{
+    rbpeek_sample_result r = {0};
+    if (result) *result = r;
+    if (!p) return RBPEEK_ERR_ARG;
+    if (!snap) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_snapshot: no snapshot");
+    rbp_sample_scratch s = {0};
+    rbp_sb_init(&s.text);
+    rbpeek_status st = RBPEEK_OK;
+    size_t n = rbpeek_snapshot_thread_count(snap);
+    for (size_t i = 0; i < n; i++) {
+        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
+        if (!t) continue;
+        bool unknown = false;
+        switch (rbp_sample_add_thread(p, t, opt, &s, &unknown)) {
+        case RBP_SAMPLE_ADDED: r.added++; break;
+        case RBP_SAMPLE_FAILED: r.failed++; break;
+        case RBP_SAMPLE_FILTERED: r.filtered++; break;
+        case RBP_SAMPLE_EMPTY: r.empty++; break;
+        case RBP_SAMPLE_NOMEM:
+            st = rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "add_snapshot: out of memory");
+            break;
+        }
+        if (unknown) r.tid_unknown++;
+        if (st != RBPEEK_OK) break;
+    }
+    rbp_sample_scratch_free(&s);
+    if (result) *result = r;
+    return st;
+}

@@ -1,0 +1,44 @@
+/*
+ * The sampler's per-thread step, shared by sampler.c and its unit tests:
+ * one rbpeek_thread (as a snapshot holds it, or as a test builds it by hand)
+ * becomes one profile stack, or is left out for a stated reason.
+ */
+#ifndef RBP_SAMPLER_H
+#define RBP_SAMPLER_H
+
+#include "rbpeek.h"
+#include "strbuf.h"
+
+/* What happened to one thread. */
+typedef enum rbp_sample_fate {
+    RBP_SAMPLE_ADDED = 0,
+    RBP_SAMPLE_FAILED,      /* its walk failed: the stack may be torn, so it is skipped */
+    RBP_SAMPLE_FILTERED,    /* left out by only_tid/only_pthread or on_cpu */
+    RBP_SAMPLE_EMPTY,       /* no Ruby frames (a thread not started, or between calls) */
+    RBP_SAMPLE_NOMEM,
+} rbp_sample_fate;
+
+/* Reusable buffers, so a sample does not malloc per frame. */
+typedef struct rbp_sample_scratch {
+    rbp_strbuf text;        /* every frame name of the stack, NUL-separated */
+    size_t *offsets;        /* start of each name in text */
+    const char **names;     /* root first, pointers into text */
+    size_t cap;             /* entries of offsets and names */
+} rbp_sample_scratch;
+
+void rbp_sample_scratch_free(rbp_sample_scratch *s);
+
+/* The kernel TID of a thread: its native_tid, else looked up by pthread_t
+ * in opt->tid_map; -1 when unknown. */
+int64_t rbp_sample_thread_tid(const rbpeek_thread *t, const rbpeek_sample_options *opt);
+
+/* Whether the thread counts as on CPU (see rbpeek.h, on_cpu). *unknown is
+ * set when the kernel could not be asked and Ruby's status alone decided. */
+bool rbp_sample_on_cpu(const rbpeek_thread *t, const rbpeek_sample_options *opt, bool *unknown);
+
+/* Adds t's stack to p (count 1) unless it is filtered out or failed. */
+rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
+                                      const rbpeek_sample_options *opt, rbp_sample_scratch *scratch,
+                                      bool *tid_unknown);
+
+#endif

@@ -1,0 +1,479 @@
+"""`ruby sample`: an interrupt-and-walk sampling profiler.
+
+The loop: let the target run for one interval, stop it, walk every Ruby
+thread's stack with the C core, resume. The debugger does the stopping and
+resuming (it is the target's tracer; nothing else may be), rbpeek reads the
+stopped target's memory directly through /proc/PID/mem.
+
+How the target is stopped: a helper thread (Kicker) sends the target a signal
+at each deadline while the debugger waits in its "continue". The debugger is
+told (adapter.sample_prepare) to stop on that signal silently and never pass
+it on. The signal is SIGURG because its default action is to be ignored: if
+one is still in flight when sampling ends (the target stopped for another
+reason at the same moment), it reaches the target after the user's next
+continue, which ignores it, instead of killing it as most signals would.
+Cheaper ways were measured (docs/sampling.md): a debugger's own interrupt
+prints a stop report each time, and in lldb an async Stop() from another
+thread costs about ten times as much as the signal.
+
+Whatever ends the loop (N samples, --duration, Ctrl-C, the target exiting or
+stopping for a breakpoint, an error), the finally clause restores the
+debugger's signal handling and selected thread, and what was collected is
+written.
+"""
+
+import argparse
+import ctypes
+import os
+import random
+import signal
+import threading
+import time
+
+from .commands import Command, map_threads, parse_args
+from .core import Profile, RbpeekError, SampleOptions, Sampler
+
+SAMPLE_SIGNAL = signal.SIGURG
+PROGRESS_EVERY = 0.25       # seconds between progress updates on a terminal
+PROGRESS_EVERY_PIPE = 5.0   # ... and when the output is not a terminal
+MIN_SLICE = 50e-6           # mean run time between samples when sampling flat out
+TID_MAP_REFRESH = 1.0       # seconds between pthread -> TID map refreshes
+
+
+class Kicker(threading.Thread):
+    """Sends the sampling signal to the target at the deadline it is armed
+    with. It fires only while armed: the main thread disarms it as soon as
+    the debugger reports a stop, so no signal is sent once sampling ends."""
+
+    def __init__(self, pid, signo):
+        super().__init__(name="rbpeek-sample-kicker", daemon=True)
+        self._signo = signo
+        self._pid = pid
+        self._pidfd = None
+        try:  # a pidfd cannot hit a recycled pid after the target exits
+            self._pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self._pidfd = None
+        self._cv = threading.Condition()
+        self._deadline = None
+        self._gen = 0
+        self._fired = False
+        self._fired_at = 0.0
+        self._quit = False
+
+    def arm(self, deadline):
+        with self._cv:
+            self._gen += 1
+            self._deadline = deadline
+            self._fired = False
+            self._cv.notify()
+
+    def disarm(self):
+        """Returns (fired, time it fired)."""
+        with self._cv:
+            self._deadline = None
+            self._gen += 1
+            return self._fired, self._fired_at
+
+    def stop(self):
+        with self._cv:
+            self._quit = True
+            self._deadline = None
+            self._cv.notify()
+        if self.is_alive():
+            self.join(1.0)
+        if self._pidfd is not None:
+            try:
+                os.close(self._pidfd)
+            except OSError:
+                pass
+            self._pidfd = None
+
+    def _send(self):
+        try:
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, self._signo)
+            else:
+                os.kill(self._pid, self._signo)
+        except OSError:
+            pass  # the target is gone: the debugger will report its exit
+
+    def run(self):
+        while True:
+            with self._cv:
+                while self._deadline is None and not self._quit:
+                    self._cv.wait()
+                if self._quit:
+                    return
+                deadline, gen = self._deadline, self._gen
+            delay = deadline - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            with self._cv:
+                if self._quit:
+                    return
+                if self._gen == gen and self._deadline is not None:
+                    self._send()
+                    self._fired, self._fired_at = True, time.perf_counter()
+                    self._deadline = None
+
+
+def _positive_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = 0.0
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError("not a positive number: %r" % text)
+    return v
+
+
+def _fmt_rate(hz):
+    return ("%.0f" % hz) if hz >= 100 else ("%.1f" % hz)
+
+
+class SampleCommand(Command):
+    name = "sample"
+    summary = "Sampling profiler: stop the target N times a second, record every Ruby stack; flamegraph out."
+    usage = """ruby sample [N] [--rate HZ | --interval MS] [--duration S] [--threads all|current]
+            [--on-cpu] [--per-thread] [--folded FILE] [--svg FILE] [--speedscope FILE]
+            [--max-frames N] [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
+
+Samples the live target: lets it run for one interval, stops it, records the
+Ruby stack of every thread, resumes it. Ends after N samples, after
+--duration seconds, on Ctrl-C, or when the target exits or stops for another
+reason (a breakpoint). The target is left stopped, as it was, and what was
+collected is written. Not available on core files.
+
+  N                  number of samples (default: until --duration or Ctrl-C)
+  --rate HZ          samples per second (default 100)
+  --interval MS      milliseconds between samples (instead of --rate)
+  --duration S       stop after S seconds
+  --threads WHICH    all (default) or current: only the selected thread
+  --on-cpu           keep only threads running on a CPU at the sample: Ruby
+                     status "run" and, for the kernel, not inside a system
+                     call (so not blocked in I/O, sleep or a wait for the GVL)
+  --per-thread       a root frame per thread: 'Thread "name" (tid N)'
+  --folded FILE      folded stacks ("root;...;leaf count"), for flamegraph.pl
+  --svg FILE         an interactive SVG flamegraph
+  --speedscope FILE  speedscope JSON (https://www.speedscope.app)
+  --max-frames N     cut each stack after N frames
+Without --folded/--svg/--speedscope it writes rbpeek-PID-TIME.folded and
+rbpeek-PID-TIME.svg in the current directory.
+Frames are named "label (path:line)". See docs/sampling.md."""
+
+    def run(self, dbg, argv):
+        def build(p):
+            p.add_argument("count", nargs="?", type=int, metavar="N")
+            g = p.add_mutually_exclusive_group()
+            g.add_argument("--rate", type=_positive_float, metavar="HZ")
+            g.add_argument("--interval", type=_positive_float, metavar="MS")
+            p.add_argument("--duration", type=_positive_float, metavar="S")
+            p.add_argument("--threads", choices=("all", "current"), default="all")
+            p.add_argument("--on-cpu", action="store_true")
+            p.add_argument("--per-thread", action="store_true")
+            p.add_argument("--folded", metavar="FILE")
+            p.add_argument("--svg", metavar="FILE")
+            p.add_argument("--speedscope", metavar="FILE")
+            p.add_argument("--max-frames", type=int, default=0)
+
+        args = parse_args(self.name, argv, build)
+        if args.count is not None and args.count <= 0:
+            raise RbpeekError("ruby sample: N must be a positive number of samples")
+        if args.max_frames < 0:
+            raise RbpeekError("ruby sample: --max-frames must be positive")
+        interval = 1.0 / args.rate if args.rate else (args.interval / 1000.0 if args.interval else 0.01)
+        if interval < 1e-5:
+            raise RbpeekError("ruby sample: at most 100000 samples per second")
+
+        if dbg.target_key() is None:
+            raise RbpeekError("no process to sample: attach to a live Ruby process first")
+        if dbg.is_core():
+            raise RbpeekError("ruby sample needs a live process, and this is a core file "
+                              "(a core is one moment: 'ruby bt -a' shows its stacks)")
+        pid = dbg.live_pid()
+        if not pid:
+            raise RbpeekError("ruby sample needs a live process on this machine (its /proc/PID/mem); "
+                              "this target is not one")
+        if dbg.is_running():
+            raise RbpeekError("the target is running: interrupt it first, then run 'ruby sample'")
+        outputs = self._outputs(args, pid)
+
+        session = self.sessions.get(dbg, args)
+        version = session.info()["ruby_version"]
+        opts = SampleOptions()
+        opts.per_thread = 1 if args.per_thread else 0
+        opts.on_cpu = 1 if args.on_cpu else 0
+        opts.pid = pid
+        only = None
+        if args.threads == "current":
+            only = self._current_thread(dbg, session, args.max_frames)
+            opts.only_tid = only["native_tid"] or 0
+            opts.only_pthread = only["pthread_id"] or 0
+        tid_map = _TidMap(dbg, opts) if args.on_cpu else None
+
+        profile = Profile()
+        sampler = Sampler(session, profile, opts, args.max_frames)
+        st = _Stats()
+        limit = args.count
+        what = []
+        if limit:
+            what.append("%d samples" % limit)
+        if args.duration:
+            what.append("%g s" % args.duration)
+        dbg.write("rbpeek: sampling pid %d (Ruby %s) at %s Hz for %s; Ctrl-C ends it early\n"
+                  % (pid, version, _fmt_rate(1.0 / interval), " or ".join(what) if what else "until Ctrl-C"))
+
+        end = "%d samples taken" % limit if limit else "--duration reached"
+        failure = None
+        kicker = Kicker(pid, SAMPLE_SIGNAL)
+        kicker.start()
+        token = None
+        progress = _Progress(dbg)
+        rng = random.Random()
+        try:
+            token = dbg.sample_prepare(SAMPLE_SIGNAL)
+            st.t_start = now = time.perf_counter()
+            overhead = None   # running mean of each sample's cost beyond the target's run
+            while True:
+                if limit and st.samples >= limit:
+                    break
+                if args.duration and now - st.t_start >= args.duration:
+                    break
+                if dbg.interrupted():
+                    end = "interrupted (Ctrl-C)"
+                    break
+                # Poisson sampling: the target runs for an exponentially
+                # distributed time, whose mean keeps the requested rate (the
+                # interval less what a sample costs). A fixed run time would
+                # never sample the first moments after a resume, when the
+                # target runs slower on cold caches; and a fixed period can
+                # beat in step with a periodic program.
+                mean_run = max(MIN_SLICE, interval - (overhead or 0.0))
+                fire = now + rng.expovariate(1.0 / mean_run)
+                kicker.arm(fire)
+                t_resume = time.perf_counter()
+                kind, desc = dbg.sample_resume()
+                t_stopped = time.perf_counter()
+                fired, fired_at = kicker.disarm()
+                if kind == "exited":
+                    end = "the target exited (%s)" % desc
+                    break
+                if kind != "sample":
+                    end = ("interrupted (Ctrl-C)" if desc and "SIGINT" in desc
+                           else "the target stopped: %s" % desc)
+                    break
+                res = sampler.sample()
+                t_walked = time.perf_counter()
+                st.record(res, t_resume, fired_at if fired else t_resume, t_stopped, t_walked)
+                if res is None:
+                    st.note_error(sampler.error())
+                elif tid_map is not None and res.tid_unknown:
+                    tid_map.maybe_refresh(t_walked)
+                cost = t_walked - (fired_at if fired else t_resume)
+                overhead = cost if overhead is None else 0.9 * overhead + 0.1 * cost
+                now = t_walked
+                progress.update(st, now)
+        except KeyboardInterrupt:
+            end = "interrupted (Ctrl-C)"
+        except Exception as e:  # written up below, after the data is saved
+            failure = e
+            end = "stopped by an error"
+        finally:
+            st.t_end = time.perf_counter()
+            kicker.stop()
+            progress.done()
+            if token is not None:
+                dbg.sample_restore(token)
+
+        rate = st.samples / st.elapsed() if st.elapsed() > 0 else 0.0
+        profile.set_meta("ruby_version", version)
+        profile.set_meta("pid", pid)
+        profile.set_meta("samples", st.samples)
+        profile.set_meta("rate_hz", _fmt_rate(rate))
+        title = "ruby sample: pid %d, Ruby %s, %d samples at %s Hz%s" % (
+            pid, version, st.samples, _fmt_rate(rate), " (on-CPU)" if args.on_cpu else "")
+        profile.set_meta("title", title)
+        written = self._write(dbg, profile, outputs, title)
+        dbg.write(self._summary(st, profile, pid, version, interval, rate, end, written, args, only))
+        if failure is not None:
+            if isinstance(failure, RbpeekError):
+                raise RbpeekError("ruby sample stopped after %d samples: %s" % (st.samples, failure))
+            raise failure
+
+    # -- helpers ----------------------------------------------------------
+
+    @staticmethod
+    def _outputs(args, pid):
+        outs = [(kind, path) for kind, path in (("folded", args.folded), ("svg", args.svg),
+                                                 ("speedscope", args.speedscope)) if path]
+        if not outs:
+            base = "rbpeek-%d-%s" % (pid, time.strftime("%Y%m%d-%H%M%S"))
+            outs = [("folded", base + ".folded"), ("svg", base + ".svg")]
+        for _kind, path in outs:
+            d = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(d):
+                raise RbpeekError("cannot write %s: no such directory %s" % (path, d))
+            if not os.access(d, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+                raise RbpeekError("cannot write %s: permission denied" % path)
+        return outs
+
+    @staticmethod
+    def _current_thread(dbg, session, max_frames):
+        sel = dbg.selected_thread()
+        if sel is None:
+            raise RbpeekError("--threads current: no thread is selected")
+        with session.snapshot(1) as snap:
+            threads = map_threads(dbg, snap.threads())
+        for t in threads:
+            if t.get("dbg_num") == sel["num"]:
+                return t
+        raise RbpeekError("--threads current: thread %s (tid %s) is not a Ruby thread; select one with "
+                          "'thread N' (see 'ruby threads')" % (sel["num"], sel.get("tid")))
+
+    @staticmethod
+    def _write(dbg, profile, outputs, title):
+        written = []
+        for kind, path in outputs:
+            try:
+                if kind == "folded":
+                    profile.write_folded(path)
+                elif kind == "svg":
+                    profile.write_svg(path, title)
+                else:
+                    profile.write_speedscope(path)
+                written.append(path)
+            except RbpeekError as e:
+                dbg.write("rbpeek: could not write %s: %s\n" % (path, e))
+        return written
+
+    @staticmethod
+    def _summary(st, profile, pid, version, interval, rate, end, written, args, only):
+        lines = ["rbpeek: sampling ended: %s" % end,
+                 "Samples:   %d in %.2f s: %s Hz (asked for %s Hz)"
+                 % (st.samples, st.elapsed(), _fmt_rate(rate), _fmt_rate(1.0 / interval))]
+        scope = "all threads" if args.threads == "all" else "thread %s" % (only.get("dbg_num"))
+        if args.on_cpu:
+            scope += ", on-CPU only"
+        lines.append("Stacks:    %d recorded (%s); %d distinct"
+                     % (profile.total(), scope, profile.stack_count()))
+        skipped = []
+        if st.failed_threads:
+            skipped.append("%d thread walk%s failed (torn or unreadable stack)"
+                           % (st.failed_threads, "" if st.failed_threads == 1 else "s"))
+        if st.failed_samples:
+            skipped.append("%d sample%s could not be walked at all (%s)"
+                           % (st.failed_samples, "" if st.failed_samples == 1 else "s", st.last_error))
+        lines.append("Skipped:   %s" % ("; ".join(skipped) if skipped else "none"))
+        if args.on_cpu:
+            lines.append("Off-CPU:   %d thread samples left out (blocked or waiting)%s"
+                         % (st.filtered, "; %d judged by Ruby's status alone (TID unknown)" % st.tid_unknown
+                            if st.tid_unknown else ""))
+        if st.samples:
+            n = st.samples
+            lines.append("Cost:      per sample %.0f us walking the stacks, %.0f us for the debugger to stop "
+                         "the target; resumed %.0f%% of the time (resuming included)"
+                         % (1e6 * st.walk / n, 1e6 * st.stop / n,
+                            100.0 * st.running / st.elapsed() if st.elapsed() > 0 else 0))
+        out = "\n".join(lines) + "\n"
+        if profile.total():
+            out += "\n" + profile.top(True, 10) + "\n" + profile.top(False, 10)
+        else:
+            out += "(no Ruby stacks were recorded)\n"
+        if written:
+            out += "rbpeek: wrote %s\n" % ", ".join(written)
+        return out
+
+
+class _Stats:
+    def __init__(self):
+        self.samples = 0
+        self.failed_samples = 0
+        self.failed_threads = 0
+        self.filtered = 0
+        self.tid_unknown = 0
+        self.last_error = ""
+        self.walk = 0.0       # seconds walking
+        self.stop = 0.0       # seconds from sending the signal to the debugger reporting the stop
+        self.running = 0.0    # seconds from asking to resume to sending the signal
+        self.t_start = self.t_end = None
+
+    def record(self, res, t_resume, t_fired, t_stopped, t_walked):
+        self.samples += 1
+        if res is None:
+            self.failed_samples += 1
+        else:
+            self.failed_threads += res.failed
+            self.filtered += res.filtered
+            self.tid_unknown += res.tid_unknown
+        self.walk += t_walked - t_stopped
+        self.running += max(0.0, t_fired - t_resume)
+        self.stop += max(0.0, t_stopped - t_fired)
+
+    def note_error(self, msg):
+        self.last_error = msg
+
+    def elapsed(self):
+        if self.t_start is None:
+            return 0.0
+        return (self.t_end or time.perf_counter()) - self.t_start
+
+
+class _Progress:
+    """'rbpeek: 523 samples, 99.7 Hz, 5.2 s' now and then: rewritten in place
+    on a terminal, a line every few seconds otherwise."""
+
+    def __init__(self, dbg):
+        self.dbg = dbg
+        try:
+            self.tty = os.isatty(1)
+        except OSError:
+            self.tty = False
+        self.every = PROGRESS_EVERY if self.tty else PROGRESS_EVERY_PIPE
+        self.next = time.perf_counter() + self.every
+        self.shown = False
+
+    def update(self, st, now):
+        if now < self.next:
+            return
+        self.next = now + self.every
+        el = now - st.t_start
+        text = "rbpeek: sampling: %d samples, %s Hz, %.1f s" % (st.samples, _fmt_rate(st.samples / el if el else 0),
+                                                                 el)
+        self.dbg.progress(("\r" + text + "   ") if self.tty else text + "\n")
+        self.shown = True
+
+    def done(self):
+        if self.shown and self.tty:
+            self.dbg.progress("\n")
+
+
+class _TidMap:
+    """(pthread_t, TID) pairs from the debugger, for --on-cpu on Rubies that
+    keep no TID (before 3.1); refreshed when a thread was not found in it."""
+
+    def __init__(self, dbg, opts):
+        self.dbg, self.opts = dbg, opts
+        self.arr = None
+        self.last = 0.0
+        self.refresh(time.perf_counter())
+
+    def refresh(self, now):
+        self.last = now
+        pairs = []
+        try:
+            for t in self.dbg.threads():
+                if t.get("pthread") and t.get("tid"):
+                    pairs += [t["pthread"], t["tid"]]
+        except Exception:
+            pairs = []
+        self.arr = (ctypes.c_uint64 * max(1, len(pairs)))(*pairs)
+        self.opts.tid_map = ctypes.cast(self.arr, ctypes.POINTER(ctypes.c_uint64))
+        self.opts.tid_map_pairs = len(pairs) // 2
+
+    def maybe_refresh(self, now):
+        if now - self.last >= TID_MAP_REFRESH:
+            self.refresh(now)
+
+
+COMMANDS = [SampleCommand]

@@ -1,0 +1,1 @@
+rbpeek_matrix_test(sample test_sample.py)

@@ -1,0 +1,260 @@
+"""`ruby sample` against the target's own measure of where its CPU time went.
+
+    test_sample.py RUBY DEBUGGER MODE      e.g. test_sample.py 3.4.5 lldb live
+
+The target (programs/cpu_split.rb) splits its main thread's CPU time between
+two methods, alpha and beta, measures the split with its own thread CPU
+clock and logs it every 50 ms. Live:
+
+  1. `ruby sample` (all threads) must attribute the alpha/beta split within
+     5 percentage points of the target's own measure over the time it was
+     sampled (sampling disturbs caches, so the split is not quite the same
+     before and during sampling: the program measures during),
+     record the two idle threads (sleeper, reader) in every sample, and write
+     folded stacks, an SVG that parses as XML and speedscope JSON whose
+     sample count equals the folded total.
+  2. `--threads current --per-thread` (the main thread is selected after
+     attaching) records only the main thread, under its thread root frame.
+  3. With a second CPU-bound thread (so one of the two always waits for the
+     GVL, runnable for Ruby but blocked for the kernel), `--on-cpu
+     --per-thread` keeps about one stack per sample (not two), from those
+     two threads only, and never the sleeping or blocked ones.
+
+Core: `ruby sample` must refuse with one clear line and write nothing. The
+target must be left running in every case.
+"""
+
+import json
+import os
+import re
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+import harness
+from harness import Failure
+
+TOLERANCE = 5.0   # percentage points
+SAMPLES = 1500
+RATE = 250
+
+
+class SplitTarget(harness.Target):
+    """cpu_split.rb, with its options passed through the environment."""
+
+    def __init__(self, ruby, workdir, args=""):
+        os.makedirs(workdir, exist_ok=True)
+        os.environ["RBPEEK_CPU_SPLIT_ARGS"] = args
+        try:
+            super().__init__(ruby, "cpu_split.rb", workdir)
+        finally:
+            del os.environ["RBPEEK_CPU_SPLIT_ARGS"]
+
+    def split_between(self, start, end):
+        """The target's own (alpha, beta) CPU seconds between two wall-clock
+        times, from the records it logs every 50 ms (the first and last
+        record inside the window)."""
+        rows = []
+        with open(os.path.join(self.workdir, "cpu.log")) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3:
+                    rows.append(tuple(float(x) for x in parts))
+        inside = [r for r in rows if start <= r[0] <= end]
+        if len(inside) < 2:
+            raise Failure("the target logged no CPU split while it was sampled (%d records in %.2f s)"
+                          % (len(inside), end - start))
+        first, last = inside[0], inside[-1]
+        return last[1] - first[1], last[2] - first[2]
+
+
+def sampling_window(output, folded_path, index=0):
+    """(start, end) wall-clock times of the index-th `ruby sample` run: its
+    folded file is written as soon as sampling ends, and its summary says
+    how long it sampled."""
+    durations = [float(x) for x in re.findall(r"^Samples:\s+\d+ in ([0-9.]+) s", output, re.M)]
+    if len(durations) <= index:
+        raise Failure("no sampling summary in the output:\n" + output[-3000:])
+    end = os.stat(folded_path).st_mtime
+    return end - durations[index], end
+
+
+def parse_folded(path):
+    stacks = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            frames, count = line.rsplit(" ", 1)
+            stacks.append((frames.split(";"), int(count)))
+    return stacks
+
+
+def label(frame):
+    """'Object#alpha (x.rb:12)' -> 'Object#alpha'."""
+    return re.sub(r" \([^()]*\)$", "", frame)
+
+
+def method_is(frame, name):
+    # Ruby 3.4 labels methods "Object#alpha"; earlier Rubies "alpha".
+    return label(frame) in (name, "Object#" + name)
+
+
+def samples_reported(output):
+    return [int(n) for n in re.findall(r"^Samples:\s+(\d+) in", output, re.M)]
+
+
+def check_accuracy(stacks, split, what):
+    alpha = sum(c for frames, c in stacks if any(method_is(f, "alpha") for f in frames))
+    beta = sum(c for frames, c in stacks if any(method_is(f, "beta") for f in frames))
+    if alpha + beta < 200:
+        raise Failure("%s: too few samples in alpha/beta (%d + %d) to judge" % (what, alpha, beta))
+    a_cpu, b_cpu = split
+    want = 100.0 * a_cpu / (a_cpu + b_cpu)
+    got = 100.0 * alpha / (alpha + beta)
+    harness.log("%s: Ruby measured alpha %.1f%% (%.3f s / %.3f s CPU); rbpeek: %.1f%% (%d / %d samples)"
+                % (what, want, a_cpu, b_cpu, got, alpha, alpha + beta))
+    if abs(got - want) > TOLERANCE:
+        raise Failure("%s: rbpeek attributes %.1f%% to alpha, Ruby measured %.1f%% (tolerance %.0f points)"
+                      % (what, got, want, TOLERANCE))
+
+
+def is_main_stack(frames):
+    return label(frames[0]) == "<main>"
+
+
+def leaf_is(frames, names):
+    return label(frames[-1]) in names
+
+
+SLEEP_LEAVES = ("sleep", "Kernel#sleep")
+READ_LEAVES = ("read", "IO#read")
+
+
+def live_all_threads(ruby_spec, ruby, debugger, workdir):
+    target = SplitTarget(ruby, os.path.join(workdir, "a"))
+    try:
+        folded_a = os.path.join(workdir, "all.folded")
+        svg_a = os.path.join(workdir, "all.svg")
+        ss_a = os.path.join(workdir, "all.speedscope.json")
+        folded_b = os.path.join(workdir, "current.folded")
+        cmds = ["ruby sample %d --rate %d --folded %s --svg %s --speedscope %s" % (SAMPLES, RATE, folded_a, svg_a, ss_a),
+                "ruby sample 200 --rate %d --threads current --per-thread --folded %s" % (RATE, folded_b)]
+        rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
+        harness.assert_no_traceback(output)
+        target.assert_left_running()
+        for path in (folded_a, svg_a, ss_a, folded_b):
+            if not os.path.exists(path):
+                raise Failure("%s was not written; debugger output:\n%s" % (path, output[-3000:]))
+        counts = samples_reported(output)
+        if len(counts) != 2 or counts[0] != SAMPLES or counts[1] != 200:
+            raise Failure("expected summaries of %d and 200 samples, got %s:\n%s" % (SAMPLES, counts, output[-3000:]))
+
+        # 1. accuracy, and every thread in every sample.
+        stacks = parse_folded(folded_a)
+        start, end = sampling_window(output, folded_a)
+        check_accuracy(stacks, target.split_between(start, end), "%s %s all threads" % (ruby_spec, debugger))
+        main = sum(c for frames, c in stacks if is_main_stack(frames))
+        sleeper = sum(c for frames, c in stacks if leaf_is(frames, SLEEP_LEAVES) and not is_main_stack(frames))
+        reader = sum(c for frames, c in stacks if leaf_is(frames, READ_LEAVES) and not is_main_stack(frames))
+        if main < 0.95 * SAMPLES or sleeper < 0.95 * SAMPLES or reader < 0.95 * SAMPLES:
+            raise Failure("not every thread in every sample: main %d, sleeper %d, reader %d of %d samples"
+                          % (main, sleeper, reader, SAMPLES))
+
+        # The other writers hold the same data.
+        ET.parse(svg_a)
+        with open(ss_a, encoding="utf-8") as f:
+            ss = json.load(f)
+        prof = ss["profiles"][0]
+        total = sum(c for _f, c in stacks)
+        if prof["type"] != "sampled" or len(prof["samples"]) != len(prof["weights"]) or \
+                sum(prof["weights"]) != total:
+            raise Failure("speedscope file disagrees with the folded stacks (%s weights vs %d)"
+                          % (sum(prof.get("weights", [])), total))
+
+        # 2. --threads current --per-thread: the main thread only.
+        cur = parse_folded(folded_b)
+        roots = {frames[0] for frames, _c in cur}
+        if not cur or any(not r.startswith("Thread main") for r in roots):
+            raise Failure("--threads current --per-thread: roots %s, expected only the main thread's" % sorted(roots))
+        if any(not is_main_stack(frames[1:]) for frames, _c in cur):
+            raise Failure("--threads current recorded a stack of another thread")
+        harness.log("%s %s: %d samples, main/sleeper/reader %d/%d/%d; --threads current: %d stacks under %s"
+                    % (ruby_spec, debugger, SAMPLES, main, sleeper, reader, sum(c for _f, c in cur), sorted(roots)))
+    finally:
+        target.close()
+
+
+def live_on_cpu(ruby_spec, ruby, debugger, workdir):
+    target = SplitTarget(ruby, os.path.join(workdir, "b"), "--burner")
+    try:
+        folded = os.path.join(workdir, "oncpu.folded")
+        n = 600
+        rc, output = harness.run_debugger(debugger, ["ruby sample %d --rate %d --on-cpu --per-thread --folded %s"
+                                                     % (n, RATE, folded)], pid=target.pid)
+        harness.assert_no_traceback(output)
+        target.assert_left_running()
+        if not os.path.exists(folded):
+            raise Failure("%s was not written; debugger output:\n%s" % (folded, output[-3000:]))
+        stacks = parse_folded(folded)
+        by_root = {}
+        for frames, c in stacks:
+            by_root[frames[0]] = by_root.get(frames[0], 0) + c
+        total = sum(by_root.values())
+        main = sum(c for r, c in by_root.items() if r.startswith("Thread main"))
+        burner = sum(c for r, c in by_root.items() if r.startswith('Thread "burner"'))
+        others = {r: c for r, c in by_root.items() if not (r.startswith("Thread main") or
+                                                           r.startswith('Thread "burner"'))}
+        harness.log("%s %s --on-cpu: %d stacks in %d samples: main %d, burner %d, others %s"
+                    % (ruby_spec, debugger, total, n, main, burner, others))
+        if others:
+            raise Failure("--on-cpu kept threads that were not running: %s" % others)
+        # Without the kernel's view, the thread waiting for the GVL would add
+        # a second stack to nearly every sample.
+        if total > 1.1 * n:
+            raise Failure("--on-cpu kept %d stacks in %d samples: a GVL waiter was counted as running" % (total, n))
+        # (How the two share the GVL is Ruby's business: 3.1 often lets the
+        # burner keep it for most of the time.)
+        if total < 0.6 * n:
+            raise Failure("--on-cpu lost the running threads: %d stacks (main %d, burner %d) in %d samples"
+                          % (total, main, burner, n))
+    finally:
+        target.close()
+
+
+def core_refusal(ruby_spec, ruby, debugger, workdir):
+    target = SplitTarget(ruby, os.path.join(workdir, "c"))
+    try:
+        core = target.gcore()
+        folded = os.path.join(workdir, "core.folded")
+        rc, output = harness.run_debugger(debugger, ["ruby sample 10 --folded " + folded], exe=ruby, core=core)
+        harness.assert_no_traceback(output)
+        lines = [l for l in output.splitlines() if "rbpeek:" in l and "core file" in l]
+        if len(lines) != 1 or "live process" not in lines[0]:
+            raise Failure("expected one line refusing to sample a core, got:\n" + output[-3000:])
+        if os.path.exists(folded):
+            raise Failure("a profile was written for a core file")
+        if re.search(r"^Samples:", output, re.M):
+            raise Failure("sampling ran on a core file:\n" + output[-3000:])
+        harness.log("%s %s core: refused: %s" % (ruby_spec, debugger, lines[0].strip()))
+        target.assert_left_running()
+    finally:
+        target.close()
+
+
+def test(ruby_spec, debugger, mode, workdir):
+    ruby = harness.ruby_binary(ruby_spec)
+    if not os.path.exists(ruby):
+        raise Failure("Ruby %s is not built (%s); run scripts/build-rubies.sh" % (ruby_spec, ruby))
+    if mode == "core":
+        core_refusal(ruby_spec, ruby, debugger, workdir)
+        return
+    live_all_threads(ruby_spec, ruby, debugger, workdir)
+    live_on_cpu(ruby_spec, ruby, debugger, workdir)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[2] not in ("gdb", "lldb") or sys.argv[3] not in ("live", "core"):
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2], sys.argv[3], wd))
