@@ -112,6 +112,98 @@ class LldbAdapter(DebuggerAdapter):
     def write(self, text):
         self.result.AppendMessage(text.rstrip("\n"))
 
+    # --- sampling (cmd_sample.py) ---------------------------------------
+    # The process runs in synchronous mode (Continue() returns once it has
+    # stopped again); the sampling signal is set to stop, not notify and be
+    # suppressed (never delivered), and the stop reason of the stopped
+    # threads says why each Continue() returned. (An async Stop() was
+    # measured at about ten times the cost of the signal: docs/sampling.md.)
+
+    def is_core(self):
+        return self._is_core()
+
+    def is_running(self):
+        return self.process.IsValid() and self.process.GetState() in (lldb.eStateRunning, lldb.eStateStepping)
+
+    def sample_prepare(self, signo):
+        sigs = self.process.GetUnixSignals()
+        self._sample_signo = signo
+        token = {"signo": signo, "async": self.debugger.GetAsync(), "signals": None,
+                 "thread": self.process.GetSelectedThread().GetThreadID()}
+        try:
+            token["signals"] = (sigs.GetShouldStop(signo), sigs.GetShouldSuppress(signo), sigs.GetShouldNotify(signo))
+            self.debugger.SetAsync(False)
+            if not (sigs.SetShouldStop(signo, True) and sigs.SetShouldSuppress(signo, True)
+                    and sigs.SetShouldNotify(signo, False)):
+                raise RbpeekError("lldb would not let rbpeek handle signal %d" % signo)
+        except BaseException:
+            self.sample_restore(token)
+            raise
+        return token
+
+    def _why_stopped(self, signo):
+        threads = [self.process.GetSelectedThread()] + list(self.process)
+        other = None
+        for t in threads:
+            if not t.IsValid():
+                continue
+            reason = t.GetStopReason()
+            if reason == lldb.eStopReasonSignal:
+                num = t.GetStopReasonDataAtIndex(0)
+                if num == signo:
+                    return "sample", None
+                other = other or "signal %s" % (self.process.GetUnixSignals().GetSignalAsCString(num) or num)
+            elif reason == lldb.eStopReasonBreakpoint:
+                other = other or "breakpoint %d" % t.GetStopReasonDataAtIndex(0)
+            elif reason not in (lldb.eStopReasonNone, lldb.eStopReasonInvalid):
+                other = other or (t.GetStopDescription(200) or "stop reason %d" % reason)
+        return "stopped", other or "it stopped"
+
+    def sample_resume(self):
+        err = self.process.Continue()
+        state = self.process.GetState()
+        if state == lldb.eStateExited:
+            return "exited", "exit status %d" % self.process.GetExitStatus()
+        if state in (lldb.eStateDetached, lldb.eStateInvalid, lldb.eStateUnloaded):
+            return "exited", "it is gone"
+        if state != lldb.eStateStopped:
+            if err.Fail():
+                raise RbpeekError("cannot resume the target: %s" % err.GetCString())
+            return "stopped", "it is %s" % lldb.SBDebugger.StateAsCString(state)
+        return self._why_stopped(self._sample_signo)
+
+    def sample_restore(self, token):
+        signo = token["signo"]
+        sigs = self.process.GetUnixSignals()
+        steps = []
+        if token.get("signals"):
+            stop, suppress, notify = token["signals"]
+            steps += [lambda: sigs.SetShouldStop(signo, stop), lambda: sigs.SetShouldSuppress(signo, suppress),
+                      lambda: sigs.SetShouldNotify(signo, notify)]
+        steps.append(lambda: self.debugger.SetAsync(token["async"]))
+        steps.append(lambda: self.is_running() and self.process.Stop())
+        if token.get("thread"):
+            steps.append(lambda: self.process.SetSelectedThreadByID(token["thread"]))
+        for step in steps:  # each on its own: one failing must not skip the others
+            try:
+                step()
+            except Exception:
+                pass
+
+    def interrupted(self):
+        try:
+            return self.debugger.GetCommandInterpreter().WasInterrupted()
+        except Exception:
+            return False
+
+    def progress(self, text):
+        try:
+            out = self.debugger.GetOutputFileHandle()
+            out.write(text)
+            out.flush()
+        except Exception:
+            pass
+
 
 _SESSIONS = _commands.Sessions()
 

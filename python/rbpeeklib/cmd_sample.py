@@ -221,8 +221,9 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             what.append("%d samples" % limit)
         if args.duration:
             what.append("%g s" % args.duration)
-        dbg.write("rbpeek: sampling pid %d (Ruby %s) at %s Hz for %s; Ctrl-C ends it early\n"
-                  % (pid, version, _fmt_rate(1.0 / interval), " or ".join(what) if what else "until Ctrl-C"))
+        # progress(), not write(): lldb shows a command's result only once it ends.
+        dbg.progress("rbpeek: sampling pid %d (Ruby %s) at %s Hz for %s; Ctrl-C ends it early\n"
+                     % (pid, version, _fmt_rate(1.0 / interval), " or ".join(what) if what else "until Ctrl-C"))
 
         end = "%d samples taken" % limit if limit else "--duration reached"
         failure = None
@@ -260,7 +261,9 @@ Frames are named "label (path:line)". See docs/sampling.md."""
                     end = "the target exited (%s)" % desc
                     break
                 if kind != "sample":
-                    end = ("interrupted (Ctrl-C)" if desc and "SIGINT" in desc
+                    # gdb passes Ctrl-C to the target as SIGINT; lldb stops
+                    # it with SIGSTOP and flags the command as interrupted.
+                    end = ("interrupted (Ctrl-C)" if dbg.interrupted() or (desc and "SIGINT" in desc)
                            else "the target stopped: %s" % desc)
                     break
                 res = sampler.sample()
