@@ -66,8 +66,15 @@ def test(ruby_spec, debugger, mode, workdir):
     try:
         out_json = os.path.join(workdir, "rbpeek.json")
         cmd = "ruby bt -a --json -o " + out_json
+        # Live, also walk with the built-in table of this version (a Ruby with
+        # DWARF would otherwise never exercise it): it must give the same.
+        version = target.expected()["ruby_version"]
+        table = os.path.join(harness.REPO, "layouts", version + ".layout")
+        table_json = os.path.join(workdir, "rbpeek-table.json")
         if mode == "live":
-            rc, output = harness.run_debugger(debugger, [cmd], pid=target.pid)
+            cmds = [cmd] + (["ruby bt -a --json -o %s --layout %s" % (table_json, table)]
+                            if os.path.exists(table) else [])
+            rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
         else:
             core = target.gcore()
             rc, output = harness.run_debugger(debugger, [cmd], exe=ruby, core=core)
@@ -77,6 +84,12 @@ def test(ruby_spec, debugger, mode, workdir):
         with open(out_json, encoding="utf-8") as f:
             actual = json.load(f)
         n = compare(target.expected(), actual)
+        if os.path.exists(table_json):
+            with open(table_json, encoding="utf-8") as f:
+                compare(target.expected(), json.load(f))
+            harness.log("built-in table layouts/%s.layout: identical too" % version)
+        elif mode == "live" and os.path.exists(table):
+            raise Failure("no output with --layout %s:\n%s" % (table, output[-2000:]))
         target.assert_left_running()
         harness.log("%s %s %s: %d threads, %d frames identical" % (ruby_spec, debugger, mode,
                                                                    len(actual["threads"]), n))
