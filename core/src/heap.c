@@ -235,8 +235,15 @@ int rbp_heap_classify(rbp_heap *h, const uint8_t *slot, uint32_t slot_size)
     if (flags == 0) return -1;
     int t = (int)(flags & RBP_T_MASK);
     switch (t) {
-    case RBP_T_IMEMO: case RBP_T_NODE: case RBP_T_ZOMBIE: case RBP_T_MOVED:
-        return t; /* no class pointer to check */
+    case RBP_T_IMEMO:
+        /* no class pointer to check; the imemo type must exist */
+        return ((flags >> RBP_FL_USHIFT) & 0x0f) <= (rbp_ver_ge(h->s, 3, 0) ? 13u : 10u) ? t : -2;
+    case RBP_T_ZOMBIE:
+    case RBP_T_MOVED:
+        /* make_zombie and gc_move leave only the type and a few GC bits */
+        return (flags & ~UINT64_C(0xfff)) == 0 ? t : -2;
+    case RBP_T_NODE:
+        return -2; /* AST nodes have not lived in the object heap since 2.5 */
     case RBP_T_OBJECT: case RBP_T_CLASS: case RBP_T_MODULE: case RBP_T_FLOAT: case RBP_T_STRING:
     case RBP_T_REGEXP: case RBP_T_ARRAY: case RBP_T_HASH: case RBP_T_STRUCT: case RBP_T_BIGNUM:
     case RBP_T_FILE: case RBP_T_DATA: case RBP_T_MATCH: case RBP_T_COMPLEX: case RBP_T_RATIONAL:

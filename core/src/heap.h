@@ -144,6 +144,12 @@ const char *rbp_encoding_name(rbp_heap *h, int encindex);
 /* True when the encoding index is ASCII-compatible. */
 bool rbp_encoding_ascii_compat(int encindex);
 
+/* T_DATA's wrap_struct_name when it is typed data (cached), T_FILE's fd,
+ * a heap T_FLOAT's value. */
+const char *rbp_data_struct_name(rbp_heap *h, const rbp_obj *o);
+bool rbp_file_fd(rbp_heap *h, const rbp_obj *o, int *fd);
+bool rbp_float_value(rbp_heap *h, const rbp_obj *o, double *out);
+
 /* Array/hash sizes for the dump. */
 bool rbp_ary_len(rbp_heap *h, const rbp_obj *o, uint64_t *len);
 bool rbp_hash_size(rbp_heap *h, const rbp_obj *o, uint64_t *size);

@@ -229,6 +229,25 @@ void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
         }
         if (v30 && r->singleton) rbp_sb_puts(b, ", \"singleton\":true");
         break;
+    case RBP_T_DATA:
+        if (r->struct_name) {
+            rbp_sb_puts(b, ", \"struct\":");
+            put_string(b, r->struct_name);
+        }
+        break;
+    case RBP_T_FLOAT:
+        /* dump_all: "%g" before 3.0, dump_append_g's "%#g" after */
+        if (!r->has_float) break;
+        if (v30 && r->float_value != r->float_value) /* Ruby's own printf spells these */
+            rbp_sb_puts(b, ", \"value\":\"NaN\"");
+        else if (v30 && (r->float_value > 1e308 * 10 || r->float_value < -1e308 * 10))
+            rbp_sb_puts(b, r->float_value > 0 ? ", \"value\":\"Inf\"" : ", \"value\":\"-Inf\"");
+        else
+            rbp_sb_printf(b, v30 ? ", \"value\":\"%#g\"" : ", \"value\":\"%g\"", r->float_value);
+        break;
+    case RBP_T_FILE:
+        if (r->has_fd) rbp_sb_printf(b, ", \"fd\":%d", r->fd);
+        break;
     case RBP_T_OBJECT:
         if (v33 && r->embedded) rbp_sb_puts(b, ", \"embedded\":true");
         rbp_sb_printf(b, ", \"ivars\":%llu", (unsigned long long)r->ivars);
@@ -375,6 +394,15 @@ static bool dump_obj(void *ctx, const rbp_obj *o)
         rbp_obj_ivar_count(h, o, &r.ivars);
         r.embedded = (o->flags & RBP_FL_USER(1)) != 0;
         r.too_complex = rbp_obj_too_complex(h, o);
+        break;
+    case RBP_T_DATA:
+        r.struct_name = rbp_data_struct_name(h, o);
+        break;
+    case RBP_T_FILE:
+        r.has_fd = rbp_file_fd(h, o, &r.fd);
+        break;
+    case RBP_T_FLOAT:
+        r.has_float = rbp_float_value(h, o, &r.float_value);
         break;
     case RBP_T_CLASS:
     case RBP_T_MODULE:

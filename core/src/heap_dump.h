@@ -58,6 +58,12 @@ typedef struct rbp_dump_rec {
     const char *name;
     const char *real_class_name;
     bool singleton;
+    /* T_DATA, T_FILE, T_FLOAT */
+    const char *struct_name;    /* typed data's wrap_struct_name */
+    bool has_fd;
+    int fd;
+    bool has_float;
+    double float_value;
     /* every type */
     const uint64_t *refs;
     size_t nrefs;

@@ -877,3 +877,42 @@ bool rbp_encoding_ascii_compat(int encindex)
 {
     return !(encindex >= 3 && encindex <= 8); /* UTF-16/32 and their dummies */
 }
+
+/* --- T_DATA, T_FILE, T_FLOAT facts for the dump ----------------------------- */
+
+const char *rbp_data_struct_name(rbp_heap *h, const rbp_obj *o)
+{
+    uint64_t flag = 0, type = 0, name = 0;
+    if (o->type != RBP_T_DATA || !rd(h, o, o->addr, RBP_L_typeddata_typed_flag, &flag)) return NULL;
+    /* RTYPEDDATA_P: typed_flag 1, or 1..3 from 3.3 (embedded/frozen bits) */
+    if (!(flag == 1 || (rbp_ver_ge(h->s, 3, 3) && flag >= 1 && flag <= 3))) return NULL;
+    if (!rd(h, o, o->addr, RBP_L_typeddata_type, &type) || !type || (type & 7)) return NULL;
+    const char *hit = rbp_addrmap_get(&h->names, type | 4); /* type structs are 8-aligned: own key space */
+    if (hit) return hit;
+    char buf[128];
+    if (!rbp_read_field(h->s, type, RBP_L_data_type_name, &name) || !name ||
+        !rbp_mem_cstr(h->s->mem, name, buf, sizeof buf))
+        return NULL;
+    char *copy = strdup(buf);
+    if (!copy) return NULL;
+    rbp_addrmap_put(&h->names, type | 4, copy);
+    return rbp_addrmap_get(&h->names, type | 4);
+}
+
+bool rbp_file_fd(rbp_heap *h, const rbp_obj *o, int *fd)
+{
+    uint64_t fptr = 0, v = 0;
+    if (o->type != RBP_T_FILE || !rd(h, o, o->addr, RBP_L_rfile_fptr, &fptr) || !fptr ||
+        !rbp_read_field(h->s, fptr, RBP_L_io_fd, &v))
+        return false;
+    *fd = (int)(int32_t)v;
+    return true;
+}
+
+bool rbp_float_value(rbp_heap *h, const rbp_obj *o, double *out)
+{
+    uint64_t bits;
+    if (o->type != RBP_T_FLOAT || !rd(h, o, o->addr, RBP_L_rfloat_value, &bits)) return false;
+    memcpy(out, &bits, sizeof *out);
+    return true;
+}

@@ -1,0 +1,430 @@
+/*
+ * Tests of the heap census and dump that need no Ruby: the census
+ * aggregator (class rows merged through a singleton's real class, internal
+ * and hidden objects grouped by type, orderings, summary, both writers),
+ * dump_all's string escaping, the dump's line format for several target
+ * versions, streaming of a large string value, and the heap walker on a
+ * synthetic memory image: a page table listing a page twice, a garbage
+ * header and an overlapping page; a page whose body is unmapped; and slots
+ * with impossible types or class pointers that lead nowhere, all of which
+ * must be counted (skipped pages, unreadable slots) without stopping the walk.
+ */
+#define _GNU_SOURCE /* open_memstream */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "census.h"
+#include "cu_main.h"
+#include "heap.h"
+#include "heap_dump.h"
+#include "rbpeek.h"
+#include "robject.h"
+#include "session.h"
+#include "strbuf.h"
+
+/* --- census aggregator --------------------------------------------------- */
+
+enum { CLS_A = 0x1000, CLS_B = 0x2000, SING_A = 0x3000 };
+
+static uint64_t fake_real(void *ctx, uint64_t klass) { return klass == SING_A ? CLS_A : klass; }
+static const char *fake_name(void *ctx, uint64_t cls)
+{
+    return cls == CLS_A ? "Outer::A" : cls == CLS_B ? "B" : "?";
+}
+
+static rbpeek_census *sample_census(void)
+{
+    rbpeek_census *c = rbp_census_new("3.3.8");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    for (int i = 0; i < 3; i++) CU_ASSERT(rbp_census_add(c, RBP_T_OBJECT, CLS_A, 40, false));
+    CU_ASSERT(rbp_census_add(c, RBP_T_OBJECT, SING_A, 40, false)); /* has a singleton class */
+    for (int i = 0; i < 2; i++) CU_ASSERT(rbp_census_add(c, RBP_T_STRING, CLS_B, 1000, false));
+    for (int i = 0; i < 2; i++) CU_ASSERT(rbp_census_add(c, RBP_T_STRING, 0, 50, true)); /* hidden */
+    for (int i = 0; i < 4; i++) CU_ASSERT(rbp_census_add(c, RBP_T_IMEMO, 0x7777, 40, true));
+    CU_ASSERT(rbp_census_add(c, RBP_T_ICLASS, CLS_B, 80, true));
+    CU_ASSERT(rbp_census_add_page(c, 0xa000, 0x10028, 40, 100, 13, 85, 2));
+    CU_ASSERT(rbp_census_add_page(c, 0xb000, 0x20050, 80, 50, 0, 50, 0));
+    rbp_census_set_rejected_pages(c, 1);
+    CU_ASSERT_FATAL(rbp_census_finish(c, fake_real, fake_name, NULL));
+    return c;
+}
+
+static void test_census_rows(void)
+{
+    rbpeek_census *c = sample_census();
+    rbpeek_census_summary s;
+    rbpeek_census_get_summary(c, &s);
+    CU_ASSERT_EQUAL(s.live, 13);
+    CU_ASSERT_EQUAL(s.slots, 150);
+    CU_ASSERT_EQUAL(s.free_slots, 135);
+    CU_ASSERT_EQUAL(s.unreadable, 2);
+    CU_ASSERT_EQUAL(s.pages, 2);
+    CU_ASSERT_EQUAL(s.rejected_pages, 1);
+    CU_ASSERT_EQUAL(s.bytes, 4 * 40 + 2 * 1000 + 2 * 50 + 4 * 40 + 80);
+    CU_ASSERT_EQUAL(s.bytes_visible, 4 * 40 + 2 * 1000);
+    CU_ASSERT_EQUAL(s.nclasses, 5);
+    uint64_t bytes;
+    CU_ASSERT_EQUAL(rbpeek_census_type(c, RBP_T_STRING, &bytes), 4);
+    CU_ASSERT_EQUAL(bytes, 2100);
+    CU_ASSERT_EQUAL(rbpeek_census_type(c, RBP_T_HASH, &bytes), 0);
+    /* rows by count: A (3 + 1 through its singleton), imemo 4, then B/hidden 2 each, iclass 1 */
+    const rbpeek_census_class *r0 = rbpeek_census_class_at(c, 0), *r1 = rbpeek_census_class_at(c, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
+    CU_ASSERT_TRUE(strcmp(r0->name, "Outer::A") == 0 || strcmp(r0->name, "(internal: imemo)") == 0);
+    CU_ASSERT_EQUAL(r0->count, 4);
+    CU_ASSERT_EQUAL(r1->count, 4);
+    size_t seen = 0;
+    for (size_t i = 0; i < s.nclasses; i++) {
+        const rbpeek_census_class *r = rbpeek_census_class_at(c, i);
+        if (!strcmp(r->name, "Outer::A")) {
+            CU_ASSERT_EQUAL(r->count, 4);
+            CU_ASSERT_EQUAL(r->address, CLS_A);
+            CU_ASSERT_FALSE(r->internal);
+            seen++;
+        } else if (!strcmp(r->name, "B")) {
+            CU_ASSERT_EQUAL(r->count, 2);
+            CU_ASSERT_EQUAL(r->bytes, 2000);
+            seen++;
+        } else if (!strcmp(r->name, "(hidden T_STRING)")) {
+            CU_ASSERT_EQUAL(r->count, 2);
+            CU_ASSERT_TRUE(r->internal);
+            seen++;
+        } else if (!strcmp(r->name, "(internal: iclass)")) {
+            CU_ASSERT_EQUAL(r->count, 1);
+            seen++;
+        } else if (!strcmp(r->name, "(internal: imemo)")) {
+            CU_ASSERT_EQUAL(r->count, 4);
+            seen++;
+        }
+    }
+    CU_ASSERT_EQUAL(seen, 5);
+    CU_ASSERT_PTR_NULL(rbpeek_census_class_at(c, s.nclasses));
+    rbpeek_census_free(c);
+}
+
+static void test_census_render(void)
+{
+    rbpeek_census *c = sample_census();
+    char *text = NULL, *json = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_census_render(c, RBPEEK_FORMAT_TEXT, 2, 1, &text), RBPEEK_OK);
+    /* by bytes, B (2000) leads; only 2 rows */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "Top 2 classes by bytes (of 5)"));
+    char *b = strstr(text, "  B\n"), *a = strstr(text, "  Outer::A\n");
+    CU_ASSERT_PTR_NOT_NULL(b);
+    CU_ASSERT_PTR_NULL(a);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "T_STRING"));
+    CU_ASSERT_EQUAL_FATAL(rbpeek_census_render(c, RBPEEK_FORMAT_JSON, 0, 0, &json), RBPEEK_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"count_objects\": {\"TOTAL\": 150, \"FREE\": 135, \"T_OBJECT\": 4, "
+                                        "\"T_STRING\": 4, \"T_IMEMO\": 4, \"T_ICLASS\": 1}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"ruby_version\": \"3.3.8\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "{\"slot_size\": 40, \"pages\": 1, \"slots\": 100, \"live\": 13, \"free\": 85}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"header\": \"0xa000\", \"start\": \"0x10028\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"rejected_pages\": 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"memsize_of_all_comparable\": 2160"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "{\"name\": \"Outer::A\", \"address\": \"0x1000\", \"count\": 4, \"bytes\": 160, "
+                                        "\"internal\": false}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"classes_total\": 5"));
+    rbpeek_free(text);
+    rbpeek_free(json);
+    rbpeek_census_free(c);
+}
+
+/* --- dump format ----------------------------------------------------------- */
+
+static void test_dump_escape(void)
+{
+    static const uint8_t in[] = "q\"b\\s\n\t\r\b\f\x01\x1f\x7f \xc3\xa9\0z";
+    rbp_strbuf b;
+    rbp_sb_init(&b);
+    rbp_dump_escape(&b, in, sizeof in - 1);
+    CU_ASSERT_STRING_EQUAL(b.buf, "q\\\"b\\\\s\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f \xc3\xa9\\u0000z");
+    rbp_sb_free(&b);
+}
+
+typedef struct mem_str {
+    const char *s;
+} mem_str;
+
+static bool read_str(void *ctx, uint64_t off, void *buf, size_t n)
+{
+    memcpy(buf, ((mem_str *)ctx)->s + off, n);
+    return true;
+}
+
+/* Formats records into one string (not inlined: GCC's dangling-pointer
+ * analysis misreads open_memstream's out-parameter once it is). */
+__attribute__((noinline)) static char *format(const rbp_dump_rec *recs, size_t n)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    rbp_dump_writer w;
+    rbp_dump_writer_init(&w, f);
+    for (size_t i = 0; i < n; i++) rbp_dump_write(&w, &recs[i]);
+    CU_ASSERT(rbp_dump_writer_flush(&w));
+    rbp_dump_writer_free(&w);
+    fclose(f);
+    return out;
+}
+
+static void test_dump_lines(void)
+{
+    mem_str v = {"hi\n"};
+    uint64_t refs[] = {0x7f0000001000, 0x7f0000001028};
+    rbp_dump_rec recs[] = {
+        {.ver = 304, .address = 0x7f0000000fd8, .type = RBP_T_STRING, .klass = 0x7f00000abc00, .frozen = true,
+         .shape_id = 3, .slot_size = 40, .embedded = true, .fstring = true, .chilled = true, .bytesize = 3,
+         .has_value = true, .read_value = read_str, .value_ctx = &v, .encoding = "UTF-8", .coderange = 1,
+         .memsize = 40},
+        {.ver = 207, .address = 0x10, .type = RBP_T_STRING, .klass = 0x20, .embedded = true, .broken = true,
+         .bytesize = 3, .has_capacity = true, .capacity = 24, .memsize = 40},
+        {.ver = 301, .address = 0x30, .type = RBP_T_ARRAY, .klass = 0x20, .length = 0, .embedded = true,
+         .memsize = 40},
+        {.ver = 303, .address = 0x30, .type = RBP_T_ARRAY, .klass = 0x20, .shape_id = 0, .slot_size = 80,
+         .length = 2, .embedded = true, .refs = refs, .nrefs = 2, .memsize = 80},
+        {.ver = 303, .address = 0x40, .type = RBP_T_HASH, .klass = 0x20, .slot_size = 160, .size = 1,
+         .has_default = true, .default_value = 0x50, .refs = refs, .nrefs = 1, .memsize = 160},
+        {.ver = 301, .address = 0x60, .type = RBP_T_CLASS, .klass = 0x70, .superclass = 0x80,
+         .real_class_name = "Foo", .singleton = true, .memsize = 0},
+        {.ver = 207, .address = 0x60, .type = RBP_T_MODULE, .klass = 0x70, .superclass = 0x80, .name = "A::\"B\"",
+         .memsize = 40},
+        {.ver = 303, .address = 0x90, .type = RBP_T_OBJECT, .klass = 0x20, .slot_size = 40, .shape_id = 12,
+         .embedded = true, .ivars = 2, .memsize = 40},
+        {.ver = 207, .address = 0xa0, .type = RBP_T_IMEMO, .imemo_type = 11, .klass = 0x5, .memsize = 40},
+        {.ver = 301, .address = 0xb0, .type = RBP_T_ZOMBIE, .refs = refs, .nrefs = 2},
+        {.ver = 301, .address = 0xc0, .type = RBP_T_MOVED, .memsize = 40},
+    };
+    char *out = format(recs, sizeof recs / sizeof recs[0]);
+    const char *want =
+        "{\"address\":\"0x7f0000000fd8\", \"type\":\"STRING\", \"shape_id\":3, \"slot_size\":40, "
+        "\"class\":\"0x7f00000abc00\", \"frozen\":true, \"embedded\":true, \"fstring\":true, \"chilled\":true, "
+        "\"bytesize\":3, \"value\":\"hi\\n\", \"encoding\":\"UTF-8\", \"coderange\":\"7bit\", \"memsize\":40}\n"
+        "{\"address\":\"0x10\", \"type\":\"STRING\", \"class\":\"0x20\", \"embedded\":true, \"broken\":true, "
+        "\"bytesize\":3, \"capacity\":24, \"memsize\":40}\n"
+        "{\"address\":\"0x30\", \"type\":\"ARRAY\", \"class\":\"0x20\", \"length\":0, \"memsize\":40}\n"
+        "{\"address\":\"0x30\", \"type\":\"ARRAY\", \"shape_id\":0, \"slot_size\":80, \"class\":\"0x20\", "
+        "\"length\":2, \"embedded\":true, \"references\":[\"0x7f0000001000\", \"0x7f0000001028\"], \"memsize\":80}\n"
+        "{\"address\":\"0x40\", \"type\":\"HASH\", \"shape_id\":0, \"slot_size\":160, \"class\":\"0x20\", "
+        "\"size\":1, \"default\":\"0x50\", \"references\":[\"0x7f0000001000\"], \"memsize\":160}\n"
+        "{\"address\":\"0x60\", \"type\":\"CLASS\", \"class\":\"0x70\", \"superclass\":\"0x80\", "
+        "\"real_class_name\":\"Foo\", \"singleton\":true}\n"
+        "{\"address\":\"0x60\", \"type\":\"MODULE\", \"class\":\"0x70\", \"name\":\"A::\\\"B\\\"\", \"memsize\":40}\n"
+        "{\"address\":\"0x90\", \"type\":\"OBJECT\", \"shape_id\":12, \"slot_size\":40, \"class\":\"0x20\", "
+        "\"embedded\":true, \"ivars\":2, \"memsize\":40}\n"
+        "{\"address\":\"0xa0\", \"type\":\"IMEMO\", \"class\":\"0x5\", \"imemo_type\":\"unknown\", \"memsize\":40}\n"
+        "{\"address\":\"0xb0\", \"type\":\"ZOMBIE\"}\n"
+        "{\"address\":\"0xc0\", \"type\":\"UNKNOWN\", \"memsize\":40}\n";
+    CU_ASSERT_STRING_EQUAL(out, want);
+    if (strcmp(out, want) != 0) fprintf(stderr, "\n--- got:\n%s--- want:\n%s", out, want);
+    free(out);
+    CU_ASSERT_STRING_EQUAL(rbp_dump_imemo_name(11, 301), "callinfo");
+    CU_ASSERT_STRING_EQUAL(rbp_dump_imemo_name(7, 207), "iseq");
+}
+
+static void test_dump_big_value(void)
+{
+    size_t n = 3 * 1024 * 1024 + 7;
+    char *s = malloc(n + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    for (size_t i = 0; i < n; i++) s[i] = "ab\"c"[i % 4];
+    s[n] = 0;
+    mem_str v = {s};
+    rbp_dump_rec r = {.ver = 303, .address = 0x10, .type = RBP_T_STRING, .klass = 0x20, .bytesize = n,
+                      .has_value = true, .read_value = read_str, .value_ctx = &v, .memsize = 40};
+    char *out = format(&r, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    size_t quotes = n / 4 + (n % 4 > 2);
+    const char *val = strstr(out, "\"value\":\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(val);
+    CU_ASSERT_EQUAL(strlen(out), strlen("{\"address\":\"0x10\", \"type\":\"STRING\", \"shape_id\":0, \"slot_size\":0, "
+                                        "\"class\":\"0x20\", \"bytesize\":3145735, \"value\":\"\", \"coderange\":\"unknown\", "
+                                        "\"memsize\":40}\n") +
+                                     n + quotes);
+    CU_ASSERT_EQUAL(strncmp(val + 9, "ab\\\"cab\\\"c", 10), 0);
+    free(out);
+    free(s);
+}
+
+/* --- the heap walker on a synthetic memory image ------------------------------ */
+
+typedef struct region {
+    uint64_t addr;
+    uint8_t *bytes;
+    size_t len;
+} region;
+
+typedef struct image {
+    region r[16];
+    int n;
+} image;
+
+static long image_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    image *im = ctx;
+    for (int i = 0; i < im->n; i++) {
+        region *r = &im->r[i];
+        if (addr >= r->addr && addr < r->addr + r->len) {
+            size_t n = r->addr + r->len - addr < len ? (size_t)(r->addr + r->len - addr) : len;
+            memcpy(buf, r->bytes + (addr - r->addr), n);
+            return (long)n;
+        }
+    }
+    return -1;
+}
+
+static uint8_t *add_region(image *im, uint64_t addr, size_t len)
+{
+    region *r = &im->r[im->n++];
+    r->addr = addr;
+    r->len = len;
+    r->bytes = calloc(1, len);
+    return r->bytes;
+}
+
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+static void set_field(rbp_layout *l, rbp_field_id id, int off, int size)
+{
+    l->f[id].offset = off;
+    l->f[id].size = size;
+}
+
+enum {
+    VM = 0x1000, OBJSPACE = 0x2000, TABLE = 0x3000, HDRS = 0x4000,
+    BODY1 = 0x100000, BODY2 = 0x200000, BODY3 = 0x300000, /* 64 KiB aligned */
+    SLOT = 40, NSLOTS = 50,
+};
+
+typedef struct tally {
+    uint64_t live, by_type[32], pages, page_live, page_free, page_unreadable;
+} tally;
+
+static bool count_obj(void *ctx, const rbp_obj *o)
+{
+    tally *t = ctx;
+    t->live++;
+    t->by_type[o->type & 31]++;
+    return true;
+}
+
+static void count_page(void *ctx, const rbp_heap_page *pg, const rbp_walk_page_stats *st)
+{
+    tally *t = ctx;
+    t->pages++;
+    t->page_live += st->live;
+    t->page_free += st->free;
+    t->page_unreadable += st->unreadable;
+}
+
+static void test_walk_synthetic(void)
+{
+    image im = {0};
+    uint8_t *vm = add_region(&im, VM, 64);
+    uint8_t *os = add_region(&im, OBJSPACE, 64);
+    uint8_t *tbl = add_region(&im, TABLE, 64);
+    uint8_t *hdr = add_region(&im, HDRS, 0x400);
+    uint8_t *b1 = add_region(&im, BODY1, 0x10000);
+    uint8_t *b2 = add_region(&im, BODY2, 0x10000);
+    /* BODY3 is not mapped: its page's slots are unreadable */
+
+    put64(vm + 8, OBJSPACE);
+    put64(os + 16, TABLE);
+    uint64_t h1 = HDRS, h2 = HDRS + 0x100, h3 = HDRS + 0x200, hbad = HDRS + 0x300, hover = HDRS + 0x80;
+    uint64_t pages[] = {h2, h1, h1 /* listed twice */, hbad, hover, h3, 0 /* NULL */};
+    size_t npages = sizeof pages / sizeof pages[0];
+    for (size_t i = 0; i < npages; i++) put64(tbl + 8 * i, pages[i]);
+    put64(os + 24, npages);
+    /* heap_page headers: slot_size@0 (u16), total_slots@2 (u16), start@8 */
+    uint64_t s1 = BODY1 + 40, s2 = BODY2 + 40;
+    put16(hdr + 0x000, SLOT), put16(hdr + 0x002, NSLOTS), put64(hdr + 0x008, s1);
+    put16(hdr + 0x100, SLOT), put16(hdr + 0x102, NSLOTS), put64(hdr + 0x108, s2);
+    put16(hdr + 0x200, SLOT), put16(hdr + 0x202, NSLOTS), put64(hdr + 0x208, BODY3 + 40);
+    put16(hdr + 0x300, 12345), put16(hdr + 0x302, 7), put64(hdr + 0x308, 0x1234567); /* garbage */
+    put16(hdr + 0x080, SLOT), put16(hdr + 0x082, 10), put64(hdr + 0x088, s1 + 5 * SLOT); /* overlaps page 1 */
+
+    /* page 1: a class, objects of it, free slots, garbage */
+    uint8_t *p1 = b1 + 40;
+    uint64_t cls = s1;
+    put64(p1 + 0 * SLOT, RBP_T_CLASS), put64(p1 + 0 * SLOT + 8, cls);
+    for (int i = 1; i <= 10; i++) put64(p1 + i * SLOT, RBP_T_OBJECT), put64(p1 + i * SLOT + 8, cls);
+    put64(p1 + 11 * SLOT, 0x15), put64(p1 + 11 * SLOT + 8, cls);                 /* T_FIXNUM: impossible */
+    put64(p1 + 12 * SLOT, RBP_T_STRING), put64(p1 + 12 * SLOT + 8, 0xdeadbeef0); /* class outside the heap */
+    put64(p1 + 13 * SLOT, RBP_T_STRING), put64(p1 + 13 * SLOT + 8, s1 + 1 * SLOT); /* class is an object */
+    put64(p1 + 14 * SLOT, RBP_T_STRING), put64(p1 + 14 * SLOT + 8, 0);         /* hidden: fine */
+    put64(p1 + 15 * SLOT, RBP_T_NODE);                                         /* never on the heap */
+    put64(p1 + 16 * SLOT, RBP_T_ZOMBIE);                                       /* a zombie */
+    put64(p1 + 17 * SLOT, RBP_T_ZOMBIE | (UINT64_C(1) << 40));                 /* not a zombie */
+    put64(p1 + 18 * SLOT, RBP_T_IMEMO | (UINT64_C(15) << 12));                 /* no such imemo */
+    put64(p1 + 19 * SLOT, RBP_T_IMEMO | (UINT64_C(7) << 12));                  /* an iseq */
+    put64(p1 + 20 * SLOT, RBP_T_STRING), put64(p1 + 20 * SLOT + 8, s1 + 3);    /* misaligned class */
+    /* page 2: objects whose class is on page 1 */
+    for (int i = 0; i < 5; i++) put64(b2 + 40 + i * SLOT, RBP_T_ARRAY), put64(b2 + 40 + i * SLOT + 8, cls);
+
+    rbpeek_session *s = rbpeek_session_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL_FATAL(rbpeek_session_use_reader(s, image_read, &im), RBPEEK_OK);
+    s->attached = true;
+    s->vm = VM;
+    s->ver_major = 3, s->ver_minor = 3;
+    snprintf(s->ruby_version, sizeof s->ruby_version, "3.3.8");
+    rbp_layout_clear(&s->layout);
+    set_field(&s->layout, RBP_L_vm_objspace, 8, 8);
+    set_field(&s->layout, RBP_L_objspace_pages_sorted, 16, 8);
+    set_field(&s->layout, RBP_L_objspace_pages_allocated, 24, 8);
+    set_field(&s->layout, RBP_L_page_slot_size, 0, 2);
+    set_field(&s->layout, RBP_L_page_total_slots, 2, 2);
+    set_field(&s->layout, RBP_L_page_start, 8, 8);
+
+    rbp_heap h;
+    CU_ASSERT_EQUAL_FATAL(rbp_heap_open(s, &h), RBPEEK_OK);
+    CU_ASSERT_EQUAL(h.listed, npages);
+    CU_ASSERT_EQUAL(h.npages, 3);   /* pages 1, 2 and the unmapped one */
+    CU_ASSERT_EQUAL(h.rejected, 4); /* the duplicate, the garbage header, the overlap, NULL */
+    CU_ASSERT_TRUE(rbp_heap_is_slot(&h, s1 + 3 * SLOT));
+    CU_ASSERT_FALSE(rbp_heap_is_slot(&h, s1 + 3 * SLOT + 8));
+    CU_ASSERT_PTR_NULL(rbp_heap_page_of(&h, 0x500000));
+
+    tally t = {0};
+    CU_ASSERT_EQUAL(rbp_heap_walk(&h, count_obj, count_page, &t), RBPEEK_OK);
+    CU_ASSERT_EQUAL(t.pages, 3);
+    CU_ASSERT_EQUAL(t.by_type[RBP_T_CLASS], 1);
+    CU_ASSERT_EQUAL(t.by_type[RBP_T_OBJECT], 10);
+    CU_ASSERT_EQUAL(t.by_type[RBP_T_STRING], 1);
+    CU_ASSERT_EQUAL(t.by_type[RBP_T_ZOMBIE], 1);
+    CU_ASSERT_EQUAL(t.by_type[RBP_T_IMEMO], 1);
+    CU_ASSERT_EQUAL(t.by_type[RBP_T_ARRAY], 5);
+    CU_ASSERT_EQUAL(t.live, 19);
+    CU_ASSERT_EQUAL(t.page_live, 19);
+    /* garbage on page 1: 11, 12, 13, 15, 17, 18, 20; all of the unmapped page */
+    CU_ASSERT_EQUAL(t.page_unreadable, 7 + NSLOTS);
+    CU_ASSERT_EQUAL(t.page_free, (NSLOTS - 21) + (NSLOTS - 5));
+    rbp_heap_close(&h);
+
+    /* a page table that can't be read at all is a one-line error, not a crash */
+    put64(os + 16, 0x9999000);
+    rbpeek_session_invalidate(s); /* the image changed under the read cache */
+    CU_ASSERT_EQUAL(rbp_heap_open(s, &h), RBPEEK_ERR_READ);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbpeek_session_error(s), "heap page"));
+    /* nor is an absurd page count */
+    put64(os + 16, TABLE);
+    put64(os + 24, UINT64_C(1) << 40);
+    rbpeek_session_invalidate(s);
+    CU_ASSERT_EQUAL(rbp_heap_open(s, &h), RBPEEK_ERR_CORRUPT);
+    rbpeek_session_free(s);
+    for (int i = 0; i < im.n; i++) free(im.r[i].bytes);
+}
+
+static const rbp_cu_test TESTS[] = {
+    {"census rows: merged by real class, internal grouped", test_census_rows},
+    {"census render: text and JSON", test_census_render},
+    {"dump: dump_all's string escaping", test_dump_escape},
+    {"dump: line format across versions", test_dump_lines},
+    {"dump: a 3 MiB value is streamed", test_dump_big_value},
+    {"walk: garbage pages and slots are counted, not followed", test_walk_synthetic},
+    {NULL, NULL},
+};
+
+RBP_CU_MAIN("heap", TESTS)
