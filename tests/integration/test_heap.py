@@ -1,0 +1,257 @@
+"""`ruby heap` (census and --dump) against the target's own ObjectSpace view.
+
+    test_heap.py RUBY DEBUGGER MODE      e.g. test_heap.py 3.4.5 lldb core
+
+The target (programs/heap_population.rb) builds a heap of about 800,000
+objects with a known population, records ObjectSpace.count_objects, each
+own class's instance count, memsize_of_all and ObjectSpace.dump_all, then
+parks with GC disabled. In the debugger, `ruby heap --json` and
+`ruby heap --dump` must agree with that record:
+
+  census  instance counts of the program's own classes: exact (by the name
+          Ruby gives the class: Module#name, or inspect for the anonymous
+          one); every count_objects entry (TOTAL, FREE, T_*): within 0.5%;
+          the bytes of the objects memsize_of_all counts: within 10% of it;
+          no unreadable slots or skipped pages.
+  dump    of the objects in both dumps: type and class agree for >= 99%;
+          references agree (as sets) for >= 99% of T_OBJECT, T_ARRAY,
+          T_HASH, T_STRUCT, T_CLASS, T_MODULE, T_ICLASS objects together,
+          and for >= 99% of each of the first four; a string's bytesize,
+          value and encoding agree for >= 99% of strings; and the dump
+          finds >= 99% of the objects Ruby's has.
+
+In core mode a damaged copy of the core is then censused too: garbage
+written over the slots of two heap pages and over the header of a third
+must give a census (and a dump) that completes, counts unreadable slots
+and a skipped page, and prints no traceback. The live target must be left
+running.
+"""
+
+import collections
+import json
+import os
+import random
+import shutil
+import struct
+import sys
+
+import harness
+from harness import Failure
+
+REF_TYPES = ("OBJECT", "ARRAY", "HASH", "STRUCT", "CLASS", "MODULE", "ICLASS")
+STRICT_REF_TYPES = ("OBJECT", "ARRAY", "HASH", "STRUCT")
+
+
+def load_dump(path):
+    """address -> (type, class, hash of the reference set, hash of the string
+    fields or None). Hashes keep an 800,000-object dump small in memory."""
+    out = {}
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                o = json.loads(line)
+            except ValueError as e:
+                raise Failure("%s line %d is not JSON: %s: %r" % (path, n, e, line[:200]))
+            t = o.get("type")
+            if t == "ROOT":
+                continue
+            if "address" not in o or t is None:
+                raise Failure("%s line %d lacks address or type: %r" % (path, n, line[:200]))
+            refs = hash(frozenset(o.get("references", ())))
+            strf = hash((o.get("bytesize"), o.get("value"), o.get("encoding"))) if t == "STRING" else None
+            out[int(o["address"], 16)] = (sys.intern(t), o.get("class"), refs, strf)
+    return out
+
+
+def compare_dumps(ruby, ours):
+    both = ruby.keys() & ours.keys()
+    if len(both) < 0.99 * len(ruby):
+        raise Failure("the dump has only %d of the %d objects in Ruby's dump_all" % (len(both), len(ruby)))
+    tc_ok = 0
+    refs = collections.Counter()
+    refs_ok = collections.Counter()
+    strings = strings_ok = 0
+    bad = collections.defaultdict(list)
+    for a in both:
+        r, m = ruby[a], ours[a]
+        if r[0] == m[0] and r[1] == m[1]:
+            tc_ok += 1
+        else:
+            bad["type/class"].append(a)
+        if r[0] in REF_TYPES:
+            refs[r[0]] += 1
+            if r[2] == m[2]:
+                refs_ok[r[0]] += 1
+            else:
+                bad["refs " + r[0]].append(a)
+        if r[0] == "STRING":
+            strings += 1
+            if r[3] == m[3]:
+                strings_ok += 1
+            else:
+                bad["string"].append(a)
+    lines = ["%d objects in both dumps (Ruby's: %d, ours: %d)" % (len(both), len(ruby), len(ours)),
+             "type and class agree: %d (%.3f%%)" % (tc_ok, 100.0 * tc_ok / len(both))]
+    for t in REF_TYPES:
+        if refs[t]:
+            lines.append("references of %-6s agree: %6d of %6d (%.3f%%)"
+                         % (t, refs_ok[t], refs[t], 100.0 * refs_ok[t] / refs[t]))
+    if strings:
+        lines.append("string bytesize/value/encoding agree: %d of %d (%.3f%%)"
+                     % (strings_ok, strings, 100.0 * strings_ok / strings))
+    for line in lines:
+        harness.log("  " + line)
+    problems = []
+    if tc_ok < 0.99 * len(both):
+        problems.append("type/class agree for only %d of %d objects" % (tc_ok, len(both)))
+    total_refs, total_ok = sum(refs.values()), sum(refs_ok.values())
+    if total_ok < 0.99 * total_refs:
+        problems.append("references agree for only %d of %d objects of %s" % (total_ok, total_refs, REF_TYPES))
+    for t in STRICT_REF_TYPES:
+        if refs[t] and refs_ok[t] < 0.99 * refs[t]:
+            problems.append("references of %s agree for only %d of %d" % (t, refs_ok[t], refs[t]))
+    if strings and strings_ok < 0.99 * strings:
+        problems.append("string fields agree for only %d of %d strings" % (strings_ok, strings))
+    if problems:
+        examples = ["%s: 0x%x" % (k, v[0]) for k, v in sorted(bad.items()) if v]
+        raise Failure("; ".join(problems) + " (examples: %s)" % ", ".join(examples[:8]))
+
+
+def compare_census(expected, counts, census):
+    problems = []
+    by_name = {}
+    for c in census["classes"]:
+        by_name.setdefault(c["name"], c)
+    for own in expected["own_classes"]:
+        got = by_name.get(own["name"], {}).get("count", 0)
+        if got != own["count"]:
+            problems.append("%s: %d objects, Ruby counts %d" % (own["name"], got, own["count"]))
+    ours = census["count_objects"]
+    for key, want in sorted(counts.items()):
+        got = ours.get(key, 0)
+        if abs(got - want) > 0.005 * want:
+            problems.append("count_objects %s: %d, Ruby says %d (off by %.2f%%)"
+                            % (key, got, want, 100.0 * abs(got - want) / max(want, 1)))
+    for key in ours:
+        if key not in counts and ours[key]:
+            problems.append("count_objects %s: %d, Ruby has none" % (key, ours[key]))
+    memsize = expected["memsize_of_all"]
+    mine = census["bytes"]["memsize_of_all_comparable"]
+    gap = (mine - memsize) / float(memsize)
+    harness.log("  bytes: %d, memsize_of_all %d (%+.2f%%)" % (mine, memsize, 100 * gap))
+    if abs(gap) > 0.10:
+        problems.append("bytes %d are %.1f%% off memsize_of_all %d" % (mine, 100 * gap, memsize))
+    heap = census["heap"]
+    if heap["unreadable"] or heap["rejected_pages"]:
+        problems.append("a healthy heap gave %d unreadable slots and %d skipped pages"
+                        % (heap["unreadable"], heap["rejected_pages"]))
+    if problems:
+        raise Failure("census mismatches:\n  " + "\n  ".join(problems))
+
+
+def core_segments(path):
+    """[(vaddr, offset, filesz)] of an ELF64 little-endian core's PT_LOADs."""
+    with open(path, "rb") as f:
+        ehdr = f.read(64)
+        if ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
+            raise Failure("%s is not an ELF64 core" % path)
+        phoff, = struct.unpack_from("<Q", ehdr, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", ehdr, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    segs = []
+    for i in range(phnum):
+        p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
+        if p_type == 1 and p_filesz:
+            segs.append((p_vaddr, p_offset, p_filesz))
+    return segs
+
+
+def scribble(path, segs, addr, length, rng):
+    for vaddr, offset, filesz in segs:
+        if vaddr <= addr and addr + length <= vaddr + filesz:
+            with open(path, "r+b") as f:
+                f.seek(offset + addr - vaddr)
+                f.write(bytes(rng.getrandbits(8) | 0x01 for _ in range(length)))  # never 0: no "free" slots
+            return
+    raise Failure("0x%x is not in the core's memory" % addr)
+
+
+def corruption_check(debugger, ruby, core, census, workdir):
+    damaged = os.path.join(workdir, "damaged.core")
+    shutil.copyfile(core, damaged)
+    segs = core_segments(damaged)
+    pages = [p for p in census["heap"]["page_list"] if p["live"] > 50]
+    if len(pages) < 3:
+        raise Failure("too few populated pages to damage")
+    rng = random.Random(4)
+    hit = rng.sample(pages, 3)
+    for p in hit[:2]:
+        slot = p["slot_size"]
+        scribble(damaged, segs, int(p["start"], 16) + 8 * slot, 20 * slot, rng)
+    scribble(damaged, segs, int(hit[2]["header"], 16), 48, rng)
+    out_json = os.path.join(workdir, "damaged.json")
+    out_dump = os.path.join(workdir, "damaged.jsonl")
+    rc, output = harness.run_debugger(debugger, ["ruby heap --json -o " + out_json, "ruby heap --dump " + out_dump],
+                                      exe=ruby, core=damaged, timeout=900)
+    harness.assert_no_traceback(output)
+    if not os.path.exists(out_json) or not os.path.exists(out_dump):
+        raise Failure("no census or dump from the damaged core; debugger output:\n" + output[-3000:])
+    with open(out_json, encoding="utf-8") as f:
+        d = json.load(f)
+    heap = d["heap"]
+    harness.log("  damaged core: %d unreadable slots, %d skipped pages, %d live"
+                % (heap["unreadable"], heap["rejected_pages"], heap["live"]))
+    if heap["unreadable"] < 2 or heap["rejected_pages"] < 1:
+        raise Failure("damage not reported: %d unreadable slots, %d skipped pages"
+                      % (heap["unreadable"], heap["rejected_pages"]))
+    if heap["live"] < 0.9 * census["heap"]["live"]:
+        raise Failure("the damaged census stopped early: %d live of %d" % (heap["live"], census["heap"]["live"]))
+    if "unreadable" not in output:
+        raise Failure("the dump of the damaged core did not mention unreadable slots:\n" + output[-2000:])
+
+
+def test(ruby_spec, debugger, mode, workdir):
+    ruby = harness.ruby_binary(ruby_spec)
+    if not os.path.exists(ruby):
+        raise Failure("Ruby %s is not built (%s); run scripts/build-rubies.sh" % (ruby_spec, ruby))
+    target = harness.Target(ruby, "heap_population.rb", workdir, timeout=600)
+    try:
+        out_json = os.path.join(workdir, "census.json")
+        out_dump = os.path.join(workdir, "rbpeek.jsonl")
+        cmds = ["ruby heap --json -o %s --stats" % out_json, "ruby heap --dump %s --stats" % out_dump]
+        core = None
+        if mode == "live":
+            rc, output = harness.run_debugger(debugger, cmds, pid=target.pid, timeout=900)
+        else:
+            core = target.gcore()
+            rc, output = harness.run_debugger(debugger, cmds, exe=ruby, core=core, timeout=900)
+        harness.assert_no_traceback(output)
+        for path in (out_json, out_dump):
+            if not os.path.exists(path):
+                raise Failure("%s not written; debugger output:\n%s" % (path, output[-3000:]))
+        for line in output.splitlines():
+            if line.startswith("rbpeek: ") and "objects" in line:
+                harness.log("  " + line)
+        with open(out_json, encoding="utf-8") as f:
+            census = json.load(f)
+        with open(os.path.join(workdir, "counts.json"), encoding="utf-8") as f:
+            counts = json.load(f)
+        expected = target.expected()
+        if census["ruby_version"] != expected["ruby_version"]:
+            raise Failure("version: rbpeek says %s, Ruby says %s" % (census["ruby_version"], expected["ruby_version"]))
+        compare_census(expected, counts, census)
+        compare_dumps(load_dump(os.path.join(workdir, "dump.jsonl")), load_dump(out_dump))
+        if mode == "live":
+            target.assert_left_running()
+        else:
+            corruption_check(debugger, ruby, core, census, workdir)
+        harness.log("%s %s %s: census and dump agree with Ruby's own" % (ruby_spec, debugger, mode))
+    finally:
+        target.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[2] not in ("gdb", "lldb") or sys.argv[3] not in ("live", "core"):
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2], sys.argv[3], wd))
