@@ -120,6 +120,12 @@ RBPEEK_API uint64_t rbpeek_session_vm_addr(const rbpeek_session *s);
 /* How the VM was found, e.g. "symbol ruby_current_vm_ptr (debugger)". */
 RBPEEK_API const char *rbpeek_session_vm_source(const rbpeek_session *s);
 
+/* Everything attach found, as one JSON object (for `ruby info`): version,
+ * layout source, warning, memory source, VM address and how it was found,
+ * and each symbol's address and how it was found (null when not found).
+ * *out is malloc'd; release it with rbpeek_free. */
+RBPEEK_API rbpeek_status rbpeek_session_describe(rbpeek_session *s, char **out);
+
 /* Read statistics, for benchmarks: calls into the memory source and cache hits. */
 typedef struct rbpeek_read_stats {
     uint64_t requests;       /* reads asked of the cache */

@@ -32,8 +32,11 @@ rbpeek_status rbp_discover_version(rbpeek_session *s)
 {
     uint64_t addr = 0;
     char buf[32];
-    if (rbp_symbol_lookup(s, "ruby_version", &addr, NULL) && rbp_mem_cstr(s->mem, addr, buf, sizeof buf) &&
+    s->version_addr = 0;
+    s->version_how = NULL;
+    if (rbp_symbol_lookup(s, "ruby_version", &addr, &s->version_how) && rbp_mem_cstr(s->mem, addr, buf, sizeof buf) &&
         parse_version(s, buf)) {
+        s->version_addr = addr;
         if (s->version_override[0] && strcmp(s->version_override, buf) != 0)
             rbp_warn(s, "target reports Ruby %s; using --ruby-version %s as asked", buf, s->version_override);
         if (s->version_override[0]) parse_version(s, s->version_override);
@@ -220,7 +223,8 @@ rbpeek_status rbp_discover_vm(rbpeek_session *s)
     char why[256];
     const char *how = NULL;
     uint64_t gs = 0;
-    s->global_symbols = rbp_symbol_lookup(s, "ruby_global_symbols", &gs, NULL) ? gs : 0;
+    s->global_symbols_how = NULL;
+    s->global_symbols = rbp_symbol_lookup(s, "ruby_global_symbols", &gs, &s->global_symbols_how) ? gs : 0;
 
     if (s->vm_override) {
         if (!vm_plausible(s, s->vm_override, why, sizeof why))
@@ -241,7 +245,11 @@ rbpeek_status rbp_discover_vm(rbpeek_session *s)
     if (!vm_plausible(s, vm, why, sizeof why)) return rbp_fail(s, RBPEEK_ERR_CORRUPT, "%s", why);
     s->vm_ptr_addr = ptr_addr;
     s->vm = vm;
-    if (!s->global_symbols) s->global_symbols = rbp_locate_global_symbols(s, ptr_addr);
+    s->vm_ptr_how = how;
+    if (!s->global_symbols) {
+        s->global_symbols = rbp_locate_global_symbols(s, ptr_addr);
+        s->global_symbols_how = s->global_symbols ? "scan of the data next to ruby_current_vm_ptr" : NULL;
+    }
     snprintf(s->vm_source, sizeof s->vm_source, "ruby_current_vm_ptr at 0x%llx (%s)", (unsigned long long)ptr_addr,
              how ? how : "symbol");
     return RBPEEK_OK;

@@ -92,3 +92,39 @@ rbpeek_status rbpeek_snapshot_render(rbpeek_session *s, const rbpeek_snapshot *s
     *out = rbp_sb_take(&b);
     return *out ? RBPEEK_OK : rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
 }
+
+static void json_symbol(rbp_strbuf *b, const char *name, uint64_t addr, const char *how, bool last)
+{
+    rbp_sb_printf(b, "\"%s\": ", name);
+    if (addr)
+        rbp_sb_printf(b, "{\"address\": %llu, \"found_by\": ", (unsigned long long)addr);
+    else
+        rbp_sb_puts(b, "{\"address\": null, \"found_by\": ");
+    rbp_sb_json_str(b, addr ? how : NULL);
+    rbp_sb_puts(b, last ? "}" : "}, ");
+}
+
+rbpeek_status rbpeek_session_describe(rbpeek_session *s, char **out)
+{
+    if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "describe: missing argument");
+    if (!s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
+    rbp_strbuf b;
+    rbp_sb_init(&b);
+    rbp_sb_puts(&b, "{\"ruby_version\": ");
+    rbp_sb_json_str(&b, s->ruby_version);
+    rbp_sb_puts(&b, ", \"layout_source\": ");
+    rbp_sb_json_str(&b, s->layout_source);
+    rbp_sb_puts(&b, ", \"warning\": ");
+    rbp_sb_json_str(&b, s->warning[0] ? s->warning : NULL);
+    rbp_sb_puts(&b, ", \"memory_source\": ");
+    rbp_sb_json_str(&b, rbp_mem_kind(s->mem));
+    rbp_sb_printf(&b, ", \"vm\": %llu, \"vm_found_by\": ", (unsigned long long)s->vm);
+    rbp_sb_json_str(&b, s->vm_source);
+    rbp_sb_puts(&b, ", \"symbols\": {");
+    json_symbol(&b, "ruby_version", s->version_addr, s->version_how, false);
+    json_symbol(&b, "ruby_current_vm_ptr", s->vm_ptr_addr, s->vm_ptr_how, false);
+    json_symbol(&b, "ruby_global_symbols", s->global_symbols, s->global_symbols_how, true);
+    rbp_sb_puts(&b, "}}\n");
+    *out = rbp_sb_take(&b);
+    return *out ? RBPEEK_OK : rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+}

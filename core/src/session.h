@@ -48,6 +48,9 @@ struct rbpeek_session {
     uint64_t vm;
     char vm_source[160];
     uint64_t global_symbols;    /* &ruby_global_symbols, 0 if unknown */
+    uint64_t version_addr;      /* &ruby_version, 0 if --ruby-version was used */
+    /* How each symbol was found (static strings), for `ruby info`. */
+    const char *version_how, *vm_ptr_how, *global_symbols_how;
 
     /* Caches that survive rbpeek_session_invalidate (keyed by addresses of
      * objects that are immutable while alive, and validated on use). */

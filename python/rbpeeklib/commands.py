@@ -293,21 +293,18 @@ found, the memory source, and read statistics."""
 
     def run(self, dbg, argv):
         args = parse_args(self.name, argv, lambda p: None)
-        session = self.sessions.get(dbg, args)
-        info = session.info()
-        lines = ["Ruby version:  %s" % info["ruby_version"],
-                 "Layout:        %s" % info["layout_source"],
-                 "VM:            0x%x (%s)" % (info["vm_addr"], info["vm_source"])]
-        for sym in ("ruby_version", "ruby_current_vm_ptr", "ruby_global_symbols"):
-            addr = None
-            try:
-                addr = dbg.lookup_symbol(sym)
-            except Exception:
-                addr = None
-            lines.append("Symbol:        %-22s %s" % (sym, "0x%x" % addr if addr else "(not found via debugger)"))
-        lines.append("Memory:        %s" % ("/proc/%d/mem" % dbg.live_pid() if dbg.live_pid() else "debugger reads"))
-        if info["warning"]:
-            lines.append("Warning:       %s" % info["warning"])
+        d = self.sessions.get(dbg, args).describe()
+        memory = {"proc": "/proc/%s/mem (direct)" % dbg.live_pid(), "callback": "through the debugger",
+                  "core": "core file"}.get(d["memory_source"], d["memory_source"])
+        lines = ["Ruby version:  %s" % d["ruby_version"],
+                 "Layout:        %s" % d["layout_source"],
+                 "VM:            0x%x (%s)" % (d["vm"], d["vm_found_by"]),
+                 "Memory:        %s" % memory]
+        for name, sym in d["symbols"].items():
+            where = "0x%x  (%s)" % (sym["address"], sym["found_by"]) if sym["address"] else "not found"
+            lines.append("Symbol:        %-20s %s" % (name, where))
+        if d["warning"]:
+            lines.append("Warning:       %s" % d["warning"])
         dbg.write("\n".join(lines) + "\n")
 
 

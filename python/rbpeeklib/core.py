@@ -93,6 +93,7 @@ def lib():
         "rbpeek_session_warning": (cp, [vp]),
         "rbpeek_session_vm_addr": (u64, [vp]),
         "rbpeek_session_vm_source": (cp, [vp]),
+        "rbpeek_session_describe": (st, [vp, ctypes.POINTER(ctypes.c_void_p)]),
         "rbpeek_session_read_stats": (None, [vp, ctypes.POINTER(ReadStats)]),
         "rbpeek_session_reset_read_stats": (None, [vp]),
         "rbpeek_snapshot_take": (st, [vp, ctypes.c_size_t, ctypes.POINTER(vp)]),
@@ -298,6 +299,16 @@ class Session:
                 "warning": _s(L.rbpeek_session_warning(self._h)),
                 "vm_addr": L.rbpeek_session_vm_addr(self._h),
                 "vm_source": _s(L.rbpeek_session_vm_source(self._h))}
+
+    def describe(self):
+        """What attach found and how (see rbpeek_session_describe)."""
+        import json
+        out = ctypes.c_void_p()
+        self._check(lib().rbpeek_session_describe(self._h, ctypes.byref(out)))
+        try:
+            return json.loads(ctypes.string_at(out.value).decode("utf-8", "replace"))
+        finally:
+            lib().rbpeek_free(out)
 
     def read_stats(self):
         st = ReadStats()

@@ -110,8 +110,10 @@ def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300)
         argv = ["gdb", "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off"]
         if pid:
             argv += ["-p", str(pid)]
-        else:
+        elif exe:
             argv += [exe, core]
+        else:  # a core alone: the debugger has no binaries, so no symbols
+            argv += ["-c", core]
         argv += ["-ex", "source " + GDB_PLUGIN]
         for c in commands:
             argv += ["-ex", c]
@@ -120,7 +122,7 @@ def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300)
         if pid:
             argv += ["-p", str(pid)]
         else:
-            argv += ["-c", core, exe]
+            argv += ["-c", core] + ([exe] if exe else [])
         argv += ["-o", "command script import " + LLDB_PLUGIN]
         for c in commands:
             argv += ["-o", c]
