@@ -345,7 +345,8 @@ RBPEEK_API rbpeek_status rbpeek_heap_dump(rbpeek_session *s, const char *path, r
 
 typedef struct rbpeek_sample_options {
     int per_thread;             /* nonzero: a root frame naming the thread,
-                                 * 'Thread "NAME" (tid N)' / 'Thread main (tid N)' */
+                                 * 'Thread "NAME" (tid N)' / 'Thread main (tid N)'
+                                 * (the TID where Ruby keeps it: 3.1 and later) */
     int on_cpu;                 /* nonzero: keep only threads on a CPU: Ruby status
                                  * RUNNABLE and, when pid > 0, the kernel reports the
                                  * thread outside any system call (/proc/PID/task/TID/
@@ -376,6 +377,18 @@ typedef struct rbpeek_sample_result {
 RBPEEK_API rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,
                                                      const rbpeek_sample_options *opt,
                                                      rbpeek_sample_result *result);
+
+/* Kernel TIDs of snap's threads as (pthread_t, TID) pairs, for on_cpu and
+ * thread selection on Rubies that keep only a thread's pthread_t (before
+ * 3.1) under a debugger that cannot tell a thread's pthread_t either (lldb
+ * 16 shows no fs_base). The TID is read from glibc's struct pthread: its
+ * offset is found as the place where the main thread's holds pid (a
+ * process's main thread has TID = pid), and each value read must name a
+ * thread in /proc/PID/task. Threads whose TID Ruby keeps are passed through.
+ * Writes at most max_pairs pairs; *npairs says how many. Fails with
+ * RBPEEK_ERR_NOT_FOUND when the offset cannot be found. */
+RBPEEK_API rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snapshot *snap, int pid,
+                                                      uint64_t *pairs, size_t max_pairs, size_t *npairs);
 
 #ifdef __cplusplus
 }

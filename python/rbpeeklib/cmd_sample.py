@@ -31,7 +31,7 @@ import threading
 import time
 
 from .commands import Command, map_threads, parse_args
-from .core import Profile, RbpeekError, SampleOptions, Sampler
+from .core import Profile, RbpeekError, SampleOptions, Sampler, resolve_tids
 
 SAMPLE_SIGNAL = signal.SIGURG
 PROGRESS_EVERY = 0.25       # seconds between progress updates on a terminal
@@ -207,10 +207,10 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         opts.pid = pid
         only = None
         if args.threads == "current":
-            only = self._current_thread(dbg, session, args.max_frames)
+            only = self._current_thread(dbg, session, pid)
             opts.only_tid = only["native_tid"] or 0
             opts.only_pthread = only["pthread_id"] or 0
-        tid_map = _TidMap(dbg, opts) if args.on_cpu else None
+        tid_map = _TidMap(dbg, session, opts, pid) if args.on_cpu else None
 
         profile = Profile()
         sampler = Sampler(session, profile, opts, args.max_frames)
@@ -322,15 +322,25 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         return outs
 
     @staticmethod
-    def _current_thread(dbg, session, max_frames):
+    def _current_thread(dbg, session, pid):
         sel = dbg.selected_thread()
         if sel is None:
             raise RbpeekError("--threads current: no thread is selected")
         with session.snapshot(1) as snap:
             threads = map_threads(dbg, snap.threads())
-        for t in threads:
-            if t.get("dbg_num") == sel["num"]:
-                return t
+            found = [t for t in threads if t.get("dbg_num") == sel["num"]]
+            if not found and sel.get("tid"):
+                # A Ruby that keeps no TID, under a debugger that cannot
+                # tell the pthread_t either: go by glibc's record of the TID.
+                try:
+                    by_pthread = dict(resolve_tids(session, snap, pid))
+                except RbpeekError:
+                    by_pthread = {}
+                found = [t for t in threads if t["pthread_id"] and by_pthread.get(t["pthread_id"]) == sel["tid"]]
+                for t in found:
+                    t["native_tid"] = sel["tid"]
+        if found:
+            return found[0]
         raise RbpeekError("--threads current: thread %s (tid %s) is not a Ruby thread; select one with "
                           "'thread N' (see 'ruby threads')" % (sel["num"], sel.get("tid")))
 
@@ -452,11 +462,12 @@ class _Progress:
 
 
 class _TidMap:
-    """(pthread_t, TID) pairs from the debugger, for --on-cpu on Rubies that
-    keep no TID (before 3.1); refreshed when a thread was not found in it."""
+    """(pthread_t, TID) pairs for --on-cpu on Rubies that keep no TID
+    (before 3.1): from glibc's thread descriptors (resolve_tids), else from
+    the debugger's thread list; refreshed when a thread was not found in it."""
 
-    def __init__(self, dbg, opts):
-        self.dbg, self.opts = dbg, opts
+    def __init__(self, dbg, session, opts, pid):
+        self.dbg, self.session, self.opts, self.pid = dbg, session, opts, pid
         self.arr = None
         self.last = 0.0
         self.refresh(time.perf_counter())
@@ -465,11 +476,17 @@ class _TidMap:
         self.last = now
         pairs = []
         try:
-            for t in self.dbg.threads():
-                if t.get("pthread") and t.get("tid"):
-                    pairs += [t["pthread"], t["tid"]]
-        except Exception:
+            with self.session.snapshot(1) as snap:
+                pairs = [x for pair in resolve_tids(self.session, snap, self.pid) for x in pair]
+        except RbpeekError:
             pairs = []
+        if not pairs:
+            try:
+                for t in self.dbg.threads():
+                    if t.get("pthread") and t.get("tid"):
+                        pairs += [t["pthread"], t["tid"]]
+            except Exception:
+                pairs = []
         self.arr = (ctypes.c_uint64 * max(1, len(pairs)))(*pairs)
         self.opts.tid_map = ctypes.cast(self.arr, ctypes.POINTER(ctypes.c_uint64))
         self.opts.tid_map_pairs = len(pairs) // 2

@@ -124,6 +124,8 @@ def lib():
     sigs["rbpeek_profile_write_svg"] = (st, [vp, cp, ctypes.POINTER(SvgOptions)])
     sigs["rbpeek_profile_write_speedscope"] = (st, [vp, cp])
     sigs["rbpeek_profile_add_snapshot"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(SampleResult)])
+    sigs["rbpeek_snapshot_resolve_tids"] = (st, [vp, vp, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,
+                                                 ctypes.POINTER(ctypes.c_size_t)])
     missing = []
     for name, (res, args) in sigs.items():
         try:
@@ -493,3 +495,12 @@ class Sampler:
 
     def error(self):
         return self._session.error()
+
+
+def resolve_tids(session, snapshot, pid):
+    """[(pthread_t, TID)] of the snapshot's threads (rbpeek_snapshot_resolve_tids)."""
+    cap = max(1, lib().rbpeek_snapshot_thread_count(snapshot._h))
+    arr = (ctypes.c_uint64 * (2 * cap))()
+    n = ctypes.c_size_t()
+    session._check(lib().rbpeek_snapshot_resolve_tids(session._h, snapshot._h, int(pid), arr, cap, ctypes.byref(n)))
+    return [(arr[2 * i], arr[2 * i + 1]) for i in range(n.value)]

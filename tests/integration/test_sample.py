@@ -35,8 +35,8 @@ import harness
 from harness import Failure
 
 TOLERANCE = 5.0   # percentage points
-SAMPLES = 1500
-RATE = 250
+SAMPLES = 3000
+RATE = 500
 
 
 class SplitTarget(harness.Target):
