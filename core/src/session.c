@@ -40,9 +40,16 @@ rbpeek_status rbp_fail(rbpeek_session *s, rbpeek_status status, const char *fmt,
 
 void rbp_warn(rbpeek_session *s, const char *fmt, ...)
 {
+    /* Warnings accumulate on one line: attach may have several to say. */
+    size_t used = strlen(s->warning);
+    if (used && used + 2 < sizeof s->warning) {
+        memcpy(s->warning + used, "; ", 3);
+        used += 2;
+    }
+    if (used + 1 >= sizeof s->warning) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->warning, sizeof s->warning, fmt, ap);
+    vsnprintf(s->warning + used, sizeof s->warning - used, fmt, ap);
     va_end(ap);
 }
 

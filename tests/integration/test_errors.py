@@ -93,6 +93,17 @@ def test_ruby_cases(debugger, workdir):
             still_usable(debugger, out, what)
             target.assert_left_running()
 
+        # Another patch release of a known minor line: the nearest table, with
+        # one warning line, and the backtrace still printed.
+        rc, out = harness.run_debugger(debugger, then_marker(debugger, "ruby bt -a --ruby-version 3.1.4"),
+                                       pid=target.pid)
+        harness.assert_no_traceback(out)
+        warnings = [l for l in rbpeek_lines(out) if "warning" in l]
+        if len(warnings) != 1 or "nearest table (3.1.2)" not in warnings[0] or "in `park_forever'" not in out:
+            raise Failure("--ruby-version 3.1.4: expected one nearest-table warning and a backtrace:\n"
+                          + out[-2000:])
+        harness.log("ok   %-34s %s" % ("nearest patch release", warnings[0].strip()[:150]))
+
         # Select the native thread the program started with pthread_create(pause):
         # it is the only thread whose innermost frame is in pause().
         if not os.path.exists(os.path.join(workdir, "native_thread")):
