@@ -197,10 +197,12 @@ class LldbAdapter(DebuggerAdapter):
             return False
 
     def progress(self, text):
+        # Straight to the debugger's output (an SBFile: GetOutputFileHandle's
+        # Python file is opened for reading in lldb 16).
         try:
-            out = self.debugger.GetOutputFileHandle()
-            out.write(text)
-            out.flush()
+            out = self.debugger.GetOutputFile()
+            out.Write(text.encode("utf-8", "replace"))
+            out.Flush()
         except Exception:
             pass
 

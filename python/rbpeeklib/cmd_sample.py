@@ -298,7 +298,12 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             pid, version, st.samples, _fmt_rate(rate), " (on-CPU)" if args.on_cpu else "")
         profile.set_meta("title", title)
         written = self._write(dbg, profile, outputs, title)
-        dbg.write(self._summary(st, profile, pid, version, interval, rate, end, written, args, only))
+        summary = self._summary(st, profile, pid, version, interval, rate, end, written, args, only)
+        if end.startswith("interrupted"):
+            # lldb drops the result of an interrupted command: print it now.
+            dbg.progress(summary)
+        else:
+            dbg.write(summary)
         if failure is not None:
             if isinstance(failure, RbpeekError):
                 raise RbpeekError("ruby sample stopped after %d samples: %s" % (st.samples, failure))

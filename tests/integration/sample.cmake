@@ -1,1 +1,10 @@
+# ruby sample: accuracy against the target's own CPU-clock split, thread
+# selection and --on-cpu, on every Ruby and debugger (core: the refusal).
 rbpeek_matrix_test(sample test_sample.py)
+# Target exit, Ctrl-C, an exception and a KeyboardInterrupt mid-sampling:
+# debugger logic more than Ruby, so two Rubies (stripped and DWARF, old and new).
+foreach(ruby debian-3.1 3.4.5)
+  foreach(dbg gdb lldb)
+    rbpeek_plain_test(sample_safety.${ruby}.${dbg} test_sample_safety.py ${ruby} ${dbg})
+  endforeach()
+endforeach()

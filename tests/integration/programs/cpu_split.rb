@@ -4,7 +4,7 @@
 # the time the thread really ran: time stopped under a debugger, or waiting
 # for the GVL, is not counted.
 #
-#   ruby cpu_split.rb OUT_DIR [--burner] [--exit-after SECONDS]
+#   ruby cpu_split.rb OUT_DIR [--burner] [--exit-on-file]
 #
 # (The options may also come from RBPEEK_CPU_SPLIT_ARGS, since the test
 # harness starts every program as "ruby PROGRAM OUT_DIR".)
@@ -18,14 +18,15 @@
 # Two threads that never run sit beside it (one
 # in sleep, one blocked reading a pipe), and with --burner a third thread
 # burns CPU too, so that at any moment one of the two CPU-bound threads
-# holds the GVL and the other waits for it. --exit-after makes the program
-# exit by itself that long after it is ready, for the test of a target exiting during sampling.
+# holds the GVL and the other waits for it. --exit-on-file makes the program
+# exit as soon as OUT_DIR/exit appears, for the test of a target exiting
+# during sampling.
 # Runs unchanged on Ruby 2.7 to 3.4, with no gems.
 
-OUT = ARGV[0] or abort("usage: cpu_split.rb OUT_DIR [--burner] [--exit-after SECONDS]")
+OUT = ARGV[0] or abort("usage: cpu_split.rb OUT_DIR [--burner] [--exit-on-file]")
 OPTS = ARGV[1..-1] + ENV.fetch("RBPEEK_CPU_SPLIT_ARGS", "").split
 BURNER = OPTS.include?("--burner")
-EXIT_AFTER = (i = OPTS.index("--exit-after")) ? OPTS[i + 1].to_f : nil
+EXIT_FILE = OPTS.include?("--exit-on-file") ? File.join(OUT, "exit") : nil
 
 def cpu_now
   Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)
@@ -78,7 +79,6 @@ if BURNER
   burner.name = "burner"
 end
 
-started = nil
 warm = 0
 last_report = 0.0
 loop do
@@ -94,12 +94,7 @@ loop do
   if now - last_report >= LOG_EVERY
     report
     last_report = now
+    exit!(0) if EXIT_FILE && File.exist?(EXIT_FILE)
   end
-  if warm == 20
-    File.write(File.join(OUT, "ready"), Process.pid.to_s)
-    started = now
-  end
-  if EXIT_AFTER && started && now - started > EXIT_AFTER
-    exit!(0)
-  end
+  File.write(File.join(OUT, "ready"), Process.pid.to_s) if warm == 20
 end
