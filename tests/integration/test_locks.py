@@ -26,6 +26,7 @@ every thread sleeps. The target must be left running.
 
 import json
 import os
+import re
 import sys
 
 import harness
@@ -53,8 +54,9 @@ class Checker:
             self.problems.append("%s: %s" % (self.label, what))
 
 
-def check_threads(c, expected, threads_doc, locks_doc):
-    """Per-thread facts, from both commands (they must agree)."""
+def check_threads(c, expected, threads_doc, locks_doc, dbg_tids):
+    """Per-thread facts, from both commands (they must agree). dbg_tids maps
+    the debugger's thread numbers to TIDs, from its own thread list."""
     mutex_addr = {role: m["address"] for role, m in expected["mutexes"].items()}
     role_of = {m["address"]: role for role, m in expected["mutexes"].items()}
     for source, doc in (("threads", threads_doc), ("locks", locks_doc)):
@@ -67,7 +69,8 @@ def check_threads(c, expected, threads_doc, locks_doc):
             if t is None:
                 c.problems.append("%s: missing (rbpeek lists %s)" % (where, sorted(n or "?" for n in by_name)))
                 continue
-            c.true("%s: no debugger thread number" % where, t["debugger_thread"] is not None)
+            c.eq(where + " TID", t["native_tid"], exp["tid"])
+            c.eq(where + " TID of its debugger thread number", dbg_tids.get(t["debugger_thread"]), exp["tid"])
             ew, w = exp["wait"], t["waiting_on"]
             if ew["kind"] == "running":
                 c.eq(where + " state", t["state"], "runnable")
@@ -107,6 +110,20 @@ def check_threads(c, expected, threads_doc, locks_doc):
                 f = t["top_frame"] or {}
                 c.eq(where + " top frame", (f.get("label"), f.get("path"), f.get("lineno")),
                      (top["label"], top["path"], top["lineno"]))
+
+
+def debugger_tids(debugger, output):
+    """{thread number: TID} from gdb's 'info threads' or lldb's 'thread list'."""
+    out = {}
+    for line in output.splitlines():
+        if debugger == "gdb":
+            m = re.match(r"^[ *]*(\d+)\s+Thread 0x[0-9a-f]+ \(LWP (\d+)\)", line) or \
+                re.match(r"^[ *]*(\d+)\s+LWP (\d+)", line)
+        else:
+            m = re.match(r"^[ *]*thread #(\d+): tid = (\d+)", line)
+        if m:
+            out[int(m.group(1))] = int(m.group(2))
+    return out
 
 
 def check_locks(c, expected, locks):
@@ -185,7 +202,7 @@ def run_scenario(ruby_spec, debugger, mode, scenario, workdir):
         paths = {k: os.path.join(workdir, "%s.json" % k) for k in ("threads", "locks")}
         text_path = os.path.join(workdir, "locks.txt")
         cmds = ["ruby threads --json -o " + paths["threads"], "ruby locks --json -o " + paths["locks"],
-                "ruby locks -o " + text_path, "ruby threads"]
+                "ruby locks -o " + text_path, "ruby threads", "info threads" if debugger == "gdb" else "thread list"]
         if mode == "live":
             rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
         else:
@@ -203,7 +220,7 @@ def run_scenario(ruby_spec, debugger, mode, scenario, workdir):
         expected = target.expected()
         c = Checker(scenario)
         c.eq("Ruby version", docs["locks"]["ruby_version"], expected["ruby_version"])
-        check_threads(c, expected, docs["threads"], docs["locks"])
+        check_threads(c, expected, docs["threads"], docs["locks"], debugger_tids(debugger, output))
         check_locks(c, expected, docs["locks"])
         check_text(c, expected, text)
         if c.problems:

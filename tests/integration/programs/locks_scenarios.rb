@@ -29,6 +29,7 @@
 
 require "objspace"
 require "monitor"
+require "fiber" # Fiber#alive? on 2.7
 
 OUT = ARGV[0] or abort("usage: locks_scenarios.rb OUT_DIR [stuck|healthy]")
 SCENARIO = ARGV[1] || ENV["RBPEEK_LOCKS_SCENARIO"] || "stuck"
@@ -81,10 +82,18 @@ def assert_owned(*mutexes)
   mutexes.each { |m| m.owned? or abort("#{Thread.current.name}: does not own #{m.inspect}") }
 end
 
+# The kernel's TID of the calling thread (Thread#native_thread_id is 3.1+).
+def my_tid
+  File.readlink("/proc/thread-self")[/\d+\z/].to_i
+end
+$tids = {"<main>" => my_tid}
+
 def spawn(name, &body)
   t = Thread.new do
     Thread.current.name = name
     Thread.current.report_on_exception = true
+    tid = my_tid
+    EXPECT_LOCK.synchronize { $tids[name] = tid }
     body.call
   end
   $all << t
@@ -271,6 +280,7 @@ $all.each do |t|
   $threads[t.name]["status"] = t.status
 end
 record_thread("<main>", {"kind" => "sleep", "timeout" => false}, $main_holds)
+$threads.each { |name, t| t["tid"] = $tids.fetch(name) }
 
 doc = {
   "ruby_version" => RUBY_VERSION,
