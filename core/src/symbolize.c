@@ -8,8 +8,8 @@
  * (or the positions array, where one is still present).
  *
  * Everything read here is cached per iseq (and per iseq+owner for 3.4
- * labels), because a sampler sees the same few hundred iseqs thousands of
- * times. Entries are validated against the iseq's current body pointer, so a
+ * labels, per iseq+pc for line numbers), because a sampler sees the same few
+ * hundred iseqs thousands of times. Entries are validated against the iseq's current body pointer, so a
  * freed-and-reused iseq slot is noticed.
  */
 #include "symbolize.h"
@@ -30,9 +30,20 @@ struct rbp_symcache {
     rbp_addrmap cfuncs;  /* hash(owner, id) -> label_entry (3.4 C labels) */
 };
 
+/* Line numbers already computed for an iseq, by pc: an iseq's line table
+ * never changes, and a sampler asks for the same few pcs of a hot method
+ * over and over (each lookup reads up to three pages of the target).
+ * Direct-mapped by pc; allocated on first use. */
+#define LINE_MEMO 32
+typedef struct line_memo {
+    uint64_t pc[LINE_MEMO];   /* 0 = empty */
+    int32_t line[LINE_MEMO];
+} line_memo;
+
 typedef struct iseq_entry {
-    rbp_iseq_info info;
+    rbp_iseq_info info;       /* first: rbp_iseq_lineno gets back here from it */
     char *label, *path, *abspath;
+    line_memo *lines;
 } iseq_entry;
 
 typedef struct label_entry {
@@ -47,6 +58,7 @@ static void free_iseq_entry(void *p)
     free(e->label);
     free(e->path);
     free(e->abspath);
+    free(e->lines);
     free(e);
 }
 
@@ -181,7 +193,23 @@ static bool succ_lookup(rbpeek_session *s, uint64_t table, uint32_t pos, uint32_
     return true;
 }
 
+static int iseq_lineno_uncached(rbpeek_session *s, const rbp_iseq_info *in, uint64_t pc);
+
 int rbp_iseq_lineno(rbpeek_session *s, const rbp_iseq_info *in, uint64_t pc)
+{
+    /* Every rbp_iseq_info handed out is the first member of an iseq_entry. */
+    iseq_entry *e = (iseq_entry *)(uintptr_t)in;
+    size_t slot = (size_t)((pc >> 3) % LINE_MEMO);
+    if (pc && e->lines && e->lines->pc[slot] == pc) return e->lines->line[slot];
+    int line = iseq_lineno_uncached(s, in, pc);
+    if (pc && (e->lines || (e->lines = calloc(1, sizeof *e->lines)))) {
+        e->lines->pc[slot] = pc;
+        e->lines->line[slot] = line;
+    }
+    return line;
+}
+
+static int iseq_lineno_uncached(rbpeek_session *s, const rbp_iseq_info *in, uint64_t pc)
 {
     const rbp_layout *L = &s->layout;
     if (!pc || pc < in->iseq_encoded) return 0;
