@@ -26,7 +26,10 @@ every thread sleeps. The target must be left running.
 
 import json
 import os
+import random
 import re
+import shutil
+import struct
 import sys
 
 import harness
@@ -203,6 +206,7 @@ def run_scenario(ruby_spec, debugger, mode, scenario, workdir):
         text_path = os.path.join(workdir, "locks.txt")
         cmds = ["ruby threads --json -o " + paths["threads"], "ruby locks --json -o " + paths["locks"],
                 "ruby locks -o " + text_path, "ruby threads", "info threads" if debugger == "gdb" else "thread list"]
+        core = None
         if mode == "live":
             rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
         else:
@@ -227,12 +231,92 @@ def run_scenario(ruby_spec, debugger, mode, scenario, workdir):
             raise Failure("%d mismatches:\n  %s\n--- ruby locks:\n%s" % (len(c.problems), "\n  ".join(c.problems[:40]),
                                                                       text[-4000:]))
         target.assert_left_running()
+        if core and scenario == "stuck":
+            fuzz_core(debugger, ruby, core, docs["locks"], workdir)
         harness.log("%s %s %s %s: %d threads, %d Mutexes, %d deadlocks, %d never released: as Ruby says"
                     % (ruby_spec, debugger, mode, scenario, len(docs["threads"]["threads"]),
                        len(docs["locks"]["mutexes"]), len(docs["locks"]["deadlocks"]),
                        len(docs["locks"]["never_released"])))
     finally:
         target.close()
+
+
+def core_segments(core):
+    """(vaddr, file offset, size) of the core's PT_LOAD segments with contents."""
+    with open(core, "rb") as f:
+        eh = f.read(64)
+        phoff, = struct.unpack_from("<Q", eh, 32)
+        phentsize, phnum = struct.unpack_from("<HH", eh, 54)
+        f.seek(phoff)
+        ph = f.read(phentsize * phnum)
+    segs = []
+    for i in range(phnum):
+        p_type, _flags, p_offset, p_vaddr, _p, p_filesz = struct.unpack_from("<IIQQQQ", ph, i * phentsize)
+        if p_type == 1 and p_filesz:
+            segs.append((p_vaddr, p_offset, p_filesz))
+    return segs
+
+
+def fuzz_core(debugger, ruby, core, locks, workdir, rounds=4):
+    """Damages copies of the core right where the analysis reads (the Mutex,
+    Queue, Thread and fiber objects and structs it reported, and around
+    them) and checks each copy gives valid JSON or one rbpeek error line,
+    never a traceback, a crash or a hang, and leaves the debugger usable."""
+    text = json.dumps(locks)
+    addrs = sorted({int(a, 16) for a in re.findall(r'"(0x[0-9a-f]+)"', text)})
+    segs = core_segments(core)
+
+    def offset_of(addr):
+        for va, off, size in segs:
+            if va <= addr < va + size - 512:
+                return off + addr - va
+        return None
+
+    rng = random.Random(0x10c5)
+    for r in range(rounds):
+        damaged = os.path.join(workdir, "damaged.core")
+        shutil.copyfile(core, damaged)
+        with open(damaged, "r+b") as f:
+            for _ in range(30):
+                addr = (rng.choice(addrs) + rng.randrange(-64, 64) * 8) & ~7
+                off = offset_of(addr)
+                if off is None:
+                    continue
+                f.seek(off)
+                n = rng.choice([8, 16, 64, 512])
+                kind = rng.randrange(4)
+                if kind == 0:
+                    f.write(os.urandom(n))
+                elif kind == 1:
+                    f.write(b"\xff" * n)
+                elif kind == 2:
+                    f.write(b"\0" * n)
+                else:  # self-references: loops for every list walk
+                    f.write(b"".join((addr + 8 * i).to_bytes(8, "little") for i in range(n // 8)))
+        out_json = os.path.join(workdir, "damaged-locks.json")
+        if os.path.exists(out_json):
+            os.remove(out_json)
+        cmd = "ruby locks --json -o " + out_json
+        if debugger == "gdb":
+            cmds = [cmd, "ruby threads", "echo after-marker\\n"]
+        else:
+            cmds = ["script lldb.debugger.HandleCommand(%r); lldb.debugger.HandleCommand('ruby threads'); "
+                    "print('after-marker')" % cmd]
+        rc, output = harness.run_debugger(debugger, cmds, exe=ruby, core=damaged, timeout=120)
+        harness.assert_no_traceback(output)
+        if "after-marker" not in output:
+            raise Failure("damaged core %d: the debugger did not survive:\n%s" % (r, output[-2000:]))
+        if os.path.exists(out_json):
+            with open(out_json, encoding="utf-8") as f:
+                doc = json.load(f)  # must be valid
+            verdict = "JSON: %d threads, %d Mutexes, %d deadlocks" % (len(doc["threads"]), len(doc["mutexes"]),
+                                                                     len(doc["deadlocks"]))
+        else:
+            errs = [ln for ln in output.splitlines() if "rbpeek:" in ln]
+            if not errs:
+                raise Failure("damaged core %d: neither JSON nor an rbpeek error:\n%s" % (r, output[-2000:]))
+            verdict = errs[0].strip()[:100]
+        harness.log("ok   damaged core %d: %s" % (r, verdict))
 
 
 class ScenarioTarget(harness.Target):
