@@ -1,8 +1,8 @@
 /*
  * Threads and locks (see locks.h): reads, per thread, what the interpreter
  * records about its waits and holdings, classifies the rest from the
- * receivers of its innermost frames, builds the waits-for graph and renders
- * everything as one JSON document.
+ * receivers of its innermost frames, and finds each Mutex's owner and each
+ * ractor's GVL owner. locks_json.c turns the result into verdicts and JSON.
  *
  * Version differences handled here:
  *  - A Mutex's owner is a thread before 3.0 (mutex->th) and a fiber from 3.0
@@ -28,21 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addrmap.h"
+#include "locks_model.h"
 #include "robject.h"
-#include "strbuf.h"
 #include "symbolize.h"
-#include "waitgraph.h"
 
 #define MAX_RAW_FRAMES 512      /* control frames read per thread */
-#define MAX_SCAN_FRAMES 64      /* reported frames whose receivers are examined */
 #define CLASSIFY_DEPTH 3        /* innermost frames that can say what a thread waits in */
 #define MAX_LIST 100000         /* bound on every list walk */
 #define MAX_STACK_WORDS 65536   /* bound on the VM stack words scanned per thread */
-#define NAME_MAX_LEN 64
 
-/* th->status values (enum rb_thread_status, the same 2.7 - 3.4). */
-enum { TH_RUNNABLE = 0, TH_STOPPED = 1, TH_STOPPED_FOREVER = 2, TH_KILLED = 3 };
 enum { FIBER_TERMINATED = 3 };
 #define VM_FRAME_MAGIC_MASK 0x7fff0001u
 #define VM_FRAME_MAGIC_CFUNC 0x55550001u
@@ -53,81 +47,6 @@ enum { FIBER_TERMINATED = 3 };
  * read from it is validated. */
 #define MONITOR_COUNT_OFF 0
 #define MONITOR_MUTEX_OFF 16
-
-typedef enum wait_kind {
-    W_NONE, W_MUTEX, W_CONDVAR, W_QUEUE, W_SQ_POP, W_SQ_PUSH, W_JOIN, W_IO, W_SELECT,
-    W_SLEEP, W_MUTEX_SLEEP, W_STOP, W_OTHER, W_DEAD,
-} wait_kind;
-
-static const char *const wait_kind_names[] = {
-    "none", "mutex", "condvar", "queue", "sized_queue", "sized_queue_push", "join", "io", "select",
-    "sleep", "mutex_sleep", "stop", "other", "dead",
-};
-
-typedef enum recv_kind { RK_OTHER, RK_MUTEX, RK_QUEUE, RK_SZQUEUE, RK_CONDVAR, RK_THREAD, RK_MONITOR, RK_IO, RK_CLASS } recv_kind;
-
-typedef enum owner_state { OWN_NONE, OWN_THREAD, OWN_DEAD_FIBER, OWN_UNKNOWN } owner_state;
-static const char *const owner_state_names[] = {"none", "thread", "dead_fiber", "unknown"};
-
-typedef struct lk_frame {
-    uint64_t self, ep;
-    char name[NAME_MAX_LEN];  /* the method's name, "" if not a method frame we classify */
-    bool cfunc;
-} lk_frame;
-
-typedef struct lk_thread {
-    const rbpeek_thread *t;
-    uint64_t th, ec, fiber, ractor;
-    int status;
-    uint64_t locking_mutex;   /* Mutex VALUE it is blocked on, or 0 */
-    uint64_t keeping;         /* first rb_mutex_t of th->keeping_mutexes */
-    wait_kind kind;
-    char method[NAME_MAX_LEN];
-    uint64_t object;          /* what it waits on (Mutex, Queue, CV, IO, Thread VALUE) */
-    const char *object_class;
-    uint64_t cv_mutex;        /* condvar: the Mutex it re-locks on wake-up */
-    uint64_t monitor;         /* mutex wait through Monitor#enter */
-    long target;              /* join: thread index, or -1 */
-    long mutex;               /* mutex wait: index into the mutex table, or -1 */
-    int fd;                   /* io: the file descriptor, or -1 */
-    int timeout;              /* 1 the wait has a timeout, 0 it has none, -1 not applicable/unknown */
-    int confirmed;            /* 1 found in the object's wait queue, 0 not found, -1 not checked */
-    long qlen, qwaiting;      /* queue: items, and waiters Ruby counts; -1 unknown */
-    long join_waiter_of;      /* join_list says this thread joins that one, or -1 */
-    size_t sleep_frame;       /* sleep: its frame */
-    char note[240];
-    char error[160];
-    bool gvl;
-    lk_frame frames[MAX_SCAN_FRAMES];
-    size_t nframes;
-} lk_thread;
-
-typedef struct lk_mutex {
-    uint64_t data;            /* rb_mutex_t: the identity */
-    uint64_t value;           /* the Mutex object, 0 until found */
-    const char *value_from;   /* how the object was found */
-    long listed_by;           /* thread whose keeping_mutexes lists it, or -1 */
-    owner_state owner_state;
-    long owner;               /* thread index, or -1 */
-    uint64_t owner_raw;       /* owning fiber (3.x) or rb_thread_t (2.7) */
-    int owner_fiber_current;  /* 3.x: 1 if the owner fiber is its thread's current one; -1 n/a */
-    long queued;              /* entries in its wait queue, -1 unknown */
-    uint64_t monitor;         /* the Monitor this Mutex belongs to, or 0 */
-    long monitor_count;       /* that Monitor's entry count, or -1 */
-    bool owner_read;          /* its owner field could be read */
-} lk_mutex;
-
-typedef struct lk_ctx {
-    rbpeek_session *s;
-    const rbp_layout *L;
-    lk_thread *th;
-    size_t n;
-    rbp_addrmap by_th, by_value, by_data, type_names, waitqs;
-    lk_mutex *mx;
-    size_t nmx, capmx;
-    rbp_strbuf notes;
-    size_t nnotes;
-} lk_ctx;
 
 /* --- small helpers ------------------------------------------------------------ */
 
@@ -181,7 +100,7 @@ static const char *typed_data(lk_ctx *c, uint64_t v, uint64_t *data)
     const char *name = rbp_addrmap_get(&c->type_names, type);
     if (!name) {
         uint64_t str = 0;
-        char buf[NAME_MAX_LEN];
+        char buf[LK_NAME_MAX];
         if (!read_u64_at(c, type, RBP_L_data_type_name, &str) || !str ||
             !rbp_mem_cstr(c->s->mem, str, buf, sizeof buf))
             return NULL;
@@ -376,7 +295,7 @@ static void read_frames(lk_ctx *c, lk_thread *t)
     if (!raw) return;
     nraw = rbp_mem_read_partial(s->mem, cfp, raw, (size_t)(nraw * cfp_size)) / cfp_size;
     bool is33 = rbp_ver_ge(s, 3, 3);
-    for (uint64_t i = 0; i < nraw && t->nframes < MAX_SCAN_FRAMES; i++) {
+    for (uint64_t i = 0; i < nraw && t->nframes < LK_MAX_SCAN_FRAMES; i++) {
         const uint8_t *f = raw + i * cfp_size;
         uint64_t pc = rbp_field_extract(L, RBP_L_cfp_pc, f), iseq = rbp_field_extract(L, RBP_L_cfp_iseq, f);
         uint64_t ep = rbp_field_extract(L, RBP_L_cfp_ep, f), self = rbp_field_extract(L, RBP_L_cfp_self, f);
@@ -652,7 +571,7 @@ static void classify(lk_ctx *c, size_t i)
         uint64_t monitor = t->kind == W_MUTEX ? t->monitor : 0;
         if (t->kind != W_MUTEX || t->object != t->locking_mutex) {
             const char *method = t->kind == W_MUTEX ? t->method : "lock";
-            char m[NAME_MAX_LEN];
+            char m[LK_NAME_MAX];
             snprintf(m, sizeof m, "%s", method);
             set_wait(t, W_MUTEX, m, t->locking_mutex, RK_MUTEX);
         }
@@ -676,22 +595,16 @@ static void classify(lk_ctx *c, size_t i)
         t->confirmed = 1;
     } else if (t->kind == W_JOIN) {
         t->target = idx_get(&c->by_value, t->object);
-        t->confirmed = 0;
-        snprintf(t->note, sizeof t->note, "in Thread#%s but not in the target's join list (about to wait, or "
-                 "just woken)", t->method);
+        if (c->have_join_lists) {
+            t->confirmed = 0;
+            snprintf(t->note, sizeof t->note, "in Thread#%s but not in the target's join list (about to wait, or "
+                     "just woken)", t->method);
+        }
     }
     describe_object(c, t);
 }
 
 /* --- GVL ---------------------------------------------------------------------------------- */
-
-typedef struct gvl_info {
-    uint64_t ractor;
-    int ractor_index;
-    bool known;
-    uint64_t owner_th;
-    long owner;
-} gvl_info;
 
 static bool read_gvl(lk_ctx *c, uint64_t ractor, gvl_info *g)
 {
@@ -774,255 +687,6 @@ static void match_receivers(lk_ctx *c)
     }
 }
 
-/* --- JSON ------------------------------------------------------------------------------- */
-
-static void j_addr(rbp_strbuf *b, uint64_t v)
-{
-    if (v)
-        rbp_sb_printf(b, "\"0x%llx\"", (unsigned long long)v);
-    else
-        rbp_sb_puts(b, "null");
-}
-
-static void j_idx(rbp_strbuf *b, long i)
-{
-    if (i >= 0)
-        rbp_sb_printf(b, "%ld", i);
-    else
-        rbp_sb_puts(b, "null");
-}
-
-static const char *state_name(const lk_thread *t)
-{
-    switch (t->kind) {
-    case W_DEAD: return "killed";
-    case W_NONE: return "runnable";
-    case W_MUTEX: return "blocked";
-    case W_STOP: return "stopped";
-    case W_SLEEP:
-    case W_MUTEX_SLEEP:
-    case W_OTHER: return "sleeping";
-    default: return "waiting";
-    }
-}
-
-static void j_thread(lk_ctx *c, rbp_strbuf *b, size_t i)
-{
-    const lk_thread *t = &c->th[i];
-    rbp_sb_printf(b, "{\"index\": %zu, \"thread\": ", i);
-    j_addr(b, t->th);
-    rbp_sb_puts(b, ", \"value\": ");
-    j_addr(b, t->t->thread_value);
-    rbp_sb_printf(b, ", \"state\": \"%s\", \"sleep_forever\": %s, \"holds_gvl\": %s, \"wait\": ", state_name(t),
-                  t->status == TH_STOPPED_FOREVER ? "true" : "false", t->gvl ? "true" : "false");
-    if (t->kind == W_NONE || t->kind == W_DEAD) {
-        rbp_sb_puts(b, "null");
-    } else {
-        rbp_sb_printf(b, "{\"kind\": \"%s\", \"method\": ", wait_kind_names[t->kind]);
-        rbp_sb_json_str(b, t->method[0] ? t->method : NULL);
-        rbp_sb_puts(b, ", \"object\": ");
-        j_addr(b, t->object);
-        rbp_sb_puts(b, ", \"class\": ");
-        rbp_sb_json_str(b, t->object ? t->object_class : NULL);
-        rbp_sb_puts(b, ", \"mutex\": ");
-        j_idx(b, t->mutex);
-        rbp_sb_puts(b, ", \"owner\": ");
-        j_idx(b, t->mutex >= 0 && c->mx[t->mutex].owner_state == OWN_THREAD ? c->mx[t->mutex].owner : -1);
-        rbp_sb_puts(b, ", \"monitor\": ");
-        j_addr(b, t->monitor);
-        rbp_sb_puts(b, ", \"cv_mutex\": ");
-        j_addr(b, t->cv_mutex);
-        rbp_sb_puts(b, ", \"target\": ");
-        j_idx(b, t->target);
-        rbp_sb_puts(b, ", \"fd\": ");
-        j_idx(b, t->fd);
-        rbp_sb_printf(b, ", \"timeout\": %s, \"confirmed\": %s, \"queue_length\": ",
-                      t->timeout < 0 ? "null" : t->timeout ? "true" : "false",
-                      t->confirmed < 0 ? "null" : t->confirmed ? "true" : "false");
-        j_idx(b, t->qlen);
-        rbp_sb_puts(b, ", \"queue_waiters\": ");
-        j_idx(b, t->qwaiting);
-        rbp_sb_puts(b, ", \"note\": ");
-        rbp_sb_json_str(b, t->note[0] ? t->note : NULL);
-        rbp_sb_puts(b, "}");
-    }
-    rbp_sb_puts(b, ", \"holds\": [");
-    size_t nh = 0;
-    for (size_t k = 0; k < c->nmx; k++) {
-        if (c->mx[k].owner != (long)i || c->mx[k].owner_state != OWN_THREAD) continue;
-        rbp_sb_printf(b, nh++ ? ", %zu" : "%zu", k);
-    }
-    rbp_sb_puts(b, "], \"error\": ");
-    rbp_sb_json_str(b, t->error[0] ? t->error : NULL);
-    rbp_sb_puts(b, "}");
-}
-
-static void j_mutex(lk_ctx *c, rbp_strbuf *b, size_t k)
-{
-    const lk_mutex *m = &c->mx[k];
-    rbp_sb_printf(b, "{\"index\": %zu, \"object\": ", k);
-    j_addr(b, m->value);
-    rbp_sb_puts(b, ", \"object_from\": ");
-    rbp_sb_json_str(b, m->value ? m->value_from : NULL);
-    rbp_sb_puts(b, ", \"data\": ");
-    j_addr(b, m->data);
-    rbp_sb_printf(b, ", \"locked\": %s, \"owner_state\": \"%s\", \"owner\": ",
-                  !m->owner_read ? "null" : m->owner_raw ? "true" : "false", owner_state_names[m->owner_state]);
-    j_idx(b, m->owner);
-    rbp_sb_puts(b, ", \"owner_fiber\": ");
-    j_addr(b, rbp_has(c->L, RBP_L_mutex_fiber) ? m->owner_raw : 0);
-    rbp_sb_puts(b, ", \"owner_fiber_current\": ");
-    rbp_sb_puts(b, m->owner_fiber_current < 0 ? "null" : m->owner_fiber_current ? "true" : "false");
-    rbp_sb_puts(b, ", \"listed_by\": ");
-    j_idx(b, m->listed_by);
-    rbp_sb_puts(b, ", \"waiters\": [");
-    size_t nw = 0;
-    for (size_t i = 0; i < c->n; i++)
-        if (c->th[i].mutex == (long)k) rbp_sb_printf(b, nw++ ? ", %zu" : "%zu", i);
-    rbp_sb_puts(b, "], \"queued\": ");
-    j_idx(b, m->queued);
-    rbp_sb_puts(b, ", \"monitor\": ");
-    j_addr(b, m->monitor);
-    rbp_sb_puts(b, ", \"monitor_count\": ");
-    j_idx(b, m->monitor_count);
-    rbp_sb_puts(b, "}");
-}
-
-/* --- the analysis ------------------------------------------------------------------------ */
-
-/* The thread i waits for (forever) until thread *to acts: a Mutex owner, or
- * a join target. */
-static bool wait_edge(const lk_ctx *c, size_t i, uint32_t *to)
-{
-    const lk_thread *t = &c->th[i];
-    long dst = -1;
-    if (t->kind == W_MUTEX && t->mutex >= 0 && c->mx[t->mutex].owner_state == OWN_THREAD)
-        dst = c->mx[t->mutex].owner;
-    else if (t->kind == W_JOIN && t->timeout == 0 && t->status == TH_STOPPED_FOREVER)
-        dst = t->target;
-    if (dst < 0) return false;
-    *to = (uint32_t)dst;
-    return true;
-}
-
-static bool is_orphan(const lk_ctx *c, size_t i)
-{
-    const lk_thread *t = &c->th[i];
-    if (t->kind != W_MUTEX || t->mutex < 0) return false;
-    owner_state os = c->mx[t->mutex].owner_state;
-    return os == OWN_DEAD_FIBER || os == OWN_UNKNOWN;
-}
-
-static void j_edge(lk_ctx *c, rbp_strbuf *b, size_t i, uint32_t to)
-{
-    const lk_thread *t = &c->th[i];
-    rbp_sb_printf(b, "{\"thread\": %zu, \"via\": \"%s\", \"object\": ", i, t->kind == W_MUTEX ? "mutex" : "join");
-    j_addr(b, t->kind == W_MUTEX ? (t->mutex >= 0 ? c->mx[t->mutex].value : 0) : t->object);
-    rbp_sb_puts(b, ", \"mutex\": ");
-    j_idx(b, t->kind == W_MUTEX ? t->mutex : -1);
-    rbp_sb_printf(b, ", \"waits_for\": %u}", to);
-}
-
-static void render(lk_ctx *c, rbp_strbuf *b, const gvl_info *gvl, size_t ngvl)
-{
-    rbp_sb_puts(b, "{\"ruby_version\": ");
-    rbp_sb_json_str(b, c->s->ruby_version);
-
-    rbp_sb_puts(b, ",\n \"gvl\": [");
-    for (size_t g = 0; g < ngvl; g++) {
-        rbp_sb_printf(b, "%s{\"ractor\": %d, \"known\": %s, \"owner\": ", g ? ", " : "", gvl[g].ractor_index,
-                      gvl[g].known ? "true" : "false");
-        j_idx(b, gvl[g].owner);
-        rbp_sb_puts(b, ", \"owner_thread\": ");
-        j_addr(b, gvl[g].owner_th);
-        rbp_sb_puts(b, "}");
-    }
-
-    rbp_sb_puts(b, "],\n \"threads\": [");
-    for (size_t i = 0; i < c->n; i++) {
-        if (i) rbp_sb_puts(b, ",\n  ");
-        j_thread(c, b, i);
-    }
-    rbp_sb_puts(b, "],\n \"mutexes\": [");
-    for (size_t k = 0; k < c->nmx; k++) {
-        if (k) rbp_sb_puts(b, ",\n  ");
-        j_mutex(c, b, k);
-    }
-    rbp_sb_puts(b, "]");
-
-    /* The waits-for graph and what it says. */
-    rbp_wg_edge *edges = malloc((c->n ? c->n : 1) * sizeof *edges);
-    bool *bad = calloc(c->n ? c->n : 1, sizeof *bad), *behind = calloc(c->n ? c->n : 1, sizeof *behind);
-    size_t ne = 0;
-    rbp_cycles cyc = {0};
-    bool ok = edges && bad && behind;
-    if (ok) {
-        for (size_t i = 0; i < c->n; i++) {
-            uint32_t to;
-            if (wait_edge(c, i, &to)) edges[ne++] = (rbp_wg_edge){(uint32_t)i, to};
-        }
-        ok = rbp_wg_cycles(c->n, edges, ne, 0, 0, &cyc);
-    }
-    if (!ok) {
-        b->oom = true;
-    } else {
-        rbp_sb_puts(b, ",\n \"deadlocks\": [");
-        for (size_t k = 0; k < cyc.ncycles; k++) {
-            rbp_sb_puts(b, k ? ",\n  {\"cycle\": [" : "{\"cycle\": [");
-            for (size_t p = cyc.start[k]; p < cyc.start[k + 1]; p++) {
-                uint32_t v = cyc.nodes[p], to = 0;
-                bad[v] = true;
-                wait_edge(c, v, &to);
-                if (p > cyc.start[k]) rbp_sb_puts(b, ", ");
-                j_edge(c, b, v, to);
-            }
-            rbp_sb_puts(b, "]}");
-        }
-        rbp_sb_printf(b, "],\n \"deadlocks_truncated\": %s,\n \"orphans\": [", cyc.truncated ? "true" : "false");
-        size_t no = 0;
-        for (size_t i = 0; i < c->n; i++) {
-            if (!is_orphan(c, i)) continue;
-            const lk_mutex *m = &c->mx[c->th[i].mutex];
-            bad[i] = true;
-            rbp_sb_printf(b, "%s{\"thread\": %zu, \"mutex\": %ld, \"object\": ", no++ ? ", " : "", i, c->th[i].mutex);
-            j_addr(b, m->value);
-            rbp_sb_puts(b, ", \"reason\": ");
-            char why[200];
-            if (m->owner_state == OWN_DEAD_FIBER)
-                snprintf(why, sizeof why, "it is locked by fiber 0x%llx, which has finished: no live fiber can "
-                         "unlock it", (unsigned long long)m->owner_raw);
-            else
-                snprintf(why, sizeof why, "its owner (0x%llx) is not a live thread's fiber or thread",
-                         (unsigned long long)m->owner_raw);
-            rbp_sb_json_str(b, why);
-            rbp_sb_puts(b, ", \"owner_thread\": ");
-            j_idx(b, m->owner);
-            rbp_sb_puts(b, "}");
-        }
-        rbp_sb_puts(b, "],\n \"behind\": [");
-        size_t nb = 0;
-        if (rbp_wg_reaching(c->n, edges, ne, bad, behind)) {
-            for (size_t i = 0; i < c->n; i++) {
-                uint32_t to;
-                if (!behind[i] || bad[i] || !wait_edge(c, i, &to)) continue;
-                if (nb++) rbp_sb_puts(b, ", ");
-                j_edge(c, b, i, to);
-            }
-        } else {
-            b->oom = true;
-        }
-        rbp_sb_puts(b, "]");
-    }
-    rbp_cycles_free(&cyc);
-    free(edges);
-    free(bad);
-    free(behind);
-
-    rbp_sb_puts(b, ",\n \"notes\": [");
-    if (c->notes.buf) rbp_sb_puts(b, c->notes.buf);
-    rbp_sb_puts(b, "]}\n");
-}
-
 rbpeek_status rbp_locks_json(rbpeek_session *s, const rbpeek_snapshot *snap, char **out)
 {
     *out = NULL;
@@ -1050,7 +714,9 @@ rbpeek_status rbp_locks_json(rbpeek_session *s, const rbpeek_snapshot *snap, cha
     }
     need(&c, "which Mutex a thread is blocked on", RBP_L_th_locking_mutex, RBP_L_typeddata_data);
     need(&c, "which Mutexes a thread holds", RBP_L_th_keeping_mutexes, RBP_L_mutex_next_mutex);
-    need(&c, "which threads wait in Thread#join", RBP_L_th_join_list, RBP_L_COUNT);
+    c.have_join_lists = need(&c, "which threads wait in Thread#join", RBP_L_th_join_list, RBP_L_COUNT) &&
+                        ((rbp_has(c.L, RBP_L_waiting_list_next) && rbp_has(c.L, RBP_L_waiting_list_thread)) ||
+                         (rbp_has(c.L, RBP_L_thread_list_next) && rbp_has(c.L, RBP_L_thread_list_th)));
     for (size_t i = 0; i < c.n; i++) read_thread(&c, i);
     for (size_t i = 0; i < c.n; i++) walk_keeping(&c, i);
     for (size_t i = 0; i < c.n; i++) walk_join_list(&c, i);
@@ -1074,7 +740,7 @@ rbpeek_status rbp_locks_json(rbpeek_session *s, const rbpeek_snapshot *snap, cha
         ngvl++;
     }
 
-    render(&c, &b, gvl, ngvl);
+    rbp_locks_render(&c, &b, gvl, ngvl);
     if (c.notes.oom) b.oom = true;
     *out = rbp_sb_take(&b);
     if (!*out) st = rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
