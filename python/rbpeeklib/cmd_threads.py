@@ -187,7 +187,8 @@ def _wait_json(threads, doc, w):
 
 
 def _thread_json(threads, doc, t, lt):
-    return {"index": t["index"], "debugger_thread": t["dbg_num"], "name": t["name"], "main": t["main"],
+    return {"index": t["index"], "object": lt["value"], "debugger_thread": t["dbg_num"], "name": t["name"],
+            "main": t["main"],
             "native_tid": t["native_tid"], "status": t["status"], "ractor": t["ractor"],
             "state": lt["state"], "sleep_forever": lt["sleep_forever"], "holds_gvl": lt["holds_gvl"],
             "waiting_on": _wait_json(threads, doc, lt["wait"]),
