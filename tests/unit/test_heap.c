@@ -401,6 +401,24 @@ static void test_walk_synthetic(void)
     /* garbage on page 1: 11, 12, 13, 15, 17, 18, 20; all of the unmapped page */
     CU_ASSERT_EQUAL(t.page_unreadable, 7 + NSLOTS);
     CU_ASSERT_EQUAL(t.page_free, (NSLOTS - 21) + (NSLOTS - 5));
+
+    /* obj.class through singleton classes: one that leads to cls, and a
+     * cycle of singletons (each the other's superclass) that must end */
+    set_field(&s->layout, RBP_L_rclass_super, 16, 8);
+    uint64_t sing = s1 + 21 * SLOT, loop_a = s1 + 22 * SLOT, loop_b = s1 + 23 * SLOT;
+    put64(p1 + 21 * SLOT, RBP_T_CLASS | RBP_FL_USER(0)), put64(p1 + 21 * SLOT + 8, cls);
+    put64(p1 + 21 * SLOT + 16, cls);
+    put64(p1 + 22 * SLOT, RBP_T_CLASS | RBP_FL_USER(0)), put64(p1 + 22 * SLOT + 16, loop_b);
+    put64(p1 + 23 * SLOT, RBP_T_CLASS | RBP_FL_USER(0)), put64(p1 + 23 * SLOT + 16, loop_a);
+    rbpeek_session_invalidate(s);
+    CU_ASSERT_EQUAL(rbp_class_real(&h, sing), cls);
+    CU_ASSERT_EQUAL(rbp_class_real(&h, cls), cls);
+    CU_ASSERT_EQUAL(rbp_class_real(&h, loop_a), 0);
+    CU_ASSERT_EQUAL(rbp_class_real(&h, 0xdead0000), 0); /* not a slot */
+    /* a nameless class is named as inspect names it */
+    char want[64];
+    snprintf(want, sizeof want, "#<Class:0x%016llx>", (unsigned long long)cls);
+    CU_ASSERT_STRING_EQUAL(rbp_heap_class_name(&h, cls), want);
     rbp_heap_close(&h);
 
     /* a page table that can't be read at all is a one-line error, not a crash */
