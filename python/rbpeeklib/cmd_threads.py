@@ -107,7 +107,8 @@ def _mutex_text(doc, m):
 def _owner_text(threads, m):
     state = m["owner_state"]
     if state == "thread":
-        return "held by %s" % _ref_text(threads, m["owner"])
+        fiber = " (through a fiber that is not its current one)" if m.get("owner_fiber_current") is False else ""
+        return "held by %s%s" % (_ref_text(threads, m["owner"]), fiber)
     if state == "dead_fiber":
         where = " of %s" % _ref_text(threads, m["owner"]) if m["owner"] is not None else ""
         return "locked by a finished fiber%s: nobody can unlock it" % where
@@ -323,7 +324,8 @@ Threads are numbered as the debugger numbers them ('thread N' selects one).
             "mutexes": [{"object": m["object"], "object_from": m["object_from"], "data": m["data"],
                          "locked": m["locked"], "owner_state": m["owner_state"],
                          "owner": _ref(threads, m["owner"]) if m["owner_state"] in ("thread", "dead_fiber") else None,
-                         "owner_fiber": m["owner_fiber"], "waiters": [_ref(threads, i) for i in m["waiters"]],
+                         "owner_fiber": m["owner_fiber"], "owner_fiber_current": m["owner_fiber_current"],
+                         "waiters": [_ref(threads, i) for i in m["waiters"]],
                          "queued": m["queued"], "monitor": m["monitor"], "monitor_count": m["monitor_count"]}
                         for m in doc["mutexes"]],
             "gvl": [{"ractor": g["ractor"], "known": g["known"], "owner": _ref(threads, g["owner"]),
