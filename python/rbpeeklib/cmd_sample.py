@@ -389,10 +389,14 @@ Frames are named "label (path:line)". See docs/sampling.md."""
                             if st.tid_unknown else ""))
         if st.samples:
             n = st.samples
+            share = st.running / st.elapsed() if st.elapsed() > 0 else 0.0
             lines.append("Cost:      per sample %.0f us walking the stacks, %.0f us for the debugger to stop "
                          "the target; resumed %.0f%% of the time (resuming included)"
-                         % (1e6 * st.walk / n, 1e6 * st.stop / n,
-                            100.0 * st.running / st.elapsed() if st.elapsed() > 0 else 0))
+                         % (1e6 * st.walk / n, 1e6 * st.stop / n, 100.0 * share))
+            if share < 0.5 and n >= 20:
+                lines.append("Note:      this rate is more than the debugger keeps up with: the target ran in "
+                             "short bursts, so neighbouring samples saw nearly the same stack and count for less "
+                             "than their number suggests (a lower --rate costs less and loses little)")
         out = "\n".join(lines) + "\n"
         if profile.total():
             out += "\n" + profile.top(True, 10) + "\n" + profile.top(False, 10)

@@ -1,0 +1,253 @@
+"""Benchmark: `ruby sample` (not a test; prints the tables of docs/sampling.md).
+
+    python3 tests/bench/bench_sample.py [--ruby debian-3.1] [--seconds 6] [--repeat 3]
+
+The target is tests/bench/sample_workload.rb: a CPU-bound main thread that
+counts its own iterations (and logs them every 50 ms), beside two idle
+threads. Measured in one run, on this machine:
+
+  1. Achieved rate at requested 100, 1000 and 5000 Hz, in gdb and lldb.
+  2. Slowdown of the workload (its own iterations per second while sampled,
+     against the same process in the second before the debugger started)
+     at 100 and 1000 Hz, in gdb and lldb, and under stackprof (in-process,
+     SIGPROF/SIGALRM driven, in cpu and wall mode) at the same rates, as the
+     reference.
+  3. Where a sample's time goes: walking the stacks (C core), the debugger
+     stopping the target (from the signal to the stop report), and resuming
+     it (a flat-out run's cycle less those two), in gdb and lldb; and the
+     walk alone, debugger-free, with the memory cache dropped every time.
+Each figure is the median of --repeat runs, each with a fresh process.
+"""
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import harness  # noqa: E402
+
+WORKLOAD = os.path.join(HERE, "sample_workload.rb")
+
+
+def start(ruby, workdir, extra=()):
+    os.makedirs(workdir, exist_ok=True)
+    proc = subprocess.Popen([ruby, WORKLOAD, workdir] + list(extra), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    for _ in range(600):
+        if os.path.exists(os.path.join(workdir, "ready")):
+            return proc
+        if proc.poll() is not None:
+            raise SystemExit("the workload exited early")
+        time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("the workload never became ready")
+
+
+def read_log(workdir):
+    rows, marks = [], {}
+    with open(os.path.join(workdir, "iterations.log")) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isdigit():
+                rows.append((float(parts[0]), int(parts[1])))
+            elif len(parts) >= 2:
+                marks[parts[1]] = (float(parts[0]), parts[2:])
+    return rows, marks
+
+
+def rate_between(rows, start, end):
+    """Iterations per second between two wall-clock times (first and last
+    log record inside the window)."""
+    inside = [r for r in rows if start <= r[0] <= end]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
+SUMMARY = re.compile(r"^Samples:\s+(\d+) in ([0-9.]+) s: ([0-9.]+) Hz", re.M)
+COST = re.compile(r"^Cost:\s+per sample (\d+) us walking the stacks, (\d+) us for the debugger to stop the target; "
+                  r"resumed (\d+)%", re.M)
+
+
+def run_rbpeek(ruby, debugger, rate, seconds, workdir):
+    """One `ruby sample` run. Returns a dict of figures."""
+    target = start(ruby, workdir)
+    try:
+        time.sleep(1.5)   # the baseline window
+        folded = os.path.join(workdir, "out.folded")
+        launched = time.time()
+        rc, output = harness.run_debugger(debugger, ["ruby sample --duration %g --rate %g --folded %s"
+                                                     % (seconds, rate, folded)], pid=target.pid)
+        m, c = SUMMARY.search(output), COST.search(output)
+        if not m or not c or not os.path.exists(folded):
+            raise SystemExit("ruby sample failed:\n" + output[-3000:])
+        samples, elapsed, achieved = int(m.group(1)), float(m.group(2)), float(m.group(3))
+        end = os.stat(folded).st_mtime
+        rows, _ = read_log(workdir)
+        base = rate_between(rows, launched - 1.2, launched - 0.05)
+        during = rate_between(rows, end - elapsed, end)
+        per_sample = elapsed / samples if samples else 0.0
+        walk, stop = int(c.group(1)) * 1e-6, int(c.group(2)) * 1e-6
+        return {"achieved": achieved, "slowdown": 1.0 - during / base if base and during else None,
+                "walk": walk, "stop": stop, "cycle": per_sample, "resumed": int(c.group(3)) / 100.0}
+    finally:
+        target.kill()
+        target.wait()
+
+
+def run_stackprof(ruby, mode, rate, seconds, workdir):
+    target = start(ruby, workdir, ["stackprof", mode, str(rate), "1.5", str(seconds)])
+    try:
+        deadline = time.time() + seconds + 30
+        while time.time() < deadline:
+            _rows, marks = read_log(workdir)
+            if "profile-end" in marks:
+                break
+            time.sleep(0.2)
+        rows, marks = read_log(workdir)
+        t0, t1 = marks["profile-start"][0], marks["profile-end"][0]
+        samples = int(marks["profile-end"][1][0])
+        base = rate_between(rows, t0 - 1.2, t0 - 0.05)
+        during = rate_between(rows, t0, t1)
+        return {"achieved": samples / (t1 - t0), "slowdown": 1.0 - during / base if base and during else None}
+    finally:
+        target.kill()
+        target.wait()
+
+
+def walk_alone(ruby, workdir, n=3000):
+    """The walk with a cold memory cache (as every sample has), no debugger:
+    the workload is held with SIGSTOP while rbpeek samples it n times."""
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    from rbpeeklib.core import Profile, SampleOptions, Sampler, Session
+    target = start(ruby, workdir)
+    try:
+        time.sleep(0.5)
+        os.kill(target.pid, signal.SIGSTOP)
+        s = Session()
+        s.use_pid(target.pid)
+        s.attach()
+        sampler = Sampler(s, Profile(), SampleOptions())
+        for _ in range(200):
+            sampler.sample()
+        s.reset_read_stats()
+        t = time.perf_counter()
+        for _ in range(n):
+            sampler.sample()
+        per = (time.perf_counter() - t) / n
+        st = s.read_stats()
+        return per, st["source_reads"] / n
+    finally:
+        os.kill(target.pid, signal.SIGCONT)
+        target.kill()
+        target.wait()
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt_pct(v):
+    return "n/a" if v is None else "%.1f%%" % (100 * v)
+
+
+def machine():
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    mem = "?"
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal"):
+                mem = "%.0f GiB" % (int(line.split()[1]) / 1024 / 1024)
+
+    def ver(argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.splitlines()[0].strip()
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            return "?"
+
+    return ["CPU: %s, %d logical CPUs; memory %s" % (model, os.cpu_count(), mem),
+            "Kernel: Linux %s; %s" % (platform.release(), ver(["gdb", "--version"])),
+            "LLDB: %s" % ver([harness.LLDB, "--version"]),
+            "Load average at start: %.2f %.2f %.2f" % os.getloadavg()]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ruby", default="debian-3.1")
+    ap.add_argument("--seconds", type=float, default=6.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    ruby = harness.ruby_binary(args.ruby)
+    work = tempfile.mkdtemp(prefix="rbpeek-bench-sample-")
+    print("\n".join(machine()))
+    print("Ruby: %s (%s); %d s per run, median of %d runs\n" % (args.ruby, ruby, args.seconds, args.repeat))
+    counter = [0]
+
+    def wd():
+        counter[0] += 1
+        return os.path.join(work, "run%d" % counter[0])
+
+    results = {}
+    try:
+        for dbg in ("gdb", "lldb"):
+            for rate in (100, 1000, 5000, 100000):
+                runs = [run_rbpeek(ruby, dbg, rate, args.seconds, wd()) for _ in range(args.repeat)]
+                results[(dbg, rate)] = {k: med([r[k] for r in runs]) for k in runs[0]}
+                print("  %s %6d Hz: %s" % (dbg, rate, results[(dbg, rate)]), file=sys.stderr, flush=True)
+        for mode in ("cpu", "wall"):
+            for rate in (100, 1000):
+                runs = [run_stackprof(ruby, mode, rate, args.seconds, wd()) for _ in range(args.repeat)]
+                results[("stackprof-" + mode, rate)] = {k: med([r[k] for r in runs]) for k in runs[0]}
+                print("  stackprof %s %d Hz: %s" % (mode, rate, results[("stackprof-" + mode, rate)]),
+                      file=sys.stderr, flush=True)
+        alone = [walk_alone(ruby, wd()) for _ in range(args.repeat)]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print("Achieved rate and slowdown of the workload (its iterations/s while sampled vs just before):\n")
+    print("| sampler | requested | achieved | slowdown |")
+    print("|---|---:|---:|---:|")
+    for dbg in ("gdb", "lldb"):
+        for rate in (100, 1000, 5000):
+            r = results[(dbg, rate)]
+            print("| rbpeek, %s | %d Hz | %.0f Hz | %s |" % (dbg, rate, r["achieved"], fmt_pct(r["slowdown"])))
+        r = results[(dbg, 100000)]
+        print("| rbpeek, %s | flat out | %.0f Hz | %s |" % (dbg, r["achieved"], fmt_pct(r["slowdown"])))
+    for mode in ("cpu", "wall"):
+        for rate in (100, 1000):
+            r = results[("stackprof-" + mode, rate)]
+            print("| stackprof %s mode (in-process) | %d Hz | %.0f Hz | %s |"
+                  % (mode, rate, r["achieved"], fmt_pct(r["slowdown"])))
+    print("\nWhere a sample's time goes (microseconds per sample):\n")
+    print("| debugger | run | cycle | walk | stop (signal to stop report) | resume and loop |")
+    print("|---|---|---:|---:|---:|---:|")
+    for dbg in ("gdb", "lldb"):
+        for rate, label in ((1000, "1000 Hz"), (100000, "flat out")):
+            r = results[(dbg, rate)]
+            resume = "%.0f" % (1e6 * (r["cycle"] - r["walk"] - r["stop"])) if rate == 100000 else "-"
+            print("| %s | %s | %.0f | %.0f | %.0f | %s |" % (dbg, label, 1e6 * r["cycle"], 1e6 * r["walk"],
+                                                            1e6 * r["stop"], resume))
+    per, reads = med([a[0] for a in alone]), med([a[1] for a in alone])
+    print("\nWalk alone, no debugger (3 threads, memory cache dropped each time): %.0f us per sample, "
+          "%.0f page reads" % (1e6 * per, reads))
+    print("Load average at end: %.2f %.2f %.2f" % os.getloadavg())
+
+
+if __name__ == "__main__":
+    main()
