@@ -188,6 +188,7 @@ void rbp_heap_close(rbp_heap *h)
     rbp_addrmap_destroy(&h->klass_ok);
     rbp_addrmap_destroy(&h->names);
     rbp_addrmap_destroy(&h->real);
+    rbp_encodings_free(h);
 }
 
 const rbp_heap_page *rbp_heap_page_of(const rbp_heap *h, uint64_t addr)

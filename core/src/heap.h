@@ -54,6 +54,7 @@ typedef struct rbp_heap {
     rbp_addrmap names;          /* class -> malloc'd name */
     rbp_addrmap real;           /* klass -> real class + 1 (so 0 can be cached) */
     uint64_t id_classpath, id_tmp_classpath, id_attached; /* 0 until seen */
+    struct rbp_enc_entry *encs; /* encoding index -> name etc., loaded on first use */
 } rbp_heap;
 
 /* Finds the objspace and its heap pages. Fails with a one-line error when
@@ -139,10 +140,15 @@ typedef struct rbp_str_info {
     int coderange;          /* 0 unknown, 1 7bit, 2 valid, 3 broken */
 } rbp_str_info;
 bool rbp_str_info_of(rbp_heap *h, const rbp_obj *o, rbp_str_info *out);
-/* Encoding name for an index ("UTF-8"...), NULL when unknown. */
+/* Encoding name for an index ("UTF-8"...), NULL when unknown. The names
+ * come from the Encoding objects Encoding's constants hold (the table that
+ * names them is static in encoding.c); the twelve built-in indexes are
+ * known without them. */
 const char *rbp_encoding_name(rbp_heap *h, int encindex);
-/* True when the encoding index is ASCII-compatible. */
-bool rbp_encoding_ascii_compat(int encindex);
+/* True when the encoding is ASCII-compatible (rb_enc_asciicompat:
+ * one-byte minimum length and not a dummy). */
+bool rbp_encoding_ascii_compat(rbp_heap *h, int encindex);
+void rbp_encodings_free(rbp_heap *h);
 
 /* T_DATA's wrap_struct_name when it is typed data (cached), T_FILE's fd,
  * a heap T_FLOAT's value. */

@@ -313,7 +313,7 @@ static bool value_written(rbp_heap *h, const rbp_str_info *si, bool *broken)
 {
     *broken = si->coderange == 3;
     if (rbp_ver_ge(h->s, 3, 3) && si->len == 0) return false;
-    if (!rbp_encoding_ascii_compat(si->encindex)) return false;
+    if (!rbp_encoding_ascii_compat(h, si->encindex)) return false;
     if (si->coderange == 1) return true;
     if (si->coderange != 0) return false;
     uint8_t buf[4096];

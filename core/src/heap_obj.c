@@ -570,13 +570,7 @@ static bool struct_body(rbp_heap *h, const rbp_obj *o, uint64_t *ptr, uint64_t *
 
 /* --- memsize ------------------------------------------------------------ */
 
-static int enc_termlen(int idx)
-{
-    /* builtin encodings: 3..8 are UTF-16/32 (BE, LE, dummy) */
-    if (idx == 3 || idx == 4 || idx == 7) return 2;
-    if (idx == 5 || idx == 6 || idx == 8) return 4;
-    return 1;
-}
+static int enc_termlen(rbp_heap *h, int idx);
 
 static uint64_t class_extra(rbp_heap *h, const rbp_obj *o)
 {
@@ -632,7 +626,7 @@ uint64_t rbp_obj_extra_bytes(rbp_heap *h, const rbp_obj *o)
     case RBP_T_STRING:
         if ((o->flags & (STR_NOEMBED | h->c.elts_shared | STR_NOFREE)) != STR_NOEMBED) return 0;
         if (!rd(h, o, o->addr, RBP_L_rstring_heap_aux_capa, &v) || v > (UINT64_C(1) << 40)) return 0;
-        return v + (uint64_t)enc_termlen((int)((o->flags >> ENC_SHIFT) & 0x7f));
+        return v + (uint64_t)enc_termlen(h, (int)((o->flags >> ENC_SHIFT) & 0x7f));
     case RBP_T_ARRAY:
         if (o->flags & (ARY_EMBED | h->c.elts_shared)) return 0;
         return rd(h, o, o->addr, RBP_L_rarray_heap_capa, &v) && v <= MAX_VALUES ? v * 8 : 0;
@@ -859,23 +853,97 @@ bool rbp_str_info_of(rbp_heap *h, const rbp_obj *o, rbp_str_info *out)
     return true;
 }
 
+/* --- encodings ------------------------------------------------------------ */
+
+enum { MAX_ENCODINGS = 256, ENC_DUMMY_FLAG = 1 << 24, ENC_INDEX_MASK = (1 << 24) - 1 };
+
+struct rbp_enc_entry {
+    char name[48];
+    bool known, ascii_compat;
+    uint8_t termlen;
+};
+
 /* The encodings every Ruby registers first, at fixed indexes (encindex.h). */
 static const char *const BUILTIN_ENCODINGS[] = {
     "ASCII-8BIT", "UTF-8", "US-ASCII", "UTF-16BE", "UTF-16LE", "UTF-32BE",
     "UTF-32LE", "UTF-16", "UTF-32", "UTF8-MAC", "EUC-JP", "Windows-31J",
 };
 
-const char *rbp_encoding_name(rbp_heap *h, int encindex)
+/* One constant of Encoding: an Encoding object wrapping an rb_encoding. */
+static void enc_const_cb(void *ctx, uint64_t ce)
 {
-    (void)h;
-    if (encindex >= 0 && (size_t)encindex < sizeof BUILTIN_ENCODINGS / sizeof BUILTIN_ENCODINGS[0])
-        return BUILTIN_ENCODINGS[encindex];
-    return NULL;
+    rbp_heap *h = ctx;
+    uint64_t v = 0, flag = 0, enc = 0, name = 0, minlen = 0, index = 0;
+    uint8_t buf[64];
+    rbp_obj o;
+    if (!rbp_read_field(h->s, ce, RBP_L_const_entry_value, &v) || !rbp_obj_at(h, v, buf, sizeof buf, &o) ||
+        o.type != RBP_T_DATA || !rd(h, &o, o.addr, RBP_L_typeddata_typed_flag, &flag) || flag < 1 || flag > 3 ||
+        !rd(h, &o, o.addr, RBP_L_typeddata_data, &enc) || !enc)
+        return;
+    if (!rbp_read_field(h->s, enc, RBP_L_onigenc_name, &name) ||
+        !rbp_read_field(h->s, enc, RBP_L_onigenc_min_len, &minlen) ||
+        !rbp_read_field(h->s, enc, RBP_L_onigenc_index, &index))
+        return;
+    uint64_t idx = index & ENC_INDEX_MASK;
+    struct rbp_enc_entry *e = &h->encs[idx < MAX_ENCODINGS ? idx : 0];
+    if (idx >= MAX_ENCODINGS || e->known) return; /* aliases repeat an index */
+    if (!rbp_mem_cstr(h->s->mem, name, e->name, sizeof e->name)) return;
+    e->known = true;
+    e->ascii_compat = (int32_t)minlen == 1 && !(index & ENC_DUMMY_FLAG);
+    e->termlen = (int32_t)minlen >= 1 && (int32_t)minlen <= 4 ? (uint8_t)minlen : 1;
 }
 
-bool rbp_encoding_ascii_compat(int encindex)
+static struct rbp_enc_entry *encodings(rbp_heap *h)
 {
-    return !(encindex >= 3 && encindex <= 8); /* UTF-16/32 and their dummies */
+    if (h->encs) return h->encs;
+    h->encs = calloc(MAX_ENCODINGS, sizeof *h->encs);
+    if (!h->encs) return NULL;
+    uint64_t sym = 0, klass = 0, ext = 0, tbl = 0;
+    uint8_t buf[64];
+    rbp_obj o;
+    const rbp_layout *Ly = L(h);
+    if (rbp_has(Ly, RBP_L_onigenc_name) && rbp_has(Ly, RBP_L_onigenc_index) && rbp_has(Ly, RBP_L_typeddata_data) &&
+        rbp_symbol_lookup(h->s, "rb_cEncoding", &sym, NULL) && rbp_mem_u64(h->s->mem, sym, &klass) &&
+        rbp_obj_at(h, klass, buf, sizeof buf, &o) && o.type == RBP_T_CLASS && classext(h, &o, &ext) &&
+        (tbl = ext_ptr(h, &o, ext, RBP_L_classext_const_tbl)))
+        id_table_each(h, tbl, enc_const_cb, h);
+    /* the built-in indexes are known even when the objects can't be read */
+    for (int i = 0; i < (int)(sizeof BUILTIN_ENCODINGS / sizeof BUILTIN_ENCODINGS[0]); i++) {
+        struct rbp_enc_entry *e = &h->encs[i];
+        if (e->known) continue;
+        snprintf(e->name, sizeof e->name, "%s", BUILTIN_ENCODINGS[i]);
+        e->known = true;
+        bool wide = i >= 3 && i <= 8; /* UTF-16/32 and their dummies */
+        e->ascii_compat = !wide;
+        e->termlen = (i == 3 || i == 4 || i == 7) ? 2 : (i == 5 || i == 6 || i == 8) ? 4 : 1;
+    }
+    return h->encs;
+}
+
+void rbp_encodings_free(rbp_heap *h)
+{
+    free(h->encs);
+    h->encs = NULL;
+}
+
+const char *rbp_encoding_name(rbp_heap *h, int encindex)
+{
+    struct rbp_enc_entry *t = encodings(h);
+    if (!t || encindex < 0 || encindex >= MAX_ENCODINGS || !t[encindex].known) return NULL;
+    return t[encindex].name;
+}
+
+bool rbp_encoding_ascii_compat(rbp_heap *h, int encindex)
+{
+    struct rbp_enc_entry *t = encodings(h);
+    if (!t || encindex < 0 || encindex >= MAX_ENCODINGS || !t[encindex].known) return true; /* most are */
+    return t[encindex].ascii_compat;
+}
+
+static int enc_termlen(rbp_heap *h, int idx)
+{
+    struct rbp_enc_entry *t = encodings(h);
+    return t && idx >= 0 && idx < MAX_ENCODINGS && t[idx].known ? t[idx].termlen : 1;
 }
 
 /* --- T_DATA, T_FILE, T_FLOAT facts for the dump ----------------------------- */

@@ -97,6 +97,12 @@ $keep << Array.new(n(5_000)) { |i| ([i % 256].pack("C") * (i % 90)).force_encodi
 long = "abcdefghij" * 1000
 $keep << Array.new(n(10_000)) { |i| long[i % 500, 300] } # shared slices
 $keep << Array.new(n(8_000)) { |i| MyString.new("mine#{i}") }
+# encodings beyond the twelve built-in ones, ASCII-only or not, and a wide one
+$keep << Array.new(n(2_000)) { |i| "latin#{i}".force_encoding(Encoding::ISO_8859_1) }
+$keep << Array.new(n(1_000)) { |i| "caf\xE9 #{i}".b.force_encoding(Encoding::ISO_8859_1) }
+$keep << Array.new(n(1_000)) { |i| "sjis#{i}".force_encoding(Encoding::Shift_JIS) }
+$keep << Array.new(n(1_000)) { |i| "euc#{i}".force_encoding("EUC-KR") }
+$keep << Array.new(n(1_000)) { |i| "wide#{i}".encode(Encoding::UTF_16LE) }
 $keep << Array.new(n(2_000)) { |i| "with\ttab\nand \"quotes\" \\ and \u0001 \x7f #{i}" }
 
 # arrays: empty to long, shared slices, subclasses
