@@ -161,6 +161,8 @@ bool rbp_ary_len(rbp_heap *h, const rbp_obj *o, uint64_t *len);
 bool rbp_hash_size(rbp_heap *h, const rbp_obj *o, uint64_t *size);
 /* T_OBJECT ivar count (ROBJECT_IV_COUNT / ROBJECT_NUMIV). */
 bool rbp_obj_ivar_count(rbp_heap *h, const rbp_obj *o, uint64_t *n);
+/* A class's shape variation_count (3.2+). */
+bool rbp_class_variation_count(rbp_heap *h, const rbp_obj *o, uint64_t *out);
 /* The superclass of a class/module/iclass (RCLASS_SUPER), 0 if none. */
 uint64_t rbp_class_super(rbp_heap *h, const rbp_obj *o);
 

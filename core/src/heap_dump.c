@@ -15,6 +15,7 @@
 #include "heap_dump.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,6 +216,8 @@ void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
     case RBP_T_ICLASS:
     case RBP_T_CLASS:
     case RBP_T_MODULE:
+        if (v33 && r->type == RBP_T_CLASS && r->has_variation_count)
+            rbp_sb_printf(b, ", \"variation_count\":%d", r->variation_count);
         if (v30 && r->superclass) {
             rbp_sb_puts(b, ", \"superclass\":");
             put_ref(b, r->superclass);
@@ -238,9 +241,9 @@ void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
     case RBP_T_FLOAT:
         /* dump_all: "%g" before 3.0, dump_append_g's "%#g" after */
         if (!r->has_float) break;
-        if (v30 && r->float_value != r->float_value) /* Ruby's own printf spells these */
+        if (v30 && isnan(r->float_value)) /* Ruby's own printf spells these */
             rbp_sb_puts(b, ", \"value\":\"NaN\"");
-        else if (v30 && (r->float_value > 1e308 * 10 || r->float_value < -1e308 * 10))
+        else if (v30 && isinf(r->float_value))
             rbp_sb_puts(b, r->float_value > 0 ? ", \"value\":\"Inf\"" : ", \"value\":\"-Inf\"");
         else
             rbp_sb_printf(b, v30 ? ", \"value\":\"%#g\"" : ", \"value\":\"%g\"", r->float_value);
@@ -409,6 +412,11 @@ static bool dump_obj(void *ctx, const rbp_obj *o)
     case RBP_T_ICLASS:
         r.superclass = rbp_class_super(h, o);
         r.singleton = o->type == RBP_T_CLASS && (o->flags & h->c.fl_singleton);
+        if (o->type == RBP_T_CLASS) {
+            uint64_t vc;
+            r.has_variation_count = rbp_class_variation_count(h, o, &vc);
+            r.variation_count = (int)vc;
+        }
         if (o->type != RBP_T_ICLASS) {
             if (!rbp_ver_ge(s, 3, 0)) {
                 /* 2.7: rb_class2name, the real class's path or inspect */

@@ -58,6 +58,8 @@ typedef struct rbp_dump_rec {
     const char *name;
     const char *real_class_name;
     bool singleton;
+    bool has_variation_count;   /* T_CLASS, written from 3.3 on */
+    int variation_count;
     /* T_DATA, T_FILE, T_FLOAT */
     const char *struct_name;    /* typed data's wrap_struct_name */
     bool has_fd;

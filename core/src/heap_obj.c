@@ -231,6 +231,13 @@ static uint64_t ext_ptr(rbp_heap *h, const rbp_obj *o, uint64_t ext, rbp_field_i
     return v;
 }
 
+bool rbp_class_variation_count(rbp_heap *h, const rbp_obj *o, uint64_t *out)
+{
+    uint64_t ext;
+    return rbp_has(L(h), RBP_L_classext_variation_count) && classext(h, o, &ext) &&
+           rd(h, o, ext, RBP_L_classext_variation_count, out);
+}
+
 uint64_t rbp_class_super(rbp_heap *h, const rbp_obj *o)
 {
     uint64_t v = 0;

@@ -188,6 +188,8 @@ static void test_dump_lines(void)
          .has_default = true, .default_value = 0x50, .refs = refs, .nrefs = 1, .memsize = 160},
         {.ver = 301, .address = 0x60, .type = RBP_T_CLASS, .klass = 0x70, .superclass = 0x80,
          .real_class_name = "Foo", .singleton = true, .memsize = 0},
+        {.ver = 304, .address = 0x60, .type = RBP_T_CLASS, .klass = 0x70, .slot_size = 160, .superclass = 0x80,
+         .has_variation_count = true, .variation_count = 0, .name = "Zoo::Cat", .memsize = 280},
         {.ver = 207, .address = 0x60, .type = RBP_T_MODULE, .klass = 0x70, .superclass = 0x80, .name = "A::\"B\"",
          .memsize = 40},
         {.ver = 303, .address = 0x90, .type = RBP_T_OBJECT, .klass = 0x20, .slot_size = 40, .shape_id = 12,
@@ -210,6 +212,8 @@ static void test_dump_lines(void)
         "\"size\":1, \"default\":\"0x50\", \"references\":[\"0x7f0000001000\"], \"memsize\":160}\n"
         "{\"address\":\"0x60\", \"type\":\"CLASS\", \"class\":\"0x70\", \"superclass\":\"0x80\", "
         "\"real_class_name\":\"Foo\", \"singleton\":true}\n"
+        "{\"address\":\"0x60\", \"type\":\"CLASS\", \"shape_id\":0, \"slot_size\":160, \"class\":\"0x70\", "
+        "\"variation_count\":0, \"superclass\":\"0x80\", \"name\":\"Zoo::Cat\", \"memsize\":280}\n"
         "{\"address\":\"0x60\", \"type\":\"MODULE\", \"class\":\"0x70\", \"name\":\"A::\\\"B\\\"\", \"memsize\":40}\n"
         "{\"address\":\"0x90\", \"type\":\"OBJECT\", \"shape_id\":12, \"slot_size\":40, \"class\":\"0x20\", "
         "\"embedded\":true, \"ivars\":2, \"memsize\":40}\n"
