@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "frames.h"
 #include "robject.h"
 #include "session.h"
 #include "symbolize.h"
@@ -73,10 +74,11 @@ static bool emit(rbp_arena *a, pending *p, size_t *n, size_t max, int kind, cons
     return e->f.label != NULL;
 }
 
-static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out)
+const char *rbp_cframes_read(rbpeek_session *s, uint64_t ec, size_t max, rbp_cframes *out)
 {
     const rbp_layout *L = &s->layout;
     uint64_t vm_stack = 0, stack_size = 0, cfp = 0;
+    *out = (rbp_cframes){0};
     if (!ec) return NULL; /* a thread that has not started: no frames */
     if (!rbp_read_field(s, ec, RBP_L_ec_vm_stack, &vm_stack) ||
         !rbp_read_field(s, ec, RBP_L_ec_vm_stack_size, &stack_size) || !rbp_read_field(s, ec, RBP_L_ec_cfp, &cfp))
@@ -90,21 +92,62 @@ static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_a
     if (cfp > sentinel) return NULL; /* no frames pushed yet */
     if (cfp < vm_stack || (sentinel - cfp) % cfp_size != 0) return "its current frame pointer lies outside its VM stack";
     uint64_t nraw = (sentinel - cfp) / cfp_size;
+    if (nraw > max) nraw = max;
     if (nraw == 0) return NULL;
 
     uint8_t *raw = malloc((size_t)(nraw * cfp_size));
-    pending *p = calloc((size_t)nraw + 1, sizeof *p);
-    uint8_t *values = NULL;
-    const char *err = NULL;
-    if (!raw || !p) {
-        err = "out of memory";
-        goto done;
+    out->frames = malloc((size_t)nraw * sizeof *out->frames);
+    if (!raw || !out->frames) {
+        free(raw);
+        rbp_cframes_free(out);
+        return "out of memory";
     }
+    const char *err = NULL;
     size_t got = rbp_mem_read_partial(s->mem, cfp, raw, (size_t)(nraw * cfp_size));
     if (got < nraw * cfp_size) {
-        /* Report what could be read: the innermost frames are the useful ones. */
+        /* Keep what could be read: the innermost frames are the useful ones. */
         nraw = got / cfp_size;
         err = "part of its control frame array is unreadable";
+    }
+    for (uint64_t i = 0; i < nraw; i++) {
+        const uint8_t *f = raw + i * cfp_size;
+        out->frames[i] = (rbp_cframe){rbp_field_extract(L, RBP_L_cfp_pc, f), rbp_field_extract(L, RBP_L_cfp_iseq, f),
+                                      rbp_field_extract(L, RBP_L_cfp_self, f), rbp_field_extract(L, RBP_L_cfp_ep, f)};
+    }
+    free(raw);
+    out->n = (size_t)nraw;
+    out->vm_stack = vm_stack;
+    out->cfp = cfp;
+    return err;
+}
+
+void rbp_cframes_free(rbp_cframes *cf)
+{
+    free(cf->frames);
+    *cf = (rbp_cframes){0};
+}
+
+bool rbp_cframe_is_cfunc(rbpeek_session *s, const rbp_cframe *f)
+{
+    if (f->iseq) return false;
+    if (rbp_ver_ge(s, 3, 3)) return true;
+    uint64_t flags = 0;
+    return rbp_mem_u64(s->mem, f->ep, &flags) && (flags & VM_FRAME_MAGIC_MASK) == VM_FRAME_MAGIC_CFUNC;
+}
+
+static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out)
+{
+    rbp_cframes cf;
+    /* Read every frame even past max_frames' reported ones: frames Ruby does
+     * not report (ifuncs, frames without a pc) do not count against it. */
+    const char *err = rbp_cframes_read(s, ec, SIZE_MAX, &cf);
+    if (cf.n == 0) return err;
+    size_t nraw = cf.n;
+    pending *p = calloc(nraw + 1, sizeof *p);
+    uint8_t *values = NULL;
+    if (!p) {
+        err = "out of memory";
+        goto done;
     }
 
     /* The frames' environments (ep) live in the VM value stack below the
@@ -112,9 +155,9 @@ static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_a
      * Fetch the span they cover in one read and pin it for this walk, rather
      * than page by page. */
     uint64_t ep_lo = UINT64_MAX, ep_hi = 0;
-    for (uint64_t i = 0; i < nraw; i++) {
-        uint64_t ep = rbp_field_extract(L, RBP_L_cfp_ep, raw + i * cfp_size);
-        if (ep < vm_stack + 16 || ep >= cfp) continue; /* not in this stack's value area */
+    for (size_t i = 0; i < nraw; i++) {
+        uint64_t ep = cf.frames[i].ep;
+        if (ep < cf.vm_stack + 16 || ep >= cf.cfp) continue; /* not in this stack's value area */
         if (ep < ep_lo) ep_lo = ep;
         if (ep > ep_hi) ep_hi = ep;
     }
@@ -124,14 +167,11 @@ static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_a
         if (values && rbp_mem_read(s->mem, lo, values, (size_t)len)) rbp_mem_pin(s->mem, lo, values, (size_t)len);
     }
 
-    size_t n = 0, limit = max_frames < nraw ? max_frames : (size_t)nraw;
-    bool is34 = rbp_ver_ge(s, 3, 4), is33 = rbp_ver_ge(s, 3, 3);
+    size_t n = 0, limit = max_frames < nraw ? max_frames : nraw;
+    bool is34 = rbp_ver_ge(s, 3, 4);
     bool skip_next = false;
-    for (uint64_t i = 0; i < nraw; i++) {
-        const uint8_t *f = raw + i * cfp_size;
-        uint64_t pc = rbp_field_extract(L, RBP_L_cfp_pc, f);
-        uint64_t iseq = rbp_field_extract(L, RBP_L_cfp_iseq, f);
-        uint64_t ep = rbp_field_extract(L, RBP_L_cfp_ep, f);
+    for (size_t i = 0; i < nraw; i++) {
+        uint64_t pc = cf.frames[i].pc, iseq = cf.frames[i].iseq, ep = cf.frames[i].ep;
         if (n >= limit) {
             out->truncated = 1;
             break;
@@ -164,10 +204,7 @@ static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_a
             const char *label = rbp_iseq_frame_label(s, in, owner);
             if (!emit(a, p, &n, limit, RBPEEK_FRAME_RUBY, label, path, abspath, lineno, iseq_addr)) break;
         } else {
-            if (!is33) {
-                uint64_t flags = 0;
-                if (!rbp_mem_u64(s->mem, ep, &flags) || (flags & VM_FRAME_MAGIC_MASK) != VM_FRAME_MAGIC_CFUNC) continue;
-            }
+            if (!rbp_cframe_is_cfunc(s, &cf.frames[i])) continue;
             rbp_cme cme;
             uint64_t me = rbp_frame_method_entry(s, ep);
             const char *label = me && rbp_cme_read(s, me, &cme) ? rbp_cfunc_label(s, &cme) : "<unknown C method>";
@@ -200,8 +237,8 @@ static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_a
 done:
     rbp_mem_pin(s->mem, 0, NULL, 0);
     free(values);
-    free(raw);
     free(p);
+    rbp_cframes_free(&cf);
     return err;
 }
 

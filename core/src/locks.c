@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frames.h"
 #include "locks_model.h"
 #include "robject.h"
 #include "symbolize.h"
@@ -38,8 +39,6 @@
 #define MAX_STACK_WORDS 65536   /* bound on the VM stack words scanned per thread */
 
 enum { FIBER_TERMINATED = 3 };
-#define VM_FRAME_MAGIC_MASK 0x7fff0001u
-#define VM_FRAME_MAGIC_CFUNC 0x55550001u
 
 /* struct rb_monitor of ext/monitor/monitor.c, identical from 2.7 to 3.4:
  * { long count; VALUE owner; VALUE mutex; }. It lives in an extension, not
@@ -278,27 +277,10 @@ static void mutex_read_owner(lk_ctx *c, lk_mutex *m)
 static void read_frames(lk_ctx *c, lk_thread *t)
 {
     rbpeek_session *s = c->s;
-    const rbp_layout *L = c->L;
-    uint64_t vm_stack = 0, size = 0, cfp = 0;
-    if (!t->ec || !rbp_read_field(s, t->ec, RBP_L_ec_vm_stack, &vm_stack) ||
-        !rbp_read_field(s, t->ec, RBP_L_ec_vm_stack_size, &size) || !rbp_read_field(s, t->ec, RBP_L_ec_cfp, &cfp) ||
-        !vm_stack || !size || size > (UINT64_C(1) << 27))
-        return;
-    uint64_t cfp_size = (uint64_t)L->f[RBP_L_cfp_size].size;
-    uint64_t end = vm_stack + size * 8;
-    if (!cfp_size || end < vm_stack + cfp_size) return;
-    uint64_t sentinel = end - cfp_size;
-    if (cfp < vm_stack || cfp >= sentinel || (sentinel - cfp) % cfp_size) return;
-    uint64_t nraw = (sentinel - cfp) / cfp_size;
-    if (nraw > MAX_RAW_FRAMES) nraw = MAX_RAW_FRAMES;
-    uint8_t *raw = malloc((size_t)(nraw * cfp_size));
-    if (!raw) return;
-    nraw = rbp_mem_read_partial(s->mem, cfp, raw, (size_t)(nraw * cfp_size)) / cfp_size;
-    bool is33 = rbp_ver_ge(s, 3, 3);
-    for (uint64_t i = 0; i < nraw && t->nframes < LK_MAX_SCAN_FRAMES; i++) {
-        const uint8_t *f = raw + i * cfp_size;
-        uint64_t pc = rbp_field_extract(L, RBP_L_cfp_pc, f), iseq = rbp_field_extract(L, RBP_L_cfp_iseq, f);
-        uint64_t ep = rbp_field_extract(L, RBP_L_cfp_ep, f), self = rbp_field_extract(L, RBP_L_cfp_self, f);
+    rbp_cframes cf;
+    rbp_cframes_read(s, t->ec, MAX_RAW_FRAMES, &cf); /* a damaged stack just gives fewer frames */
+    for (size_t i = 0; i < cf.n && t->nframes < LK_MAX_SCAN_FRAMES; i++) {
+        uint64_t pc = cf.frames[i].pc, iseq = cf.frames[i].iseq, ep = cf.frames[i].ep, self = cf.frames[i].self;
         lk_frame *out = &t->frames[t->nframes];
         memset(out, 0, sizeof *out);
         out->self = self;
@@ -313,9 +295,7 @@ static void read_frames(lk_ctx *c, lk_thread *t)
              * method entry of a block frame names its enclosing method. */
             named = in->type == RBP_ISEQ_METHOD && in->path && !strncmp(in->path, "<internal:", 10);
         } else {
-            uint64_t flags = 0;
-            if (!is33 && (!rbp_mem_u64(s->mem, ep, &flags) || (flags & VM_FRAME_MAGIC_MASK) != VM_FRAME_MAGIC_CFUNC))
-                continue;
+            if (!rbp_cframe_is_cfunc(s, &cf.frames[i])) continue;
             out->cfunc = named = true;
         }
         if (named) {
@@ -326,7 +306,7 @@ static void read_frames(lk_ctx *c, lk_thread *t)
         }
         t->nframes++;
     }
-    free(raw);
+    rbp_cframes_free(&cf);
 }
 
 static bool name_in(const char *name, const char *const *set)

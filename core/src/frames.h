@@ -1,0 +1,40 @@
+/*
+ * The frame walker's internal interface: reading a thread's raw control
+ * frames. The walker (frames.c) turns them into reported frames; other
+ * modules (locks.c) look at them directly, e.g. for a blocking call's
+ * receiver. One reader means one set of stack-bound checks.
+ */
+#ifndef RBP_FRAMES_H
+#define RBP_FRAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "session.h"
+
+/* One control frame, as stored. */
+typedef struct rbp_cframe {
+    uint64_t pc, iseq, self, ep;
+} rbp_cframe;
+
+typedef struct rbp_cframes {
+    rbp_cframe *frames;   /* innermost first; malloc'd */
+    size_t n;
+    uint64_t vm_stack;    /* the VM stack's start ... */
+    uint64_t cfp;         /* ... and the current frame: values live in between */
+} rbp_cframes;
+
+/* Reads at most max control frames of the execution context ec in one read,
+ * after checking the VM stack's bounds. Returns NULL on success (possibly
+ * with n == 0: a thread with no frames yet), or why it could not; on a
+ * partly unreadable frame array the readable innermost frames are kept and
+ * the reason is still returned. Free with rbp_cframes_free. */
+const char *rbp_cframes_read(rbpeek_session *s, uint64_t ec, size_t max, rbp_cframes *out);
+void rbp_cframes_free(rbp_cframes *cf);
+
+/* A frame without an iseq that Ruby reports as a C method frame (before
+ * 3.3 Ruby also checks the frame magic; from 3.3 every such frame is one). */
+bool rbp_cframe_is_cfunc(rbpeek_session *s, const rbp_cframe *f);
+
+#endif
