@@ -84,7 +84,9 @@ def callgrind(core, build_dir):
     m = re.search(r"Collected : (\d+)", r.stderr)
     anno = subprocess.run(["callgrind_annotate", "--inclusive=yes", out_file], capture_output=True, text=True).stdout
     os.unlink(out_file)
-    snap = re.search(r"^\s*([\d,]+) .*rbpeek_snapshot_take", anno, re.M)
+    # The inclusive cost of the call ("N (x%)  => path/frames.c:rbpeek_snapshot_take (1x)"),
+    # not the source line of the call site, which mentions it too.
+    snap = re.search(r"^\s*([\d,]+) \([^)]*\)\s+=> \S*:rbpeek_snapshot_take \(", anno, re.M)
     return {"total": int(m.group(1)) if m else None,
             "snapshot": int(snap.group(1).replace(",", "")) if snap else None}
 
