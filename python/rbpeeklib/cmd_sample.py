@@ -225,21 +225,23 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         dbg.progress("rbpeek: sampling pid %d (Ruby %s) at %s Hz for %s; Ctrl-C ends it early\n"
                      % (pid, version, _fmt_rate(1.0 / interval), " or ".join(what) if what else "until Ctrl-C"))
 
-        end = "%d samples taken" % limit if limit else "--duration reached"
+        end = "?"
         failure = None
-        kicker = Kicker(pid, SAMPLE_SIGNAL)
-        kicker.start()
-        token = None
+        kicker = token = None
         progress = _Progress(dbg)
         rng = random.Random()
         try:
+            kicker = Kicker(pid, SAMPLE_SIGNAL)
+            kicker.start()
             token = dbg.sample_prepare(SAMPLE_SIGNAL)
             st.t_start = now = time.perf_counter()
             overhead = None   # running mean of each sample's cost beyond the target's run
             while True:
                 if limit and st.samples >= limit:
+                    end = "%d samples taken" % limit
                     break
                 if args.duration and now - st.t_start >= args.duration:
+                    end = "%g s elapsed" % args.duration
                     break
                 if dbg.interrupted():
                     end = "interrupted (Ctrl-C)"
@@ -284,7 +286,8 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             end = "stopped by an error"
         finally:
             st.t_end = time.perf_counter()
-            kicker.stop()
+            if kicker is not None:
+                kicker.stop()
             progress.done()
             if token is not None:
                 dbg.sample_restore(token)

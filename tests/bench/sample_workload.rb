@@ -4,7 +4,11 @@
 #
 #   ruby sample_workload.rb OUT_DIR [stackprof MODE HZ DELAY SECONDS]
 #
-# Every 50 ms it appends "REALTIME ITERATIONS" to OUT_DIR/iterations.log.
+# Every 50 ms it appends "REALTIME ITERATIONS RUN_NS WAIT_NS" to
+# OUT_DIR/iterations.log: the main thread's time on a CPU and waiting for one
+# so far, from the kernel (/proc/thread-self/schedstat), so that the time it
+# spent stopped by a debugger (neither) can be told apart from the time other
+# processes on the machine took its CPU.
 # Two idle threads sit beside it (one sleeping, one blocked on a pipe), as
 # in most real programs. With "stackprof ...", it profiles itself with
 # stackprof (in-process, signal driven) from DELAY to DELAY + SECONDS after
@@ -51,7 +55,8 @@ loop do
   now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   next if now - last < 0.05
   last = now
-  log.write(format("%.6f %d\n", Time.now.to_f, iterations))
+  run_ns, wait_ns = File.read("/proc/thread-self/schedstat").split.map(&:to_i)
+  log.write(format("%.6f %d %d %d\n", Time.now.to_f, iterations, run_ns, wait_ns))
   unless ready_at
     ready_at = now
     File.write(File.join(OUT, "ready"), Process.pid.to_s)
