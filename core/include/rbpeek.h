@@ -378,16 +378,18 @@ RBPEEK_API rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rb
                                                      const rbpeek_sample_options *opt,
                                                      rbpeek_sample_result *result);
 
-/* Kernel TIDs of snap's threads as (pthread_t, TID) pairs, for on_cpu and
- * thread selection on Rubies that keep only a thread's pthread_t (before
- * 3.1) under a debugger that cannot tell a thread's pthread_t either (lldb
- * 16 shows no fs_base). The TID is read from glibc's struct pthread: its
- * offset is found as the place where the main thread's holds pid (a
- * process's main thread has TID = pid), and each value read must name a
- * thread in /proc/PID/task. Threads whose TID Ruby keeps are passed through.
- * Writes at most max_pairs pairs; *npairs says how many. Fails with
- * RBPEEK_ERR_NOT_FOUND when the offset cannot be found. */
-RBPEEK_API rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snapshot *snap, int pid,
+/* Kernel TIDs of snap's threads as (pthread_t, TID) pairs. Rubies before 3.1
+ * keep only a thread's pthread_t, and a debugger may not be able to tell a
+ * thread's pthread_t either (lldb 16 shows no fs_base), so the TID is read
+ * from glibc's struct pthread (a pthread_t is its address). Its offset is
+ * found on the main thread's struct and confirmed on the others; every
+ * value must be a real TID of the process: one of known_tids (e.g. the
+ * debugger's thread list, which works on cores), or when nknown is 0, a
+ * thread in /proc/PID/task of a live pid. Threads whose TID Ruby keeps are
+ * passed through. Writes at most max_pairs pairs; *npairs says how many.
+ * Fails with RBPEEK_ERR_NOT_FOUND when a TID is needed and no offset fits. */
+RBPEEK_API rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snapshot *snap,
+                                                      const int64_t *known_tids, size_t nknown, int pid,
                                                       uint64_t *pairs, size_t max_pairs, size_t *npairs);
 
 #ifdef __cplusplus

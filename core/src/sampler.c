@@ -18,10 +18,9 @@
  * itself leaves every thread in state 't', so /proc/.../stat cannot tell).
  * A thread counts as on CPU when both agree.
  *
- * Both need a thread's kernel TID, which Ruby keeps only from 3.1 on. For
- * older Rubies rbpeek_snapshot_resolve_tids reads it from glibc's struct
- * pthread (a pthread_t is its address), at an offset found by looking for
- * the pid in the main thread's struct.
+ * Both need a thread's kernel TID, which Ruby keeps only from 3.1 on; for
+ * older Rubies the caller fills it in first with rbpeek_snapshot_resolve_tids
+ * (threads.c).
  */
 #include "sampler.h"
 
@@ -33,10 +32,6 @@
 
 #include "profile.h"
 #include "session.h"
-
-/* glibc keeps the TID within the first few hundred bytes of struct pthread
- * (0x2d0 in glibc 2.26 to 2.37 on x86-64); look a little further. */
-#define PTHREAD_SCAN_BYTES 2048
 
 void rbp_sample_scratch_free(rbp_sample_scratch *s)
 {
@@ -217,69 +212,3 @@ rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapsh
     return st;
 }
 
-/* Whether tid names a thread of process pid. */
-static bool is_task_of(int pid, int64_t tid)
-{
-    if (tid <= 0 || tid > INT32_MAX) return false;
-    char path[96];
-    snprintf(path, sizeof path, "/proc/%d/task/%lld", pid, (long long)tid);
-    return access(path, F_OK) == 0;
-}
-
-rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snapshot *snap, int pid,
-                                           uint64_t *pairs, size_t max_pairs, size_t *npairs)
-{
-    if (npairs) *npairs = 0;
-    if (!s || !snap || !npairs || (!pairs && max_pairs) || pid <= 0)
-        return rbp_fail(s, RBPEEK_ERR_ARG, "resolve_tids: bad arguments");
-    if (!s->attached || !s->mem) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
-    size_t n = rbpeek_snapshot_thread_count(snap);
-
-    /* Calibrate on the main thread: every 4-byte slot holding pid is a
-     * candidate; the one under which the most other threads read as real
-     * TIDs of the process wins. */
-    const rbpeek_thread *main_t = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
-        if (t && t->is_main && t->pthread_id) main_t = t;
-    }
-    long off = -1;
-    if (main_t) {
-        uint32_t buf[PTHREAD_SCAN_BYTES / 4];
-        size_t got = rbp_mem_read_partial(s->mem, main_t->pthread_id, buf, sizeof buf) / 4;
-        size_t best_hits = 0;
-        for (size_t k = 0; k < got; k++) {
-            if (buf[k] != (uint32_t)pid) continue;
-            size_t hits = 1;
-            for (size_t i = 0; i < n; i++) {
-                const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
-                uint32_t v;
-                if (!t || t == main_t || !t->pthread_id) continue;
-                if (rbp_mem_u32(s->mem, t->pthread_id + 4 * k, &v) && v != (uint32_t)pid && is_task_of(pid, v))
-                    hits++;
-            }
-            if (hits > best_hits) {
-                best_hits = hits;
-                off = (long)(4 * k);
-            }
-        }
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < n && k < max_pairs; i++) {
-        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
-        if (!t || !t->pthread_id) continue;
-        int64_t tid = t->native_tid > 0 ? t->native_tid : -1;
-        uint32_t v;
-        if (tid < 0 && off >= 0 && rbp_mem_u32(s->mem, t->pthread_id + (uint64_t)off, &v) && is_task_of(pid, v))
-            tid = v;
-        if (tid < 0) continue;
-        pairs[2 * k] = t->pthread_id;
-        pairs[2 * k + 1] = (uint64_t)tid;
-        k++;
-    }
-    *npairs = k;
-    if (off < 0 && k == 0)
-        return rbp_fail(s, RBPEEK_ERR_NOT_FOUND, "cannot tell the threads' kernel TIDs: this Ruby keeps none, "
-                        "and the main thread's TID was not found in its glibc thread descriptor");
-    return RBPEEK_OK;
-}

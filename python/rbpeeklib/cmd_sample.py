@@ -36,7 +36,6 @@ from .core import Profile, RbpeekError, SampleOptions, Sampler, resolve_tids
 SAMPLE_SIGNAL = signal.SIGURG
 PROGRESS_EVERY = 0.25       # seconds between progress updates on a terminal
 PROGRESS_EVERY_PIPE = 5.0   # ... and when the output is not a terminal
-MIN_SLICE = 50e-6           # mean run time between samples when sampling flat out
 TID_MAP_REFRESH = 1.0       # seconds between pthread -> TID map refreshes
 
 
@@ -235,7 +234,18 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             kicker.start()
             token = dbg.sample_prepare(SAMPLE_SIGNAL)
             st.t_start = now = time.perf_counter()
-            overhead = None   # running mean of each sample's cost beyond the target's run
+            # Poisson sampling: sample times are a Poisson process of the
+            # requested rate (exponentially distributed gaps), kept in
+            # absolute time so that the debugger's cost per sample does not
+            # lower the rate while it keeps up. How long the target runs
+            # after a resume is then itself exponential, so the moments
+            # right after a resume, when it runs slower on caches the
+            # debugger evicted, are sampled as often as any other (a fixed
+            # run time never samples them), and no periodic program can beat
+            # in step with the samples. A backlog of more than one interval
+            # (the debugger cannot keep up, or stalled) is dropped, not
+            # caught up in a burst.
+            next_fire = now + rng.expovariate(1.0 / interval)
             while True:
                 if limit and st.samples >= limit:
                     end = "%d samples taken" % limit
@@ -246,14 +256,10 @@ Frames are named "label (path:line)". See docs/sampling.md."""
                 if dbg.interrupted():
                     end = "interrupted (Ctrl-C)"
                     break
-                # Poisson sampling: the target runs for an exponentially
-                # distributed time, whose mean keeps the requested rate (the
-                # interval less what a sample costs). A fixed run time would
-                # never sample the first moments after a resume, when the
-                # target runs slower on cold caches; and a fixed period can
-                # beat in step with a periodic program.
-                mean_run = max(MIN_SLICE, interval - (overhead or 0.0))
-                fire = now + rng.expovariate(1.0 / mean_run)
+                if next_fire < now - interval:
+                    next_fire = now
+                fire = next_fire
+                next_fire += rng.expovariate(1.0 / interval)
                 kicker.arm(fire)
                 t_resume = time.perf_counter()
                 kind, desc = dbg.sample_resume()
@@ -275,8 +281,6 @@ Frames are named "label (path:line)". See docs/sampling.md."""
                     st.note_error(sampler.error())
                 elif tid_map is not None and res.tid_unknown:
                     tid_map.maybe_refresh(t_walked)
-                cost = t_walked - (fired_at if fired else t_resume)
-                overhead = cost if overhead is None else 0.9 * overhead + 0.1 * cost
                 now = t_walked
                 progress.update(st, now)
         except KeyboardInterrupt:
@@ -335,18 +339,10 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         if sel is None:
             raise RbpeekError("--threads current: no thread is selected")
         with session.snapshot(1) as snap:
-            threads = map_threads(dbg, snap.threads())
+            # map_threads also places threads of Rubies that keep no TID,
+            # under a debugger that cannot tell the pthread_t either.
+            threads = map_threads(dbg, snap.threads(), session, snap)
             found = [t for t in threads if t.get("dbg_num") == sel["num"]]
-            if not found and sel.get("tid"):
-                # A Ruby that keeps no TID, under a debugger that cannot
-                # tell the pthread_t either: go by glibc's record of the TID.
-                try:
-                    by_pthread = dict(resolve_tids(session, snap, pid))
-                except RbpeekError:
-                    by_pthread = {}
-                found = [t for t in threads if t["pthread_id"] and by_pthread.get(t["pthread_id"]) == sel["tid"]]
-                for t in found:
-                    t["native_tid"] = sel["tid"]
         if found:
             return found[0]
         raise RbpeekError("--threads current: thread %s (tid %s) is not a Ruby thread; select one with "
@@ -489,7 +485,7 @@ class _TidMap:
         pairs = []
         try:
             with self.session.snapshot(1) as snap:
-                pairs = [x for pair in resolve_tids(self.session, snap, self.pid) for x in pair]
+                pairs = [x for pair in resolve_tids(self.session, snap, pid=self.pid) for x in pair]
         except RbpeekError:
             pairs = []
         if not pairs:

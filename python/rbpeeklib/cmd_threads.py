@@ -16,56 +16,13 @@ _STATE_WIDTH = 8
 _WHAT_WIDTH = 48
 
 
-_PTHREAD_SCAN = 2048  # bytes of glibc's struct pthread searched for its tid field
-
-
-def _number_by_descriptor(dbg, threads):
-    """Gives debugger numbers to Ruby threads map_threads could not place.
-
-    Rubies before 3.1 keep only a thread's pthread_t, and lldb 16 shows no
-    fs_base to match it against. glibc's struct pthread (at the pthread_t)
-    holds the kernel TID at a fixed offset: take the offset at which the
-    main Ruby thread's descriptor holds a TID the debugger lists and every
-    other Ruby thread's holds a distinct TID the debugger lists too. Works
-    on cores as well as live processes: only the debugger's own thread list
-    and memory reads are used.
-    """
-    missing = [t for t in threads if t["dbg_num"] is None and t["pthread_id"]]
-    main = next((t for t in threads if t["main"] and t["pthread_id"]), None)
-    if not missing or main is None:
-        return
-    by_tid = {d["tid"]: d for d in dbg.threads() if d.get("tid")}
-    try:
-        block = dbg.read_memory(main["pthread_id"], _PTHREAD_SCAN)
-    except Exception:
-        return
-    candidates = [k for k in range(0, len(block) - 3, 4) if int.from_bytes(block[k:k + 4], "little") in by_tid]
-    with_pthread = [t for t in threads if t["pthread_id"]]
-    for k in candidates:
-        tids = []
-        for t in with_pthread:
-            try:
-                tids.append(int.from_bytes(dbg.read_memory(t["pthread_id"] + k, 4), "little"))
-            except Exception:
-                tids.append(None)
-        if len(with_pthread) > 1 and (None in tids or len(set(tids)) != len(tids)
-                                      or not all(v in by_tid for v in tids)):
-            continue
-        for t, tid in zip(with_pthread, tids):
-            if t["dbg_num"] is None:
-                t["dbg_num"] = by_tid[tid]["num"]
-                t["native_tid"] = tid
-        return
-
-
 def _analyze(sessions, dbg, args):
     """(ruby_version, threads with debugger numbers, the core's locks document)."""
     session = sessions.get(dbg, args)
     version = session.info()["ruby_version"]
     with session.snapshot(64) as snap:
-        threads = map_threads(dbg, snap.threads())
+        threads = map_threads(dbg, snap.threads(), session, snap)
         doc = snap.locks()
-    _number_by_descriptor(dbg, threads)
     return version, threads, doc
 
 

@@ -16,7 +16,7 @@ import os
 import shlex
 import time
 
-from .core import RbpeekError, Session
+from .core import RbpeekError, Session, resolve_tids
 
 
 class _Parser(argparse.ArgumentParser):
@@ -114,14 +114,19 @@ class Sessions:
         self._key = None
 
 
-def map_threads(dbg, threads):
+def map_threads(dbg, threads, session=None, snapshot=None):
     """Adds each Ruby thread's debugger thread number ("dbg_num") and TID.
 
     Ruby 3.1+ records the kernel TID; older Rubies only the pthread_t, which
-    the debugger's threads are matched against by their thread pointer.
+    the debugger's threads are matched against by their thread pointer. A
+    debugger that cannot tell a thread's pointer (lldb 16 shows no fs_base)
+    leaves some unplaced: given the session and snapshot, their TIDs are
+    then read from glibc's thread descriptors, checked against the TIDs the
+    debugger lists (rbpeek_snapshot_resolve_tids).
     """
+    dbg_threads = dbg.threads()
     by_tid, by_pthread = {}, {}
-    for t in dbg.threads():
+    for t in dbg_threads:
         if t.get("tid"):
             by_tid[t["tid"]] = t
         if t.get("pthread"):
@@ -133,6 +138,17 @@ def map_threads(dbg, threads):
         rt["dbg_num"] = d["num"] if d else None
         if rt["native_tid"] is None and d:
             rt["native_tid"] = d.get("tid")
+    unplaced = [rt for rt in threads if rt["dbg_num"] is None and rt["pthread_id"]]
+    if unplaced and session is not None and snapshot is not None and by_tid:
+        try:
+            tids = dict(resolve_tids(session, snapshot, known_tids=sorted(by_tid)))
+        except RbpeekError:
+            tids = {}
+        for rt in unplaced:
+            tid = tids.get(rt["pthread_id"])
+            if tid in by_tid:
+                rt["dbg_num"] = by_tid[tid]["num"]
+                rt["native_tid"] = tid
     return threads
 
 
@@ -231,7 +247,7 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
         started = time.perf_counter()
         with session.snapshot(args.max_frames) as snap:
             walked = time.perf_counter() - started
-            threads = map_threads(dbg, snap.threads())
+            threads = map_threads(dbg, snap.threads(), session, snap)
         stats = session.read_stats()
         if not args.all:
             threads = [self._selected(dbg, threads)]

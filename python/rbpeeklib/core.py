@@ -124,7 +124,8 @@ def lib():
     sigs["rbpeek_profile_write_svg"] = (st, [vp, cp, ctypes.POINTER(SvgOptions)])
     sigs["rbpeek_profile_write_speedscope"] = (st, [vp, cp])
     sigs["rbpeek_profile_add_snapshot"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(SampleResult)])
-    sigs["rbpeek_snapshot_resolve_tids"] = (st, [vp, vp, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,
+    sigs["rbpeek_snapshot_resolve_tids"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_int,
+                                                 ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,
                                                  ctypes.POINTER(ctypes.c_size_t)])
     missing = []
     for name, (res, args) in sigs.items():
@@ -497,10 +498,14 @@ class Sampler:
         return self._session.error()
 
 
-def resolve_tids(session, snapshot, pid):
-    """[(pthread_t, TID)] of the snapshot's threads (rbpeek_snapshot_resolve_tids)."""
+def resolve_tids(session, snapshot, pid=0, known_tids=()):
+    """[(pthread_t, TID)] of the snapshot's threads (rbpeek_snapshot_resolve_tids):
+    TIDs are checked against known_tids (e.g. the debugger's thread list),
+    or when none are given, against /proc/PID/task of a live pid."""
     cap = max(1, lib().rbpeek_snapshot_thread_count(snapshot._h))
     arr = (ctypes.c_uint64 * (2 * cap))()
+    known = (ctypes.c_int64 * max(1, len(known_tids)))(*known_tids)
     n = ctypes.c_size_t()
-    session._check(lib().rbpeek_snapshot_resolve_tids(session._h, snapshot._h, int(pid), arr, cap, ctypes.byref(n)))
+    session._check(lib().rbpeek_snapshot_resolve_tids(session._h, snapshot._h, known, len(known_tids), int(pid), arr,
+                                                      cap, ctypes.byref(n)))
     return [(arr[2 * i], arr[2 * i + 1]) for i in range(n.value)]

@@ -58,6 +58,33 @@ def compare(expected, actual):
     return frames_checked
 
 
+def check_selected_thread(debugger, target, workdir, name="deep"):
+    """`ruby bt` without -a shows the debugger's selected thread: select the
+    Ruby thread NAME by the number `ruby threads` gives it, then compare."""
+    threads_json = os.path.join(workdir, "threads.json")
+    rc, output = harness.run_debugger(debugger, ["ruby threads --json -o " + threads_json], pid=target.pid)
+    harness.assert_no_traceback(output)
+    with open(threads_json, encoding="utf-8") as f:
+        listed = json.load(f)["threads"]
+    num = next((t["debugger_thread"] for t in listed if t["name"] == name), None)
+    if num is None:
+        raise Failure("ruby threads gives no debugger thread number for %r:\n%s" % (name, listed))
+    one_json = os.path.join(workdir, "one.json")
+    select = "thread %d" % num if debugger == "gdb" else "thread select %d" % num
+    rc, output = harness.run_debugger(debugger, [select, "ruby bt --json -o " + one_json], pid=target.pid)
+    harness.assert_no_traceback(output)
+    if not os.path.exists(one_json):
+        raise Failure("ruby bt on the selected thread %d wrote nothing:\n%s" % (num, output[-2000:]))
+    with open(one_json, encoding="utf-8") as f:
+        one = json.load(f)
+    if len(one["threads"]) != 1 or one["threads"][0]["name"] != name:
+        raise Failure("ruby bt on thread %d showed %s, not %r" % (num, [t["name"] for t in one["threads"]], name))
+    expected = dict(target.expected())
+    expected["threads"] = [t for t in expected["threads"] if t["name"] == name]
+    compare(expected, one)
+    harness.log("ruby bt on the selected thread (%d, %r): identical" % (num, name))
+
+
 def test(ruby_spec, debugger, mode, workdir):
     ruby = harness.ruby_binary(ruby_spec)
     if not os.path.exists(ruby):
@@ -95,6 +122,8 @@ def test(ruby_spec, debugger, mode, workdir):
         with open(out_json, encoding="utf-8") as f:
             actual = json.load(f)
         n = compare(target.expected(), actual)
+        if mode == "live":
+            check_selected_thread(debugger, target, workdir)
         if os.path.exists(table_json):
             with open(table_json, encoding="utf-8") as f:
                 compare(target.expected(), json.load(f))
