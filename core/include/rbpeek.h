@@ -392,6 +392,21 @@ RBPEEK_API rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const r
                                                       const int64_t *known_tids, size_t nknown, int pid,
                                                       uint64_t *pairs, size_t max_pairs, size_t *npairs);
 
+/* The sampler's timer: a helper thread that sends process pid the signal
+ * signo at a CLOCK_MONOTONIC moment, so that a debugger waiting in its
+ * "continue" sees the target stop then. Arm it before resuming the target;
+ * disarm it once the debugger reports a stop: it returns 1 (and the moment)
+ * if the signal was sent, and no signal is sent after it returns. The
+ * signal goes through a pidfd, so it never reaches a process that reused
+ * the pid. new returns NULL (errno set) if pid does not exist. */
+typedef struct rbpeek_kicker rbpeek_kicker;
+RBPEEK_API rbpeek_kicker *rbpeek_kicker_new(int pid, int signo);
+RBPEEK_API void rbpeek_kicker_arm(rbpeek_kicker *k, uint64_t deadline_ns);
+RBPEEK_API int rbpeek_kicker_disarm(rbpeek_kicker *k, uint64_t *fired_ns);
+/* CLOCK_MONOTONIC now, in nanoseconds: the clock of deadlines. */
+RBPEEK_API uint64_t rbpeek_kicker_now(void);
+RBPEEK_API void rbpeek_kicker_free(rbpeek_kicker *k);
+
 #ifdef __cplusplus
 }
 #endif

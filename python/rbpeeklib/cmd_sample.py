@@ -5,8 +5,9 @@ thread's stack with the C core, resume. The debugger does the stopping and
 resuming (it is the target's tracer; nothing else may be), rbpeek reads the
 stopped target's memory directly through /proc/PID/mem.
 
-How the target is stopped: a helper thread (Kicker) sends the target a signal
-at each deadline while the debugger waits in its "continue". The debugger is
+How the target is stopped: a helper thread (rbpeek_kicker, in C so that it
+never waits for the GIL) sends the target a signal at each sample time while
+the debugger waits in its "continue". The debugger is
 told (adapter.sample_prepare) to stop on that signal silently and never pass
 it on. The signal is SIGURG because its default action is to be ignored: if
 one is still in flight when sampling ends (the target stopped for another
@@ -27,94 +28,15 @@ import ctypes
 import os
 import random
 import signal
-import threading
 import time
 
 from .commands import Command, map_threads, parse_args
-from .core import Profile, RbpeekError, SampleOptions, Sampler, resolve_tids
+from .core import Kicker, Profile, RbpeekError, SampleOptions, Sampler, resolve_tids
 
 SAMPLE_SIGNAL = signal.SIGURG
 PROGRESS_EVERY = 0.25       # seconds between progress updates on a terminal
 PROGRESS_EVERY_PIPE = 5.0   # ... and when the output is not a terminal
 TID_MAP_REFRESH = 1.0       # seconds between pthread -> TID map refreshes
-
-
-class Kicker(threading.Thread):
-    """Sends the sampling signal to the target at the deadline it is armed
-    with. It fires only while armed: the main thread disarms it as soon as
-    the debugger reports a stop, so no signal is sent once sampling ends."""
-
-    def __init__(self, pid, signo):
-        super().__init__(name="rbpeek-sample-kicker", daemon=True)
-        self._signo = signo
-        self._pid = pid
-        self._pidfd = None
-        try:  # a pidfd cannot hit a recycled pid after the target exits
-            self._pidfd = os.pidfd_open(pid)
-        except (AttributeError, OSError):
-            self._pidfd = None
-        self._cv = threading.Condition()
-        self._deadline = None
-        self._gen = 0
-        self._fired = False
-        self._fired_at = 0.0
-        self._quit = False
-
-    def arm(self, deadline):
-        with self._cv:
-            self._gen += 1
-            self._deadline = deadline
-            self._fired = False
-            self._cv.notify()
-
-    def disarm(self):
-        """Returns (fired, time it fired)."""
-        with self._cv:
-            self._deadline = None
-            self._gen += 1
-            return self._fired, self._fired_at
-
-    def stop(self):
-        with self._cv:
-            self._quit = True
-            self._deadline = None
-            self._cv.notify()
-        if self.is_alive():
-            self.join(1.0)
-        if self._pidfd is not None:
-            try:
-                os.close(self._pidfd)
-            except OSError:
-                pass
-            self._pidfd = None
-
-    def _send(self):
-        try:
-            if self._pidfd is not None:
-                signal.pidfd_send_signal(self._pidfd, self._signo)
-            else:
-                os.kill(self._pid, self._signo)
-        except OSError:
-            pass  # the target is gone: the debugger will report its exit
-
-    def run(self):
-        while True:
-            with self._cv:
-                while self._deadline is None and not self._quit:
-                    self._cv.wait()
-                if self._quit:
-                    return
-                deadline, gen = self._deadline, self._gen
-            delay = deadline - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            with self._cv:
-                if self._quit:
-                    return
-                if self._gen == gen and self._deadline is not None:
-                    self._send()
-                    self._fired, self._fired_at = True, time.perf_counter()
-                    self._deadline = None
 
 
 def _positive_float(text):
@@ -231,7 +153,6 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         rng = random.Random()
         try:
             kicker = Kicker(pid, SAMPLE_SIGNAL)
-            kicker.start()
             token = dbg.sample_prepare(SAMPLE_SIGNAL)
             st.t_start = now = time.perf_counter()
             # Poisson sampling: sample times are a Poisson process of the
@@ -291,7 +212,7 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         finally:
             st.t_end = time.perf_counter()
             if kicker is not None:
-                kicker.stop()
+                kicker.close()
             progress.done()
             if token is not None:
                 dbg.sample_restore(token)

@@ -127,6 +127,10 @@ def lib():
     sigs["rbpeek_snapshot_resolve_tids"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_int,
                                                  ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,
                                                  ctypes.POINTER(ctypes.c_size_t)])
+    sigs["rbpeek_kicker_new"] = (vp, [ctypes.c_int, ctypes.c_int])
+    sigs["rbpeek_kicker_arm"] = (None, [vp, u64])
+    sigs["rbpeek_kicker_disarm"] = (ctypes.c_int, [vp, ctypes.POINTER(ctypes.c_uint64)])
+    sigs["rbpeek_kicker_free"] = (None, [vp])
     missing = []
     for name, (res, args) in sigs.items():
         try:
@@ -509,3 +513,37 @@ def resolve_tids(session, snapshot, pid=0, known_tids=()):
     session._check(lib().rbpeek_snapshot_resolve_tids(session._h, snapshot._h, known, len(known_tids), int(pid), arr,
                                                       cap, ctypes.byref(n)))
     return [(arr[2 * i], arr[2 * i + 1]) for i in range(n.value)]
+
+
+class Kicker:
+    """rbpeek_kicker: sends process pid the signal signo at a moment given in
+    time.monotonic() seconds (CLOCK_MONOTONIC), from a C thread that never
+    needs the GIL."""
+
+    _h = None
+
+    def __init__(self, pid, signo):
+        L = lib()
+        self._h = L.rbpeek_kicker_new(int(pid), int(signo))
+        if not self._h:
+            raise RbpeekError("cannot signal process %d: it is gone, or out of resources" % pid)
+        self._arm, self._disarm = L.rbpeek_kicker_arm, L.rbpeek_kicker_disarm
+        self._fired = ctypes.c_uint64()
+        self._fired_ref = ctypes.byref(self._fired)
+
+    def arm(self, deadline):
+        self._arm(self._h, int(deadline * 1e9))
+
+    def disarm(self):
+        """(fired, the time.monotonic() moment it fired)."""
+        if self._disarm(self._h, self._fired_ref):
+            return True, self._fired.value * 1e-9
+        return False, 0.0
+
+    def close(self):
+        if self._h:
+            lib().rbpeek_kicker_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
