@@ -37,6 +37,7 @@ SAMPLE_SIGNAL = signal.SIGURG
 PROGRESS_EVERY = 0.25       # seconds between progress updates on a terminal
 PROGRESS_EVERY_PIPE = 5.0   # ... and when the output is not a terminal
 TID_MAP_REFRESH = 1.0       # seconds between pthread -> TID map refreshes
+BACKLOG = 5                 # intervals the sample schedule may fall behind before it restarts
 
 
 def _positive_float(text):
@@ -163,9 +164,10 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             # right after a resume, when it runs slower on caches the
             # debugger evicted, are sampled as often as any other (a fixed
             # run time never samples them), and no periodic program can beat
-            # in step with the samples. A backlog of more than one interval
-            # (the debugger cannot keep up, or stalled) is dropped, not
-            # caught up in a burst.
+            # in step with the samples. Gaps shorter than a sample costs are
+            # made up by the longer ones that follow, up to BACKLOG
+            # intervals; beyond that (the debugger cannot keep up, or
+            # stalled) the schedule restarts rather than catch up in a burst.
             next_fire = now + rng.expovariate(1.0 / interval)
             while True:
                 if limit and st.samples >= limit:
@@ -177,7 +179,7 @@ Frames are named "label (path:line)". See docs/sampling.md."""
                 if dbg.interrupted():
                     end = "interrupted (Ctrl-C)"
                     break
-                if next_fire < now - interval:
+                if next_fire < now - BACKLOG * interval:
                     next_fire = now
                 fire = next_fire
                 next_fire += rng.expovariate(1.0 / interval)
