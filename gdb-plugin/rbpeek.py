@@ -179,14 +179,31 @@ class GdbAdapter(DebuggerAdapter):
             raise
         return token
 
+    @staticmethod
+    def _process_gone(pid):
+        """True once pid has exited (no /proc entry, or a zombie)."""
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except (OSError, IndexError):
+            return True
+
     def sample_resume(self):
         self._sample_stop = self._sample_exit = None
+        pid = self._inferior().pid
         try:
             gdb.execute("continue", to_string=True)
         except gdb.error as e:
             if self._sample_exit is None and self._inferior().pid:
-                raise RbpeekError("cannot resume the target: %s" % e)
-        if self._sample_exit is not None or not self._inferior().pid:
+                if not (pid and self._process_gone(pid)):
+                    raise RbpeekError("cannot resume the target: %s" % e)
+                # It exited while gdb resumed it ("Couldn't get registers: No
+                # such process"); let gdb reap it so it sees the exit too.
+                try:
+                    gdb.execute("continue", to_string=True)
+                except gdb.error:
+                    pass
+        if self._sample_exit is not None or not self._inferior().pid or (pid and self._process_gone(pid)):
             code = getattr(self._sample_exit, "exit_code", None)
             return "exited", ("exit status %d" % code) if code is not None else "it is gone"
         ev = self._sample_stop
