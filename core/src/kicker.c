@@ -113,8 +113,9 @@ rbpeek_kicker *rbpeek_kicker_new(int pid, int signo)
     k->pid = pid;
     k->signo = signo;
     k->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (k->pidfd < 0 && errno == ESRCH) {
+    if (k->pidfd < 0 && (errno == ESRCH || (kill(pid, 0) != 0 && errno == ESRCH))) {
         free(k);
+        errno = ESRCH;
         return NULL;
     }
     k->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
