@@ -35,6 +35,8 @@ class GdbAdapter(DebuggerAdapter):
         inf = self._inferior()
         if not inf.pid and not self._is_core():
             return None
+        if not self._is_core() and self._process_gone(inf.pid):
+            return None  # it exited, though gdb may not have seen that yet
         return ("gdb", inf.num, inf.pid, self._is_core(), inf.progspace.filename)
 
     def live_pid(self):
