@@ -151,19 +151,17 @@ def _s(b):
     return b.decode("utf-8", "replace") if b is not None else None
 
 
-class Snapshot:
-    """Every Ruby thread and its frames at one moment (owns the C snapshot)."""
+class _Owned:
+    """A C object this Python object owns: released by close(), on leaving a
+    with-block, or when the Python object is collected, whichever is first."""
 
     _h = None
-
-    def __init__(self, session, handle):
-        self._session = session
-        self._h = handle
+    _free_fn = ""  # the rbpeek_<object>_free function
 
     def close(self):
-        if self._h:
-            lib().rbpeek_snapshot_free(self._h)
-            self._h = None
+        h, self._h = self._h, None
+        if h:
+            getattr(lib(), self._free_fn)(h)
 
     def __enter__(self):
         return self
@@ -173,6 +171,16 @@ class Snapshot:
 
     def __del__(self):
         self.close()
+
+
+class Snapshot(_Owned):
+    """Every Ruby thread and its frames at one moment (owns the C snapshot)."""
+
+    _free_fn = "rbpeek_snapshot_free"
+
+    def __init__(self, session, handle):
+        self._session = session
+        self._h = handle
 
     def threads(self):
         """A list of plain dicts, one per thread (the JSON schema's shape)."""
@@ -211,24 +219,16 @@ class Snapshot:
             lib().rbpeek_free(out)
 
 
-class Session:
+class Session(_Owned):
     """One target. Memory comes from a pid, or from reader/lookup callbacks."""
 
-    _h = None
+    _free_fn = "rbpeek_session_free"
 
     def __init__(self):
         self._h = lib().rbpeek_session_new()
         if not self._h:
             raise RbpeekError("out of memory")
         self._keep = []  # ctypes callbacks must outlive the C session
-
-    def close(self):
-        if self._h:
-            lib().rbpeek_session_free(self._h)
-            self._h = None
-
-    def __del__(self):
-        self.close()
 
     def error(self):
         return _s(lib().rbpeek_session_error(self._h)) or "unknown error"
@@ -356,27 +356,13 @@ class HeapDumpStats(ctypes.Structure):
                 ("incomplete", ctypes.c_uint64), ("bytes_written", ctypes.c_uint64)]
 
 
-class Census:
+class Census(_Owned):
     """Live objects by type and class, from rbpeek_heap_census."""
 
-    _h = None
+    _free_fn = "rbpeek_census_free"
 
     def __init__(self, handle):
         self._h = handle
-
-    def close(self):
-        if self._h:
-            lib().rbpeek_census_free(self._h)
-            self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
     def summary(self):
         s = CensusSummary()
@@ -413,23 +399,15 @@ class SvgOptions(ctypes.Structure):
                 ("inverted", ctypes.c_int)]
 
 
-class Profile:
+class Profile(_Owned):
     """Aggregated stack samples and their writers (owns the C profile)."""
 
-    _h = None
+    _free_fn = "rbpeek_profile_free"
 
     def __init__(self):
         self._h = lib().rbpeek_profile_new()
         if not self._h:
             raise RbpeekError("out of memory")
-
-    def close(self):
-        if self._h:
-            lib().rbpeek_profile_free(self._h)
-            self._h = None
-
-    def __del__(self):
-        self.close()
 
     def _check(self, status):
         if status != 0:
@@ -515,12 +493,12 @@ def resolve_tids(session, snapshot, pid=0, known_tids=()):
     return [(arr[2 * i], arr[2 * i + 1]) for i in range(n.value)]
 
 
-class Kicker:
+class Kicker(_Owned):
     """rbpeek_kicker: sends process pid the signal signo at a moment given in
     time.monotonic() seconds (CLOCK_MONOTONIC), from a C thread that never
     needs the GIL."""
 
-    _h = None
+    _free_fn = "rbpeek_kicker_free"
 
     def __init__(self, pid, signo):
         L = lib()
@@ -539,11 +517,3 @@ class Kicker:
         if self._disarm(self._h, self._fired_ref):
             return True, self._fired.value * 1e-9
         return False, 0.0
-
-    def close(self):
-        if self._h:
-            lib().rbpeek_kicker_free(self._h)
-            self._h = None
-
-    def __del__(self):
-        self.close()
