@@ -12,6 +12,7 @@
  * DWARF from a strange compiler must give "absent" fields, never a crash.
  */
 #include "session.h"
+#include "errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -549,23 +550,18 @@ static void read_ruby_version(const char *path, char *out, size_t outlen)
     close(fd);
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
-{
-    if (err && errlen) snprintf(err, errlen, fmt, a, b);
-}
-
 int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t errlen)
 {
     rbp_layout_clear(out);
     if (!elf_path) {
-        set_err(err, errlen, "%s%s", "no file given", "");
+        rbp_set_err(err, errlen, "%s", "no file given");
         return -1;
     }
     /* Check readability ourselves: libdwarf reports a missing file as "no
      * DWARF", which would hide the real problem. */
     int fd = open(elf_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        set_err(err, errlen, "cannot open %s: %s", elf_path, strerror(errno));
+        rbp_set_err(err, errlen, "cannot open %s: %s", elf_path, strerror(errno));
         return -1;
     }
     close(fd);
@@ -573,7 +569,7 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
     static dctx zero;
     dctx *c = malloc(sizeof *c);
     if (!c) {
-        set_err(err, errlen, "%s%s", "out of memory", "");
+        rbp_set_err(err, errlen, "%s", "out of memory");
         return -1;
     }
     *c = zero;
@@ -596,9 +592,9 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
                              NULL, &c->dbg, NULL, 0, NULL, &e);
     if (rc != DW_DLV_OK) {
         if (rc == DW_DLV_ERROR)
-            set_err(err, errlen, "cannot read DWARF from %s: %s", elf_path, e ? dwarf_errmsg(e) : "unknown error");
+            rbp_set_err(err, errlen, "cannot read DWARF from %s: %s", elf_path, e ? dwarf_errmsg(e) : "unknown error");
         else
-            set_err(err, errlen, "%s has no DWARF debug info%s", elf_path, "");
+            rbp_set_err(err, errlen, "%s has no DWARF debug info", elf_path);
         if (e) dwarf_dealloc_error(NULL, e);
         free(c);
         return -1;
@@ -632,10 +628,10 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
 
     int ret = 0;
     if (!any_cu) {
-        set_err(err, errlen, "%s has no DWARF debug info%s", elf_path, "");
+        rbp_set_err(err, errlen, "%s has no DWARF debug info", elf_path);
         ret = -1;
     } else if (!rbp_has(out, RBP_L_cfp_size)) {
-        set_err(err, errlen, "%s: DWARF has no struct rb_control_frame_struct%s", elf_path,
+        rbp_set_err(err, errlen, "%s: DWARF has no struct rb_control_frame_struct%s", elf_path,
                 " (not a Ruby binary, or its debug info lacks the VM types)");
         ret = -1;
     }

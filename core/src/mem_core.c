@@ -22,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include "mem.h"
+#include "errbuf.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -79,15 +80,6 @@ typedef struct core {
     uint64_t clock;
 } core;
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* pread that retries on EINTR and on partial transfers; returns bytes read
  * (short at end of file) or -1 if the very first attempt failed. */
@@ -248,43 +240,43 @@ static core *core_open(const char *path, char *err, size_t errlen)
 {
     core *c = calloc(1, sizeof *c);
     if (!c) {
-        set_err(err, errlen, "out of memory");
+        rbp_set_err(err, errlen, "out of memory");
         return NULL;
     }
     c->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (c->fd < 0) {
-        set_err(err, errlen, "cannot open core %s: %s", path, strerror(errno));
+        rbp_set_err(err, errlen, "cannot open core %s: %s", path, strerror(errno));
         goto fail;
     }
     struct stat st;
     if (fstat(c->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        set_err(err, errlen, "core %s is not a regular file", path);
+        rbp_set_err(err, errlen, "core %s is not a regular file", path);
         goto fail;
     }
     c->size = (uint64_t)st.st_size;
 
     Elf64_Ehdr eh;
     if (pread_full(c->fd, &eh, sizeof eh, 0) != (long)sizeof eh) {
-        set_err(err, errlen, "core %s: too short for an ELF header", path);
+        rbp_set_err(err, errlen, "core %s: too short for an ELF header", path);
         goto fail;
     }
     if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
-        set_err(err, errlen, "core %s: not an ELF file", path);
+        rbp_set_err(err, errlen, "core %s: not an ELF file", path);
         goto fail;
     }
     if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
         eh.e_machine != EM_X86_64) {
-        set_err(err, errlen, "core %s: only 64-bit little-endian x86-64 cores are supported "
+        rbp_set_err(err, errlen, "core %s: only 64-bit little-endian x86-64 cores are supported "
                 "(class %u, data %u, machine %u)", path, eh.e_ident[EI_CLASS], eh.e_ident[EI_DATA],
                 eh.e_machine);
         goto fail;
     }
     if (eh.e_type != ET_CORE) {
-        set_err(err, errlen, "core %s: not a core file (ELF type %u)", path, eh.e_type);
+        rbp_set_err(err, errlen, "core %s: not a core file (ELF type %u)", path, eh.e_type);
         goto fail;
     }
     if (eh.e_phentsize != sizeof(Elf64_Phdr)) {
-        set_err(err, errlen, "core %s: unexpected program header size %u", path, eh.e_phentsize);
+        rbp_set_err(err, errlen, "core %s: unexpected program header size %u", path, eh.e_phentsize);
         goto fail;
     }
 
@@ -294,23 +286,23 @@ static core *core_open(const char *path, char *err, size_t errlen)
         Elf64_Shdr sh0;
         if (eh.e_shentsize != sizeof sh0 || !in_file(eh.e_shoff, sizeof sh0, c->size) ||
             pread_full(c->fd, &sh0, sizeof sh0, eh.e_shoff) != (long)sizeof sh0) {
-            set_err(err, errlen, "core %s: PN_XNUM without a readable section header", path);
+            rbp_set_err(err, errlen, "core %s: PN_XNUM without a readable section header", path);
             goto fail;
         }
         phnum = sh0.sh_info;
     }
     if (phnum == 0 || phnum > MAX_PHDRS || !in_file(eh.e_phoff, phnum * sizeof(Elf64_Phdr), c->size)) {
-        set_err(err, errlen, "core %s: program headers missing or past the end of the file (truncated?)",
+        rbp_set_err(err, errlen, "core %s: program headers missing or past the end of the file (truncated?)",
                 path);
         goto fail;
     }
     Elf64_Phdr *ph = malloc(phnum * sizeof *ph);
     if (!ph) {
-        set_err(err, errlen, "out of memory");
+        rbp_set_err(err, errlen, "out of memory");
         goto fail;
     }
     if (pread_full(c->fd, ph, phnum * sizeof *ph, eh.e_phoff) != (long)(phnum * sizeof *ph)) {
-        set_err(err, errlen, "core %s: cannot read program headers", path);
+        rbp_set_err(err, errlen, "core %s: cannot read program headers", path);
         free(ph);
         goto fail;
     }
@@ -319,7 +311,7 @@ static core *core_open(const char *path, char *err, size_t errlen)
     for (uint64_t i = 0; i < phnum; i++) nload += ph[i].p_type == PT_LOAD;
     c->segs = calloc(nload ? nload : 1, sizeof *c->segs);
     if (!c->segs) {
-        set_err(err, errlen, "out of memory");
+        rbp_set_err(err, errlen, "out of memory");
         free(ph);
         goto fail;
     }
@@ -345,7 +337,7 @@ static core *core_open(const char *path, char *err, size_t errlen)
             bool ok = got <= 0 || parse_notes(c, buf, (uint64_t)got);
             free(buf);
             if (!ok) {
-                set_err(err, errlen, "out of memory");
+                rbp_set_err(err, errlen, "out of memory");
                 free(ph);
                 goto fail;
             }
@@ -354,7 +346,7 @@ static core *core_open(const char *path, char *err, size_t errlen)
     free(ph);
     qsort(c->segs, c->nsegs, sizeof *c->segs, cmp_seg);
     if (c->nsegs == 0 && c->nmaps == 0) {
-        set_err(err, errlen, "core %s: no memory segments and no mapped files", path);
+        rbp_set_err(err, errlen, "core %s: no memory segments and no mapped files", path);
         goto fail;
     }
     return c;
@@ -505,7 +497,7 @@ static void core_close(void *ctx) { core_free(ctx); }
 bool rbp_source_core(const char *core_path, rbp_source *out, char *err, size_t errlen)
 {
     if (!core_path || !out) {
-        set_err(err, errlen, "no core file given");
+        rbp_set_err(err, errlen, "no core file given");
         return false;
     }
     core *c = core_open(core_path, err, errlen);

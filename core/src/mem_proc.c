@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "mem.h"
+#include "errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,15 +27,6 @@ typedef struct proc_src {
     int fd;
 } proc_src;
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* The kernel copies page by page and stops at the first unreadable one, so
  * a read running into an unmapped page comes back short; a read starting on
@@ -67,7 +59,7 @@ static void proc_close(void *ctx)
 bool rbp_source_proc(int pid, rbp_source *out, char *err, size_t errlen)
 {
     if (pid <= 0 || !out) {
-        set_err(err, errlen, "invalid pid %d", pid);
+        rbp_set_err(err, errlen, "invalid pid %d", pid);
         return false;
     }
     char path[64];
@@ -75,17 +67,17 @@ bool rbp_source_proc(int pid, rbp_source *out, char *err, size_t errlen)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        if (e == ENOENT) set_err(err, errlen, "no process %d", pid);
+        if (e == ENOENT) rbp_set_err(err, errlen, "no process %d", pid);
         else if (e == EACCES || e == EPERM)
-            set_err(err, errlen, "cannot read memory of process %d: %s (needs ptrace permission: same user "
+            rbp_set_err(err, errlen, "cannot read memory of process %d: %s (needs ptrace permission: same user "
                     "with kernel.yama.ptrace_scope=0, or root/CAP_SYS_PTRACE)", pid, strerror(e));
-        else set_err(err, errlen, "cannot open %s: %s", path, strerror(e));
+        else rbp_set_err(err, errlen, "cannot open %s: %s", path, strerror(e));
         return false;
     }
     proc_src *p = malloc(sizeof *p);
     if (!p) {
         close(fd);
-        set_err(err, errlen, "out of memory");
+        rbp_set_err(err, errlen, "out of memory");
         return false;
     }
     p->fd = fd;
