@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -101,6 +102,26 @@ class Target:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
+
+
+def core_segments(path, writable=False):
+    """[(vaddr, file offset, filesz)] of an ELF64 little-endian core's PT_LOAD
+    segments with contents (only the writable ones if asked): where a test
+    finds a target address's bytes in the core file to damage them."""
+    with open(path, "rb") as f:
+        ehdr = f.read(64)
+        if ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
+            raise Failure("%s is not an ELF64 core" % path)
+        phoff, = struct.unpack_from("<Q", ehdr, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", ehdr, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    segs = []
+    for i in range(phnum):
+        p_type, p_flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
+        if p_type == 1 and p_filesz and (p_flags & 2 or not writable):
+            segs.append((p_vaddr, p_offset, p_filesz))
+    return segs
 
 
 def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300):

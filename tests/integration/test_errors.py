@@ -125,29 +125,14 @@ def test_ruby_cases(debugger, workdir):
         target.close()
 
 
-def writable_segments(core):
-    """(file offset, size) of the PT_LOAD segments holding data in the core."""
-    import struct
-    with open(core, "rb") as f:
-        eh = f.read(64)
-        phoff, = struct.unpack_from("<Q", eh, 32)
-        phentsize, phnum = struct.unpack_from("<HH", eh, 54)
-        f.seek(phoff)
-        ph = f.read(phentsize * phnum)
-    segs = []
-    for i in range(phnum):
-        p_type, p_flags, p_offset, _v, _p, p_filesz = struct.unpack_from("<IIQQQQ", ph, i * phentsize)
-        if p_type == 1 and p_filesz >= 4096 and (p_flags & 2):
-            segs.append((p_offset, p_filesz))
-    return segs
-
 
 def fuzz_core(debugger, core, workdir, rounds=6):
     """Overwrites random pages of a copy of the core (heap, stacks, VM
     stacks: any writable segment) with garbage, pointer-like values or
     self-references, and checks rbpeek survives each copy."""
     rng = random.Random(20261121)
-    segs = writable_segments(core)
+    # (file offset, size) of the writable segments of at least a page
+    segs = [(off, size) for _va, off, size in harness.core_segments(core, writable=True) if size >= 4096]
     if not segs:
         raise Failure("no writable segments in the core")
     for r in range(rounds):

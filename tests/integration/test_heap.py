@@ -32,7 +32,6 @@ import json
 import os
 import random
 import shutil
-import struct
 import sys
 
 import harness
@@ -161,23 +160,6 @@ def compare_census(expected, counts, census):
         raise Failure("census mismatches:\n  " + "\n  ".join(problems))
 
 
-def core_segments(path):
-    """[(vaddr, offset, filesz)] of an ELF64 little-endian core's PT_LOADs."""
-    with open(path, "rb") as f:
-        ehdr = f.read(64)
-        if ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
-            raise Failure("%s is not an ELF64 core" % path)
-        phoff, = struct.unpack_from("<Q", ehdr, 0x20)
-        phentsize, phnum = struct.unpack_from("<HH", ehdr, 0x36)
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-    segs = []
-    for i in range(phnum):
-        p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
-        if p_type == 1 and p_filesz:
-            segs.append((p_vaddr, p_offset, p_filesz))
-    return segs
-
 
 def scribble(path, segs, addr, length, rng):
     for vaddr, offset, filesz in segs:
@@ -192,7 +174,7 @@ def scribble(path, segs, addr, length, rng):
 def corruption_check(debugger, ruby, core, census, workdir):
     damaged = os.path.join(workdir, "damaged.core")
     shutil.copyfile(core, damaged)
-    segs = core_segments(damaged)
+    segs = harness.core_segments(damaged)
     pages = [p for p in census["heap"]["page_list"] if p["live"] > 50]
     if len(pages) < 3:
         raise Failure("too few populated pages to damage")

@@ -29,7 +29,6 @@ import os
 import random
 import re
 import shutil
-import struct
 import sys
 
 import harness
@@ -241,21 +240,6 @@ def run_scenario(ruby_spec, debugger, mode, scenario, workdir):
         target.close()
 
 
-def core_segments(core):
-    """(vaddr, file offset, size) of the core's PT_LOAD segments with contents."""
-    with open(core, "rb") as f:
-        eh = f.read(64)
-        phoff, = struct.unpack_from("<Q", eh, 32)
-        phentsize, phnum = struct.unpack_from("<HH", eh, 54)
-        f.seek(phoff)
-        ph = f.read(phentsize * phnum)
-    segs = []
-    for i in range(phnum):
-        p_type, _flags, p_offset, p_vaddr, _p, p_filesz = struct.unpack_from("<IIQQQQ", ph, i * phentsize)
-        if p_type == 1 and p_filesz:
-            segs.append((p_vaddr, p_offset, p_filesz))
-    return segs
-
 
 def fuzz_core(debugger, ruby, core, locks, workdir, rounds=4):
     """Damages copies of the core right where the analysis reads (the Mutex,
@@ -264,7 +248,7 @@ def fuzz_core(debugger, ruby, core, locks, workdir, rounds=4):
     never a traceback, a crash or a hang, and leaves the debugger usable."""
     text = json.dumps(locks)
     addrs = sorted({int(a, 16) for a in re.findall(r'"(0x[0-9a-f]+)"', text)})
-    segs = core_segments(core)
+    segs = harness.core_segments(core)
 
     def offset_of(addr):
         for va, off, size in segs:
