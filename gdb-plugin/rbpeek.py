@@ -238,6 +238,55 @@ class GdbAdapter(DebuggerAdapter):
             except Exception:
                 pass
 
+    # --- hand-over (the traced fast path of ruby sample) ----------------
+
+    def can_hand_over(self):
+        inf = self._inferior()
+        if not getattr(inf, "was_attached", True):
+            # Detaching and attaching again would turn a process gdb started
+            # (killed on quit, owning the terminal) into an attached one.
+            return "gdb started this process (run): it stays under gdb"
+        return None
+
+    def signal_policy(self):
+        import re
+        import signal as _signal
+        out = {}
+        try:
+            text = gdb.execute("info signals", to_string=True)
+        except gdb.error:
+            return out
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) < 4 or not parts[0].startswith("SIG") or parts[1] not in ("Yes", "No"):
+                continue
+            num = None
+            try:
+                num = int(_signal.Signals[parts[0]])
+            except KeyError:
+                m = re.match(r"SIG(\d+)$", parts[0])
+                if m:
+                    num = int(m.group(1))
+            if num is not None and 0 < num < 65:
+                out[num] = (parts[1] == "Yes", parts[3] == "Yes")
+        return out
+
+    def hand_over(self):
+        t = gdb.selected_thread()
+        token = {"tid": t.ptid[1] if t is not None else None}
+        gdb.execute("detach", to_string=True)
+        return token
+
+    def take_back(self, token, pid):
+        try:
+            gdb.execute("attach %d" % pid, to_string=True)
+        except gdb.error as e:
+            raise RbpeekError("could not attach to process %d again: %s; attach with 'attach %d'" % (pid, e, pid))
+        for t in self._inferior().threads():
+            if token.get("tid") and t.ptid[1] == token["tid"]:
+                t.switch()
+                break
+
     def progress(self, text):
         gdb.write(text)
         gdb.flush()

@@ -190,6 +190,42 @@ class LldbAdapter(DebuggerAdapter):
             except Exception:
                 pass
 
+    # --- hand-over (the traced fast path of ruby sample) ----------------
+
+    def can_hand_over(self):
+        return None
+
+    def signal_policy(self):
+        sigs = self.process.GetUnixSignals()
+        out = {}
+        for i in range(sigs.GetNumSignals()):
+            num = sigs.GetSignalAtIndex(i)
+            if 0 < num < 65:
+                out[num] = (sigs.GetShouldStop(num), not sigs.GetShouldSuppress(num))
+        return out
+
+    def hand_over(self):
+        token = {"tid": self.process.GetSelectedThread().GetThreadID() or None, "async": self.debugger.GetAsync()}
+        self.debugger.SetAsync(False)
+        err = self.process.Detach()
+        if err.Fail():
+            self.debugger.SetAsync(token["async"])
+            raise RbpeekError("lldb could not detach from the target: %s" % err.GetCString())
+        return token
+
+    def take_back(self, token, pid):
+        err = lldb.SBError()
+        try:
+            process = self.target.AttachToProcessWithID(self.debugger.GetListener(), pid, err)
+            if err.Fail() or not process.IsValid():
+                raise RbpeekError("could not attach to process %d again: %s; attach with 'process attach -p %d'"
+                                  % (pid, err.GetCString() or "unknown error", pid))
+            self.process = process
+            if token.get("tid"):
+                process.SetSelectedThreadByID(token["tid"])
+        finally:
+            self.debugger.SetAsync(token["async"])
+
     def interrupted(self):
         try:
             return self.debugger.GetCommandInterpreter().WasInterrupted()

@@ -407,6 +407,73 @@ RBPEEK_API int rbpeek_kicker_disarm(rbpeek_kicker *k, uint64_t *fired_ns);
 RBPEEK_API uint64_t rbpeek_kicker_now(void);
 RBPEEK_API void rbpeek_kicker_free(rbpeek_kicker *k);
 
+/* ---------------------------------------------------------------------------
+ * The sampler as the target's tracer: `ruby sample`'s fast path for a live
+ * local process (tracer.c). The debugger detaches first; rbpeek_trace_start
+ * then traces every thread of opt->pid from a thread of its own (ptrace
+ * PTRACE_SEIZE) and runs the whole loop: let the target run until the next
+ * sample time (a Poisson process of mean interval_s), stop every thread
+ * (PTRACE_INTERRUPT), take a snapshot with s and add it to p as
+ * rbpeek_profile_add_snapshot does with opt, resume. The caller must not use
+ * s or p until rbpeek_trace_wait says it has ended. It ends after
+ * max_samples, after duration_s, on rbpeek_trace_cancel, when the target
+ * exits or calls exec(), or when it receives a signal marked in
+ * stop_signals (the signals the debugger would stop for). It then lets go of
+ * the target: running, or after such a signal stopped (a group stop) with
+ * that signal pending, for the debugger to attach to again. Signals marked
+ * in pass_signals are delivered to the target as they arrive, the others
+ * discarded (as a debugger's "handle SIG nopass" does).
+ * ------------------------------------------------------------------------- */
+
+typedef struct rbpeek_trace rbpeek_trace;
+
+typedef enum rbpeek_trace_end {
+    RBPEEK_TRACE_RUNNING = 0,   /* not ended yet */
+    RBPEEK_TRACE_DONE = 1,      /* max_samples or duration_s reached */
+    RBPEEK_TRACE_CANCELLED = 2, /* rbpeek_trace_cancel */
+    RBPEEK_TRACE_EXITED = 3,    /* the target exited: exit_code, or killed by signal */
+    RBPEEK_TRACE_SIGNAL = 4,    /* signal arrived (a stop signal, or a job-control stop) */
+    RBPEEK_TRACE_EXEC = 5,      /* the target called exec() */
+    RBPEEK_TRACE_FAILED = 6     /* message says why */
+} rbpeek_trace_end;
+
+typedef struct rbpeek_trace_config {
+    double interval_s;          /* mean time between samples */
+    uint64_t max_samples;       /* 0: no limit */
+    double duration_s;          /* 0: no limit */
+    int max_frames;             /* 0: whole stacks */
+    uint64_t seed;              /* of the sample schedule; 0: from the clock */
+    unsigned char stop_signals[65]; /* [signo] nonzero: end sampling on it */
+    unsigned char pass_signals[65]; /* [signo] nonzero: deliver it to the target */
+} rbpeek_trace_config;
+
+typedef struct rbpeek_trace_stats {
+    uint64_t samples;           /* stops made */
+    uint64_t failed_samples;    /* stops where no snapshot could be taken */
+    uint64_t failed_threads;    /* thread walks that failed (torn stacks): skipped */
+    uint64_t filtered;          /* threads left out by opt */
+    uint64_t tid_unknown;       /* on_cpu: threads judged by Ruby's status alone */
+    uint64_t not_stopped;       /* threads that did not stop in time (sampled anyway) */
+    double elapsed_s;           /* since the start of the loop */
+    double stop_s, walk_s, resume_s; /* summed over the samples */
+    int end;                    /* rbpeek_trace_end */
+    int signal;                 /* SIGNAL: which; EXITED: the killing signal, or 0 */
+    int exit_code;              /* EXITED by exit(): its status */
+    char message[256];          /* FAILED: why; otherwise the last walk error, if any */
+} rbpeek_trace_stats;
+
+/* Starts tracing and sampling; returns once every thread is traced (or
+ * with an error on s, e.g. no permission to trace). */
+RBPEEK_API rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbpeek_sample_options *opt,
+                                            const rbpeek_trace_config *cfg, rbpeek_trace **out);
+/* Waits up to timeout_ms (0: not at all) for the end; 1 once ended. */
+RBPEEK_API int rbpeek_trace_wait(rbpeek_trace *t, int timeout_ms);
+RBPEEK_API void rbpeek_trace_cancel(rbpeek_trace *t);
+/* Counts so far (end stays RBPEEK_TRACE_RUNNING until it has ended). */
+RBPEEK_API void rbpeek_trace_get_stats(rbpeek_trace *t, rbpeek_trace_stats *out);
+/* Cancels if still running, waits for the target to be let go, frees. */
+RBPEEK_API void rbpeek_trace_free(rbpeek_trace *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -76,6 +76,27 @@ class DebuggerAdapter:
         sure the target is stopped, as it was before. Must not raise."""
         raise NotImplementedError
 
+    # The fast path: the debugger lets go of the target while rbpeek traces
+    # it itself (core/src/tracer.c), and attaches again afterwards.
+
+    def can_hand_over(self):
+        """None when hand_over may be used, else why not (one line)."""
+        return "this debugger cannot let go of the target"
+
+    def signal_policy(self):
+        """{signo: (stop, pass)} as the debugger handles the target's signals."""
+        return {}
+
+    def hand_over(self):
+        """Detaches from the live target, leaving it to rbpeek; returns a
+        token for take_back (the selected thread...)."""
+        raise NotImplementedError
+
+    def take_back(self, token, pid):
+        """Attaches to pid again and restores what hand_over noted; raises
+        RbpeekError when it cannot."""
+        raise NotImplementedError
+
     def interrupted(self):
         """True when the user asked the running command to stop (Ctrl-C),
         for debuggers that report it by polling rather than by exception."""

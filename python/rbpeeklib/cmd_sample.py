@@ -31,12 +31,15 @@ import signal
 import time
 
 from .commands import Command, map_threads, parse_args
-from .core import Kicker, Profile, RbpeekError, SampleOptions, Sampler, resolve_tids
+from .core import (TRACE_ENDS, Kicker, Profile, RbpeekError, SampleOptions, Sampler, Trace, TraceConfig,
+                   resolve_tids)
 
 SAMPLE_SIGNAL = signal.SIGURG
 PROGRESS_EVERY = 0.25       # seconds between progress updates on a terminal
 PROGRESS_EVERY_PIPE = 5.0   # ... and when the output is not a terminal
 TID_MAP_REFRESH = 1.0       # seconds between pthread -> TID map refreshes
+TRACE_POLL = 0.1            # seconds between progress and Ctrl-C checks while the C loop samples
+TRACE_EXITED = 3            # rbpeek_trace_end: the target exited
 BACKLOG = 5                 # intervals the sample schedule may fall behind before it restarts
 
 
@@ -50,6 +53,13 @@ def _positive_float(text):
     return v
 
 
+def _signame(num):
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return "signal %d" % num
+
+
 def _fmt_rate(hz):
     return ("%.0f" % hz) if hz >= 100 else ("%.1f" % hz)
 
@@ -59,7 +69,7 @@ class SampleCommand(Command):
     summary = "Sampling profiler: stop the target N times a second, record every Ruby stack; flamegraph out."
     usage = """ruby sample [N] [--rate HZ | --interval MS] [--duration S] [--threads all|current]
             [--on-cpu] [--per-thread] [--folded FILE] [--svg FILE] [--speedscope FILE]
-            [--max-frames N] [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
+            [--max-frames N] [--via-debugger] [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
 
 Samples the live target: lets it run for one interval, stops it, records the
 Ruby stack of every thread, resumes it. Ends after N samples, after
@@ -80,6 +90,10 @@ collected is written. Not available on core files.
   --svg FILE         an interactive SVG flamegraph
   --speedscope FILE  speedscope JSON (https://www.speedscope.app)
   --max-frames N     cut each stack after N frames
+  --via-debugger     stop and resume the target through the debugger (slower,
+                     but its breakpoints stay active); by default the debugger
+                     detaches while rbpeek traces the target itself, and then
+                     attaches again
 Without --folded/--svg/--speedscope it writes rbpeek-PID-TIME.folded and
 rbpeek-PID-TIME.svg in the current directory.
 Frames are named "label (path:line)". See docs/sampling.md."""
@@ -98,6 +112,7 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             p.add_argument("--svg", metavar="FILE")
             p.add_argument("--speedscope", metavar="FILE")
             p.add_argument("--max-frames", type=int, default=0)
+            p.add_argument("--via-debugger", action="store_true")
 
         args = parse_args(self.name, argv, build)
         if args.count is not None and args.count <= 0:
@@ -132,10 +147,7 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             only = self._current_thread(dbg, session, pid)
             opts.only_tid = only["native_tid"] or 0
             opts.only_pthread = only["pthread_id"] or 0
-        tid_map = _TidMap(dbg, session, opts, pid) if args.on_cpu else None
-
         profile = Profile()
-        sampler = Sampler(session, profile, opts, args.max_frames)
         st = _Stats()
         limit = args.count
         what = []
@@ -143,10 +155,117 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             what.append("%d samples" % limit)
         if args.duration:
             what.append("%g s" % args.duration)
+        why_not = "--via-debugger" if args.via_debugger else dbg.can_hand_over()
         # progress(), not write(): lldb shows a command's result only once it ends.
         dbg.progress("rbpeek: sampling pid %d (Ruby %s) at %s Hz for %s; Ctrl-C ends it early\n"
                      % (pid, version, _fmt_rate(1.0 / interval), " or ".join(what) if what else "until Ctrl-C"))
+        if why_not is None:
+            end, failure = self._run_traced(dbg, session, profile, opts, args, interval, pid, st)
+        else:
+            st.via = why_not
+            end, failure = self._run_via_debugger(dbg, session, profile, opts, args, interval, pid, st)
 
+        rate = st.samples / st.elapsed() if st.elapsed() > 0 else 0.0
+        profile.set_meta("ruby_version", version)
+        profile.set_meta("pid", pid)
+        profile.set_meta("samples", st.samples)
+        profile.set_meta("rate_hz", _fmt_rate(rate))
+        title = "ruby sample: pid %d, Ruby %s, %d samples at %s Hz%s" % (
+            pid, version, st.samples, _fmt_rate(rate), " (on-CPU)" if args.on_cpu else "")
+        profile.set_meta("title", title)
+        written = self._write(dbg, profile, outputs, title)
+        summary = self._summary(st, profile, pid, version, interval, rate, end, written, args, only)
+        if end.startswith("interrupted"):
+            # lldb drops the result of an interrupted command: print it now.
+            dbg.progress(summary)
+        else:
+            dbg.write(summary)
+        if failure is not None:
+            if isinstance(failure, RbpeekError):
+                raise RbpeekError("ruby sample stopped after %d samples: %s" % (st.samples, failure))
+            raise failure
+
+    @staticmethod
+    def _run_traced(dbg, session, profile, opts, args, interval, pid, st):
+        """The fast loop: the debugger detaches, a C thread traces the target
+        itself and runs the whole loop (core/src/tracer.c), and the debugger
+        attaches again at the end. Here: show progress, and pass Ctrl-C on."""
+        cfg = TraceConfig()
+        cfg.interval_s = interval
+        cfg.max_samples = args.count or 0
+        cfg.duration_s = args.duration or 0.0
+        cfg.max_frames = args.max_frames
+        cfg.seed = random.getrandbits(63) | 1
+        for num, (stop, deliver) in dbg.signal_policy().items():
+            cfg.stop_signals[num] = 1 if stop else 0
+            cfg.pass_signals[num] = 1 if deliver else 0
+        # Anything the walk may ask the debugger for is asked now, while it
+        # is attached; the sampling thread never calls into it.
+        with session.snapshot(1):
+            pass
+        st.traced = True
+        end = "?"
+        failure = None
+        trace = None
+        progress = _Progress(dbg)
+        token = dbg.hand_over()
+        ts = None
+        try:
+            st.t_start = time.perf_counter()
+            trace = Trace(session, profile, opts, cfg)
+            while not trace.wait(TRACE_POLL):
+                if dbg.interrupted():
+                    end = "interrupted (Ctrl-C)"
+                    trace.cancel()
+                st.take(trace.stats())
+                progress.update(st, time.perf_counter())
+        except KeyboardInterrupt:
+            end = "interrupted (Ctrl-C)"
+        except Exception as e:  # written up by the caller, after the data is saved
+            failure = e
+            end = "stopped by an error"
+        finally:
+            if trace is not None:
+                trace.cancel()   # if still running; it lets go of the target, then ends
+                while not trace.wait(1.0):
+                    pass
+                ts = trace.stats()
+                st.take(ts)
+                trace.close()
+            st.t_end = time.perf_counter()
+            progress.done()
+            if ts is None or ts.end != TRACE_EXITED:
+                try:
+                    dbg.take_back(token, pid)
+                except RbpeekError as e:
+                    failure = failure or e
+        if ts is not None:
+            why = TRACE_ENDS.get(ts.end)
+            if why == "done":
+                end = ("%d samples taken" % args.count if args.count and ts.samples >= args.count
+                       else "%g s elapsed" % (args.duration or 0))
+            elif why == "exited":
+                end = "the target exited (%s)" % ("exit status %d" % ts.exit_code if not ts.signal
+                                                  else "killed by %s" % _signame(ts.signal))
+            elif why == "signal":
+                end = ("the target received %s: it is stopped with the signal pending, "
+                       "which the debugger reports on the next continue" % _signame(ts.signal))
+            elif why == "exec":
+                end = "the target called exec()"
+            elif why == "failed" and failure is None:
+                failure = RbpeekError(ts.message.decode("utf-8", "replace") or "the sampling thread failed")
+                end = "stopped by an error"
+        return end, failure
+
+    @staticmethod
+    def _run_via_debugger(dbg, session, profile, opts, args, interval, pid, st):
+        """The loop through the debugger: it resumes the target and waits
+        for it to stop on the signal the kicker sends at each sample time.
+        Used when the debugger cannot let go of the target (gdb's own
+        child), and with --via-debugger (breakpoints stay active)."""
+        tid_map = _TidMap(dbg, session, opts, pid) if args.on_cpu else None
+        sampler = Sampler(session, profile, opts, args.max_frames)
+        limit = args.count
         end = "?"
         failure = None
         kicker = token = None
@@ -219,25 +338,7 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             if token is not None:
                 dbg.sample_restore(token)
 
-        rate = st.samples / st.elapsed() if st.elapsed() > 0 else 0.0
-        profile.set_meta("ruby_version", version)
-        profile.set_meta("pid", pid)
-        profile.set_meta("samples", st.samples)
-        profile.set_meta("rate_hz", _fmt_rate(rate))
-        title = "ruby sample: pid %d, Ruby %s, %d samples at %s Hz%s" % (
-            pid, version, st.samples, _fmt_rate(rate), " (on-CPU)" if args.on_cpu else "")
-        profile.set_meta("title", title)
-        written = self._write(dbg, profile, outputs, title)
-        summary = self._summary(st, profile, pid, version, interval, rate, end, written, args, only)
-        if end.startswith("interrupted"):
-            # lldb drops the result of an interrupted command: print it now.
-            dbg.progress(summary)
-        else:
-            dbg.write(summary)
-        if failure is not None:
-            if isinstance(failure, RbpeekError):
-                raise RbpeekError("ruby sample stopped after %d samples: %s" % (st.samples, failure))
-            raise failure
+        return end, failure
 
     # -- helpers ----------------------------------------------------------
 
@@ -304,6 +405,9 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         if st.failed_samples:
             skipped.append("%d sample%s could not be walked at all (%s)"
                            % (st.failed_samples, "" if st.failed_samples == 1 else "s", st.last_error))
+        if st.not_stopped:
+            skipped.append("%d thread%s did not stop in time (sampled anyway)"
+                           % (st.not_stopped, "" if st.not_stopped == 1 else "s"))
         lines.append("Skipped:   %s" % ("; ".join(skipped) if skipped else "none"))
         if args.on_cpu:
             lines.append("Off-CPU:   %d thread samples left out (blocked or waiting)%s"
@@ -312,9 +416,14 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         if st.samples:
             n = st.samples
             share = st.running / st.elapsed() if st.elapsed() > 0 else 0.0
-            lines.append("Cost:      per sample %.0f us walking the stacks, %.0f us for the debugger to stop "
-                         "the target; resumed %.0f%% of the time (resuming included)"
-                         % (1e6 * st.walk / n, 1e6 * st.stop / n, 100.0 * share))
+            if st.traced:
+                lines.append("Cost:      per sample %.0f us stopping the threads, %.0f us walking the stacks, %.0f us "
+                             "resuming them (traced by rbpeek); the target ran %.1f%% of the time"
+                             % (1e6 * st.stop / n, 1e6 * st.walk / n, 1e6 * st.resume / n, 100.0 * share))
+            else:
+                lines.append("Cost:      per sample %.0f us walking the stacks, %.0f us for the debugger to stop "
+                             "the target; resumed %.0f%% of the time (resuming included; stopped through the "
+                             "debugger: %s)" % (1e6 * st.walk / n, 1e6 * st.stop / n, 100.0 * share, st.via))
             if share < 0.5 and n >= 20:
                 lines.append("Note:      this rate is more than the debugger keeps up with: the target ran in "
                              "short bursts, so neighbouring samples saw nearly the same stack and count for less "
@@ -336,7 +445,12 @@ class _Stats:
         self.failed_threads = 0
         self.filtered = 0
         self.tid_unknown = 0
+        self.not_stopped = 0
         self.last_error = ""
+        self.loop_elapsed = None
+        self.traced = False   # rbpeek traced the target itself (the fast path)
+        self.via = None       # else why the debugger stopped it
+        self.resume = 0.0     # traced: seconds resuming the threads
         self.walk = 0.0       # seconds walking
         self.stop = 0.0       # seconds from sending the signal to the debugger reporting the stop
         self.running = 0.0    # seconds from asking to resume to sending the signal
@@ -354,10 +468,26 @@ class _Stats:
         self.running += max(0.0, t_fired - t_resume)
         self.stop += max(0.0, t_stopped - t_fired)
 
+    def take(self, ts):
+        """The counts of a traced run (rbpeek_trace_stats)."""
+        self.samples = ts.samples
+        self.failed_samples = ts.failed_samples
+        self.failed_threads = ts.failed_threads
+        self.filtered = ts.filtered
+        self.tid_unknown = ts.tid_unknown
+        self.not_stopped = ts.not_stopped
+        self.walk, self.stop, self.resume = ts.walk_s, ts.stop_s, ts.resume_s
+        self.running = max(0.0, ts.elapsed_s - ts.walk_s - ts.stop_s - ts.resume_s)
+        self.loop_elapsed = ts.elapsed_s
+        if ts.message:
+            self.last_error = ts.message.decode("utf-8", "replace")
+
     def note_error(self, msg):
         self.last_error = msg
 
     def elapsed(self):
+        if self.traced and self.loop_elapsed is not None:
+            return self.loop_elapsed   # the C loop's own: without the debugger's detach and attach
         if self.t_start is None:
             return 0.0
         return (self.t_end or time.perf_counter()) - self.t_start

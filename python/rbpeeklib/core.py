@@ -8,6 +8,7 @@ uses them.
 """
 
 import ctypes
+import threading
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -131,6 +132,12 @@ def lib():
     sigs["rbpeek_kicker_arm"] = (None, [vp, u64])
     sigs["rbpeek_kicker_disarm"] = (ctypes.c_int, [vp, ctypes.POINTER(ctypes.c_uint64)])
     sigs["rbpeek_kicker_free"] = (None, [vp])
+    sigs["rbpeek_trace_start"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(TraceConfig),
+                                       ctypes.POINTER(vp)])
+    sigs["rbpeek_trace_wait"] = (ctypes.c_int, [vp, ctypes.c_int])
+    sigs["rbpeek_trace_cancel"] = (None, [vp])
+    sigs["rbpeek_trace_get_stats"] = (None, [vp, ctypes.POINTER(TraceStats)])
+    sigs["rbpeek_trace_free"] = (None, [vp])
     missing = []
     for name, (res, args) in sigs.items():
         try:
@@ -262,9 +269,14 @@ class Session(_Owned):
         self._check(lib().rbpeek_session_use_reader(self._h, fn, None))
 
     def use_lookup(self, lookup):
-        """lookup(name) -> address or None."""
+        """lookup(name) -> address or None. Asked only from the thread that
+        set it: debuggers' APIs are not thread-safe, and the sampling thread
+        of a traced run (Trace) must not call into one."""
+        owner = threading.get_ident()
 
         def cb(_ctx, name, out):
+            if threading.get_ident() != owner:
+                return 1
             try:
                 addr = lookup(name.decode())
             except Exception:
@@ -389,6 +401,24 @@ class SampleOptions(ctypes.Structure):
                 ("tid_map", ctypes.POINTER(ctypes.c_uint64)), ("tid_map_pairs", ctypes.c_size_t)]
 
 
+class TraceConfig(ctypes.Structure):
+    """rbpeek_trace_config: the schedule and signal policy of a traced run."""
+    _fields_ = [("interval_s", ctypes.c_double), ("max_samples", ctypes.c_uint64), ("duration_s", ctypes.c_double),
+                ("max_frames", ctypes.c_int), ("seed", ctypes.c_uint64),
+                ("stop_signals", ctypes.c_ubyte * 65), ("pass_signals", ctypes.c_ubyte * 65)]
+
+
+class TraceStats(ctypes.Structure):
+    _fields_ = [("samples", ctypes.c_uint64), ("failed_samples", ctypes.c_uint64),
+                ("failed_threads", ctypes.c_uint64), ("filtered", ctypes.c_uint64), ("tid_unknown", ctypes.c_uint64),
+                ("not_stopped", ctypes.c_uint64), ("elapsed_s", ctypes.c_double), ("stop_s", ctypes.c_double),
+                ("walk_s", ctypes.c_double), ("resume_s", ctypes.c_double), ("end", ctypes.c_int),
+                ("signal", ctypes.c_int), ("exit_code", ctypes.c_int), ("message", ctypes.c_char * 256)]
+
+
+TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}
+
+
 class SampleResult(ctypes.Structure):
     _fields_ = [("added", ctypes.c_uint32), ("failed", ctypes.c_uint32), ("filtered", ctypes.c_uint32),
                 ("empty", ctypes.c_uint32), ("tid_unknown", ctypes.c_uint32)]
@@ -491,6 +521,33 @@ def resolve_tids(session, snapshot, pid=0, known_tids=()):
     session._check(lib().rbpeek_snapshot_resolve_tids(session._h, snapshot._h, known, len(known_tids), int(pid), arr,
                                                       cap, ctypes.byref(n)))
     return [(arr[2 * i], arr[2 * i + 1]) for i in range(n.value)]
+
+
+class Trace(_Owned):
+    """rbpeek_trace: the sampling loop run by a C thread that traces the
+    target itself (the debugger must have detached). session and profile
+    belong to it until it has ended."""
+
+    _free_fn = "rbpeek_trace_free"
+
+    def __init__(self, session, profile, options, config):
+        self._keep = (session, profile, options, config)
+        h = ctypes.c_void_p()
+        session._check(lib().rbpeek_trace_start(session._h, profile._h, ctypes.byref(options), ctypes.byref(config),
+                                                ctypes.byref(h)))
+        self._h = h.value
+
+    def wait(self, seconds):
+        """True once the loop has ended (and let go of the target)."""
+        return bool(lib().rbpeek_trace_wait(self._h, int(seconds * 1000)))
+
+    def cancel(self):
+        lib().rbpeek_trace_cancel(self._h)
+
+    def stats(self):
+        st = TraceStats()
+        lib().rbpeek_trace_get_stats(self._h, ctypes.byref(st))
+        return st
 
 
 class Kicker(_Owned):

@@ -2,19 +2,28 @@
 
     test_sample_safety.py RUBY DEBUGGER [SCENARIO...]    e.g. test_sample_safety.py debian-3.1 lldb
 
-Scenarios (all by default):
+Scenarios (all by default), on the default path (the debugger detaches
+while rbpeek traces the target, then attaches again) unless marked -via
+(--via-debugger: the debugger stops and resumes the target):
   exit       the target exits during sampling: the command ends with the data
              collected so far, says so, and the debugger stays usable (a
              second `ruby sample` refuses with one line).
   ctrl-c     SIGINT to the debugger during sampling (what Ctrl-C sends).
-  fault      an exception in the middle of the loop (injected by replacing
-             the sampler from the debugger's Python).
+  fault      an exception in the middle of the loop (injected from the
+             debugger's Python into the loop's progress report).
   interrupt  a KeyboardInterrupt in the middle of the loop (the same way).
-For the last three: the profile collected so far is written, the target is
-stopped when the command returns (as it was before), the debugger's
-handling of the sampling signal is what it was before the command, no
-catchpoint is left behind, `ruby bt` works afterwards, and the target runs
-on once the debugger detaches.
+  ctrl-c-via, fault-via: the same through the debugger.
+  signal     the target receives SIGUSR1 (which the debugger stops for)
+             during sampling: sampling ends and says so, the target is
+             stopped, and the debugger reports the signal on continue.
+  threads    the target starts a thread every 20 ms while sampled: the
+             threads are sampled, and the debugger knows every thread after.
+For ctrl-c, fault and interrupt: the profile collected so far is written
+(every sample the summary counts), the target is stopped when the command
+returns (as it was before), the debugger's handling of the sampling signal
+is what it was before the command, no catchpoint is left behind, the
+selected thread is the one selected before, `ruby bt` works afterwards, and
+the target runs on once the debugger detaches.
 """
 
 import os
@@ -28,18 +37,19 @@ import harness
 from harness import Failure
 from test_sample import SplitTarget, parse_folded
 
-ALL = ("exit", "ctrl-c", "fault", "interrupt")
+ALL = ("exit", "ctrl-c", "fault", "interrupt", "ctrl-c-via", "fault-via", "signal", "threads")
 
-# Replaces the sampler with one that raises on its 40th sample.
+# Makes the loop's progress report raise on its Nth call: through the
+# debugger it is called after every sample, on the traced path every 0.1 s.
 INJECT = ("import rbpeeklib.cmd_sample as m\n"
-          "class _Injected(m.Sampler):\n"
-          "    calls = 0\n"
-          "    def sample(self):\n"
-          "        type(self).calls += 1\n"
-          "        if type(self).calls == 40:\n"
-          "            raise {exc}\n"
-          "        return super().sample()\n"
-          "m.Sampler = _Injected\n")
+          "_orig = m._Progress.update\n"
+          "_calls = [0]\n"
+          "def _injected(self, st, now):\n"
+          "    _calls[0] += 1\n"
+          "    if _calls[0] == {n}:\n"
+          "        raise {exc}\n"
+          "    return _orig(self, st, now)\n"
+          "m._Progress.update = _injected\n")
 
 
 def script_cmd(debugger, code):
@@ -54,11 +64,16 @@ def failing(debugger, cmd):
     return cmd if debugger == "gdb" else "script lldb.debugger.HandleCommand(%r)" % cmd
 
 
+def select_cmd(debugger):
+    """Selects thread 2 (before sampling, which must keep it selected)."""
+    return "thread 2" if debugger == "gdb" else "thread select 2"
+
+
 def state_cmds(debugger):
     """Commands whose output must be the same before and after sampling."""
     if debugger == "gdb":
-        return ["info signals SIGURG", "info breakpoints"]
-    return ["process handle SIGURG", "breakpoint list"]
+        return ["info signals SIGURG", "info breakpoints", "thread"]
+    return ["process handle SIGURG", "breakpoint list", "thread info"]
 
 
 def stopped_check(debugger):
@@ -67,6 +82,20 @@ def stopped_check(debugger):
                                     "gdb.selected_inferior().threads()))")
     return script_cmd(debugger, "import lldb\nprint('RUNNING=%s' % (lldb.debugger.GetSelectedTarget().GetProcess()"
                                 ".GetState() == lldb.eStateRunning))")
+
+
+def threads_check(debugger):
+    """Prints whether the debugger's threads are the kernel's (the target is stopped)."""
+    if debugger == "gdb":
+        listed = "{t.ptid[1] for t in gdb.selected_inferior().threads()}"
+        pid = "gdb.selected_inferior().pid"
+        imp = "import gdb, os\n"
+    else:
+        listed = "{t.GetThreadID() for t in lldb.debugger.GetSelectedTarget().GetProcess()}"
+        pid = "lldb.debugger.GetSelectedTarget().GetProcess().GetProcessID()"
+        imp = "import lldb, os\n"
+    return script_cmd(debugger, imp + "a = %s\nb = {int(x) for x in os.listdir('/proc/%%d/task' %% %s)}\n"
+                      "print('THREADS debugger=%%d kernel=%%d same=%%s' %% (len(a), len(b), a == b))" % (listed, pid))
 
 
 def debugger_argv(debugger, commands, pid):
@@ -98,6 +127,12 @@ def check_state_restored(output, debugger):
         raise Failure("the debugger's handling of SIGURG changed: %s" % sig)
     if len(bps) != 2 or bps[0] != bps[1]:
         raise Failure("the breakpoint list changed (a catchpoint left behind?): %s" % bps)
+    if debugger == "gdb":
+        sel = re.findall(r"^\[Current thread is (\d+) .*\(LWP (\d+)\)", output, re.M)
+    else:
+        sel = re.findall(r"^\*? *thread #(\d+): tid = (\d+)", output, re.M)
+    if len(sel) != 2 or sel[0] != sel[1] or sel[0][0] != "2":
+        raise Failure("the selected thread changed (before, after): %s" % sel)
     if "RUNNING=False" not in output:
         raise Failure("the target was not stopped when `ruby sample` returned:\n" + output[-3000:])
 
@@ -113,8 +148,11 @@ def check_profile(path, output, what):
 
 
 def check_bt_after(output, what):
+    """`ruby bt` after the sampling shows a Ruby thread's frames (the main
+    thread, or thread 2 where the scenario selected it)."""
     tail = output.rpartition("rbpeek: wrote")[2]
-    if not re.search(r"^Thread 1 .*main", tail, re.M) or not re.search(r"^\s+\S*cpu_split\.rb:\d+:in ", tail, re.M):
+    if (not re.search(r"^Thread [12] .*(main|sleep)", tail, re.M)
+            or not re.search(r"^\s+\S*cpu_split\.rb:\d+:in ", tail, re.M)):
         raise Failure("%s: `ruby bt` after sampling did not work:\n%s" % (what, tail[-2000:]))
 
 
@@ -169,34 +207,117 @@ def scenario_exit(ruby, debugger, workdir):
         target.close()
 
 
-def scenario_inproc(ruby, debugger, workdir, name, exc, expect):
+def summary_samples(output, what):
+    m = re.search(r"^Samples:\s+(\d+) in", output, re.M)
+    if not m:
+        raise Failure("%s: no summary:\n%s" % (what, output[-3000:]))
+    return int(m.group(1))
+
+
+def check_all_written(total, samples, what):
+    """Every sample the summary counts is in the profile: one stack for each
+    of the 3 Ruby threads (4 while the main thread of 2.7... has one more)."""
+    if samples <= 0 or not samples * 3 <= total <= samples * 4:
+        raise Failure("%s: %d stacks written for the %d samples the summary counts" % (what, total, samples))
+
+
+def scenario_inproc(ruby, debugger, workdir, name, exc, expect, via=False):
     target = SplitTarget(ruby, os.path.join(workdir, name))
     try:
         folded = os.path.join(workdir, name + ".folded")
-        cmds = state_cmds(debugger) + [script_cmd(debugger, INJECT.format(exc=exc)),
-                                       failing(debugger, "ruby sample 500 --rate 200 --folded " + folded),
-                                       stopped_check(debugger)] + state_cmds(debugger) + ["ruby bt"]
+        # Through the debugger the progress report runs after every sample:
+        # the 40th call ends it after 40 samples. Traced, it runs every 0.1 s.
+        inject = INJECT.format(exc=exc, n=40 if via else 10)
+        cmd = "ruby sample 2000 --rate 200 --folded " + folded + (" --via-debugger" if via else "")
+        cmds = [select_cmd(debugger)] + state_cmds(debugger) + [script_cmd(debugger, inject), failing(debugger, cmd),
+                                                                stopped_check(debugger)] + state_cmds(debugger) + [
+            "ruby bt"]
         rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
         if "Traceback (most recent call last)" in output:
             raise Failure("%s: a Python traceback reached the user:\n%s" % (name, output[-3000:]))
         if expect not in output:
             raise Failure("%s: expected %r in the output:\n%s" % (name, expect, output[-3000:]))
         total = check_profile(folded, output, name)
-        if not 39 * 3 <= total <= 39 * 4:   # 39 samples of the 3 (or 4) Ruby threads
-            raise Failure("%s: %d stacks written, expected the 39 samples taken before the fault" % (name, total))
+        samples = summary_samples(output, name)
+        check_all_written(total, samples, name)
+        if via and samples != 40:
+            raise Failure("%s: %d samples counted, expected the 40 taken before the fault" % (name, samples))
+        if not via and "traced by rbpeek" not in output:
+            raise Failure("%s: the default path did not trace the target itself:\n%s" % (name, output[-3000:]))
         check_state_restored(output, debugger)
         check_bt_after(output, name)
         target.assert_left_running()
-        harness.log("%s: %d stacks written; state restored; debugger usable" % (name, total))
+        harness.log("%s: %d samples, %d stacks written; state restored; debugger usable" % (name, samples, total))
     finally:
         target.close()
 
 
-def scenario_ctrl_c(ruby, debugger, workdir):
+def scenario_signal(ruby, debugger, workdir):
+    """SIGUSR1 during sampling: gdb and lldb stop for it by default."""
+    target = SplitTarget(ruby, os.path.join(workdir, "signal"))
+    try:
+        folded = os.path.join(workdir, "signal.folded")
+        # gdb, attaching to the process the sampler left in a group stop,
+        # may report a stray SIGSTOP of its own attach first
+        # (docs/sampling.md): a second continue then shows the SIGUSR1.
+        cont = ["continue", "continue"] if debugger == "gdb" else ["process continue"]
+        cmds = ["ruby sample --duration 120 --folded " + folded, stopped_check(debugger), "ruby bt"] + cont
+        output = run_and_act(debugger, cmds, target.pid, os.path.join(workdir, "signal.out"),
+                             lambda proc: os.kill(target.pid, signal.SIGUSR1))
+        harness.assert_no_traceback(output)
+        if "sampling ended: the target received SIGUSR1" not in output:
+            raise Failure("signal: the summary does not say the target received SIGUSR1:\n" + output[-3000:])
+        if "RUNNING=False" not in output:
+            raise Failure("signal: the target was not stopped when `ruby sample` returned:\n" + output[-3000:])
+        check_bt_after(output, "signal")
+        tail = output.split("RUNNING=False", 1)[1]
+        reported = ("received signal SIGUSR1" in tail if debugger == "gdb"
+                    else re.search(r"stop reason = signal SIGUSR1", tail) is not None)
+        if not reported:
+            raise Failure("signal: the debugger did not report the pending SIGUSR1 on continue:\n" + tail[-3000:])
+        total = check_profile(folded, output, "signal")
+        harness.log("signal: %d stacks written; SIGUSR1 reported on continue" % total)
+    finally:
+        target.close()
+
+
+def scenario_threads(ruby, debugger, workdir):
+    """Threads born while the target is traced are sampled, and the debugger
+    knows every thread when it attaches again."""
+    target = SplitTarget(ruby, os.path.join(workdir, "threads"), "--spawn-threads")
+    try:
+        folded = os.path.join(workdir, "threads.folded")
+        cmds = ["ruby sample 600 --rate 200 --folded " + folded, stopped_check(debugger), threads_check(debugger),
+                "ruby bt -a"]
+        rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
+        harness.assert_no_traceback(output)
+        if "sampling ended: 600 samples taken" not in output:
+            raise Failure("threads: sampling did not run to its end:\n" + output[-3000:])
+        if "RUNNING=False" not in output:
+            raise Failure("threads: the target was not stopped when `ruby sample` returned:\n" + output[-3000:])
+        m = re.search(r"^THREADS debugger=(\d+) kernel=(\d+) same=(True|False)", output, re.M)
+        if not m or m.group(3) != "True":
+            raise Failure("threads: the debugger's thread list is not the process's after sampling: %s\n%s"
+                          % (m.group(0) if m else "no answer", output[-3000:]))
+        stacks = parse_folded(folded)
+        # The short-lived threads sleep in the block given to Thread.new
+        # inside the spawner's loop.
+        born = sum(c for f, c in stacks if f[-1].startswith("sleep (") and len(f) >= 2
+                   and f[-2].startswith("block (3 levels) in <main>"))
+        if born == 0:
+            raise Failure("threads: no sample of a short-lived thread; stacks:\n%s" % stacks[:20])
+        target.assert_left_running()
+        harness.log("threads: %d stacks of short-lived threads; after: %s" % (born, m.group(0)))
+    finally:
+        target.close()
+
+
+def scenario_ctrl_c(ruby, debugger, workdir, via=False):
     target = SplitTarget(ruby, os.path.join(workdir, "ctrlc"))
     try:
         folded = os.path.join(workdir, "ctrlc.folded")
-        cmds = state_cmds(debugger) + ["ruby sample --duration 120 --folded " + folded,
+        cmds = [select_cmd(debugger)] + state_cmds(debugger) + [
+            "ruby sample --duration 120 --folded " + folded + (" --via-debugger" if via else ""),
                                        stopped_check(debugger)] + state_cmds(debugger) + ["ruby bt"]
         output = run_and_act(debugger, cmds, target.pid, os.path.join(workdir, "ctrlc.out"),
                              lambda proc: proc.send_signal(signal.SIGINT))
@@ -204,6 +325,7 @@ def scenario_ctrl_c(ruby, debugger, workdir):
         if "sampling ended: interrupted (Ctrl-C)" not in output:
             raise Failure("ctrl-c: the summary does not say it was interrupted:\n" + output[-3000:])
         total = check_profile(folded, output, "ctrl-c")
+        check_all_written(total, summary_samples(output, "ctrl-c"), "ctrl-c")
         check_state_restored(output, debugger)
         check_bt_after(output, "ctrl-c")
         target.assert_left_running()
@@ -219,15 +341,18 @@ def test(ruby_spec, debugger, scenarios, workdir):
     for s in scenarios:
         if s == "exit":
             scenario_exit(ruby, debugger, workdir)
-        elif s == "ctrl-c":
-            scenario_ctrl_c(ruby, debugger, workdir)
-        elif s == "fault":
-            scenario_inproc(ruby, debugger, workdir, "fault", "RuntimeError('injected fault')",
-                            "internal error: RuntimeError: injected fault")
+        elif s in ("ctrl-c", "ctrl-c-via"):
+            scenario_ctrl_c(ruby, debugger, workdir, via=s.endswith("-via"))
+        elif s in ("fault", "fault-via"):
+            scenario_inproc(ruby, debugger, workdir, s, "RuntimeError('injected fault')",
+                            "internal error: RuntimeError: injected fault", via=s.endswith("-via"))
         elif s == "interrupt":
             scenario_inproc(ruby, debugger, workdir, "interrupt", "KeyboardInterrupt()",
                             "sampling ended: interrupted (Ctrl-C)")
-
+        elif s == "signal":
+            scenario_signal(ruby, debugger, workdir)
+        elif s == "threads":
+            scenario_threads(ruby, debugger, workdir)
 
 if __name__ == "__main__":
     args = sys.argv[1:]

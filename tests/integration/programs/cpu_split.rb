@@ -4,7 +4,7 @@
 # the time the thread really ran: time stopped under a debugger, or waiting
 # for the GVL, is not counted.
 #
-#   ruby cpu_split.rb OUT_DIR [--burner] [--exit-on-file]
+#   ruby cpu_split.rb OUT_DIR [--burner] [--exit-on-file] [--spawn-threads]
 #
 # (The options may also come from RBPEEK_CPU_SPLIT_ARGS, since the test
 # harness starts every program as "ruby PROGRAM OUT_DIR".)
@@ -20,13 +20,16 @@
 # burns CPU too, so that at any moment one of the two CPU-bound threads
 # holds the GVL and the other waits for it. --exit-on-file makes the program
 # exit as soon as OUT_DIR/exit appears, for the test of a target exiting
-# during sampling.
+# during sampling. --spawn-threads starts a short-lived thread every 20 ms
+# (as a Timeout or a thread-per-request server does), for the test that
+# threads born during sampling are traced and handed back to the debugger.
 # Runs unchanged on Ruby 2.7 to 3.4, with no gems.
 
-OUT = ARGV[0] or abort("usage: cpu_split.rb OUT_DIR [--burner] [--exit-on-file]")
+OUT = ARGV[0] or abort("usage: cpu_split.rb OUT_DIR [--burner] [--exit-on-file] [--spawn-threads]")
 OPTS = ARGV[1..-1] + ENV.fetch("RBPEEK_CPU_SPLIT_ARGS", "").split
 BURNER = OPTS.include?("--burner")
 EXIT_FILE = OPTS.include?("--exit-on-file") ? File.join(OUT, "exit") : nil
+SPAWN = OPTS.include?("--spawn-threads")
 
 def cpu_now
   Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)
@@ -77,6 +80,15 @@ reader.name = "reader"
 if BURNER
   burner = Thread.new { burn }
   burner.name = "burner"
+end
+if SPAWN
+  spawner = Thread.new do
+    loop do
+      Thread.new { sleep 0.01 }.join
+      sleep 0.01
+    end
+  end
+  spawner.name = "spawner"
 end
 
 warm = 0
