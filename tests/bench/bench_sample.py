@@ -13,9 +13,11 @@ threads. Measured in one run, on this machine:
      at 100 and 1000 Hz, in gdb and lldb, and under stackprof (in-process,
      SIGPROF/SIGALRM driven, in cpu and wall mode) at the same rates, as the
      reference.
-  3. Where a sample's time goes: walking the stacks (C core), the debugger
-     stopping the target (from the signal to the stop report), and resuming
-     it (a flat-out run's cycle less those two), in gdb and lldb; and the
+  3. Where a sample's time goes: stopping the target, walking the stacks
+     (C core) and resuming it, on the default path (rbpeek traces the
+     target itself; the debugger detaches meanwhile) and through the
+     debugger (--via-debugger: from the signal to the stop report; resuming
+     is a flat-out run's cycle less the rest), in gdb and lldb; and the
      walk alone, debugger-free, with the memory cache dropped every time.
 Each figure is the median of --repeat runs, each with a fresh process. On a
 shared machine the workload's own throughput moves by tens of percent as
@@ -106,6 +108,8 @@ def rate_between(rows, start, end):
 SUMMARY = re.compile(r"^Samples:\s+(\d+) in ([0-9.]+) s: ([0-9.]+) Hz", re.M)
 COST = re.compile(r"^Cost:\s+per sample (\d+) us walking the stacks, (\d+) us for the debugger to stop the target; "
                   r"resumed (\d+)%", re.M)
+COST_TRACED = re.compile(r"^Cost:\s+per sample (\d+) us stopping the threads, (\d+) us walking the stacks, (\d+) us "
+                         r"resuming them \(traced by rbpeek\); the target ran ([0-9.]+)%", re.M)
 
 
 def baseline(rows, before_end, after_start, span=2.0):
@@ -119,18 +123,19 @@ def baseline(rows, before_end, after_start, span=2.0):
     return sum(vals) / len(vals) if vals else None
 
 
-def run_rbpeek(ruby, debugger, rate, seconds, workdir):
-    """One `ruby sample` run. Returns a dict of figures."""
+def run_rbpeek(ruby, debugger, rate, seconds, workdir, via=False):
+    """One `ruby sample` run (traced by rbpeek, or with via: through the
+    debugger). Returns a dict of figures."""
     target = start(ruby, workdir)
     try:
         time.sleep(2.5)   # the first baseline window
         folded = os.path.join(workdir, "out.folded")
         launched = time.time()
-        rc, output = harness.run_debugger(debugger, ["ruby sample --duration %g --rate %g --folded %s"
-                                                     % (seconds, rate, folded)], pid=target.pid)
+        rc, output = harness.run_debugger(debugger, ["ruby sample --duration %g --rate %g --folded %s%s"
+                                                     % (seconds, rate, folded, " --via-debugger" if via else "")], pid=target.pid)
         detached = time.time()
         time.sleep(2.5)   # the second baseline window
-        m, c = SUMMARY.search(output), COST.search(output)
+        m, c = SUMMARY.search(output), (COST if via else COST_TRACED).search(output)
         if not m or not c or not os.path.exists(folded):
             raise SystemExit("ruby sample failed:\n" + output[-3000:])
         samples, elapsed, achieved = int(m.group(1)), float(m.group(2)), float(m.group(3))
@@ -141,10 +146,15 @@ def run_rbpeek(ruby, debugger, rate, seconds, workdir):
         proj, stopped = projected_slowdown(rows, [(launched - 2.05, launched - 0.05), (detached + 0.2, detached + 2.2)],
                                            (end - elapsed, end))
         per_sample = elapsed / samples if samples else 0.0
-        walk, stop = int(c.group(1)) * 1e-6, int(c.group(2)) * 1e-6
+        if via:
+            walk, stop, resume = int(c.group(1)) * 1e-6, int(c.group(2)) * 1e-6, None
+            resumed = int(c.group(3)) / 100.0
+        else:
+            stop, walk, resume = (int(c.group(i)) * 1e-6 for i in (1, 2, 3))
+            resumed = float(c.group(4)) / 100.0
         return {"achieved": achieved, "slowdown": 1.0 - during / base if base and during else None,
-                "projected": proj, "stopped": stopped,
-                "walk": walk, "stop": stop, "cycle": per_sample, "resumed": int(c.group(3)) / 100.0}
+                "projected": proj, "stopped": stopped, "walk": walk, "stop": stop, "resume": resume,
+                "cycle": per_sample, "resumed": resumed}
     finally:
         target.kill()
         target.wait()
@@ -252,12 +262,13 @@ def main():
         return os.path.join(work, "run%d" % counter[0])
 
     results = {}
+    plan = [(dbg, path, rate) for path in ("traced", "via") for dbg in ("gdb", "lldb")
+            for rate in ((100, 1000, 5000, 100000) if path == "traced" else (100, 1000, 100000))]
     try:
-        for dbg in ("gdb", "lldb"):
-            for rate in (100, 1000, 5000, 100000):
-                runs = [run_rbpeek(ruby, dbg, rate, args.seconds, wd()) for _ in range(args.repeat)]
-                results[(dbg, rate)] = {k: med([r[k] for r in runs]) for k in runs[0]}
-                print("  %s %6d Hz: %s" % (dbg, rate, results[(dbg, rate)]), file=sys.stderr, flush=True)
+        for dbg, path, rate in plan:
+            runs = [run_rbpeek(ruby, dbg, rate, args.seconds, wd(), via=path == "via") for _ in range(args.repeat)]
+            results[(dbg, path, rate)] = {k: med([r[k] for r in runs]) for k in runs[0]}
+            print("  %s %s %6d Hz: %s" % (dbg, path, rate, results[(dbg, path, rate)]), file=sys.stderr, flush=True)
         for mode in ("cpu", "wall"):
             for rate in (100, 1000):
                 runs = [run_stackprof(ruby, mode, rate, args.seconds, wd()) for _ in range(args.repeat)]
@@ -279,22 +290,31 @@ def main():
         print("| %s | %s | %.0f Hz | %s | %s | %s |" % (name, req, r["achieved"], fmt_pct(r["slowdown"]),
                                                       fmt_pct(r["projected"]), fmt_pct(r["stopped"])))
 
-    for dbg in ("gdb", "lldb"):
-        for rate in (100, 1000, 5000):
-            row("rbpeek, " + dbg, "%d Hz" % rate, results[(dbg, rate)])
-        row("rbpeek, " + dbg, "flat out", results[(dbg, 100000)])
+    for dbg, path, rate in plan:
+        name = "rbpeek, %s%s" % (dbg, ", --via-debugger" if path == "via" else "")
+        row(name, "flat out" if rate == 100000 else "%d Hz" % rate, results[(dbg, path, rate)])
     for mode in ("cpu", "wall"):
         for rate in (100, 1000):
             row("stackprof, %s mode (in-process)" % mode, "%d Hz" % rate, results[("stackprof-" + mode, rate)])
     print("\nWhere a sample's time goes (microseconds per sample):\n")
-    print("| debugger | run | cycle | walk | stop (signal to stop report) | resume and loop |")
-    print("|---|---|---:|---:|---:|---:|")
-    for dbg in ("gdb", "lldb"):
-        for rate, label in ((1000, "1000 Hz"), (100000, "flat out")):
-            r = results[(dbg, rate)]
-            resume = "%.0f" % (1e6 * (r["cycle"] - r["walk"] - r["stop"])) if rate == 100000 else "-"
-            print("| %s | %s | %.0f | %.0f | %.0f | %s |" % (dbg, label, 1e6 * r["cycle"], 1e6 * r["walk"],
-                                                            1e6 * r["stop"], resume))
+    print("| path | debugger | run | cycle | stop | walk | resume (and loop) | walk share of stop+walk+resume |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for dbg, path, rate in plan:
+        if rate not in (100, 1000, 100000):
+            continue
+        r = results[(dbg, path, rate)]
+        if path == "traced":
+            resume = r["resume"]
+        elif rate == 100000:
+            resume = r["cycle"] - r["walk"] - r["stop"]
+        else:
+            resume = None
+        total = r["stop"] + r["walk"] + (resume or 0)
+        print("| %s | %s | %s | %.0f | %.0f | %.0f | %s | %s |" % (
+            "traced" if path == "traced" else "--via-debugger", dbg,
+            "flat out" if rate == 100000 else "%d Hz" % rate, 1e6 * r["cycle"], 1e6 * r["stop"], 1e6 * r["walk"],
+            "%.0f" % (1e6 * resume) if resume is not None else "-",
+            "%.0f%%" % (100 * r["walk"] / total) if resume is not None and total else "-"))
     per, reads = med([a[0] for a in alone]), med([a[1] for a in alone])
     print("\nWalk alone, no debugger (3 threads, memory cache dropped each time): %.0f us per sample, "
           "%.0f page reads" % (1e6 * per, reads))

@@ -65,8 +65,13 @@ def failing(debugger, cmd):
 
 
 def select_cmd(debugger):
-    """Selects thread 2 (before sampling, which must keep it selected)."""
-    return "thread 2" if debugger == "gdb" else "thread select 2"
+    """Selects the thread named "sleeper" (before sampling, which must keep
+    it selected): not the first thread, and a Ruby thread on every Ruby."""
+    if debugger == "gdb":
+        return script_cmd(debugger, "import gdb\n[t.switch() for t in gdb.selected_inferior().threads() "
+                                    "if t.name == 'sleeper']")
+    return script_cmd(debugger, "import lldb\np = lldb.debugger.GetSelectedTarget().GetProcess()\n"
+                                "[p.SetSelectedThread(t) for t in p if t.GetName() == 'sleeper']")
 
 
 def state_cmds(debugger):
@@ -131,7 +136,7 @@ def check_state_restored(output, debugger):
         sel = re.findall(r"^\[Current thread is (\d+) .*\(LWP (\d+)\)", output, re.M)
     else:
         sel = re.findall(r"^\*? *thread #(\d+): tid = (\d+)", output, re.M)
-    if len(sel) != 2 or sel[0] != sel[1] or sel[0][0] != "2":
+    if len(sel) != 2 or sel[0] != sel[1] or sel[0][0] == "1":
         raise Failure("the selected thread changed (before, after): %s" % sel)
     if "RUNNING=False" not in output:
         raise Failure("the target was not stopped when `ruby sample` returned:\n" + output[-3000:])
@@ -149,9 +154,9 @@ def check_profile(path, output, what):
 
 def check_bt_after(output, what):
     """`ruby bt` after the sampling shows a Ruby thread's frames (the main
-    thread, or thread 2 where the scenario selected it)."""
+    thread, or the sleeper where the scenario selected it)."""
     tail = output.rpartition("rbpeek: wrote")[2]
-    if (not re.search(r"^Thread [12] .*(main|sleep)", tail, re.M)
+    if (not re.search(r"^Thread \d+ .*(main|sleeper)", tail, re.M)
             or not re.search(r"^\s+\S*cpu_split\.rb:\d+:in ", tail, re.M)):
         raise Failure("%s: `ruby bt` after sampling did not work:\n%s" % (what, tail[-2000:]))
 
