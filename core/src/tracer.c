@@ -165,6 +165,11 @@ static void drop(struct rbpeek_trace *t, pid_t tid)
     if (e) *e = t->tr[--t->ntr];
 }
 
+static bool thread_exists(struct rbpeek_trace *t, pid_t tid)
+{
+    return syscall(SYS_tgkill, t->pid, tid, 0) == 0 || errno != ESRCH;
+}
+
 static void set_end(struct rbpeek_trace *t, int end)
 {
     if (t->end == RBPEEK_TRACE_RUNNING) t->end = end;
@@ -206,7 +211,10 @@ static void handle(struct rbpeek_trace *t, pid_t tid, int status, bool running)
     int sig = WSTOPSIG(status), event = status >> 16;
     if (event == PTRACE_EVENT_CLONE) {
         unsigned long child = 0;
-        if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0 && child > 0) {
+        /* The new thread may have reported its first stop, and even its
+         * exit, before this event: a thread already reaped must not be
+         * waited for. */
+        if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0 && child > 0 && thread_exists(t, (pid_t)child)) {
             tracee *c = add(t, (pid_t)child, TR_NEW);
             if (!c) set_end(t, RBPEEK_TRACE_FAILED);
             e = find(t, tid);   /* add() may have moved the table */
@@ -292,7 +300,16 @@ static size_t stop_all(struct rbpeek_trace *t)
     wait_until(t, give_up, false, all_stopped);
     arm(t, 0);
     size_t late = 0;
-    for (size_t i = 0; i < t->ntr; i++) late += t->tr[i].state != TR_STOPPED;
+    for (size_t i = 0; i < t->ntr;) {
+        if (t->tr[i].state == TR_STOPPED) {
+            i++;
+        } else if (!thread_exists(t, t->tr[i].tid)) {
+            t->tr[i] = t->tr[--t->ntr];   /* gone without a report we saw */
+        } else {
+            late++;
+            i++;
+        }
+    }
     return late;
 }
 
