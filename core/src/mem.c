@@ -8,6 +8,11 @@
  * request. Reads of BYPASS_BYTES or more go straight to the source: they are
  * bulk reads (heap pages) whose data is not re-read, and caching them would
  * only evict the hot stack pages.
+ *
+ * The pages each generation touched are remembered, so that after an
+ * invalidation rbp_mem_prefetch can read them again in one batch: a sampler
+ * walks the same threads every time, and on /proc/PID/mem one
+ * process_vm_readv of some fifty pages costs less than fifty preads.
  */
 #include "mem.h"
 
@@ -19,11 +24,13 @@
 #define SLOT_BITS 10 /* 1024 slots, 4 MiB */
 #define NSLOTS ((size_t)1 << SLOT_BITS)
 #define BYPASS_BYTES (16 * 1024)
+#define MAX_HOT 256         /* pages remembered per generation for rbp_mem_prefetch */
 
 typedef struct slot {
     uint64_t page;      /* page number (addr >> PAGE_SHIFT) */
     uint32_t gen;       /* generation this slot was filled in; 0 = never */
     uint32_t valid;     /* readable leading bytes of the page */
+    uint32_t used_gen;  /* generation in which a read last used it */
 } slot;
 
 struct rbp_mem {
@@ -35,6 +42,10 @@ struct rbp_mem {
     uint64_t pin_addr;  /* see rbp_mem_pin */
     size_t pin_len;
     const uint8_t *pin_data;
+    uint64_t hot[MAX_HOT];       /* pages used in this generation, in first-use order */
+    size_t nhot;
+    uint64_t prev_hot[MAX_HOT];  /* ... and in the one before */
+    size_t nprev;
 };
 
 rbp_mem *rbp_mem_new(rbp_source src)
@@ -64,6 +75,9 @@ const char *rbp_mem_kind(const rbp_mem *m) { return m && m->src.kind ? m->src.ki
 void rbp_mem_invalidate(rbp_mem *m)
 {
     if (!m) return;
+    memcpy(m->prev_hot, m->hot, m->nhot * sizeof m->hot[0]);
+    m->nprev = m->nhot;
+    m->nhot = 0;
     if (++m->gen == 0) { /* wrapped: really clear, so no stale slot matches */
         memset(m->slots, 0, sizeof m->slots);
         m->gen = 1;
@@ -82,17 +96,61 @@ static long source_read(rbp_mem *m, uint64_t addr, void *buf, size_t len)
     return n;
 }
 
-static slot *fill(rbp_mem *m, uint64_t page, uint8_t **data)
+static slot *slot_of(rbp_mem *m, uint64_t page, uint8_t **data)
 {
     size_t idx = (size_t)((page * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - SLOT_BITS));
-    slot *s = &m->slots[idx];
     *data = m->data + idx * PAGE_SIZE;
-    if (s->gen == m->gen && s->page == page) return s;
-    long n = source_read(m, page << PAGE_SHIFT, *data, PAGE_SIZE);
-    s->page = page;
-    s->gen = m->gen;
-    s->valid = n > 0 ? (uint32_t)n : 0;
+    return &m->slots[idx];
+}
+
+static slot *fill(rbp_mem *m, uint64_t page, uint8_t **data)
+{
+    slot *s = slot_of(m, page, data);
+    if (s->gen != m->gen || s->page != page) {
+        long n = source_read(m, page << PAGE_SHIFT, *data, PAGE_SIZE);
+        s->page = page;
+        s->gen = m->gen;
+        s->valid = n > 0 ? (uint32_t)n : 0;
+    }
+    if (s->used_gen != m->gen) {
+        s->used_gen = m->gen;
+        if (s->valid && m->nhot < MAX_HOT) m->hot[m->nhot++] = page;
+    }
     return s;
+}
+
+void rbp_mem_prefetch(rbp_mem *m)
+{
+    if (!m || !m->src.read_many || m->nprev == 0) return;
+    uint64_t addrs[MAX_HOT];
+    uint8_t *bufs[MAX_HOT];
+    slot *slots[MAX_HOT];
+    long got[MAX_HOT];
+    size_t n = 0;
+    for (size_t i = 0; i < m->nprev; i++) {
+        uint8_t *data;
+        slot *s = slot_of(m, m->prev_hot[i], &data);
+        if (s->gen == m->gen) continue;   /* filled already, or two pages share the slot */
+        s->gen = m->gen;                  /* claimed; set for real below */
+        s->page = m->prev_hot[i];
+        s->valid = 0;
+        addrs[n] = m->prev_hot[i] << PAGE_SHIFT;
+        bufs[n] = data;
+        slots[n] = s;
+        n++;
+    }
+    m->nprev = 0;
+    if (n == 0) return;
+    m->src.read_many(m->src.ctx, addrs, bufs, n, PAGE_SIZE, got);
+    m->stats.source_reads++;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] < 0) {
+            slots[i]->gen = 0;            /* not read: filled on demand */
+        } else {
+            slots[i]->valid = (uint32_t)(got[i] > (long)PAGE_SIZE ? (long)PAGE_SIZE : got[i]);
+            m->stats.source_bytes += (uint64_t)got[i];
+        }
+    }
 }
 
 void rbp_mem_pin(rbp_mem *m, uint64_t addr, const void *data, size_t len)

@@ -19,9 +19,13 @@
 
 #include "rbpeek.h"
 
-/* A memory source: read returns bytes read (short = rest unreadable) or -1. */
+/* A memory source: read returns bytes read (short = rest unreadable) or -1.
+ * read_many (optional) reads n ranges of len bytes at addrs[i] into bufs[i]
+ * in as few system calls as it can, setting got[i] to the bytes read, or -1
+ * where that range was not read (the caller reads it with read if needed). */
 typedef struct rbp_source {
     long (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+    void (*read_many)(void *ctx, const uint64_t *addrs, uint8_t *const *bufs, size_t n, size_t len, long *got);
     void (*close)(void *ctx);       /* may be NULL */
     void *ctx;
     const char *kind;               /* "callback", "proc", "core" */
@@ -45,6 +49,11 @@ bool rbp_mem_cstr(rbp_mem *m, uint64_t addr, char *buf, size_t max);
 
 void rbp_mem_invalidate(rbp_mem *m);
 
+/* After an invalidation: reads, in one batch where the source can, the
+ * pages the generation before it used, on the bet that the next walk needs
+ * the same ones (a sampler's walks do: the same threads, stacks and iseqs).
+ * Only while the target is stopped. A no-op for sources without read_many. */
+void rbp_mem_prefetch(rbp_mem *m);
 /* Pins a caller-owned copy of [addr, addr+len) so reads inside it are served
  * from it without touching the source or the page cache: the frame walker
  * fetches a thread's whole used VM value stack in one read and pins it for

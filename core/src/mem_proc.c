@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* /proc/PID/maps of a sane process has a few thousand lines; the kernel's
@@ -25,6 +26,7 @@
 
 typedef struct proc_src {
     int fd;
+    int pid;
 } proc_src;
 
 
@@ -46,6 +48,46 @@ static long proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
         done += (size_t)n;
     }
     return done ? (long)done : -1;
+}
+
+/* Many ranges in one process_vm_readv (scattered ranges are what it does
+ * that a pread of /proc/PID/mem cannot). It stops at the first range it
+ * cannot read; the ranges after it are tried again in a call of their own,
+ * so a batch costs one call per unreadable range plus one. Unlike the fd,
+ * the pid could name another process once the target is gone: callers use
+ * this only while they hold the target stopped (rbp_mem_prefetch). */
+static void proc_read_many(void *ctx, const uint64_t *addrs, uint8_t *const *bufs, size_t n, size_t len, long *got)
+{
+    proc_src *p = ctx;
+    enum { BATCH = 64 };   /* well under IOV_MAX */
+    size_t i = 0;
+    while (i < n) {
+        size_t k = n - i < BATCH ? n - i : BATCH;
+        struct iovec local[BATCH], remote[BATCH];
+        for (size_t j = 0; j < k; j++) {
+            local[j] = (struct iovec){bufs[i + j], len};
+            remote[j] = (struct iovec){(void *)(uintptr_t)addrs[i + j], len};
+        }
+        ssize_t r = process_vm_readv(p->pid, local, k, remote, k, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            if (errno != EFAULT) {   /* ENOSYS, EPERM, ESRCH: no batching here */
+                for (; i < n; i++) got[i] = -1;
+                return;
+            }
+            r = 0;
+        }
+        size_t whole = (size_t)r / len;
+        for (size_t j = 0; j < whole && j < k; j++) got[i + j] = (long)len;
+        if (whole >= k) {
+            i += k;
+            continue;
+        }
+        /* Range i+whole was cut short (rest bytes) or unreadable: leave it
+         * to a plain read, which finds out how much of it is readable. */
+        got[i + whole] = -1;
+        i += whole + 1;
+    }
 }
 
 static void proc_close(void *ctx)
@@ -81,7 +123,8 @@ bool rbp_source_proc(int pid, rbp_source *out, char *err, size_t errlen)
         return false;
     }
     p->fd = fd;
-    *out = (rbp_source){.read = proc_read, .close = proc_close, .ctx = p, .kind = "proc"};
+    p->pid = pid;
+    *out = (rbp_source){.read = proc_read, .read_many = proc_read_many, .close = proc_close, .ctx = p, .kind = "proc"};
     return true;
 }
 

@@ -10,6 +10,9 @@
 
 #include "mem.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 static fixture_proc fx;
 static int fx_state; /* 0 not tried, 1 running, -1 unavailable */
 
@@ -130,7 +133,61 @@ static void test_after_exit(void)
     fixture_remove(&fx);
 }
 
+/* rbp_mem_prefetch over this source: the pages the last generation used are
+ * read again in one batch (process_vm_readv, here on this very process),
+ * fresh values are served from it with no further source read, and a page
+ * unmapped meanwhile, in the middle of the batch, is left to a plain read,
+ * which fails. */
+static void test_prefetch(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    CU_ASSERT_FATAL(pg == 4096);
+    uint8_t *buf = mmap(NULL, (size_t)(4 * pg), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CU_ASSERT_FATAL(buf != MAP_FAILED);
+    for (int i = 0; i < 4; i++) buf[i * pg + 8] = (uint8_t)(i + 1);
+    rbp_source src;
+    char err[256] = "";
+    CU_ASSERT_FATAL(rbp_source_proc((int)getpid(), &src, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(src.read_many);
+    rbp_mem *m = rbp_mem_new(src);
+    CU_ASSERT_FATAL(m != NULL);
+    uint8_t b = 0;
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT(rbp_mem_read(m, (uint64_t)(uintptr_t)(buf + i * pg + 8), &b, 1));
+        CU_ASSERT_EQUAL(b, i + 1);
+    }
+    for (int i = 0; i < 4; i++) buf[i * pg + 8] = (uint8_t)(10 + i);
+    munmap(buf + pg, (size_t)pg);
+    rbp_mem_invalidate(m);
+    rbp_mem_reset_stats(m);
+    rbp_mem_prefetch(m);
+    rbpeek_read_stats st;
+    rbp_mem_stats(m, &st);
+    CU_ASSERT_EQUAL(st.source_reads, 1);
+    CU_ASSERT_EQUAL(st.source_bytes, (uint64_t)(3 * pg));
+    for (int i = 0; i < 4; i += i == 0 ? 2 : 1) {
+        CU_ASSERT(rbp_mem_read(m, (uint64_t)(uintptr_t)(buf + i * pg + 8), &b, 1));
+        CU_ASSERT_EQUAL(b, 10 + i);
+    }
+    rbp_mem_stats(m, &st);
+    CU_ASSERT_EQUAL(st.source_reads, 1);   /* all three from the batch */
+    CU_ASSERT_FALSE(rbp_mem_read(m, (uint64_t)(uintptr_t)(buf + pg + 8), &b, 1));
+    rbp_mem_stats(m, &st);
+    CU_ASSERT_EQUAL(st.source_reads, 2);
+    /* Nothing used since the last invalidation but that: prefetch reads nothing. */
+    rbp_mem_invalidate(m);
+    rbp_mem_invalidate(m);
+    rbp_mem_reset_stats(m);
+    rbp_mem_prefetch(m);
+    rbp_mem_stats(m, &st);
+    CU_ASSERT_EQUAL(st.source_reads, 0);
+    rbp_mem_free(m);
+    munmap(buf, (size_t)pg);
+    munmap(buf + 2 * pg, (size_t)(2 * pg));
+}
+
 static const rbp_cu_test tests[] = {
+    {"prefetch: the last generation's pages in one batch", test_prefetch},
     {"reads of a live child's memory", test_reads},
     {"unmapped and kernel addresses fail, reads into a hole are short", test_unreadable},
     {"regions from /proc/PID/maps", test_regions},
