@@ -419,8 +419,10 @@ RBPEEK_API void rbpeek_kicker_free(rbpeek_kicker *k);
  * max_samples, after duration_s, on rbpeek_trace_cancel, when the target
  * exits or calls exec(), or when it receives a signal marked in
  * stop_signals (the signals the debugger would stop for). It then lets go of
- * the target: running, or after such a signal stopped (a group stop) with
- * that signal pending, for the debugger to attach to again. Signals marked
+ * the target, for the debugger to attach to again: running, or after a fault
+ * stopped (a group stop) with the signal pending; a signal that was sent to
+ * it is for the caller to send again once the debugger has attached (see
+ * signal_pending). Signals marked
  * in pass_signals are delivered to the target as they arrive, the others
  * discarded (as a debugger's "handle SIG nopass" does).
  * ------------------------------------------------------------------------- */
@@ -459,6 +461,9 @@ typedef struct rbpeek_trace_stats {
     int end;                    /* rbpeek_trace_end */
     int signal;                 /* SIGNAL: which; EXITED: the killing signal, or 0 */
     int exit_code;              /* EXITED by exit(): its status */
+    int signal_pending;         /* SIGNAL: 1 = left pending in the stopped target (a
+                                 * fault, or a job-control stop); 0 = taken from the
+                                 * target: send it again once the debugger is back */
     char message[256];          /* FAILED: why; otherwise the last walk error, if any */
 } rbpeek_trace_stats;
 

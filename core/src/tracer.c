@@ -58,9 +58,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mem.h"
 #include "session.h"
 
 #define STOP_TIMEOUT_NS 100000000ull   /* longest wait for the threads to stop */
+#define SEIZE_TRIES 30                 /* 10 ms apart, while a thread is still traced by someone else */
 #define WAKE_REPEAT_NS 1000000ull      /* the wake-up timer repeats, in case one came just before the wait */
 #define MAX_TRACEES 65536              /* threads: a bound on what garbage /proc could make us track */
 #define BACKLOG 5                      /* intervals the schedule may fall behind before it restarts */
@@ -94,6 +96,7 @@ struct rbpeek_trace {
     int end;                     /* rbpeek_trace_end, RBPEEK_TRACE_RUNNING while going */
     pid_t end_tid;               /* RBPEEK_TRACE_SIGNAL: the thread holding the signal */
     bool end_group_stop;         /* the signal was a job-control stop already in effect */
+    bool end_fault;              /* the signal was a fault of the thread's own */
     uint64_t rng;
     pid_t self_tid;              /* of the tracing thread */
     int wake_sig;                /* the real-time signal that ends its waits */
@@ -234,9 +237,16 @@ static void handle(struct rbpeek_trace *t, pid_t tid, int status, bool running)
     } else if (event == 0) {
         /* Signal-delivery stop. */
         if (sig > 0 && sig < 65 && t->cfg.stop_signals[sig] && t->end == RBPEEK_TRACE_RUNNING) {
+            siginfo_t si;
+            memset(&si, 0, sizeof si);
             t->end = RBPEEK_TRACE_SIGNAL;
             t->stats.signal = sig;
             t->end_tid = tid;
+            /* A fault (the kernel's SIGSEGV, SIGBUS...) would strike again
+             * as soon as the thread ran; a sent signal would not. */
+            t->end_fault = ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) == 0 && si.si_code > 0 &&
+                           (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP ||
+                            sig == SIGSYS);
             e->pending_sig = sig;
         } else {
             e->pending_sig = (sig > 0 && sig < 65 && t->cfg.pass_signals[sig]) ? sig : 0;
@@ -403,7 +413,15 @@ static bool seize_all(struct rbpeek_trace *t)
             char *end;
             long tid = strtol(de->d_name, &end, 10);
             if (*end || tid <= 0 || find(t, (pid_t)tid)) continue;
-            if (pt(PTRACE_SEIZE, (pid_t)tid, opts) != 0) {
+            long rc;
+            int tries = 0;
+            while ((rc = pt(PTRACE_SEIZE, (pid_t)tid, opts)) != 0 && errno == EPERM && ++tries < SEIZE_TRIES) {
+                /* The debugger that just detached may still be letting go
+                 * (lldb-server detaches after it has answered). */
+                struct timespec ts = {0, 10 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+            if (rc != 0) {
                 if (errno == ESRCH) continue;   /* it exited meanwhile */
                 snprintf(t->stats.message, sizeof t->stats.message, "cannot trace thread %ld of process %d: %s",
                          tid, (int)t->pid, strerror(errno));
@@ -424,23 +442,30 @@ static bool seize_all(struct rbpeek_trace *t)
     return false;
 }
 
-/* Stops the target and lets go of it. After a stop signal the process is
- * left in a group stop with the signal pending again, so that nothing runs
- * before the debugger attaches and the debugger then sees the signal. */
+/* Stops the target and lets go of it. A signal that ended sampling is not
+ * delivered now: a signal someone sent is left for the caller to send again
+ * once the debugger has attached (stats.signal_pending 0), since the target
+ * may run a moment in between; a fault is queued again with the process
+ * held in a group stop (signal_pending 1), since the faulting instruction
+ * would otherwise run again, untraced, before the debugger is back. */
 static void detach_all(struct rbpeek_trace *t)
 {
     if (t->end == RBPEEK_TRACE_EXITED) return;
     stop_all(t);
-    tracee *first = t->end == RBPEEK_TRACE_SIGNAL && !t->end_group_stop ? find(t, t->end_tid) : NULL;
+    tracee *first = NULL;
+    if (t->end == RBPEEK_TRACE_SIGNAL) {
+        t->stats.signal_pending = t->end_group_stop || t->end_fault;
+        if (t->end_fault) first = find(t, t->end_tid);
+        tracee *e = find(t, t->end_tid);
+        if (e && !t->end_fault) e->pending_sig = 0;
+    }
     if (first) {
-        /* The signal was taken from the queue at its delivery stop: queue
-         * it again (its siginfo becomes SI_TKILL's), and detach with SIGSTOP
-         * in its place, which starts a group stop before the thread can
-         * return to user code; the other threads join it as they are let
-         * go. */
+        /* Its delivery stop took the signal off the queue: queue it again
+         * (its siginfo becomes SI_TKILL's) and detach with SIGSTOP in its
+         * place, which starts a group stop before the thread can return to
+         * user code; the other threads join it as they are let go. */
         syscall(SYS_tgkill, t->pid, first->tid, first->pending_sig);
         pt(PTRACE_DETACH, first->tid, SIGSTOP);
-        first->state = TR_NEW;   /* done with */
     }
     for (size_t i = 0; i < t->ntr; i++) {
         if (&t->tr[i] == first) continue;
@@ -477,6 +502,7 @@ static void take_sample(struct rbpeek_trace *t)
     rbpeek_snapshot *snap = NULL;
     rbpeek_sample_result res = {0};
     rbpeek_session_invalidate(t->session);
+    rbp_mem_prefetch(t->session->mem);   /* the pages the last walk used, in one batch */
     if (rbpeek_snapshot_take(t->session, (size_t)(t->cfg.max_frames > 0 ? t->cfg.max_frames : 0), &snap) !=
         RBPEEK_OK) {
         pthread_mutex_lock(&t->lock);

@@ -237,8 +237,12 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             if ts is None or ts.end != TRACE_EXITED:
                 try:
                     dbg.take_back(token, pid)
-                except RbpeekError as e:
-                    failure = failure or e
+                    if ts is not None and TRACE_ENDS.get(ts.end) == "signal" and not ts.signal_pending:
+                        # The signal sampling took from the target, sent
+                        # again now that the debugger will see it.
+                        os.kill(pid, ts.signal)
+                except (RbpeekError, OSError) as e:
+                    failure = failure or (e if isinstance(e, RbpeekError) else RbpeekError(str(e)))
         if ts is not None:
             why = TRACE_ENDS.get(ts.end)
             if why == "done":

@@ -413,7 +413,8 @@ class TraceStats(ctypes.Structure):
                 ("failed_threads", ctypes.c_uint64), ("filtered", ctypes.c_uint64), ("tid_unknown", ctypes.c_uint64),
                 ("not_stopped", ctypes.c_uint64), ("elapsed_s", ctypes.c_double), ("stop_s", ctypes.c_double),
                 ("walk_s", ctypes.c_double), ("resume_s", ctypes.c_double), ("end", ctypes.c_int),
-                ("signal", ctypes.c_int), ("exit_code", ctypes.c_int), ("message", ctypes.c_char * 256)]
+                ("signal", ctypes.c_int), ("exit_code", ctypes.c_int), ("signal_pending", ctypes.c_int),
+                ("message", ctypes.c_char * 256)]
 
 
 TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}

@@ -6,8 +6,9 @@
  * reports each SIGUSR2 it receives through a pipe. Checked: the schedule
  * ends after N samples and leaves the child running and untraced; threads
  * born while traced are let go with the rest; signals the debugger would
- * pass on are delivered at once; a stop signal ends sampling with the child
- * group-stopped and the signal pending; the child's exit and a cancel end
+ * pass on are delivered at once; a stop signal someone sent ends sampling
+ * and is left to the caller; a fault ends it with the child group-stopped
+ * and the fault pending; the child's exit and a cancel end
  * it; a process that cannot be traced gives an error.
  */
 #define _GNU_SOURCE
@@ -16,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,7 @@
 #include "cu_main.h"
 #include "rbpeek.h"
 
-enum { CHILD_SPAWN = 1 };
+enum { CHILD_SPAWN = 1, CHILD_FAULT = 2 };
 
 static int g_report_fd = -1;
 
@@ -51,6 +53,15 @@ static void *short_lived(void *arg)
 {
     (void)arg;
     usleep(300);
+    return NULL;
+}
+
+static void *faulter(void *arg)
+{
+    (void)arg;
+    usleep(100000);
+    static volatile uintptr_t unmapped = 8;
+    *(volatile int *)unmapped = 1;   /* SIGSEGV, SEGV_MAPERR */
     return NULL;
 }
 
@@ -79,6 +90,7 @@ static pid_t start_child(int flags, int exit_ms, int *rd)
         pthread_t t;
         pthread_create(&t, NULL, spin, NULL);
         if (flags & CHILD_SPAWN) pthread_create(&t, NULL, spawner, NULL);
+        if (flags & CHILD_FAULT) pthread_create(&t, NULL, faulter, NULL);
         char c = 'r';
         if (write(fds[1], &c, 1) != 1) _exit(3);
         if (exit_ms > 0) {
@@ -148,6 +160,27 @@ static int thread_states(pid_t pid, char *states, int max, int *traced, int *pen
     }
     closedir(d);
     return n;
+}
+
+/* SIGSEGV pending on some thread of pid. */
+static int sigsegv_pending(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    int found = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char sp[320], line[256];
+        snprintf(sp, sizeof sp, "/proc/%d/task/%s/status", (int)pid, de->d_name);
+        FILE *f = fopen(sp, "r");
+        while (f && fgets(line, sizeof line, f))
+            if (!strncmp(line, "SigPnd:", 7) && (strtoull(line + 7, NULL, 16) & (1ull << (SIGSEGV - 1)))) found = 1;
+        if (f) fclose(f);
+    }
+    if (d) closedir(d);
+    return found;
 }
 
 typedef struct fixture {
@@ -237,11 +270,14 @@ static void test_pass_and_stop_signals(void)
     }
     CU_ASSERT_EQUAL(rbpeek_trace_wait(t, 0), 0);
     usleep(50000);   /* some samples */
-    /* A stop signal ends it: the child is left stopped, the signal pending. */
+    /* A stop signal someone sent ends it; the signal is not delivered, but
+     * left to the caller to send again once the debugger is back, and the
+     * child runs on meanwhile. */
     kill(pid, SIGUSR1);
     rbpeek_trace_stats st = run_to_end(t, 5000);
     CU_ASSERT_EQUAL(st.end, RBPEEK_TRACE_SIGNAL);
     CU_ASSERT_EQUAL(st.signal, SIGUSR1);
+    CU_ASSERT_EQUAL(st.signal_pending, 0);
     CU_ASSERT(st.samples > 0);
     char states[64];
     int traced, pending;
@@ -249,8 +285,36 @@ static void test_pass_and_stop_signals(void)
     int n = thread_states(pid, states, (int)sizeof states, &traced, &pending);
     CU_ASSERT_EQUAL(n, 2);
     CU_ASSERT_EQUAL(traced, 0);
-    CU_ASSERT_EQUAL(pending, 1);
+    CU_ASSERT_EQUAL(pending, 0);
+    assert_let_go_running(pid);
+    fixture_free(&fx);
+    stop_child(pid, rd);
+}
+
+/* A fault ends it with the child held in a group stop, the signal pending
+ * again: the faulting instruction must not run before a debugger is back. */
+static void test_fault_left_pending(void)
+{
+    int rd;
+    pid_t pid = start_child(CHILD_FAULT, 0, &rd);
+    CU_ASSERT_FATAL(pid > 0);
+    fixture fx;
+    fixture_init(&fx, pid, 0.002);
+    fx.cfg.stop_signals[SIGSEGV] = 1;
+    rbpeek_trace *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_trace_start(fx.s, fx.p, &fx.opt, &fx.cfg, &t), RBPEEK_OK);
+    rbpeek_trace_stats st = run_to_end(t, 5000);
+    CU_ASSERT_EQUAL(st.end, RBPEEK_TRACE_SIGNAL);
+    CU_ASSERT_EQUAL(st.signal, SIGSEGV);
+    CU_ASSERT_EQUAL(st.signal_pending, 1);
+    char states[64];
+    int traced, pending;
+    usleep(20000);
+    int n = thread_states(pid, states, (int)sizeof states, &traced, &pending);
+    CU_ASSERT_EQUAL(n, 3);
+    CU_ASSERT_EQUAL(traced, 0);
     for (int i = 0; i < n; i++) CU_ASSERT_EQUAL(states[i], 'T');
+    CU_ASSERT(sigsegv_pending(pid));
     fixture_free(&fx);
     stop_child(pid, rd);
 }
@@ -333,7 +397,9 @@ static void test_cannot_trace(void)
 
 static const rbp_cu_test TESTS[] = {
     {"N samples, then the child runs on untraced (threads born meanwhile too)", test_samples_then_lets_go},
-    {"passed signals delivered at once; a stop signal ends it, left pending", test_pass_and_stop_signals},
+    {"passed signals delivered at once; a sent stop signal ends it, for the caller to resend",
+     test_pass_and_stop_signals},
+    {"a fault ends it with the child group-stopped, the fault pending", test_fault_left_pending},
     {"the child's exit ends it, with its status", test_exit_ends_it},
     {"cancel wakes it before a far sample time", test_cancel_wakes_it},
     {"a process traced by someone else: an error", test_cannot_trace},
