@@ -245,13 +245,124 @@ def machine():
             "Load average at start: %.2f %.2f %.2f" % os.getloadavg()]
 
 
+def paired_run(ruby, rate, pairs, workdir):
+    """Slowdowns of one target sampled by the C loop (no debugger: what `ruby
+    sample` runs once the debugger has detached) for 1 s out of every 2:
+    [(sampled rate / mean of the unsampled rates before and after)]."""
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    from rbpeeklib import core  # noqa: E402
+    target = start(ruby, workdir)
+    try:
+        session = core.Session()
+        session.use_pid(target.pid)
+        session.attach()
+        cfg = core.TraceConfig()
+        cfg.interval_s = 1.0 / rate
+        cfg.duration_s = 1.0
+        for sig in range(1, 65):
+            cfg.pass_signals[sig] = 1
+        opts = core.SampleOptions()
+        opts.pid = target.pid
+        windows = []
+        stopped = []
+        time.sleep(1.0)
+        for _ in range(pairs):
+            t0 = time.time()
+            time.sleep(1.0)
+            t1 = time.time()
+            profile = core.Profile()
+            trace = core.Trace(session, profile, opts, cfg)
+            while not trace.wait(0.1):
+                pass
+            st = trace.stats()
+            trace.close()
+            t2 = time.time()
+            windows.append(((t0 + 0.05, t1 - 0.05), (t1 + 0.05, t2 - 0.05)))
+            stopped.append((st.stop_s + st.walk_s + st.resume_s) / st.elapsed_s if st.elapsed_s else 0.0)
+        time.sleep(1.05)
+        windows.append(((time.time() - 1.0, time.time() - 0.05), None))
+        rows, _ = read_log(workdir)
+        out = []
+        for i in range(pairs):
+            before, on = windows[i]
+            after = windows[i + 1][0]
+            rb, ra, r_on = rate_between(rows, *before), rate_between(rows, *after), rate_between(rows, *on)
+            if rb and ra and r_on:
+                out.append(1.0 - r_on / ((rb + ra) / 2))
+        return out, stopped
+    finally:
+        target.kill()
+        target.wait()
+
+
+def paired(ruby, args):
+    work = tempfile.mkdtemp(prefix="rbpeek-bench-sample-")
+    print("\n".join(machine()))
+    pairs = max(5, int(args.seconds))
+    print("Ruby: %s (%s); the C sampling loop without a debugger, %d pairs of 1 s sampled / 1 s not, "
+          "%d targets per rate\n" % (args.ruby, ruby, pairs, args.repeat))
+    print("| rate | slowdown (median of the pairs) | middle half of the pairs | target stopped |")
+    print("|---:|---:|---|---:|")
+    try:
+        for rate in (100, 1000):
+            slow, stopped = [], []
+            for i in range(args.repeat):
+                a, b = paired_run(ruby, rate, pairs, os.path.join(work, "p%d-%d" % (rate, i)))
+                slow += a
+                stopped += b
+            slow.sort()
+            q1, q3 = slow[len(slow) // 4], slow[(3 * len(slow)) // 4]
+            print("| %d Hz | %s | %s to %s | %s |" % (rate, fmt_pct(med(slow)), fmt_pct(q1), fmt_pct(q3),
+                                                      fmt_pct(med(stopped))), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("Load average at end: %.2f %.2f %.2f" % os.getloadavg())
+
+
+def at_100(ruby, args):
+    work = tempfile.mkdtemp(prefix="rbpeek-bench-sample-")
+    print("\n".join(machine()))
+    print("Ruby: %s (%s); %d s per run, %d runs of each, interleaved\n" % (args.ruby, ruby, args.seconds, args.repeat))
+    names = ("rbpeek, gdb", "rbpeek, lldb", "stackprof, cpu mode")
+    runs = {n: [] for n in names}
+    try:
+        for i in range(args.repeat):
+            wd = os.path.join(work, "run%d" % i)
+            runs[names[0]].append(run_rbpeek(ruby, "gdb", 100, args.seconds, wd + "g"))
+            runs[names[1]].append(run_rbpeek(ruby, "lldb", 100, args.seconds, wd + "l"))
+            runs[names[2]].append(run_stackprof(ruby, "cpu", 100, args.seconds, wd + "s"))
+            print("  run %d: %s" % (i + 1, "; ".join("%s %s" % (n, fmt_pct(runs[n][-1]["slowdown"])) for n in names)),
+                  file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("| sampler at 100 Hz | slowdown, measured (median; each run) | slowdown, idle machine | target stopped |")
+    print("|---|---|---:|---:|")
+    for n in names:
+        r = runs[n]
+        print("| %s | %s (%s) | %s | %s |" % (n, fmt_pct(med([x["slowdown"] for x in r])),
+                                             ", ".join(fmt_pct(x["slowdown"]) for x in r),
+                                             fmt_pct(med([x["projected"] for x in r])),
+                                             fmt_pct(med([x["stopped"] for x in r]))))
+    print("Load average at end: %.2f %.2f %.2f" % os.getloadavg())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ruby", default="debian-3.1")
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--paired", action="store_true",
+                    help="the traced loop's own cost, robust to the machine's other jobs: 1 s sampled and 1 s "
+                         "not, alternating, each sampled second against the unsampled seconds on either side")
+    ap.add_argument("--at-100", action="store_true",
+                    help="only the 100 Hz target: rbpeek traced in gdb and lldb and stackprof's cpu mode, "
+                         "interleaved run by run so that the machine's other jobs weigh on each alike")
     args = ap.parse_args()
     ruby = harness.ruby_binary(args.ruby)
+    if args.at_100:
+        return at_100(ruby, args)
+    if args.paired:
+        return paired(ruby, args)
     work = tempfile.mkdtemp(prefix="rbpeek-bench-sample-")
     print("\n".join(machine()))
     print("Ruby: %s (%s); %d s per run, median of %d runs\n" % (args.ruby, ruby, args.seconds, args.repeat))
