@@ -22,6 +22,8 @@
 #define _GNU_SOURCE
 #include "rbpeek.h"
 
+#include "helper_thread.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -50,13 +52,6 @@ struct rbpeek_kicker {
     _Atomic uint64_t deadline_ns;   /* of the current arming */
     _Atomic uint64_t fired_ns;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void set_timer(int tfd, uint64_t at_ns)
 {
@@ -93,10 +88,10 @@ static void *kicker_main(void *arg)
         if (st == K_QUIT) return NULL;
         /* A wake-up left over from an earlier arming (disarmed, then armed
          * for later) must not fire the new one early. */
-        if (st != K_ARMED || now_ns() < atomic_load(&k->deadline_ns)) continue;
+        if (st != K_ARMED || rbp_now_ns() < atomic_load(&k->deadline_ns)) continue;
         int expected = K_ARMED;
         if (!atomic_compare_exchange_strong(&k->state, &expected, K_SENDING)) continue;
-        atomic_store(&k->fired_ns, now_ns());   /* before: the target may take it before send returns */
+        atomic_store(&k->fired_ns, rbp_now_ns());   /* before: the target may take it before send returns */
         send_signal(k);
         atomic_store(&k->state, K_FIRED);
     }
@@ -123,12 +118,7 @@ rbpeek_kicker *rbpeek_kicker_new(int pid, int signo)
     atomic_init(&k->state, K_IDLE);
     atomic_init(&k->deadline_ns, 0);
     atomic_init(&k->fired_ns, 0);
-    /* The thread must not take signals meant for the debugger (Ctrl-C). */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&k->thread, NULL, kicker_main, k);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = rbp_helper_thread_start(&k->thread, kicker_main, k);
     if (rc != 0) {
         errno = rc;
         goto fail;
@@ -174,7 +164,7 @@ int rbpeek_kicker_disarm(rbpeek_kicker *k, uint64_t *fired_ns)
     return fired;
 }
 
-uint64_t rbpeek_kicker_now(void) { return now_ns(); }
+uint64_t rbpeek_kicker_now(void) { return rbp_now_ns(); }
 
 void rbpeek_kicker_free(rbpeek_kicker *k)
 {

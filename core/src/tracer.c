@@ -42,6 +42,8 @@
 #define _GNU_SOURCE
 #include "rbpeek.h"
 
+#include "helper_thread.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -107,13 +109,6 @@ struct rbpeek_trace {
     size_t tid_map_cap;
     uint64_t tid_map_at;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Exponentially distributed gap of mean mean_ns (Poisson sampling: see
  * docs/sampling.md), from a xorshift generator. */
@@ -275,7 +270,7 @@ static void wait_until(struct rbpeek_trace *t, uint64_t deadline, bool running, 
     while (t->end == RBPEEK_TRACE_RUNNING || !running) {
         if (done && done(t)) return;
         if (running && atomic_load(&t->cancel)) return;
-        if (now_ns() >= deadline) return;
+        if (rbp_now_ns() >= deadline) return;
         int status;
         pid_t tid = waitpid(-1, &status, __WALL | __WNOTHREAD);
         if (tid > 0) {
@@ -305,7 +300,7 @@ static size_t stop_all(struct rbpeek_trace *t)
     for (size_t i = 0; i < t->ntr; i++)
         if (t->tr[i].state == TR_RUNNING && pt(PTRACE_INTERRUPT, t->tr[i].tid, 0) != 0 && errno == ESRCH)
             t->tr[i].state = TR_STOPPED;   /* gone: its exit report follows */
-    uint64_t give_up = now_ns() + STOP_TIMEOUT_NS;
+    uint64_t give_up = rbp_now_ns() + STOP_TIMEOUT_NS;
     arm(t, give_up);
     wait_until(t, give_up, false, all_stopped);
     arm(t, 0);
@@ -513,8 +508,8 @@ static void take_sample(struct rbpeek_trace *t)
         return;
     }
     rbpeek_status st = rbpeek_profile_add_snapshot(t->profile, snap, &t->opt, &res);
-    if (st == RBPEEK_OK && res.tid_unknown && now_ns() - t->tid_map_at > TID_MAP_REFRESH_NS)
-        refresh_tid_map(t, snap, now_ns());
+    if (st == RBPEEK_OK && res.tid_unknown && rbp_now_ns() - t->tid_map_at > TID_MAP_REFRESH_NS)
+        refresh_tid_map(t, snap, rbp_now_ns());
     rbpeek_snapshot_free(snap);
     pthread_mutex_lock(&t->lock);
     t->stats.samples++;
@@ -556,7 +551,7 @@ static void *tracer_main(void *arg)
     pthread_mutex_unlock(&t->lock);
 
     const double mean = t->cfg.interval_s * 1e9;
-    const uint64_t t0 = now_ns();
+    const uint64_t t0 = rbp_now_ns();
     const uint64_t until = t->cfg.duration_s > 0 ? t0 + (uint64_t)(t->cfg.duration_s * 1e9) : 0;
     uint64_t fire = t0 + next_gap(t, mean);
     while (t->end == RBPEEK_TRACE_RUNNING) {
@@ -568,24 +563,24 @@ static void *tracer_main(void *arg)
             t->end = RBPEEK_TRACE_CANCELLED;
             break;
         }
-        uint64_t now = now_ns();
+        uint64_t now = rbp_now_ns();
         if (until && now >= until) {
             t->end = RBPEEK_TRACE_DONE;
             break;
         }
         if (fire + (uint64_t)(BACKLOG * mean) < now) fire = now;   /* cannot keep up: restart the schedule */
         run_until(t, until && fire > until ? until : fire);
-        if (t->end != RBPEEK_TRACE_RUNNING || atomic_load(&t->cancel) || (until && now_ns() >= until)) continue;
+        if (t->end != RBPEEK_TRACE_RUNNING || atomic_load(&t->cancel) || (until && rbp_now_ns() >= until)) continue;
         fire += next_gap(t, mean);
 
-        uint64_t a = now_ns();
+        uint64_t a = rbp_now_ns();
         size_t late = stop_all(t);
         if (t->end != RBPEEK_TRACE_RUNNING) break;
-        uint64_t b = now_ns();
+        uint64_t b = rbp_now_ns();
         take_sample(t);
-        uint64_t c = now_ns();
+        uint64_t c = rbp_now_ns();
         resume_all(t);
-        uint64_t d = now_ns();
+        uint64_t d = rbp_now_ns();
         pthread_mutex_lock(&t->lock);
         t->stats.not_stopped += late;
         t->stats.stop_s += (double)(b - a) * 1e-9;
@@ -598,7 +593,7 @@ static void *tracer_main(void *arg)
     detach_all(t);
     teardown_wakeup(t);
     pthread_mutex_lock(&t->lock);
-    t->stats.elapsed_s = (double)(now_ns() - t0) * 1e-9;
+    t->stats.elapsed_s = (double)(rbp_now_ns() - t0) * 1e-9;
     pthread_mutex_unlock(&t->lock);
     finish(t, end);
     return NULL;
@@ -621,16 +616,11 @@ rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbp
     t->opt.tid_map_pairs = 0;
     t->cfg = *cfg;
     t->pid = opt->pid;
-    t->rng = cfg->seed ? cfg->seed : (now_ns() | 1u);
+    t->rng = cfg->seed ? cfg->seed : (rbp_now_ns() | 1u);
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->cond, NULL);
 
-    /* The tracing thread must not take the host debugger's signals. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&t->thread, NULL, tracer_main, t);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = rbp_helper_thread_start(&t->thread, tracer_main, t);
     if (rc != 0) {
         pthread_cond_destroy(&t->cond);
         pthread_mutex_destroy(&t->lock);
