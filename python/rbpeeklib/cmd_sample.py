@@ -1,26 +1,33 @@
 """`ruby sample`: an interrupt-and-walk sampling profiler.
 
 The loop: let the target run for one interval, stop it, walk every Ruby
-thread's stack with the C core, resume. The debugger does the stopping and
-resuming (it is the target's tracer; nothing else may be), rbpeek reads the
-stopped target's memory directly through /proc/PID/mem.
+thread's stack with the C core, resume. rbpeek reads the stopped target's
+memory directly through /proc/PID/mem. Two ways to stop and resume it:
 
-How the target is stopped: a helper thread (rbpeek_kicker, in C so that it
-never waits for the GIL) sends the target a signal at each sample time while
-the debugger waits in its "continue". The debugger is
-told (adapter.sample_prepare) to stop on that signal silently and never pass
-it on. The signal is SIGURG because its default action is to be ignored: if
-one is still in flight when sampling ends (the target stopped for another
-reason at the same moment), it reaches the target after the user's next
-continue, which ignores it, instead of killing it as most signals would.
-Cheaper ways were measured (docs/sampling.md): a debugger's own interrupt
-prints a stop report each time, and in lldb an async Stop() from another
-thread costs about ten times as much as the signal.
+Traced (the default, _run_traced): the debugger detaches (adapter.hand_over),
+a C thread becomes the target's tracer and runs the whole loop
+(core/src/tracer.c, rbpeek_trace_*), and the debugger attaches again at the
+end (adapter.take_back). A stop and resume costs a fraction of a
+debugger's, whose bookkeeping was most of a sample's cost
+(docs/sampling.md). Here Python only shows progress and passes Ctrl-C on.
+
+Through the debugger (_run_via_debugger: --via-debugger, and gdb's own
+children): a helper thread (rbpeek_kicker, in C so that it never waits for
+the GIL) sends the target a signal at each sample time while the debugger
+waits in its "continue". The debugger is told (adapter.sample_prepare) to
+stop on that signal silently and never pass it on. The signal is SIGURG
+because its default action is to be ignored: if one is still in flight when
+sampling ends (the target stopped for another reason at the same moment),
+it reaches the target after the user's next continue, which ignores it,
+instead of killing it as most signals would. Cheaper ways were measured
+(docs/sampling.md): a debugger's own interrupt prints a stop report each
+time, and in lldb an async Stop() from another thread costs about ten times
+as much as the signal.
 
 Whatever ends the loop (N samples, --duration, Ctrl-C, the target exiting or
-stopping for a breakpoint, an error), the finally clause restores the
-debugger's signal handling and selected thread, and what was collected is
-written.
+stopping for a signal or a breakpoint, an error), the finally clauses put
+the debugger back as it was (attached, signal handling, selected thread),
+and what was collected is written.
 """
 
 import argparse
