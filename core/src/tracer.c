@@ -29,11 +29,13 @@
  * stop) wake it with a POSIX timer that sends it, and only it, a real-time
  * signal with an empty handler (an unused one, whose handler is restored
  * afterwards), which interrupts the wait. Events are handled as they come:
- * a signal the debugger would pass on is delivered at once, one it would stop for
- * (stop_signals: a SIGSEGV, a SIGUSR1 sent by someone) ends sampling, and
- * that signal is left pending with the process stopped (group stop), so
- * that the debugger, attaching again, reports it as if it had been there.
- * The target's exit and exec() end sampling too.
+ * a signal the debugger would pass on is delivered at once; one it would
+ * stop for (stop_signals) ends sampling, and is kept for the debugger (see
+ * detach_all): a fault is queued again with the process held in a group
+ * stop, a signal someone sent is left to the caller to send again once the
+ * debugger has attached. The target's exit and exec() end sampling too.
+ * Each sample's walk starts with one batched read of the pages the last
+ * walk used (rbp_mem_prefetch).
  *
  * Every wait is bounded: a thread that does not stop within STOP_TIMEOUT_NS
  * (uninterruptible sleep in the kernel, so not running Ruby code either) is
