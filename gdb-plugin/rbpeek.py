@@ -7,6 +7,7 @@ holds no knowledge of Ruby's structs.
 """
 
 import os
+import signal
 import sys
 
 import gdb
@@ -246,6 +247,16 @@ class GdbAdapter(DebuggerAdapter):
             # Detaching and attaching again would turn a process gdb started
             # (killed on quit, owning the terminal) into an attached one.
             return "gdb started this process (run): it stays under gdb"
+        try:
+            # A signal the stop is holding would be delivered by the detach,
+            # with no debugger to see it; a continue delivers it under gdb.
+            signo = int(gdb.parse_and_eval("$_siginfo.si_signo"))
+        except (gdb.error, RuntimeError):
+            signo = 0
+        if signo and signo not in (signal.SIGSTOP, signal.SIGINT, signal.SIGTRAP):
+            pol = self.signal_policy().get(signo)
+            if pol is None or pol[1]:
+                return "the target is stopped with %s pending, which gdb delivers" % signal.Signals(signo).name
         return None
 
     def signal_policy(self):

@@ -8,6 +8,7 @@ knowledge of Ruby's structs.
 """
 
 import os
+import signal
 import sys
 
 import lldb
@@ -193,6 +194,14 @@ class LldbAdapter(DebuggerAdapter):
     # --- hand-over (the traced fast path of ruby sample) ----------------
 
     def can_hand_over(self):
+        # A signal the stop is holding must reach the target under lldb.
+        for t in self.process:
+            if t.GetStopReason() == lldb.eStopReasonSignal:
+                signo = t.GetStopReasonDataAtIndex(0)
+                if signo not in (signal.SIGSTOP, signal.SIGINT, signal.SIGTRAP) and \
+                        not self.process.GetUnixSignals().GetShouldSuppress(signo):
+                    return "the target is stopped with %s pending, which lldb delivers" % (
+                        self.process.GetUnixSignals().GetSignalAsCString(signo) or signo)
         return None
 
     def signal_policy(self):

@@ -60,6 +60,36 @@ def _positive_float(text):
     return v
 
 
+def _pending_signals(pid):
+    """Signal numbers pending in the kernel for process pid or any of its
+    threads (/proc: ShdPnd, SigPnd), or an empty set if unreadable."""
+    masks = 0
+    paths = ["/proc/%d/status" % pid]
+    try:
+        paths += ["/proc/%d/task/%s/status" % (pid, t) for t in os.listdir("/proc/%d/task" % pid)]
+    except OSError:
+        pass
+    for path in paths:
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith(("ShdPnd:", "SigPnd:")):
+                        masks |= int(line.split()[1], 16)
+        except (OSError, ValueError, IndexError):
+            continue
+    return {n for n in range(1, 65) if masks & (1 << (n - 1))}
+
+
+def _pending_stop_signal(dbg, pid):
+    """Why the target must stay under the debugger when a signal it stops for
+    is already pending: detached, the target would take it unseen."""
+    policy = dbg.signal_policy()
+    for num in sorted(_pending_signals(pid)):
+        if policy.get(num, (True, True))[0]:
+            return "%s is pending in the target, and the debugger stops for it" % _signame(num)
+    return None
+
+
 def _signame(num):
     try:
         return signal.Signals(num).name
@@ -162,7 +192,7 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             what.append("%d samples" % limit)
         if args.duration:
             what.append("%g s" % args.duration)
-        why_not = "--via-debugger" if args.via_debugger else dbg.can_hand_over()
+        why_not = "--via-debugger" if args.via_debugger else (dbg.can_hand_over() or _pending_stop_signal(dbg, pid))
         # progress(), not write(): lldb shows a command's result only once it ends.
         dbg.progress("rbpeek: sampling pid %d (Ruby %s) at %s Hz for %s; Ctrl-C ends it early\n"
                      % (pid, version, _fmt_rate(1.0 / interval), " or ".join(what) if what else "until Ctrl-C"))

@@ -18,6 +18,10 @@ while rbpeek traces the target, then attaches again) unless marked -via
              stopped, and the debugger reports the signal on continue.
   threads    the target starts a thread every 20 ms while sampled: the
              threads are sampled, and the debugger knows every thread after.
+  held-signal the target is stopped at a signal the debugger will deliver
+             (SIGWINCH, set to stop): sampling goes through the debugger,
+             which delivers it, instead of detaching, which would deliver it
+             unseen.
 For ctrl-c, fault and interrupt: the profile collected so far is written
 (every sample the summary counts), the target is stopped when the command
 returns (as it was before), the debugger's handling of the sampling signal
@@ -37,7 +41,7 @@ import harness
 from harness import Failure
 from test_sample import SplitTarget, parse_folded
 
-ALL = ("exit", "ctrl-c", "fault", "interrupt", "ctrl-c-via", "fault-via", "signal", "threads")
+ALL = ("exit", "ctrl-c", "fault", "interrupt", "ctrl-c-via", "fault-via", "signal", "threads", "held-signal")
 
 # Makes the loop's progress report raise on its Nth call: through the
 # debugger it is called after every sample, on the traced path every 0.1 s.
@@ -283,6 +287,31 @@ def scenario_signal(ruby, debugger, workdir):
         target.close()
 
 
+def scenario_held_signal(ruby, debugger, workdir):
+    target = SplitTarget(ruby, os.path.join(workdir, "held"))
+    try:
+        folded = os.path.join(workdir, "held.folded")
+        sample = "ruby sample 30 --rate 200 --folded " + folded
+        if debugger == "gdb":
+            cmds = ["handle SIGWINCH stop print pass", "shell kill -WINCH %d" % target.pid, "continue", sample]
+        else:
+            cmds = ["process handle -s true -p true SIGWINCH",
+                    script_cmd(debugger, "import os, lldb\nos.kill(%d, 28)\nlldb.debugger.SetAsync(False)\n"
+                                         "lldb.process.Continue()\nlldb.debugger.HandleCommand(%r)"
+                               % (target.pid, sample))]
+        rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
+        harness.assert_no_traceback(output)
+        if "sampling ended: 30 samples taken" not in output:
+            raise Failure("held-signal: sampling did not run to its end:\n" + output[-3000:])
+        if "stopped through the debugger: the target is stopped with SIGWINCH pending" not in output:
+            raise Failure("held-signal: sampling did not go through the debugger:\n" + output[-3000:])
+        total = check_profile(folded, output, "held-signal")
+        target.assert_left_running()
+        harness.log("held-signal: %d stacks, sampled through the debugger" % total)
+    finally:
+        target.close()
+
+
 def scenario_threads(ruby, debugger, workdir):
     """Threads born while the target is traced are sampled, and the debugger
     knows every thread when it attaches again."""
@@ -355,6 +384,8 @@ def test(ruby_spec, debugger, scenarios, workdir):
             scenario_signal(ruby, debugger, workdir)
         elif s == "threads":
             scenario_threads(ruby, debugger, workdir)
+        elif s == "held-signal":
+            scenario_held_signal(ruby, debugger, workdir)
 
 if __name__ == "__main__":
     args = sys.argv[1:]
