@@ -14,6 +14,28 @@
 
 #define STRING_MAX (1u << 20)
 
+/* Every object slot is at least 40 bytes (RVALUE, then the smallest size
+ * pool), and RString and RArray fit in it. Their headers are read as
+ * exactly this much: an object in the last slot of a heap page can end a
+ * few bytes before the page does, and the memory after the page may be
+ * unmapped. Reading past the object there failed the whole read, which
+ * made ruby_global_symbols' ID table (allocated early, so in the last slot
+ * of the first page) unreadable in some processes: every C method then
+ * showed as "<unknown C method>". */
+#define OBJ_HEADER_BYTES 40
+
+/* A field of a header read as above; false when the layout puts it past
+ * the header (a layout made from an unknown version's DWARF is not trusted
+ * to keep these structs as small as every version so far has). */
+static bool header_field(const rbp_layout *L, rbp_field_id id, const uint8_t *hdr, uint64_t *out)
+{
+    const rbp_field *f = &L->f[id];
+    int end = f->offset + (f->bit_size ? (f->bit_offset + f->bit_size + 7) / 8 : f->size > 0 ? f->size : 8);
+    if (f->offset < 0 || end > OBJ_HEADER_BYTES) return false;
+    *out = rbp_field_extract(L, id, hdr);
+    return true;
+}
+
 struct rbp_idcache {
     rbp_addrmap ids;         /* ID -> char* */
     rbp_addrmap classpaths;  /* class address -> char* (permanent paths only) */
@@ -86,23 +108,24 @@ int rbp_imemo_type(rbpeek_session *s, uint64_t v)
 static bool string_span(rbpeek_session *s, uint64_t v, uint64_t *ptr, uint64_t *len)
 {
     const rbp_layout *L = &s->layout;
-    uint8_t hdr[48];
+    uint8_t hdr[OBJ_HEADER_BYTES];
     if (!rbp_is_heap_ptr(s, v) || !rbp_mem_read(s->mem, v, hdr, sizeof hdr)) return false;
     uint64_t flags;
     memcpy(&flags, hdr, 8);
     if ((flags & RBP_T_MASK) != RBP_T_STRING) return false;
     bool noembed = flags & RBP_FL_USER(1);
     if (rbp_has(L, RBP_L_rstring_len)) { /* 3.2+: one len for both forms */
-        *len = rbp_field_extract(L, RBP_L_rstring_len, hdr);
-        *ptr = noembed ? rbp_field_extract(L, RBP_L_rstring_heap_ptr, hdr)
-                       : v + (uint64_t)rbp_off(L, RBP_L_rstring_embed_ary);
+        if (!header_field(L, RBP_L_rstring_len, hdr, len)) return false;
+        if (noembed) return header_field(L, RBP_L_rstring_heap_ptr, hdr, ptr) && (int64_t)*len >= 0;
+        *ptr = v + (uint64_t)rbp_off(L, RBP_L_rstring_embed_ary);
     } else if (noembed) {
-        *len = rbp_field_extract(L, RBP_L_rstring_heap_len, hdr);
-        *ptr = rbp_field_extract(L, RBP_L_rstring_heap_ptr, hdr);
+        if (!header_field(L, RBP_L_rstring_heap_len, hdr, len) || !header_field(L, RBP_L_rstring_heap_ptr, hdr, ptr))
+            return false;
     } else {
-        if (rbp_has(L, RBP_L_rstring_embed_len)) /* 3.1 built with RVARGC */
-            *len = rbp_field_extract(L, RBP_L_rstring_embed_len, hdr) & 0xffff;
-        else /* embedded length lives in flag bits FL_USER2..FL_USER6 */
+        if (rbp_has(L, RBP_L_rstring_embed_len)) { /* 3.1 built with RVARGC */
+            if (!header_field(L, RBP_L_rstring_embed_len, hdr, len)) return false;
+            *len &= 0xffff;
+        } else /* embedded length lives in flag bits FL_USER2..FL_USER6 */
             *len = (flags >> (RBP_FL_USHIFT + 2)) & 0x1f;
         rbp_field_id ary = rbp_has(L, RBP_L_rstring_embed_ary) ? RBP_L_rstring_embed_ary : RBP_L_rstring_ary;
         if (!rbp_has(L, ary)) return false;
@@ -142,7 +165,7 @@ char *rbp_string_dup(rbpeek_session *s, uint64_t v)
 bool rbp_array_info(rbpeek_session *s, uint64_t v, long *len, uint64_t *elems_addr)
 {
     const rbp_layout *L = &s->layout;
-    uint8_t hdr[48];
+    uint8_t hdr[OBJ_HEADER_BYTES];
     if (!rbp_is_heap_ptr(s, v) || !rbp_mem_read(s->mem, v, hdr, sizeof hdr)) return false;
     uint64_t flags;
     memcpy(&flags, hdr, 8);
@@ -153,8 +176,10 @@ bool rbp_array_info(rbpeek_session *s, uint64_t v, long *len, uint64_t *elems_ad
         *len = (long)((flags >> (RBP_FL_USHIFT + 3)) & mask);
         *elems_addr = v + (uint64_t)rbp_off(L, RBP_L_rarray_embed_ary);
     } else {
-        *len = (long)rbp_field_extract(L, RBP_L_rarray_heap_len, hdr);
-        *elems_addr = rbp_field_extract(L, RBP_L_rarray_heap_ptr, hdr);
+        uint64_t n;
+        if (!header_field(L, RBP_L_rarray_heap_len, hdr, &n) || !header_field(L, RBP_L_rarray_heap_ptr, hdr, elems_addr))
+            return false;
+        *len = (long)n;
     }
     return *len >= 0 && *len < (1L << 40);
 }

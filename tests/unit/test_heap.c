@@ -16,6 +16,7 @@
 
 #include "census.h"
 #include "cu_main.h"
+#include "fixture_image.h"
 #include "heap.h"
 #include "heap_dump.h"
 #include "rbpeek.h"
@@ -253,49 +254,6 @@ static void test_dump_big_value(void)
 
 /* --- the heap walker on a synthetic memory image ------------------------------ */
 
-typedef struct region {
-    uint64_t addr;
-    uint8_t *bytes;
-    size_t len;
-} region;
-
-typedef struct image {
-    region r[16];
-    int n;
-} image;
-
-static long image_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-    image *im = ctx;
-    for (int i = 0; i < im->n; i++) {
-        region *r = &im->r[i];
-        if (addr >= r->addr && addr < r->addr + r->len) {
-            size_t n = r->addr + r->len - addr < len ? (size_t)(r->addr + r->len - addr) : len;
-            memcpy(buf, r->bytes + (addr - r->addr), n);
-            return (long)n;
-        }
-    }
-    return -1;
-}
-
-static uint8_t *add_region(image *im, uint64_t addr, size_t len)
-{
-    region *r = &im->r[im->n++];
-    r->addr = addr;
-    r->len = len;
-    r->bytes = calloc(1, len);
-    return r->bytes;
-}
-
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-
-static void set_field(rbp_layout *l, rbp_field_id id, int off, int size)
-{
-    l->f[id].offset = off;
-    l->f[id].size = size;
-}
-
 enum {
     VM = 0x1000, OBJSPACE = 0x2000, TABLE = 0x3000, HDRS = 0x4000,
     BODY1 = 0x100000, BODY2 = 0x200000, BODY3 = 0x300000, /* 64 KiB aligned */
@@ -436,7 +394,7 @@ static void test_walk_synthetic(void)
     rbpeek_session_invalidate(s);
     CU_ASSERT_EQUAL(rbp_heap_open(s, &h), RBPEEK_ERR_CORRUPT);
     rbpeek_session_free(s);
-    for (int i = 0; i < im.n; i++) free(im.r[i].bytes);
+    image_free(&im);
 }
 
 static const rbp_cu_test TESTS[] = {
