@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "layout.h"
+#include "rbpeek.h"
+#include "session.h"
 
 typedef struct image_region {
     uint64_t addr;
@@ -65,6 +69,23 @@ static inline void set_field(rbp_layout *l, rbp_field_id id, int off, int size)
 {
     l->f[id].offset = off;
     l->f[id].size = size;
+}
+
+/* A session reading im as an attached Ruby of the given version ("3.4.5"),
+ * with an empty layout for the test to fill in, or NULL. */
+static inline rbpeek_session *image_session(image *im, int major, int minor, const char *version)
+{
+    rbpeek_session *s = rbpeek_session_new();
+    if (!s) return NULL;
+    if (rbpeek_session_use_reader(s, image_read, im) != RBPEEK_OK) {
+        rbpeek_session_free(s);
+        return NULL;
+    }
+    s->attached = true;
+    s->ver_major = major, s->ver_minor = minor;
+    snprintf(s->ruby_version, sizeof s->ruby_version, "%s", version);
+    rbp_layout_clear(&s->layout);
+    return s;
 }
 
 #endif

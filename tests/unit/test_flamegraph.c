@@ -17,38 +17,10 @@
 #include <unistd.h>
 
 #include "cu_main.h"
+#include "fixture_files.h"
 #include "profile.h"
 #include "rbpeek.h"
 #include "strbuf.h"
-
-static void tmp_path(char *buf, size_t cap, const char *name)
-{
-    const char *dir = getenv("RBPEEK_TEST_TMP");
-    if (!dir || !*dir) dir = "/tmp";
-    mkdir(dir, 0755);
-    snprintf(buf, cap, "%s/flamegraph-%d-%s", dir, (int)getpid(), name);
-}
-
-static char *slurp(const char *path, size_t *len_out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, len = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) free(buf);
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) buf[len] = '\0';
-    if (len_out) *len_out = len;
-    return buf;
-}
 
 static size_t count_of(const char *hay, const char *needle)
 {
@@ -224,7 +196,7 @@ static void test_checker_rejects(void)
         CU_ASSERT_PTR_NOT_NULL(xml_check(bad[i], strlen(bad[i])));
         if (have_xmllint()) {
             char path[512], cmd[1100];
-            tmp_path(path, sizeof path, "bad.xml");
+            tmp_path(path, sizeof path, "flamegraph", "bad.xml");
             FILE *f = fopen(path, "wb");
             fputs(bad[i], f);
             fclose(f);
@@ -242,7 +214,7 @@ static char *svg_of(const rbpeek_profile *p, const char *name, const rbpeek_svg_
                     size_t *len)
 {
     char path[512];
-    tmp_path(path, sizeof path, name);
+    tmp_path(path, sizeof path, "flamegraph", name);
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_svg(p, path, opt), RBPEEK_OK);
     char *text = check_wellformed(path, len);
     remove(path);
@@ -467,7 +439,7 @@ static void test_large(void)
         CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(p, frames, DEPTH, 1), RBPEEK_OK);
     }
     char path[512];
-    tmp_path(path, sizeof path, "wide.svg");
+    tmp_path(path, sizeof path, "flamegraph", "wide.svg");
     /* Every stack is 1/10,000 of 1,180 px = 0.118 px, just over a 0.1 px
      * cut-off: asked for explicitly, every distinct frame is drawn. */
     rbpeek_svg_options exact = {.min_width_px = 0.1};
@@ -511,7 +483,7 @@ static void test_large(void)
     for (int d = 1; d < DEEP; d++) frames[d] = "recurse (r.rb:5)";
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(p, frames, DEEP, 3), RBPEEK_OK);
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(p, frames, 10, 1), RBPEEK_OK);
-    tmp_path(path, sizeof path, "deep.svg");
+    tmp_path(path, sizeof path, "flamegraph", "deep.svg");
     t0 = now();   /* 5,001 boxes: the default cut-off is not raised */
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_svg(p, path, NULL), RBPEEK_OK);
     t1 = now();

@@ -325,14 +325,9 @@ static void test_walk_synthetic(void)
     /* page 2: objects whose class is on page 1 */
     for (int i = 0; i < 5; i++) put64(b2 + 40 + i * SLOT, RBP_T_ARRAY), put64(b2 + 40 + i * SLOT + 8, cls);
 
-    rbpeek_session *s = rbpeek_session_new();
+    rbpeek_session *s = image_session(&im, 3, 3, "3.3.8");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_EQUAL_FATAL(rbpeek_session_use_reader(s, image_read, &im), RBPEEK_OK);
-    s->attached = true;
     s->vm = VM;
-    s->ver_major = 3, s->ver_minor = 3;
-    snprintf(s->ruby_version, sizeof s->ruby_version, "3.3.8");
-    rbp_layout_clear(&s->layout);
     set_field(&s->layout, RBP_L_vm_objspace, 8, 8);
     set_field(&s->layout, RBP_L_objspace_pages_sorted, 16, 8);
     set_field(&s->layout, RBP_L_objspace_pages_allocated, 24, 8);

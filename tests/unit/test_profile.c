@@ -15,45 +15,9 @@
 #include <unistd.h>
 
 #include "cu_main.h"
+#include "fixture_files.h"
 #include "profile.h"
 #include "rbpeek.h"
-
-static void tmp_path(char *buf, size_t cap, const char *name)
-{
-    const char *dir = getenv("RBPEEK_TEST_TMP");
-    if (!dir || !*dir) dir = "/tmp";
-    mkdir(dir, 0755);   /* ctest's tmp dir may not exist yet; its parent does */
-    snprintf(buf, cap, "%s/profile-%d-%s", dir, (int)getpid(), name);
-}
-
-static char *slurp(const char *path, size_t *len_out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, len = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) free(buf);
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) buf[len] = '\0';
-    if (len_out) *len_out = len;
-    return buf;
-}
-
-static void spit(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "wb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(text, f);
-    fclose(f);
-}
 
 static void add(rbpeek_profile *p, const char *stack, uint64_t count)
 {
@@ -69,7 +33,7 @@ static void add(rbpeek_profile *p, const char *stack, uint64_t count)
 static char *folded_of(const rbpeek_profile *p, const char *name)
 {
     char path[512];
-    tmp_path(path, sizeof path, name);
+    tmp_path(path, sizeof path, "profile", name);
     CU_ASSERT_EQUAL(rbpeek_profile_write_folded(p, path), RBPEEK_OK);
     char *text = slurp(path, NULL);
     remove(path);
@@ -217,8 +181,8 @@ static void test_folded_round_trip(void)
     add(p, "a;;b", 1);   /* an empty frame name survives too */
     rbpeek_profile_set_meta(p, "pid", "42");
     char a[512], b[512];
-    tmp_path(a, sizeof a, "rt-a.folded");
-    tmp_path(b, sizeof b, "rt-b.folded");
+    tmp_path(a, sizeof a, "profile", "rt-a.folded");
+    tmp_path(b, sizeof b, "profile", "rt-b.folded");
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_folded(p, a), RBPEEK_OK);
     rbpeek_profile *q = rbpeek_profile_new();
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_read_folded(q, a), RBPEEK_OK);
@@ -245,7 +209,7 @@ static void test_folded_round_trip(void)
 static void test_read_folded_robust(void)
 {
     char path[512];
-    tmp_path(path, sizeof path, "robust.folded");
+    tmp_path(path, sizeof path, "profile", "robust.folded");
     spit(path, "\xEF\xBB\xBF"                         /* BOM */
                "main;foo bar (a b.rb:3) 5\n"         /* spaces in a frame */
                "main;foo bar (a b.rb:3) 2\r\n"       /* CRLF */
@@ -318,7 +282,7 @@ static void test_meta(void)
 static int python_check(const char *script_name, const char *script, const char *arg)
 {
     char sp[512], cmd[1200];
-    tmp_path(sp, sizeof sp, script_name);
+    tmp_path(sp, sizeof sp, "profile", script_name);
     spit(sp, script);
     snprintf(cmd, sizeof cmd, "python3 '%s' '%s'", sp, arg);
     int rc = system(cmd);
@@ -369,7 +333,7 @@ static void test_speedscope(void)
     add(p, "odd (no line)", 1);
     rbpeek_profile_set_meta(p, "title", "my profile");
     char path[512];
-    tmp_path(path, sizeof path, "profile.speedscope.json");
+    tmp_path(path, sizeof path, "profile", "profile.speedscope.json");
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_speedscope(p, path), RBPEEK_OK);
     int rc = python_check("check_speedscope.py", SPEEDSCOPE_CHECK, path);
     CU_ASSERT_EQUAL(rc, 0);
@@ -431,9 +395,9 @@ static void test_large(void)
     free(t);
 
     char a[512], b[512], s[512];
-    tmp_path(a, sizeof a, "large-a.folded");
-    tmp_path(b, sizeof b, "large-b.folded");
-    tmp_path(s, sizeof s, "large.speedscope.json");
+    tmp_path(a, sizeof a, "profile", "large-a.folded");
+    tmp_path(b, sizeof b, "profile", "large-b.folded");
+    tmp_path(s, sizeof s, "profile", "large.speedscope.json");
     double t2 = now();
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_folded(p, a), RBPEEK_OK);
     double t2b = now();

@@ -26,13 +26,8 @@ enum {
 /* Ruby 3.4's layouts of RArray, RString and rb_symbols_t. */
 static rbpeek_session *session_on(image *im)
 {
-    rbpeek_session *s = rbpeek_session_new();
+    rbpeek_session *s = image_session(im, 3, 4, "3.4.5");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_EQUAL_FATAL(rbpeek_session_use_reader(s, image_read, im), RBPEEK_OK);
-    s->attached = true;
-    s->ver_major = 3, s->ver_minor = 4;
-    snprintf(s->ruby_version, sizeof s->ruby_version, "3.4.5");
-    rbp_layout_clear(&s->layout);
     set_field(&s->layout, RBP_L_rarray_heap_len, 16, 8);
     set_field(&s->layout, RBP_L_rarray_heap_ptr, 32, 8);
     set_field(&s->layout, RBP_L_rarray_embed_ary, 16, 8);

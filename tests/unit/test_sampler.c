@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cu_main.h"
+#include "fixture_files.h"
 #include "profile.h"
 #include "rbpeek.h"
 #include "sampler.h"
@@ -47,17 +48,10 @@ static rbpeek_thread thread_with(const rbpeek_frame *frames, size_t n)
 static char *folded(rbpeek_profile *p)
 {
     char path[256];
-    const char *dir = getenv("RBPEEK_TEST_TMP");
-    if (!dir || !*dir) dir = "/tmp";
-    mkdir(dir, 0755);
-    snprintf(path, sizeof path, "%s/sampler-%d.folded", dir, (int)getpid());
+    tmp_path(path, sizeof path, "sampler", "out.folded");
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_folded(p, path), RBPEEK_OK);
-    FILE *f = fopen(path, "rb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    char *buf = calloc(1, 65536);
-    size_t n = fread(buf, 1, 65535, f);
-    buf[n] = '\0';
-    fclose(f);
+    char *buf = slurp(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
     unlink(path);
     return buf;
 }
