@@ -18,7 +18,7 @@ if os.path.join(_REPO, "python") not in sys.path:
     sys.path.insert(0, os.path.join(_REPO, "python"))
 
 from rbpeeklib import commands as _commands  # noqa: E402
-from rbpeeklib.adapter import DebuggerAdapter  # noqa: E402
+from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
 from rbpeeklib.core import RbpeekError  # noqa: E402
 
 
@@ -185,11 +185,7 @@ class LldbAdapter(DebuggerAdapter):
         steps.append(lambda: self.is_running() and self.process.Stop())
         if token.get("thread"):
             steps.append(lambda: self.process.SetSelectedThreadByID(token["thread"]))
-        for step in steps:  # each on its own: one failing must not skip the others
-            try:
-                step()
-            except Exception:
-                pass
+        run_each(steps)
 
     # --- hand-over (the traced fast path of ruby sample) ----------------
 

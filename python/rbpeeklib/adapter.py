@@ -104,3 +104,13 @@ class DebuggerAdapter:
 
     def progress(self, text):
         """Shows a transient status line while a long command runs ("" ends it)."""
+
+
+def run_each(steps):
+    """Runs every step of an undo (sample_restore), each on its own: one
+    failing must not skip the others, and none may raise into the debugger."""
+    for step in steps:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - an undo step must never escape
+            pass
