@@ -80,10 +80,10 @@ def _pending_signals(pid):
     return {n for n in range(1, 65) if masks & (1 << (n - 1))}
 
 
-def _pending_stop_signal(dbg, pid):
+def _pending_stop_signal(policy, pid):
     """Why the target must stay under the debugger when a signal it stops for
-    is already pending: detached, the target would take it unseen."""
-    policy = dbg.signal_policy()
+    (policy: the debugger's signal_policy) is already pending: detached, the
+    target would take it unseen."""
     for num in sorted(_pending_signals(pid)):
         if policy.get(num, (True, True))[0]:
             return "%s is pending in the target, and the debugger stops for it" % _signame(num)
@@ -192,12 +192,14 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             what.append("%d samples" % limit)
         if args.duration:
             what.append("%g s" % args.duration)
-        why_not = "--via-debugger" if args.via_debugger else (dbg.can_hand_over() or _pending_stop_signal(dbg, pid))
+        policy = {} if args.via_debugger else dbg.signal_policy()
+        why_not = "--via-debugger" if args.via_debugger else (dbg.can_hand_over() or
+                                                              _pending_stop_signal(policy, pid))
         # progress(), not write(): lldb shows a command's result only once it ends.
         dbg.progress("rbpeek: sampling pid %d (Ruby %s) at %s Hz for %s; Ctrl-C ends it early\n"
                      % (pid, version, _fmt_rate(1.0 / interval), " or ".join(what) if what else "until Ctrl-C"))
         if why_not is None:
-            end, failure = self._run_traced(dbg, session, profile, opts, args, interval, pid, st)
+            end, failure = self._run_traced(dbg, session, profile, opts, args, interval, pid, policy, st)
         else:
             st.via = why_not
             end, failure = self._run_via_debugger(dbg, session, profile, opts, args, interval, pid, st)
@@ -223,7 +225,7 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             raise failure
 
     @staticmethod
-    def _run_traced(dbg, session, profile, opts, args, interval, pid, st):
+    def _run_traced(dbg, session, profile, opts, args, interval, pid, policy, st):
         """The fast loop: the debugger detaches, a C thread traces the target
         itself and runs the whole loop (core/src/tracer.c), and the debugger
         attaches again at the end. Here: show progress, and pass Ctrl-C on."""
@@ -233,7 +235,7 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         cfg.duration_s = args.duration or 0.0
         cfg.max_frames = args.max_frames
         cfg.seed = random.getrandbits(63) | 1
-        for num, (stop, deliver) in dbg.signal_policy().items():
+        for num, (stop, deliver) in policy.items():
             cfg.stop_signals[num] = 1 if stop else 0
             cfg.pass_signals[num] = 1 if deliver else 0
         # Anything the walk may ask the debugger for is asked now, while it
