@@ -23,6 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import benchlib  # noqa: E402
 import harness  # noqa: E402
 
 DEPTH = 5000
@@ -36,31 +37,11 @@ File.write(ARGV[0] + "/ready", Process.pid.to_s)
 sleep
 """ % DEPTH
 
-TIMER_GDB = ("python import time as _t; _s=_t.perf_counter(); "
-             "gdb.execute('ruby bt -a -o /dev/null', to_string=True); "
-             "print('BENCH %.6f' % (_t.perf_counter()-_s))")
-TIMER_LLDB = ("script import time as _t; _s=_t.perf_counter(); "
-              "lldb.debugger.HandleCommand('ruby bt -a -o /dev/null'); "
-              "print('BENCH %.6f' % (_t.perf_counter()-_s))")
 RUNS = 6
 
 
-def start(ruby, workdir):
-    prog = os.path.join(workdir, "deep.rb")
-    with open(prog, "w") as f:
-        f.write(PROGRAM)
-    proc = subprocess.Popen([ruby, prog, workdir], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    for _ in range(300):
-        if os.path.exists(os.path.join(workdir, "ready")):
-            return proc
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("benchmark target never became ready")
-
-
 def measure(debugger, pid=None, exe=None, core=None):
-    timer = TIMER_GDB if debugger == "gdb" else TIMER_LLDB
-    cmds = [timer] * RUNS + ["ruby bt -a -o /dev/null --stats"]
+    cmds = [benchlib.timer(debugger, "ruby bt -a -o /dev/null")] * RUNS + ["ruby bt -a -o /dev/null --stats"]
     t0 = time.perf_counter()
     rc, out = harness.run_debugger(debugger, cmds, pid=pid, exe=exe, core=core)
     total = time.perf_counter() - t0
@@ -95,28 +76,14 @@ def main():
     rubies = sys.argv[1:] or ["debian-3.1", "3.4.5"]
     build_dir = os.environ.get("RBPEEK_BUILD_DIR", os.path.join(harness.REPO, "build"))
     rows = []
-    for spec in rubies:
-        ruby = harness.ruby_binary(spec)
-        if not os.path.exists(ruby):
-            print("skipping %s (not built)" % spec)
-            continue
-        workdir = tempfile.mkdtemp(prefix="rbpeek-bench-")
-        proc = start(ruby, workdir)
-        try:
-            core_path = os.path.join(workdir, "core")
-            subprocess.run(["gcore", "-o", core_path, str(proc.pid)], capture_output=True, check=True)
-            core = "%s.%d" % (core_path, proc.pid)
-            for dbg in ("gdb", "lldb"):
-                rows.append((spec, dbg, "live", measure(dbg, pid=proc.pid)))
-                rows.append((spec, dbg, "core", measure(dbg, exe=ruby, core=core)))
-            cg = callgrind(core, build_dir)
-            if cg and cg["snapshot"]:
-                print("%s callgrind: rbpeek_snapshot_take %d instructions for %d frames = %d instructions/frame"
-                      % (spec, cg["snapshot"], rows[-1][3]["frames"], cg["snapshot"] // rows[-1][3]["frames"]))
-        finally:
-            proc.kill()
-            proc.wait()
-            shutil.rmtree(workdir, ignore_errors=True)
+    for spec, ruby, pid, core, _ in benchlib.parked_targets(rubies, "deep.rb", PROGRAM):
+        for dbg in ("gdb", "lldb"):
+            rows.append((spec, dbg, "live", measure(dbg, pid=pid)))
+            rows.append((spec, dbg, "core", measure(dbg, exe=ruby, core=core)))
+        cg = callgrind(core, build_dir)
+        if cg and cg["snapshot"]:
+            print("%s callgrind: rbpeek_snapshot_take %d instructions for %d frames = %d instructions/frame"
+                  % (spec, cg["snapshot"], rows[-1][3]["frames"], cg["snapshot"] // rows[-1][3]["frames"]))
     print()
     print("| Ruby | debugger | mode | frames | `ruby bt -a` first | warm | walk only | us/frame | "
           "source reads | reads/frame |")

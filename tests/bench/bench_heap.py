@@ -21,15 +21,12 @@ in gdb and lldb, live and on the core:
 
 import os
 import re
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import benchlib  # noqa: E402
 import harness  # noqa: E402
 
 PROGRAM = r"""
@@ -48,36 +45,16 @@ sleep
 """
 
 RUNS = 5
-TIMER_GDB = ("python import time as _t; _s=_t.perf_counter(); "
-             "gdb.execute('ruby heap -o /dev/null', to_string=True); "
-             "print('BENCH %.6f' % (_t.perf_counter()-_s))")
-TIMER_LLDB = ("script import time as _t; _s=_t.perf_counter(); "
-              "lldb.debugger.HandleCommand('ruby heap -o /dev/null'); "
-              "print('BENCH %.6f' % (_t.perf_counter()-_s))")
 RSS_GDB = "python print('RSS %s' % [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
 RSS_LLDB = ("script print('RSS %s' % [l.split()[1] for l in open('/proc/self/status') "
             "if l.startswith('VmHWM')][0])")
 STATS = re.compile(r"rbpeek: (\d+) objects in (\d+) pages, ([0-9.]+) s, (\d+) objects/s")
 
 
-def start(ruby, workdir):
-    prog = os.path.join(workdir, "heap.rb")
-    with open(prog, "w") as f:
-        f.write(PROGRAM)
-    proc = subprocess.Popen([ruby, prog, workdir], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    for _ in range(1200):
-        if os.path.exists(os.path.join(workdir, "ready")):
-            time.sleep(0.3)
-            return proc
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("benchmark target never became ready")
-
-
 def measure(debugger, workdir, pid=None, exe=None, core=None):
     rss = RSS_GDB if debugger == "gdb" else RSS_LLDB
     dump = os.path.join(workdir, "bench.jsonl")
-    rc, out = harness.run_debugger(debugger, [TIMER_GDB if debugger == "gdb" else TIMER_LLDB], pid=pid, exe=exe,
+    rc, out = harness.run_debugger(debugger, [benchlib.timer(debugger, "ruby heap -o /dev/null")], pid=pid, exe=exe,
                                    core=core, timeout=1800)
     cold = re.findall(r"BENCH ([0-9.]+)", out)
     if len(cold) != 1:
@@ -101,25 +78,11 @@ def measure(debugger, workdir, pid=None, exe=None, core=None):
 def main():
     rubies = sys.argv[1:] or ["debian-3.1", "3.4.5"]
     rows = []
-    for spec in rubies:
-        ruby = harness.ruby_binary(spec)
-        if not os.path.exists(ruby):
-            print("skipping %s (not built)" % spec)
-            continue
-        workdir = tempfile.mkdtemp(prefix="rbpeek-bench-")
-        proc = start(ruby, workdir)
-        try:
-            core_path = os.path.join(workdir, "core")
-            subprocess.run(["gcore", "-o", core_path, str(proc.pid)], capture_output=True, check=True)
-            core = "%s.%d" % (core_path, proc.pid)
-            for dbg in ("gdb", "lldb"):
-                rows.append((spec, dbg, "live", measure(dbg, workdir, pid=proc.pid)))
-                rows.append((spec, dbg, "core", measure(dbg, workdir, exe=ruby, core=core)))
-                print(rows[-2], rows[-1], flush=True)
-        finally:
-            proc.kill()
-            proc.wait()
-            shutil.rmtree(workdir, ignore_errors=True)
+    for spec, ruby, pid, core, workdir in benchlib.parked_targets(rubies, "heap.rb", PROGRAM, settle=0.3):
+        for dbg in ("gdb", "lldb"):
+            rows.append((spec, dbg, "live", measure(dbg, workdir, pid=pid)))
+            rows.append((spec, dbg, "core", measure(dbg, workdir, exe=ruby, core=core)))
+            print(rows[-2], rows[-1], flush=True)
     print()
     print("| Ruby | debugger | mode | live objects | cold `ruby heap` | census first | census warm | objects/s | "
           "dump | dump objects/s | dump size | peak RSS: attached / census / dump |")
