@@ -198,14 +198,24 @@ static rbpeek_trace_stats run_to_end(rbpeek_trace *t, int max_ms)
     return st;
 }
 
+/* The child's thread states once the tracer has let go (given a moment for
+ * the detach to land), asserting none is traced any more; *pending says
+ * whether signo is pending. Returns the number of threads. */
+static int states_after_let_go(pid_t pid, char *states, int max, int signo, int *pending)
+{
+    int traced;
+    usleep(20000);
+    int n = thread_states(pid, states, max, &traced, signo, pending);
+    CU_ASSERT_EQUAL(traced, 0);
+    return n;
+}
+
 static void assert_let_go_running(pid_t pid)
 {
     char states[256];
-    int traced, pending;
-    usleep(20000);
-    int n = thread_states(pid, states, (int)sizeof states, &traced, SIGUSR1, &pending);
+    int pending;
+    int n = states_after_let_go(pid, states, (int)sizeof states, SIGUSR1, &pending);
     CU_ASSERT(n >= 2);
-    CU_ASSERT_EQUAL(traced, 0);
     for (int i = 0; i < n; i++) CU_ASSERT(states[i] != 't' && states[i] != 'T');
 }
 
@@ -259,11 +269,8 @@ static void test_pass_and_stop_signals(void)
     CU_ASSERT_EQUAL(st.signal_pending, 0);
     CU_ASSERT(st.samples > 0);
     char states[64];
-    int traced, pending;
-    usleep(20000);
-    int n = thread_states(pid, states, (int)sizeof states, &traced, SIGUSR1, &pending);
-    CU_ASSERT_EQUAL(n, 2);
-    CU_ASSERT_EQUAL(traced, 0);
+    int pending;
+    CU_ASSERT_EQUAL(states_after_let_go(pid, states, (int)sizeof states, SIGUSR1, &pending), 2);
     CU_ASSERT_EQUAL(pending, 0);
     assert_let_go_running(pid);
     fixture_free(&fx);
@@ -287,11 +294,9 @@ static void test_fault_left_pending(void)
     CU_ASSERT_EQUAL(st.signal, SIGSEGV);
     CU_ASSERT_EQUAL(st.signal_pending, 1);
     char states[64];
-    int traced, pending;
-    usleep(20000);
-    int n = thread_states(pid, states, (int)sizeof states, &traced, SIGSEGV, &pending);
+    int pending;
+    int n = states_after_let_go(pid, states, (int)sizeof states, SIGSEGV, &pending);
     CU_ASSERT_EQUAL(n, 3);
-    CU_ASSERT_EQUAL(traced, 0);
     CU_ASSERT_EQUAL(pending, 1);
     for (int i = 0; i < n; i++) CU_ASSERT_EQUAL(states[i], 'T');
     fixture_free(&fx);
