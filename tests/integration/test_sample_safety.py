@@ -146,6 +146,12 @@ def check_state_restored(output, debugger):
         raise Failure("the target was not stopped when `ruby sample` returned:\n" + output[-3000:])
 
 
+def expect_in(output, text, what, failure):
+    """Fails with what: failure, and the output's tail, unless text is in output."""
+    if text not in output:
+        raise Failure("%s: %s:\n%s" % (what, failure, output[-3000:]))
+
+
 def check_profile(path, output, what):
     if not os.path.exists(path):
         raise Failure("%s: nothing was written; output:\n%s" % (what, output[-3000:]))
@@ -205,8 +211,7 @@ def scenario_exit(ruby, debugger, workdir):
         output = run_and_act(debugger, cmds, target.pid, os.path.join(workdir, "exit.out"),
                              lambda proc: open(os.path.join(target.workdir, "exit"), "w").close())
         harness.assert_no_traceback(output)
-        if "sampling ended: the target exited" not in output:
-            raise Failure("the summary does not say the target exited:\n" + output[-3000:])
+        expect_in(output, "sampling ended: the target exited", "exit", "the summary does not say the target exited")
         total = check_profile(folded, output, "exit")
         refusals = [l for l in output.splitlines() if "rbpeek:" in l and "no process to sample" in l]
         if len(refusals) != 1 or os.path.exists(again):
@@ -244,8 +249,7 @@ def scenario_inproc(ruby, debugger, workdir, name, exc, expect, via=False):
         rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
         if "Traceback (most recent call last)" in output:
             raise Failure("%s: a Python traceback reached the user:\n%s" % (name, output[-3000:]))
-        if expect not in output:
-            raise Failure("%s: expected %r in the output:\n%s" % (name, expect, output[-3000:]))
+        expect_in(output, expect, name, "expected %r in the output" % expect)
         total = check_profile(folded, output, name)
         samples = summary_samples(output, name)
         check_all_written(total, samples, name)
@@ -271,10 +275,9 @@ def scenario_signal(ruby, debugger, workdir):
         output = run_and_act(debugger, cmds, target.pid, os.path.join(workdir, "signal.out"),
                              lambda proc: os.kill(target.pid, signal.SIGUSR1))
         harness.assert_no_traceback(output)
-        if "sampling ended: the target received SIGUSR1" not in output:
-            raise Failure("signal: the summary does not say the target received SIGUSR1:\n" + output[-3000:])
-        if "RUNNING=False" not in output:
-            raise Failure("signal: the target was not stopped when `ruby sample` returned:\n" + output[-3000:])
+        expect_in(output, "sampling ended: the target received SIGUSR1", "signal",
+                  "the summary does not say the target received SIGUSR1")
+        expect_in(output, "RUNNING=False", "signal", "the target was not stopped when `ruby sample` returned")
         check_bt_after(output, "signal")
         tail = output.split("RUNNING=False", 1)[1]
         reported = ("received signal SIGUSR1" in tail if debugger == "gdb"
@@ -301,10 +304,9 @@ def scenario_held_signal(ruby, debugger, workdir):
                                % (target.pid, sample))]
         rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
         harness.assert_no_traceback(output)
-        if "sampling ended: 30 samples taken" not in output:
-            raise Failure("held-signal: sampling did not run to its end:\n" + output[-3000:])
-        if "stopped through the debugger: the target is stopped with SIGWINCH pending" not in output:
-            raise Failure("held-signal: sampling did not go through the debugger:\n" + output[-3000:])
+        expect_in(output, "sampling ended: 30 samples taken", "held-signal", "sampling did not run to its end")
+        expect_in(output, "stopped through the debugger: the target is stopped with SIGWINCH pending", "held-signal",
+                  "sampling did not go through the debugger")
         total = check_profile(folded, output, "held-signal")
         target.assert_left_running()
         harness.log("held-signal: %d stacks, sampled through the debugger" % total)
@@ -322,10 +324,8 @@ def scenario_threads(ruby, debugger, workdir):
                 "ruby bt -a"]
         rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
         harness.assert_no_traceback(output)
-        if "sampling ended: 600 samples taken" not in output:
-            raise Failure("threads: sampling did not run to its end:\n" + output[-3000:])
-        if "RUNNING=False" not in output:
-            raise Failure("threads: the target was not stopped when `ruby sample` returned:\n" + output[-3000:])
+        expect_in(output, "sampling ended: 600 samples taken", "threads", "sampling did not run to its end")
+        expect_in(output, "RUNNING=False", "threads", "the target was not stopped when `ruby sample` returned")
         m = re.search(r"^THREADS debugger=(\d+) kernel=(\d+) same=(True|False)", output, re.M)
         if not m or m.group(3) != "True":
             raise Failure("threads: the debugger's thread list is not the process's after sampling: %s\n%s"
@@ -353,8 +353,8 @@ def scenario_ctrl_c(ruby, debugger, workdir, via=False):
         output = run_and_act(debugger, cmds, target.pid, os.path.join(workdir, "ctrlc.out"),
                              lambda proc: proc.send_signal(signal.SIGINT))
         harness.assert_no_traceback(output)
-        if "sampling ended: interrupted (Ctrl-C)" not in output:
-            raise Failure("ctrl-c: the summary does not say it was interrupted:\n" + output[-3000:])
+        expect_in(output, "sampling ended: interrupted (Ctrl-C)", "ctrl-c",
+                  "the summary does not say it was interrupted")
         total = check_profile(folded, output, "ctrl-c")
         check_all_written(total, summary_samples(output, "ctrl-c"), "ctrl-c")
         check_state_restored(output, debugger)
