@@ -7,6 +7,7 @@ holds no knowledge of Ruby's structs.
 """
 
 import os
+import re
 import signal
 import sys
 
@@ -152,9 +153,7 @@ class GdbAdapter(DebuggerAdapter):
         self._sample_exit = event
 
     def sample_prepare(self, signo):
-        import re
-        import signal as _signal
-        name = _signal.Signals(signo).name
+        name = signal.Signals(signo).name
         token = {"name": name, "handle": None, "catch": None, "pagination": None, "thread": gdb.selected_thread()}
         self._sample_signame = name
         self._sample_stop = self._sample_exit = None
@@ -256,8 +255,6 @@ class GdbAdapter(DebuggerAdapter):
         return None
 
     def signal_policy(self):
-        import re
-        import signal as _signal
         out = {}
         try:
             text = gdb.execute("info signals", to_string=True)
@@ -269,7 +266,7 @@ class GdbAdapter(DebuggerAdapter):
                 continue
             num = None
             try:
-                num = int(_signal.Signals[parts[0]])
+                num = int(signal.Signals[parts[0]])
             except KeyError:
                 m = re.match(r"SIG(\d+)$", parts[0])
                 if m:

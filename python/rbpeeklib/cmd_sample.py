@@ -46,7 +46,6 @@ PROGRESS_EVERY = 0.25       # seconds between progress updates on a terminal
 PROGRESS_EVERY_PIPE = 5.0   # ... and when the output is not a terminal
 TID_MAP_REFRESH = 1.0       # seconds between pthread -> TID map refreshes
 TRACE_POLL = 0.1            # seconds between progress and Ctrl-C checks while the C loop samples
-TRACE_EXITED = 3            # rbpeek_trace_end: the target exited
 BACKLOG = 5                 # intervals the sample schedule may fall behind before it restarts
 
 
@@ -273,7 +272,7 @@ Frames are named "label (path:line)". See docs/sampling.md."""
                 trace.close()
             st.t_end = time.perf_counter()
             progress.done()
-            if ts is None or ts.end != TRACE_EXITED:
+            if ts is None or TRACE_ENDS.get(ts.end) != "exited":
                 try:
                     dbg.take_back(token, pid)
                     if ts is not None and TRACE_ENDS.get(ts.end) == "signal" and not ts.signal_pending:
