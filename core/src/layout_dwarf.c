@@ -554,7 +554,7 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
 {
     rbp_layout_clear(out);
     if (!elf_path) {
-        rbp_set_err(err, errlen, "%s", "no file given");
+        rbp_set_err(err, errlen, "no file given");
         return -1;
     }
     /* Check readability ourselves: libdwarf reports a missing file as "no
@@ -569,7 +569,7 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
     static dctx zero;
     dctx *c = malloc(sizeof *c);
     if (!c) {
-        rbp_set_err(err, errlen, "%s", "out of memory");
+        rbp_set_err(err, errlen, "out of memory");
         return -1;
     }
     *c = zero;
@@ -631,8 +631,10 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
         rbp_set_err(err, errlen, "%s has no DWARF debug info", elf_path);
         ret = -1;
     } else if (!rbp_has(out, RBP_L_cfp_size)) {
-        rbp_set_err(err, errlen, "%s: DWARF has no struct rb_control_frame_struct%s", elf_path,
-                " (not a Ruby binary, or its debug info lacks the VM types)");
+        rbp_set_err(err, errlen,
+                    "%s: DWARF has no struct rb_control_frame_struct (not a Ruby binary, or its debug info lacks "
+                    "the VM types)",
+                    elf_path);
         ret = -1;
     }
     free(c);

@@ -80,7 +80,6 @@ typedef struct core {
     uint64_t clock;
 } core;
 
-
 /* pread that retries on EINTR and on partial transfers; returns bytes read
  * (short at end of file) or -1 if the very first attempt failed. */
 static long pread_full(int fd, void *buf, size_t len, uint64_t off)
