@@ -12,7 +12,7 @@ import threading
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.dirname(os.path.dirname(_HERE))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
 
 
 class RbpeekError(Exception):
