@@ -2,12 +2,20 @@
 
 This package knows the C API (core/include/rbpeek.h) and nothing about
 Ruby's structs: every byte of interpreter state is decoded by the C core.
-Callers import from here, never from the modules inside.
+Callers import from here, never from the modules inside:
+
+lib.py       loading the library, its signatures, RbpeekError, Owned
+cstructs.py  ctypes mirrors of the API's structs and constants
+session.py   Session (one target) and Snapshot (its threads and frames)
+heap.py      Census (the heap census)
+profile.py   Profile, Sampler, Trace, Kicker (`ruby sample`)
 """
 
-from .session import (FORMAT_JSON, FORMAT_TEXT, REPO_ROOT, TRACE_ENDS, Census, Kicker, Profile, RbpeekError,
-                      SampleOptions, SampleResult, Sampler, Session, Snapshot, Trace, TraceConfig, TraceStats, lib,
-                      resolve_tids)
+from .cstructs import FORMAT_JSON, FORMAT_TEXT, TRACE_ENDS, SampleOptions, SampleResult, TraceConfig, TraceStats
+from .heap import Census
+from .lib import REPO_ROOT, RbpeekError, lib
+from .profile import Kicker, Profile, Sampler, Trace
+from .session import Session, Snapshot, resolve_tids
 
 __all__ = ["FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT", "TRACE_ENDS", "Census", "Kicker", "Profile", "RbpeekError",
            "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",

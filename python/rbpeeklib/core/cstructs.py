@@ -1,0 +1,82 @@
+"""ctypes mirrors of the C API's structs, callback types and constants
+(core/include/rbpeek.h) that the binding passes across, field for field.
+Nothing here calls into the library."""
+
+import ctypes
+
+READ_FN = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t)
+LOOKUP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64))
+
+
+class Frame(ctypes.Structure):
+    _fields_ = [("label", ctypes.c_char_p), ("path", ctypes.c_char_p), ("absolute_path", ctypes.c_char_p),
+                ("lineno", ctypes.c_int32), ("kind", ctypes.c_int32), ("iseq", ctypes.c_uint64)]
+
+
+class Thread(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("is_main", ctypes.c_int32), ("status", ctypes.c_int32),
+                ("native_tid", ctypes.c_int64), ("pthread_id", ctypes.c_uint64), ("thread_addr", ctypes.c_uint64),
+                ("thread_value", ctypes.c_uint64), ("ractor_addr", ctypes.c_uint64), ("ractor_index", ctypes.c_int32),
+                ("truncated", ctypes.c_int32), ("error", ctypes.c_char_p), ("nframes", ctypes.c_size_t),
+                ("frames", ctypes.POINTER(Frame))]
+
+
+class ReadStats(ctypes.Structure):
+    _fields_ = [("requests", ctypes.c_uint64), ("source_reads", ctypes.c_uint64),
+                ("source_bytes", ctypes.c_uint64), ("failures", ctypes.c_uint64)]
+
+
+FORMAT_TEXT = 0
+FORMAT_JSON = 1
+
+
+# --- heap ---
+
+class CensusSummary(ctypes.Structure):
+    _fields_ = [("pages", ctypes.c_uint64), ("rejected_pages", ctypes.c_uint64), ("slots", ctypes.c_uint64),
+                ("live", ctypes.c_uint64), ("free_slots", ctypes.c_uint64), ("unreadable", ctypes.c_uint64),
+                ("bytes", ctypes.c_uint64), ("bytes_visible", ctypes.c_uint64), ("nclasses", ctypes.c_size_t)]
+
+
+class HeapDumpStats(ctypes.Structure):
+    _fields_ = [("objects", ctypes.c_uint64), ("pages", ctypes.c_uint64), ("unreadable", ctypes.c_uint64),
+                ("incomplete", ctypes.c_uint64), ("bytes_written", ctypes.c_uint64)]
+
+
+# --- sampling ---
+
+class SampleOptions(ctypes.Structure):
+    """rbpeek_sample_options: which threads a sample keeps, and how."""
+    _fields_ = [("per_thread", ctypes.c_int), ("on_cpu", ctypes.c_int), ("only_tid", ctypes.c_int64),
+                ("only_pthread", ctypes.c_uint64), ("pid", ctypes.c_int),
+                ("tid_map", ctypes.POINTER(ctypes.c_uint64)), ("tid_map_pairs", ctypes.c_size_t)]
+
+
+class TraceConfig(ctypes.Structure):
+    """rbpeek_trace_config: the schedule and signal policy of a traced run."""
+    _fields_ = [("interval_s", ctypes.c_double), ("max_samples", ctypes.c_uint64), ("duration_s", ctypes.c_double),
+                ("max_frames", ctypes.c_int), ("seed", ctypes.c_uint64),
+                ("stop_signals", ctypes.c_ubyte * 65), ("pass_signals", ctypes.c_ubyte * 65)]
+
+
+class TraceStats(ctypes.Structure):
+    _fields_ = [("samples", ctypes.c_uint64), ("failed_samples", ctypes.c_uint64),
+                ("failed_threads", ctypes.c_uint64), ("filtered", ctypes.c_uint64), ("tid_unknown", ctypes.c_uint64),
+                ("not_stopped", ctypes.c_uint64), ("elapsed_s", ctypes.c_double), ("stop_s", ctypes.c_double),
+                ("walk_s", ctypes.c_double), ("resume_s", ctypes.c_double), ("end", ctypes.c_int),
+                ("signal", ctypes.c_int), ("exit_code", ctypes.c_int), ("signal_pending", ctypes.c_int),
+                ("message", ctypes.c_char * 256)]
+
+
+TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}
+
+
+class SampleResult(ctypes.Structure):
+    _fields_ = [("added", ctypes.c_uint32), ("failed", ctypes.c_uint32), ("filtered", ctypes.c_uint32),
+                ("empty", ctypes.c_uint32), ("tid_unknown", ctypes.c_uint32)]
+
+
+class SvgOptions(ctypes.Structure):
+    _fields_ = [("width", ctypes.c_int), ("min_width_px", ctypes.c_double), ("title", ctypes.c_char_p),
+                ("inverted", ctypes.c_int)]
+

@@ -1,0 +1,166 @@
+"""Loading librbpeek and declaring the C functions the binding calls; the
+error type, and the base of every wrapper that owns a C object.
+
+A status code other than 0 becomes an RbpeekError carrying the C side's
+one-line message.
+"""
+
+import ctypes
+import os
+
+from .cstructs import (LOOKUP_FN, READ_FN, CensusSummary, HeapDumpStats, ReadStats, SampleOptions, SampleResult,
+                       SvgOptions, Thread, TraceConfig, TraceStats)
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
+
+
+class RbpeekError(Exception):
+    """A failure the user should see as one line."""
+
+
+def _find_library():
+    env = os.environ.get("RBPEEK_LIBRARY")
+    if env:
+        return env
+    for build in ("build", "build-main"):
+        cand = os.path.join(REPO_ROOT, build, "lib", "librbpeek.so")
+        if os.path.exists(cand):
+            return cand
+    raise RbpeekError(
+        "librbpeek.so not found: build it first (see README.md), or set RBPEEK_LIBRARY=/path/to/librbpeek.so")
+
+
+_lib = None
+
+
+def lib():
+    """Loads librbpeek once and declares the signatures we use."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = _find_library()
+    try:
+        # RTLD_DEEPBIND: gdb has elfutils' libdw loaded, which exports dwarf_*
+        # functions with the same names as libdwarf's; without it, libdwarf's
+        # calls into itself would land in libdw and DWARF parsing would fail.
+        L = ctypes.CDLL(path, mode=os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0))
+    except OSError as e:
+        raise RbpeekError("cannot load %s: %s" % (path, e))
+    vp, u64, cp, st = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_int
+    sigs = {
+        "rbpeek_status_name": (cp, [st]),
+        "rbpeek_session_new": (vp, []),
+        "rbpeek_session_free": (None, [vp]),
+        "rbpeek_session_error": (cp, [vp]),
+        "rbpeek_session_use_reader": (st, [vp, READ_FN, vp]),
+        "rbpeek_session_use_pid": (st, [vp, ctypes.c_int]),
+        "rbpeek_session_use_core": (st, [vp, cp]),
+        "rbpeek_session_use_lookup": (st, [vp, LOOKUP_FN, vp]),
+        "rbpeek_session_add_region": (st, [vp, u64, u64, u64, cp]),
+        "rbpeek_session_set_vm": (st, [vp, u64]),
+        "rbpeek_session_set_layout_file": (st, [vp, cp]),
+        "rbpeek_session_set_ruby_version": (st, [vp, cp]),
+        "rbpeek_session_add_debug_file": (st, [vp, cp]),
+        "rbpeek_session_attach": (st, [vp]),
+        "rbpeek_session_invalidate": (None, [vp]),
+        "rbpeek_session_ruby_version": (cp, [vp]),
+        "rbpeek_session_layout_source": (cp, [vp]),
+        "rbpeek_session_warning": (cp, [vp]),
+        "rbpeek_session_vm_addr": (u64, [vp]),
+        "rbpeek_session_vm_source": (cp, [vp]),
+        "rbpeek_session_describe": (st, [vp, ctypes.POINTER(ctypes.c_void_p)]),
+        "rbpeek_session_read_stats": (None, [vp, ctypes.POINTER(ReadStats)]),
+        "rbpeek_session_reset_read_stats": (None, [vp]),
+        "rbpeek_snapshot_take": (st, [vp, ctypes.c_size_t, ctypes.POINTER(vp)]),
+        "rbpeek_snapshot_free": (None, [vp]),
+        "rbpeek_snapshot_thread_count": (ctypes.c_size_t, [vp]),
+        "rbpeek_snapshot_thread": (ctypes.POINTER(Thread), [vp, ctypes.c_size_t]),
+        "rbpeek_snapshot_render": (st, [vp, vp, st, ctypes.c_long, ctypes.POINTER(ctypes.c_void_p)]),
+        "rbpeek_thread_status_name": (cp, [ctypes.c_int32]),
+        "rbpeek_free": (None, [vp]),
+    }
+    # --- threads and locks ---
+    sigs["rbpeek_locks_render_json"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_void_p)])
+    # --- heap ---
+    sigs["rbpeek_heap_census"] = (st, [vp, ctypes.POINTER(vp)])
+    sigs["rbpeek_census_free"] = (None, [vp])
+    sigs["rbpeek_census_get_summary"] = (None, [vp, ctypes.POINTER(CensusSummary)])
+    sigs["rbpeek_census_render"] = (st, [vp, st, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)])
+    sigs["rbpeek_heap_dump"] = (st, [vp, cp, ctypes.POINTER(HeapDumpStats)])
+    # --- sampling ---
+    sigs["rbpeek_profile_new"] = (vp, [])
+    sigs["rbpeek_profile_free"] = (None, [vp])
+    sigs["rbpeek_profile_error"] = (cp, [vp])
+    sigs["rbpeek_profile_set_meta"] = (st, [vp, cp, cp])
+    sigs["rbpeek_profile_total"] = (u64, [vp])
+    sigs["rbpeek_profile_stack_count"] = (u64, [vp])
+    sigs["rbpeek_profile_top"] = (st, [vp, ctypes.c_int, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)])
+    sigs["rbpeek_profile_write_folded"] = (st, [vp, cp])
+    sigs["rbpeek_profile_write_svg"] = (st, [vp, cp, ctypes.POINTER(SvgOptions)])
+    sigs["rbpeek_profile_write_speedscope"] = (st, [vp, cp])
+    sigs["rbpeek_profile_add_snapshot"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(SampleResult)])
+    sigs["rbpeek_snapshot_resolve_tids"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_int,
+                                                 ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,
+                                                 ctypes.POINTER(ctypes.c_size_t)])
+    sigs["rbpeek_kicker_new"] = (vp, [ctypes.c_int, ctypes.c_int])
+    sigs["rbpeek_kicker_arm"] = (None, [vp, u64])
+    sigs["rbpeek_kicker_disarm"] = (ctypes.c_int, [vp, ctypes.POINTER(ctypes.c_uint64)])
+    sigs["rbpeek_kicker_free"] = (None, [vp])
+    sigs["rbpeek_trace_start"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(TraceConfig),
+                                       ctypes.POINTER(vp)])
+    sigs["rbpeek_trace_wait"] = (ctypes.c_int, [vp, ctypes.c_int])
+    sigs["rbpeek_trace_cancel"] = (None, [vp])
+    sigs["rbpeek_trace_get_stats"] = (None, [vp, ctypes.POINTER(TraceStats)])
+    sigs["rbpeek_trace_free"] = (None, [vp])
+    missing = []
+    for name, (res, args) in sigs.items():
+        try:
+            fn = getattr(L, name)
+        except AttributeError:
+            missing.append(name)
+            continue
+        fn.restype = res
+        fn.argtypes = args
+    if missing:
+        raise RbpeekError("%s is older than the plugin (it lacks %s); rebuild it: cmake --build build"
+                          % (path, ", ".join(missing[:3])))
+    _lib = L
+    return L
+
+
+def take_text(out):
+    """The text of a string the library allocated into the c_void_p out,
+    which is then freed."""
+    try:
+        return ctypes.string_at(out.value).decode("utf-8", "replace")
+    finally:
+        lib().rbpeek_free(out)
+
+
+def decode(b):
+    """A C string as text (None stays None)."""
+    return b.decode("utf-8", "replace") if b is not None else None
+
+
+class Owned:
+    """A C object this Python object owns: released by close(), on leaving a
+    with-block, or when the Python object is collected, whichever is first."""
+
+    _h = None
+    _free_fn = ""  # the rbpeek_<object>_free function
+
+    def close(self):
+        h, self._h = self._h, None
+        if h:
+            getattr(lib(), self._free_fn)(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+

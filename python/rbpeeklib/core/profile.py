@@ -1,0 +1,139 @@
+"""The C objects of `ruby sample`: the Profile that aggregates stacks and
+writes them out, the per-sample Sampler, the traced loop (Trace) and the
+signal timer of the loop through the debugger (Kicker)."""
+
+import ctypes
+
+from .cstructs import SampleResult, SvgOptions, TraceStats
+from .lib import Owned, RbpeekError, decode, lib, take_text
+
+
+class Profile(Owned):
+    """Aggregated stack samples and their writers (owns the C profile)."""
+
+    _free_fn = "rbpeek_profile_free"
+
+    def __init__(self):
+        self._h = lib().rbpeek_profile_new()
+        if not self._h:
+            raise RbpeekError("out of memory")
+
+    def _check(self, status):
+        if status != 0:
+            raise RbpeekError(decode(lib().rbpeek_profile_error(self._h)) or "profile error %d" % status)
+
+    def set_meta(self, key, value):
+        self._check(lib().rbpeek_profile_set_meta(self._h, key.encode(), str(value).encode()))
+
+    def total(self):
+        return lib().rbpeek_profile_total(self._h)
+
+    def stack_count(self):
+        return lib().rbpeek_profile_stack_count(self._h)
+
+    def top(self, by_self, n):
+        out = ctypes.c_void_p()
+        self._check(lib().rbpeek_profile_top(self._h, 1 if by_self else 0, n, ctypes.byref(out)))
+        return take_text(out)
+
+    def write_folded(self, path):
+        self._check(lib().rbpeek_profile_write_folded(self._h, path.encode()))
+
+    def write_svg(self, path, title=None):
+        opt = SvgOptions(0, 0.0, title.encode() if title else None, 0)
+        self._check(lib().rbpeek_profile_write_svg(self._h, path.encode(), ctypes.byref(opt)))
+
+    def write_speedscope(self, path):
+        self._check(lib().rbpeek_profile_write_speedscope(self._h, path.encode()))
+
+
+class Sampler:
+    """The per-sample hot path of `ruby sample`: drop the session's memory
+    cache (the target has run since the last sample), walk every thread, and
+    add the stacks to the profile: four C calls, whatever the stacks' depth."""
+
+    def __init__(self, session, profile, options, max_frames=0):
+        L = lib()
+        self._session, self._profile = session, profile  # keep the C objects alive
+        self._opts = options
+        self._max = max_frames
+        self._result = SampleResult()
+        self._snap = ctypes.c_void_p()
+        self._args = (session._h, profile._h)
+        self._invalidate, self._take = L.rbpeek_session_invalidate, L.rbpeek_snapshot_take
+        self._add, self._free = L.rbpeek_profile_add_snapshot, L.rbpeek_snapshot_free
+        self._opts_ref, self._result_ref = ctypes.byref(options), ctypes.byref(self._result)
+        self._snap_ref = ctypes.byref(self._snap)
+
+    def sample(self):
+        """One sample of the stopped target. Returns the SampleResult, or
+        None when no snapshot could be taken at all (the session's error says
+        why). Raises RbpeekError only when the profile cannot grow."""
+        s, p = self._args
+        self._invalidate(s)
+        if self._take(s, self._max, self._snap_ref) != 0:
+            return None
+        try:
+            st = self._add(p, self._snap, self._opts_ref, self._result_ref)
+        finally:
+            self._free(self._snap)
+            self._snap.value = None
+        if st != 0:
+            raise RbpeekError(decode(lib().rbpeek_profile_error(p)) or "cannot add a sample")
+        return self._result
+
+    def error(self):
+        return self._session.error()
+
+
+class Trace(Owned):
+    """rbpeek_trace: the sampling loop run by a C thread that traces the
+    target itself (the debugger must have detached). session and profile
+    belong to it until it has ended."""
+
+    _free_fn = "rbpeek_trace_free"
+
+    def __init__(self, session, profile, options, config):
+        self._keep = (session, profile, options, config)
+        h = ctypes.c_void_p()
+        session._check(lib().rbpeek_trace_start(session._h, profile._h, ctypes.byref(options), ctypes.byref(config),
+                                                ctypes.byref(h)))
+        self._h = h.value
+
+    def wait(self, seconds):
+        """True once the loop has ended (and let go of the target)."""
+        return bool(lib().rbpeek_trace_wait(self._h, int(seconds * 1000)))
+
+    def cancel(self):
+        lib().rbpeek_trace_cancel(self._h)
+
+    def stats(self):
+        st = TraceStats()
+        lib().rbpeek_trace_get_stats(self._h, ctypes.byref(st))
+        return st
+
+
+class Kicker(Owned):
+    """rbpeek_kicker: sends process pid the signal signo at a moment given in
+    time.monotonic() seconds (CLOCK_MONOTONIC), from a C thread that never
+    needs the GIL."""
+
+    _free_fn = "rbpeek_kicker_free"
+
+    def __init__(self, pid, signo):
+        L = lib()
+        self._h = L.rbpeek_kicker_new(int(pid), int(signo))
+        if not self._h:
+            raise RbpeekError("cannot signal process %d: it is gone, or out of resources" % pid)
+        self._arm, self._disarm = L.rbpeek_kicker_arm, L.rbpeek_kicker_disarm
+        self._fired = ctypes.c_uint64()
+        self._fired_ref = ctypes.byref(self._fired)
+
+    def arm(self, deadline):
+        self._arm(self._h, int(deadline * 1e9))
+
+    def disarm(self):
+        """(fired, the time.monotonic() moment it fired)."""
+        if self._disarm(self._h, self._fired_ref):
+            return True, self._fired.value * 1e-9
+        return False, 0.0
