@@ -17,7 +17,7 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(os.path.expanduser(__fil
 if os.path.join(_REPO, "python") not in sys.path:
     sys.path.insert(0, os.path.join(_REPO, "python"))
 
-from rbpeeklib import commands as _commands  # noqa: E402
+from rbpeeklib.commands import base as _commands  # noqa: E402
 from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
 from rbpeeklib.core import RbpeekError  # noqa: E402
 

@@ -45,7 +45,7 @@ ALL = ("exit", "ctrl-c", "fault", "interrupt", "ctrl-c-via", "fault-via", "signa
 
 # Makes the loop's progress report raise on its Nth call: through the
 # debugger it is called after every sample, on the traced path every 0.1 s.
-INJECT = ("import rbpeeklib.cmd_sample as m\n"
+INJECT = ("import rbpeeklib.commands.sample as m\n"
           "_orig = m._Progress.update\n"
           "_calls = [0]\n"
           "def _injected(self, st, now):\n"

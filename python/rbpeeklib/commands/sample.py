@@ -37,8 +37,8 @@ import random
 import signal
 import time
 
-from .commands import Command, map_threads, parse_args
-from .core import (TRACE_ENDS, Kicker, Profile, RbpeekError, SampleOptions, Sampler, Trace, TraceConfig,
+from .base import Command, map_threads, parse_args
+from ..core import (TRACE_ENDS, Kicker, Profile, RbpeekError, SampleOptions, Sampler, Trace, TraceConfig,
                    resolve_tids)
 
 SAMPLE_SIGNAL = signal.SIGURG

@@ -10,7 +10,7 @@ JSON.
 
 import json
 
-from .commands import Command, frame_line, map_threads, parse_args, uses_new_quotes, write_output
+from .base import Command, frame_line, map_threads, parse_args, uses_new_quotes, write_output
 
 _STATE_WIDTH = 8
 _WHAT_WIDTH = 48

@@ -4,8 +4,8 @@ format, read from outside the process (see docs/heap.md)."""
 import json
 import time
 
-from .commands import Command, parse_args, write_output
-from .core import FORMAT_JSON, FORMAT_TEXT, RbpeekError
+from .base import Command, parse_args, write_output
+from ..core import FORMAT_JSON, FORMAT_TEXT, RbpeekError
 
 
 class HeapCommand(Command):

@@ -16,7 +16,7 @@ import os
 import shlex
 import time
 
-from .core import RbpeekError, Session, resolve_tids
+from ..core import RbpeekError, Session, resolve_tids
 
 
 class _Parser(argparse.ArgumentParser):
@@ -326,15 +326,15 @@ found, the memory source, and read statistics."""
 
 def all_commands(sessions):
     """The command objects, in the order `help ruby` lists them. Each command
-    family lives in its own module (cmd_*.py) and lists its classes in
+    family lives in its own module of this package and lists its classes in
     COMMANDS."""
-    from . import cmd_threads
-    classes = [BtCommand] + cmd_threads.COMMANDS + [InfoCommand]
-    for module in ("cmd_sample", "cmd_heap"):
+    from . import threads
+    classes = [BtCommand] + threads.COMMANDS + [InfoCommand]
+    for module in ("sample", "heap"):
         try:
-            classes += __import__("rbpeeklib." + module, fromlist=["COMMANDS"]).COMMANDS
+            classes += __import__("rbpeeklib.commands." + module, fromlist=["COMMANDS"]).COMMANDS
         except ImportError as e:
-            if e.name != "rbpeeklib." + module:
+            if e.name != "rbpeeklib.commands." + module:
                 raise
     return [c(sessions) for c in classes]
 

@@ -1,0 +1,1 @@
+"""The `ruby ...` commands, written once for both debuggers (see base.py)."""
