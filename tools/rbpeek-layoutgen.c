@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "layout.h"
-#include "session.h"
+#include "layout/layout.h"
+#include "layout/layout_dwarf.h"
 
 static void usage(FILE *to)
 {

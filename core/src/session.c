@@ -1,17 +1,20 @@
 /*
- * Session lifecycle: choosing a memory source, collecting overrides, and
- * attach, which runs the three discovery steps in order (version, layout,
- * VM) and records how each fact was found so `ruby info` can say so.
+ * Session lifecycle, the one place that ties the layers together:
+ * choosing a memory source (target/), collecting overrides, attach, which
+ * runs the three discovery steps in order (version, layout, VM; vm/) and
+ * records how each fact was found so `ruby info` can say so, and close,
+ * which frees what every layer hung off the session.
  */
-#include "session.h"
+#include "context/context.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "discover.h"
-#include "robject.h"
-#include "symbolize.h"
+#include "target/elf_symbols.h"
+#include "vm/discover.h"
+#include "vm/robject.h"
+#include "vm/symbolize.h"
 
 static const char *const STATUS_NAMES[] = {
     "RBPEEK_OK",        "RBPEEK_ERR_ARG",      "RBPEEK_ERR_NOMEM",     "RBPEEK_ERR_READ",
@@ -23,34 +26,6 @@ const char *rbpeek_status_name(rbpeek_status status)
 {
     if ((unsigned)status < sizeof STATUS_NAMES / sizeof STATUS_NAMES[0]) return STATUS_NAMES[status];
     return "RBPEEK_ERR_UNKNOWN";
-}
-
-rbpeek_status rbp_fail(rbpeek_session *s, rbpeek_status status, const char *fmt, ...)
-{
-    if (!s) return status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->error, sizeof s->error, fmt, ap);
-    va_end(ap);
-    /* The contract is one line: never let a target-derived newline through. */
-    for (char *p = s->error; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    return status;
-}
-
-void rbp_warn(rbpeek_session *s, const char *fmt, ...)
-{
-    /* Warnings accumulate on one line: attach may have several to say. */
-    size_t used = strlen(s->warning);
-    if (used && used + 2 < sizeof s->warning) {
-        memcpy(s->warning + used, "; ", 3);
-        used += 2;
-    }
-    if (used + 1 >= sizeof s->warning) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->warning + used, sizeof s->warning - used, fmt, ap);
-    va_end(ap);
 }
 
 rbpeek_session *rbpeek_session_new(void)
@@ -69,6 +44,18 @@ static void free_regions(rbpeek_session *s)
     s->nregions = s->regions_cap = 0;
 }
 
+/* Frees the caches hung off the session by the layers below: the symbol
+ * and label caches (vm/), the ELF parse results (target/). */
+static void free_caches(rbpeek_session *s)
+{
+    rbp_symcache_free(s->symcache);
+    s->symcache = NULL;
+    rbp_idcache_free(s->idcache);
+    s->idcache = NULL;
+    rbp_elfcache_free(s->elfcache);
+    s->elfcache = NULL;
+}
+
 void rbpeek_session_free(rbpeek_session *s)
 {
     if (!s) return;
@@ -77,7 +64,7 @@ void rbpeek_session_free(rbpeek_session *s)
     free(s->layout_file);
     for (size_t i = 0; i < s->ndebug_files; i++) free(s->debug_files[i]);
     free(s->debug_files);
-    rbp_caches_free(s);
+    free_caches(s);
     free(s);
 }
 
@@ -200,23 +187,6 @@ rbpeek_status rbpeek_session_add_debug_file(rbpeek_session *s, const char *path)
     return RBPEEK_OK;
 }
 
-bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, const char **how)
-{
-    if (s->lookup && s->lookup(s->lookup_ctx, name, addr) == 0 && *addr) {
-        if (how) *how = "debugger symbol table";
-        return true;
-    }
-    if (rbp_elf_lookup(s, name, addr) && *addr) {
-        if (how) *how = "ELF dynamic symbols in target memory";
-        return true;
-    }
-    if (rbp_elf_symtab_lookup(s, name, addr) && *addr) {
-        if (how) *how = ".symtab of the Ruby image on disk";
-        return true;
-    }
-    return false;
-}
-
 rbpeek_status rbpeek_session_attach(rbpeek_session *s)
 {
     if (!s) return RBPEEK_ERR_ARG;
@@ -224,7 +194,7 @@ rbpeek_status rbpeek_session_attach(rbpeek_session *s)
     s->attached = false;
     s->error[0] = s->warning[0] = '\0';
     rbp_mem_invalidate(s->mem);
-    rbp_caches_free(s);
+    free_caches(s);
 
     rbpeek_status st = rbp_discover_version(s);
     if (st == RBPEEK_OK) st = rbp_discover_layout(s);
@@ -258,13 +228,3 @@ void rbpeek_session_reset_read_stats(rbpeek_session *s)
 }
 
 void rbpeek_free(void *p) { free(p); }
-
-void rbp_caches_free(rbpeek_session *s)
-{
-    rbp_symcache_free(s->symcache);
-    s->symcache = NULL;
-    rbp_idcache_free(s->idcache);
-    s->idcache = NULL;
-    rbp_elfcache_free(s->elfcache);
-    s->elfcache = NULL;
-}

@@ -14,9 +14,9 @@
 
 #include <stdio.h>
 
-#include "layout.h"
+#include "layout/layout.h"
 #include "rbpeek.h"
-#include "session.h"
+#include "context/context.h"
 
 typedef struct image_region {
     uint64_t addr;

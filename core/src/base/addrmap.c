@@ -1,7 +1,7 @@
 /*
  * Open-addressing (linear probing) map; see addrmap.h for its role.
  */
-#include "addrmap.h"
+#include "base/addrmap.h"
 
 #include <stdlib.h>
 

@@ -2,7 +2,7 @@
  * Bump allocator (see arena.h). Chunks grow geometrically so a deep stack
  * costs a handful of mallocs, not one per frame.
  */
-#include "arena.h"
+#include "base/arena.h"
 
 #include <stdlib.h>
 #include <string.h>

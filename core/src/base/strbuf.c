@@ -1,7 +1,7 @@
 /*
  * String buffer and escaping (see strbuf.h).
  */
-#include "strbuf.h"
+#include "base/strbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>

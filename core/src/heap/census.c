@@ -5,18 +5,18 @@
  * hash lookup per object); names are only resolved at the end, once per
  * distinct class, which is what keeps a million-object census fast.
  */
-#include "census.h"
+#include "heap/census.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "addrmap.h"
-#include "arena.h"
-#include "heap.h"
-#include "robject.h"
-#include "session.h"
-#include "strbuf.h"
+#include "base/addrmap.h"
+#include "base/arena.h"
+#include "heap/heap.h"
+#include "vm/robject.h"
+#include "context/context.h"
+#include "base/strbuf.h"
 
 enum { NTYPES = 32, MAX_SLOT_SIZES = 16 };
 

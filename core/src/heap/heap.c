@@ -10,13 +10,13 @@
  * table itself is bounded, each header is checked against the page geometry,
  * and pages that overlap an earlier one are dropped.
  */
-#include "heap.h"
+#include "heap/heap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "robject.h"
+#include "vm/robject.h"
 
 enum {
     MAX_PAGES = 1 << 22,        /* 256 GiB of 64 KiB pages: far beyond real heaps */

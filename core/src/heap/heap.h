@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "addrmap.h"
-#include "session.h"
+#include "base/addrmap.h"
+#include "context/context.h"
 
 /* One heap page, as its header in the target describes it (validated). */
 typedef struct rbp_heap_page {

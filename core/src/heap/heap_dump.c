@@ -12,16 +12,16 @@
  * GC "flags", and references that only a T_DATA's or an imemo's own mark
  * function knows.
  */
-#include "heap_dump.h"
+#include "heap/heap_dump.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap.h"
-#include "robject.h"
-#include "session.h"
+#include "heap/heap.h"
+#include "vm/robject.h"
+#include "context/context.h"
 
 enum {
     FLUSH_AT = 1 << 20,         /* pending bytes that trigger a write */

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "strbuf.h"
+#include "base/strbuf.h"
 
 typedef struct rbp_dump_writer {
     FILE *f;

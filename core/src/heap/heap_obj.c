@@ -10,13 +10,13 @@
  * read through the session's memory cache. Every count read from the target
  * is bounded before it sizes a read or a loop.
  */
-#include "heap.h"
+#include "heap/heap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "robject.h"
+#include "vm/robject.h"
 
 enum {
     MAX_VALUES = 1 << 26,       /* elements of one array/struct/ivar buffer */

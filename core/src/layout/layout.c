@@ -3,7 +3,7 @@
  * by layout files and the built-in tables, and the lookup of a built-in
  * table for a Ruby version (exact, else nearest patch of the same minor).
  */
-#include "layout.h"
+#include "layout/layout.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@ typedef struct field_meta {
 static const field_meta META[RBP_L_COUNT] = {
 #define RBP_FIELD(id, type, member) {#id, type, member},
 #define RBP_SIZE(id, type) {#id, type, NULL},
-#include "layout_fields.def"
+#include "layout/layout_fields.def"
 #undef RBP_FIELD
 #undef RBP_SIZE
 };

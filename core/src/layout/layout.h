@@ -15,7 +15,7 @@
 typedef enum rbp_field_id {
 #define RBP_FIELD(id, type, member) RBP_L_##id,
 #define RBP_SIZE(id, type) RBP_L_##id,
-#include "layout_fields.def"
+#include "layout/layout_fields.def"
 #undef RBP_FIELD
 #undef RBP_SIZE
     RBP_L_COUNT

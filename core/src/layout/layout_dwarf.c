@@ -11,8 +11,9 @@
  * a handful of CUs' top levels. Everything derived from the file is bounded:
  * DWARF from a strange compiler must give "absent" fields, never a crash.
  */
-#include "session.h"
-#include "errbuf.h"
+#include "layout/layout_dwarf.h"
+
+#include "base/errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -21,17 +21,17 @@
  * stack scans) and checked; a damaged structure yields "unknown", never a
  * crash or a loop.
  */
-#include "locks.h"
+#include "locks/locks.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "frames.h"
-#include "locks_model.h"
-#include "robject.h"
-#include "symbolize.h"
+#include "vm/frames.h"
+#include "locks/locks_model.h"
+#include "vm/robject.h"
+#include "vm/symbolize.h"
 
 #define MAX_RAW_FRAMES 512      /* control frames read per thread */
 #define CLASSIFY_DEPTH 3        /* innermost frames that can say what a thread waits in */

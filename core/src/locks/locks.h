@@ -19,7 +19,7 @@
 #ifndef RBP_LOCKS_H
 #define RBP_LOCKS_H
 
-#include "session.h"
+#include "context/context.h"
 
 /* Analyses the threads of snap (taken from s and not invalidated since) and
  * returns a malloc'd JSON document in *out. */

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "locks_model.h"
-#include "waitgraph.h"
+#include "locks/locks_model.h"
+#include "locks/waitgraph.h"
 
 static const char *const wait_kind_names[] = {
     "none", "mutex", "condvar", "queue", "sized_queue", "sized_queue_push", "join", "io", "select",

@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "addrmap.h"
-#include "session.h"
-#include "strbuf.h"
+#include "base/addrmap.h"
+#include "context/context.h"
+#include "base/strbuf.h"
 
 #define LK_MAX_SCAN_FRAMES 64      /* reported frames whose receivers are examined */
 #define LK_NAME_MAX 64

@@ -12,7 +12,7 @@
  * threads have out-degree <= 1, where it is linear anyway, and the budget
  * covers anything else.
  */
-#include "waitgraph.h"
+#include "locks/waitgraph.h"
 
 #include <stdlib.h>
 #include <string.h>

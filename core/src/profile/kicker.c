@@ -22,7 +22,7 @@
 #define _GNU_SOURCE
 #include "rbpeek.h"
 
-#include "helper_thread.h"
+#include "profile/helper_thread.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 #include "rbpeek.h"
-#include "arena.h"
+#include "base/arena.h"
 
 #define RBP_NO_NODE UINT32_MAX
 #define RBP_ROOT_FRAME UINT32_MAX   /* the root node's frame: the "all" box */

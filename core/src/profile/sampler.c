@@ -22,7 +22,7 @@
  * older Rubies the caller fills it in first with rbpeek_snapshot_resolve_tids
  * (threads.c).
  */
-#include "sampler.h"
+#include "profile/sampler.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -30,8 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "session.h"
+#include "profile/profile.h"
+#include "context/context.h"
 
 void rbp_sample_scratch_free(rbp_sample_scratch *s)
 {

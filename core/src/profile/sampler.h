@@ -7,7 +7,7 @@
 #define RBP_SAMPLER_H
 
 #include "rbpeek.h"
-#include "strbuf.h"
+#include "base/strbuf.h"
 
 /* What happened to one thread. */
 typedef enum rbp_sample_fate {

@@ -44,7 +44,7 @@
 #define _GNU_SOURCE
 #include "rbpeek.h"
 
-#include "helper_thread.h"
+#include "profile/helper_thread.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -62,8 +62,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mem.h"
-#include "session.h"
+#include "target/mem.h"
+#include "context/context.h"
 
 #define STOP_TIMEOUT_NS 100000000ull   /* longest wait for the threads to stop */
 #define SEIZE_TRIES 30                 /* 10 ms apart, while a thread is still traced by someone else */

@@ -20,13 +20,13 @@
  * Images are searched in ascending load address, which puts the main
  * executable (lowest in the usual layouts) first, as the dynamic linker
  * does; that matters for copy-relocated data such as environ. Per-image
- * parse results (table addresses, hash parameters) are cached in
- * s->elfcache: they come from data that does not change while the image
- * stays mapped. The cache is rebuilt whenever the memory source or the
- * region list changes, and freed by rbp_caches_free (session.c).
+ * parse results (table addresses, hash parameters) are cached in the
+ * caller's rbp_elfcache (the session's): they come from data that does not
+ * change while the image stays mapped. The cache is rebuilt whenever the
+ * memory source or the region list changes; session.c frees it.
  */
 #define _GNU_SOURCE
-#include "session.h"
+#include "target/elf_symbols.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -72,7 +72,7 @@ typedef struct elf_image {
 
 struct rbp_elfcache {
     const rbp_mem *mem;     /* the source the cached results came from */
-    uint64_t fingerprint;   /* of s->regions when imgs was built */
+    uint64_t fingerprint;   /* of the regions when imgs was built */
     size_t nregions;
     elf_image *imgs;        /* by ascending base */
     size_t n;
@@ -85,7 +85,7 @@ static void image_clear(elf_image *im)
     if (im->fd >= 0) close(im->fd);
 }
 
-void rbp_elfcache_free(struct rbp_elfcache *c)
+void rbp_elfcache_free(rbp_elfcache *c)
 {
     if (!c) return;
     for (size_t i = 0; i < c->n; i++) image_clear(&c->imgs[i]);
@@ -155,9 +155,9 @@ static bool load_file(elf_image *im, const Elf64_Ehdr *mem_eh, const Elf64_Phdr 
 
 /* Reads len bytes at target address addr of this image: from target
  * memory, or else from the file at the offset the loader mapped there. */
-static bool image_read(rbpeek_session *s, elf_image *im, uint64_t addr, void *buf, size_t len)
+static bool image_read(rbp_mem *mem, elf_image *im, uint64_t addr, void *buf, size_t len)
 {
-    if (rbp_mem_read(s->mem, addr, buf, len)) return true;
+    if (rbp_mem_read(mem, addr, buf, len)) return true;
     if (im->file_state <= 0 || addr < im->bias) return false;
     uint64_t v = addr - im->bias;
     for (size_t i = 0; i < im->nfload; i++) {
@@ -181,11 +181,11 @@ static uint64_t dyn_addr(const elf_image *im, uint64_t v)
     return (v < im->bias) ? v + im->bias : v;
 }
 
-static void parse_hashes(rbpeek_session *s, elf_image *im, uint64_t gnu, uint64_t sysv)
+static void parse_hashes(rbp_mem *mem, elf_image *im, uint64_t gnu, uint64_t sysv)
 {
     if (gnu) {
         uint32_t h[4];
-        if (image_read(s, im, gnu, h, sizeof h) && h[0] > 0 && h[0] <= MAX_BUCKETS && h[2] > 0 &&
+        if (image_read(mem, im, gnu, h, sizeof h) && h[0] > 0 && h[0] <= MAX_BUCKETS && h[2] > 0 &&
             h[2] <= MAX_BUCKETS && h[3] < 64) {
             im->gnu_nbuckets = h[0];
             im->gnu_symoffset = h[1];
@@ -199,7 +199,7 @@ static void parse_hashes(rbpeek_session *s, elf_image *im, uint64_t gnu, uint64_
     }
     if (sysv) {
         uint32_t h[2];
-        if (image_read(s, im, sysv, h, sizeof h) && h[0] > 0 && h[0] <= MAX_BUCKETS && h[1] <= MAX_LINEAR_SYMS) {
+        if (image_read(mem, im, sysv, h, sizeof h) && h[0] > 0 && h[0] <= MAX_BUCKETS && h[1] <= MAX_LINEAR_SYMS) {
             im->sysv_nbucket = h[0];
             im->sysv_nchain = h[1];
             im->sysv_bucket = sysv + 8;
@@ -214,16 +214,16 @@ static void parse_hashes(rbpeek_session *s, elf_image *im, uint64_t gnu, uint64_
     if (im->nsyms_guess > MAX_LINEAR_SYMS) im->nsyms_guess = MAX_LINEAR_SYMS;
 }
 
-static bool parse_image(rbpeek_session *s, elf_image *im)
+static bool parse_image(rbp_mem *mem, elf_image *im)
 {
     Elf64_Ehdr eh;
     Elf64_Phdr *ph = NULL;
-    bool mem_hdr = rbp_mem_read(s->mem, im->base, &eh, sizeof eh) && ehdr_ok(&eh);
+    bool mem_hdr = rbp_mem_read(mem, im->base, &eh, sizeof eh) && ehdr_ok(&eh);
     if (mem_hdr) {
         size_t phbytes = (size_t)eh.e_phnum * sizeof *ph;
         ph = malloc(phbytes);
         if (!ph) return false;
-        if (!rbp_mem_read(s->mem, im->base + eh.e_phoff, ph, phbytes)) {
+        if (!rbp_mem_read(mem, im->base + eh.e_phoff, ph, phbytes)) {
             /* Header page partly missing: take the headers from the file,
              * provided its ELF header matches the one in memory. */
             free(ph);
@@ -258,7 +258,7 @@ static bool parse_image(rbpeek_session *s, elf_image *im)
     uint64_t gnu = 0, sysv = 0, syment = sizeof(Elf64_Sym);
     for (uint64_t i = 0; i < ndyn; i++) {
         Elf64_Dyn d;
-        if (!image_read(s, im, dyn_at + i * sizeof d, &d, sizeof d)) break;
+        if (!image_read(mem, im, dyn_at + i * sizeof d, &d, sizeof d)) break;
         if (d.d_tag == DT_NULL) break;
         switch (d.d_tag) {
         case DT_SYMTAB: im->symtab = dyn_addr(im, d.d_un.d_ptr); break;
@@ -272,7 +272,7 @@ static bool parse_image(rbpeek_session *s, elf_image *im)
         }
     }
     if (!im->symtab || !im->strtab || syment != sizeof(Elf64_Sym)) return false;
-    parse_hashes(s, im, gnu, sysv);
+    parse_hashes(mem, im, gnu, sysv);
     return true;
 }
 
@@ -288,21 +288,21 @@ typedef struct match {
 
 /* Checks symbol idx against the name; records a definition. Returns true
  * when the search can stop (a default-version definition was found). */
-static bool check_symbol(rbpeek_session *s, elf_image *im, uint64_t idx, match *m)
+static bool check_symbol(rbp_mem *mem, elf_image *im, uint64_t idx, match *m)
 {
     Elf64_Sym sym;
-    if (!image_read(s, im, im->symtab + idx * sizeof sym, &sym, sizeof sym)) return false;
+    if (!image_read(mem, im, im->symtab + idx * sizeof sym, &sym, sizeof sym)) return false;
     if (sym.st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym.st_info) == STT_TLS) return false;
     if (im->strsz && (sym.st_name >= im->strsz || m->namelen + 1 > im->strsz - sym.st_name)) return false;
     char buf[MAX_NAME + 1];
-    if (!image_read(s, im, im->strtab + sym.st_name, buf, m->namelen + 1)) return false;
+    if (!image_read(mem, im, im->strtab + sym.st_name, buf, m->namelen + 1)) return false;
     if (memcmp(buf, m->name, m->namelen + 1) != 0) return false;
 
     /* SHN_ABS values are absolute even in a relocated object (as ld.so
      * treats them); everything else in an ET_DYN is relative to the bias. */
     uint64_t addr = sym.st_value + (im->is_dyn && sym.st_shndx != SHN_ABS ? im->bias : 0);
     uint16_t ver = 0;
-    bool hidden = im->versym && image_read(s, im, im->versym + idx * 2, &ver, sizeof ver) && (ver & 0x8000);
+    bool hidden = im->versym && image_read(mem, im, im->versym + idx * 2, &ver, sizeof ver) && (ver & 0x8000);
     if (hidden) {
         if (!m->found_hidden) {
             m->found_hidden = true;
@@ -336,57 +336,57 @@ static uint32_t sysv_hash(const char *name)
 
 /* Returns 1 if the GNU table answered (found or proved absent), 0 if it
  * could not be read and another method should be tried. */
-static int lookup_gnu(rbpeek_session *s, elf_image *im, match *m)
+static int lookup_gnu(rbp_mem *mem, elf_image *im, match *m)
 {
     uint32_t h = gnu_hash(m->name);
     uint64_t word;
     uint64_t widx = (h / 64) % im->gnu_bloom_size;
-    if (!image_read(s, im, im->gnu_bloom + 8 * widx, &word, sizeof word)) return 0;
+    if (!image_read(mem, im, im->gnu_bloom + 8 * widx, &word, sizeof word)) return 0;
     uint64_t mask = ((uint64_t)1 << (h % 64)) | ((uint64_t)1 << ((h >> im->gnu_bloom_shift) % 64));
     if ((word & mask) != mask) return 1; /* the bloom filter says: not here */
 
     uint32_t idx;
-    if (!image_read(s, im, im->gnu_buckets + 4 * (uint64_t)(h % im->gnu_nbuckets), &idx, sizeof idx)) return 0;
+    if (!image_read(mem, im, im->gnu_buckets + 4 * (uint64_t)(h % im->gnu_nbuckets), &idx, sizeof idx)) return 0;
     if (idx < im->gnu_symoffset) return 1; /* empty bucket */
     for (uint32_t step = 0; step < MAX_CHAIN_STEPS; step++, idx++) {
         uint32_t ch;
-        if (!image_read(s, im, im->gnu_chains + 4 * (uint64_t)(idx - im->gnu_symoffset), &ch, sizeof ch))
+        if (!image_read(mem, im, im->gnu_chains + 4 * (uint64_t)(idx - im->gnu_symoffset), &ch, sizeof ch))
             return 1;
-        if ((ch | 1) == (h | 1) && check_symbol(s, im, idx, m)) return 1;
+        if ((ch | 1) == (h | 1) && check_symbol(mem, im, idx, m)) return 1;
         if (ch & 1) return 1; /* end of this bucket's chain */
         if (idx == UINT32_MAX) return 1;
     }
     return 1;
 }
 
-static int lookup_sysv(rbpeek_session *s, elf_image *im, match *m)
+static int lookup_sysv(rbp_mem *mem, elf_image *im, match *m)
 {
     uint32_t h = sysv_hash(m->name);
     uint32_t idx;
-    if (!image_read(s, im, im->sysv_bucket + 4 * (uint64_t)(h % im->sysv_nbucket), &idx, sizeof idx)) return 0;
+    if (!image_read(mem, im, im->sysv_bucket + 4 * (uint64_t)(h % im->sysv_nbucket), &idx, sizeof idx)) return 0;
     /* A chain visits each symbol at most once; nchain bounds it (and any
      * cycle a corrupt table might contain). */
     for (uint32_t step = 0; idx != STN_UNDEF && step <= im->sysv_nchain; step++) {
         if (idx >= im->sysv_nchain) return 1;
-        if (check_symbol(s, im, idx, m)) return 1;
-        if (!image_read(s, im, im->sysv_chain + 4 * (uint64_t)idx, &idx, sizeof idx)) return 1;
+        if (check_symbol(mem, im, idx, m)) return 1;
+        if (!image_read(mem, im, im->sysv_chain + 4 * (uint64_t)idx, &idx, sizeof idx)) return 1;
     }
     return 1;
 }
 
-static void lookup_linear(rbpeek_session *s, elf_image *im, match *m)
+static void lookup_linear(rbp_mem *mem, elf_image *im, match *m)
 {
     for (uint64_t i = 1; i < im->nsyms_guess; i++)
-        if (check_symbol(s, im, i, m)) return;
+        if (check_symbol(mem, im, i, m)) return;
 }
 
-static bool image_lookup(rbpeek_session *s, elf_image *im, const char *name, size_t namelen, uint64_t *addr)
+static bool image_lookup(rbp_mem *mem, elf_image *im, const char *name, size_t namelen, uint64_t *addr)
 {
     match m = {.name = name, .namelen = namelen};
     int done = 0;
-    if (im->gnu_ok) done = lookup_gnu(s, im, &m);
-    if (!done && im->sysv_ok) done = lookup_sysv(s, im, &m);
-    if (!done) lookup_linear(s, im, &m);
+    if (im->gnu_ok) done = lookup_gnu(mem, im, &m);
+    if (!done && im->sysv_ok) done = lookup_sysv(mem, im, &m);
+    if (!done) lookup_linear(mem, im, &m);
     if (m.found || m.found_hidden) {
         *addr = m.addr;
         return true;
@@ -396,11 +396,11 @@ static bool image_lookup(rbpeek_session *s, elf_image *im, const char *name, siz
 
 /* ---- the image list ------------------------------------------------------ */
 
-static uint64_t regions_fingerprint(const rbpeek_session *s)
+static uint64_t regions_fingerprint(const rbp_region *regions, size_t nregions)
 {
     uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < s->nregions; i++) {
-        const rbp_region *r = &s->regions[i];
+    for (size_t i = 0; i < nregions; i++) {
+        const rbp_region *r = &regions[i];
         uint64_t v[3] = {r->start, r->end, r->file_offset};
         for (int k = 0; k < 3; k++) h = (h ^ v[k]) * 1099511628211ULL;
         for (const char *p = r->path; p && *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
@@ -417,23 +417,23 @@ static int cmp_image(const void *a, const void *b)
 
 /* Builds the image list from the regions: one image per region at file
  * offset 0 with a path, sorted by base, duplicates dropped. */
-static struct rbp_elfcache *cache_build(rbpeek_session *s, uint64_t fp)
+static rbp_elfcache *cache_build(const rbp_mem *mem, const rbp_region *regions, size_t nregions, uint64_t fp)
 {
-    struct rbp_elfcache *c = calloc(1, sizeof *c);
+    rbp_elfcache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->mem = s->mem;
+    c->mem = mem;
     c->fingerprint = fp;
-    c->nregions = s->nregions;
+    c->nregions = nregions;
     size_t want = 0;
-    for (size_t i = 0; i < s->nregions; i++)
-        want += s->regions[i].file_offset == 0 && s->regions[i].path && s->regions[i].path[0];
+    for (size_t i = 0; i < nregions; i++)
+        want += regions[i].file_offset == 0 && regions[i].path && regions[i].path[0];
     c->imgs = calloc(want ? want : 1, sizeof *c->imgs);
     if (!c->imgs) {
         free(c);
         return NULL;
     }
-    for (size_t i = 0; i < s->nregions; i++) {
-        const rbp_region *r = &s->regions[i];
+    for (size_t i = 0; i < nregions; i++) {
+        const rbp_region *r = &regions[i];
         if (r->file_offset != 0 || !r->path || !r->path[0]) continue;
         char *dup = strdup(r->path);
         if (!dup) {
@@ -455,32 +455,33 @@ static struct rbp_elfcache *cache_build(rbpeek_session *s, uint64_t fp)
     return c;
 }
 
-/* The session's image list, rebuilt whenever the memory source or the
+/* The target's image list, rebuilt whenever the memory source or the
  * regions changed: parse results are only trusted for the exact mapping
  * they were made from, and re-parsing costs about a tenth of a millisecond. */
-static struct rbp_elfcache *cache_get(rbpeek_session *s)
+static rbp_elfcache *cache_get(const rbp_mem *mem, const rbp_region *regions, size_t nregions, rbp_elfcache **cache)
 {
-    uint64_t fp = regions_fingerprint(s);
-    struct rbp_elfcache *c = s->elfcache;
-    if (c && c->mem == s->mem && c->fingerprint == fp && c->nregions == s->nregions) return c;
+    uint64_t fp = regions_fingerprint(regions, nregions);
+    rbp_elfcache *c = *cache;
+    if (c && c->mem == mem && c->fingerprint == fp && c->nregions == nregions) return c;
     rbp_elfcache_free(c);
-    s->elfcache = cache_build(s, fp);
-    return s->elfcache;
+    *cache = cache_build(mem, regions, nregions, fp);
+    return *cache;
 }
 
-bool rbp_elf_lookup(rbpeek_session *s, const char *name, uint64_t *addr)
+bool rbp_elf_lookup(rbp_mem *mem, const rbp_region *regions, size_t nregions, rbp_elfcache **cache,
+                    const char *name, uint64_t *addr)
 {
-    if (!s || !s->mem || !name || !addr) return false;
+    if (!mem || !cache || !name || !addr) return false;
     size_t namelen = strlen(name);
     if (namelen == 0 || namelen > MAX_NAME) return false;
-    struct rbp_elfcache *c = cache_get(s);
+    rbp_elfcache *c = cache_get(mem, regions, nregions, cache);
     if (!c) return false;
 
     bool found = false;
     for (size_t k = 0; k < c->n && !found; k++) {
         elf_image *im = &c->imgs[k];
-        if (im->state == 0) im->state = parse_image(s, im) ? 1 : -1;
-        if (im->state > 0) found = image_lookup(s, im, name, namelen, addr);
+        if (im->state == 0) im->state = parse_image(mem, im) ? 1 : -1;
+        if (im->state > 0) found = image_lookup(mem, im, name, namelen, addr);
     }
     /* Files are opened only for the duration of a lookup, so a process
      * mapping hundreds of libraries never holds hundreds of our fds. */

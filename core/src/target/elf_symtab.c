@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "target/elf_symbols.h"
 
 #define MAX_SYMS (1u << 22)
 
@@ -76,15 +76,15 @@ out:
     return found;
 }
 
-bool rbp_elf_symtab_lookup(rbpeek_session *s, const char *name, uint64_t *addr)
+bool rbp_elf_symtab_lookup(const rbp_region *regions, size_t nregions, const char *name, uint64_t *addr)
 {
     if (elf_version(EV_CURRENT) == EV_NONE) return false;
-    for (size_t i = 0; i < s->nregions; i++) {
-        const rbp_region *r = &s->regions[i];
+    for (size_t i = 0; i < nregions; i++) {
+        const rbp_region *r = &regions[i];
         if (!r->path || r->file_offset != 0 || !ruby_image(r->path)) continue;
         bool seen = false; /* a file is mapped several times; search it once */
         for (size_t j = 0; j < i && !seen; j++)
-            seen = s->regions[j].path && s->regions[j].file_offset == 0 && strcmp(s->regions[j].path, r->path) == 0;
+            seen = regions[j].path && regions[j].file_offset == 0 && strcmp(regions[j].path, r->path) == 0;
         if (!seen && search_file(r->path, r->start, name, addr)) return true;
     }
     return false;

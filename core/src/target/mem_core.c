@@ -21,8 +21,8 @@
  * truncated core gives an error or short reads, never a crash.
  */
 #define _GNU_SOURCE
-#include "mem.h"
-#include "errbuf.h"
+#include "target/mem.h"
+#include "base/errbuf.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -8,9 +8,10 @@
  * line with a warning. A layout is only accepted if it has every member the
  * stack walker cannot do without.
  */
-#include "discover.h"
+#include "vm/discover.h"
 
-#include "robject.h"
+#include "layout/layout_dwarf.h"
+#include "vm/robject.h"
 
 #include <stdio.h>
 #include <stdlib.h>

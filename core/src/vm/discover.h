@@ -7,13 +7,10 @@
 #ifndef RBP_DISCOVER_H
 #define RBP_DISCOVER_H
 
-#include "session.h"
+#include "context/context.h"
 
 rbpeek_status rbp_discover_version(rbpeek_session *s);
 rbpeek_status rbp_discover_layout(rbpeek_session *s);
 rbpeek_status rbp_discover_vm(rbpeek_session *s);
-
-/* Frees the symbol/label caches hung off the session (symbolize.c). */
-void rbp_caches_free(rbpeek_session *s);
 
 #endif

@@ -22,12 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "frames.h"
-#include "robject.h"
-#include "session.h"
-#include "symbolize.h"
-#include "threads.h"
+#include "base/arena.h"
+#include "vm/frames.h"
+#include "vm/robject.h"
+#include "context/context.h"
+#include "vm/symbolize.h"
+#include "vm/threads.h"
 
 #define DEFAULT_MAX_FRAMES 100000
 #define VM_FRAME_MAGIC_MASK 0x7fff0001u

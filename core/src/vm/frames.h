@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "session.h"
+#include "context/context.h"
 
 /* One control frame, as stored. */
 typedef struct rbp_cframe {

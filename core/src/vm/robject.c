@@ -4,13 +4,13 @@
  * the target, so a garbage VALUE yields "unknown", never a crash or a huge
  * allocation.
  */
-#include "robject.h"
+#include "vm/robject.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "addrmap.h"
+#include "base/addrmap.h"
 
 #define STRING_MAX (1u << 20)
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "session.h"
+#include "context/context.h"
 
 /* Ruby's T_ types (flags & 0x1f); stable across the versions we support. */
 enum {
@@ -68,7 +68,7 @@ const char *rbp_class_path(rbpeek_session *s, uint64_t klass, bool *permanent);
  * Ruby registers them. Returns its address or 0. */
 uint64_t rbp_locate_global_symbols(rbpeek_session *s, uint64_t anchor);
 
-/* Cache teardown (called from rbp_caches_free). */
+/* Cache teardown (session.c calls it when the session closes or re-attaches). */
 void rbp_idcache_free(rbp_idcache *c);
 
 #endif

@@ -12,14 +12,14 @@
  * hundred iseqs thousands of times. Entries are validated against the iseq's current body pointer, so a
  * freed-and-reused iseq slot is noticed.
  */
-#include "symbolize.h"
+#include "vm/symbolize.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "addrmap.h"
-#include "robject.h"
+#include "base/addrmap.h"
+#include "vm/robject.h"
 
 #define MAX_PARENT_HOPS 256   /* bound on parent_iseq / ep chains */
 #define LABEL_MAX 4096

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "session.h"
+#include "context/context.h"
 
 enum { /* rb_iseq_type, the same from 2.7 to 3.4 */
     RBP_ISEQ_TOP, RBP_ISEQ_METHOD, RBP_ISEQ_BLOCK, RBP_ISEQ_CLASS, RBP_ISEQ_RESCUE,

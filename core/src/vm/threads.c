@@ -6,14 +6,14 @@
  * Walks are bounded by a hard limit and stop at the first unreadable or
  * self-referencing node, so a corrupt list cannot loop forever.
  */
-#include "threads.h"
+#include "vm/threads.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "robject.h"
+#include "vm/robject.h"
 
 #define MAX_RACTORS 10000
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "session.h"
+#include "context/context.h"
 
 #define RBP_MAX_THREADS 100000
 

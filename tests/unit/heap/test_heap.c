@@ -14,15 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "census.h"
+#include "heap/census.h"
 #include "cu_main.h"
 #include "fixture_image.h"
-#include "heap.h"
-#include "heap_dump.h"
+#include "heap/heap.h"
+#include "heap/heap_dump.h"
 #include "rbpeek.h"
-#include "robject.h"
-#include "session.h"
-#include "strbuf.h"
+#include "vm/robject.h"
+#include "context/context.h"
+#include "base/strbuf.h"
 
 /* --- census aggregator --------------------------------------------------- */
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cu_main.h"
-#include "layout.h"
+#include "layout/layout.h"
 
 static void test_metadata(void)
 {

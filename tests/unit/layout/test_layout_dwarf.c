@@ -18,8 +18,8 @@
 
 #include "cu_main.h"
 #include "fixtures/layout_fixture.h"
-#include "layout.h"
-#include "session.h"
+#include "layout/layout.h"
+#include "layout/layout_dwarf.h"
 
 #define FSIZE(type, member) ((int32_t)sizeof(((type *)0)->member))
 

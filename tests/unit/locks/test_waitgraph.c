@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cu_main.h"
-#include "waitgraph.h"
+#include "locks/waitgraph.h"
 
 #define E(a, b) {(a), (b)}
 #define COUNT(x) (sizeof(x) / sizeof((x)[0]))

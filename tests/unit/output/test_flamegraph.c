@@ -18,9 +18,9 @@
 
 #include "cu_main.h"
 #include "fixture_files.h"
-#include "profile.h"
+#include "profile/profile.h"
 #include "rbpeek.h"
-#include "strbuf.h"
+#include "base/strbuf.h"
 
 static size_t count_of(const char *hay, const char *needle)
 {

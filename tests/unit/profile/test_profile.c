@@ -16,7 +16,7 @@
 
 #include "cu_main.h"
 #include "fixture_files.h"
-#include "profile.h"
+#include "profile/profile.h"
 #include "rbpeek.h"
 
 static void add(rbpeek_profile *p, const char *stack, uint64_t count)

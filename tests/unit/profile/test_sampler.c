@@ -18,9 +18,9 @@
 
 #include "cu_main.h"
 #include "fixture_files.h"
-#include "profile.h"
+#include "profile/profile.h"
 #include "rbpeek.h"
-#include "sampler.h"
+#include "profile/sampler.h"
 
 static const rbpeek_frame FRAMES_A[] = {
     /* innermost first, as a snapshot holds them */

@@ -8,16 +8,18 @@
  * disk), or when the region list contains files that are not ELF images.
  *
  * Most sessions are assembled directly from the pieces (a zeroed session
- * struct with a memory source and regions), which is all rbp_elf_lookup
- * uses; one goes through rbpeek_session_use_core.
+ * struct with a memory source and regions), whose memory, regions and ELF
+ * cache are all rbp_elf_lookup takes; one goes through
+ * rbpeek_session_use_core.
  */
 #include "fixture_proc.h"
 #include "cu_main.h"
 
 #include <elf.h>
 
-#include "mem.h"
-#include "session.h"
+#include "context/context.h"
+#include "target/elf_symbols.h"
+#include "target/mem.h"
 
 static fixture_proc fx;
 static char core_path[PATH_MAX];
@@ -42,6 +44,12 @@ static bool have_core(void)
         else fprintf(stderr, "\n  [skip] gcore failed\n");
     }
     return core_state > 0;
+}
+
+/* rbp_elf_lookup on a session's memory, regions and ELF cache. */
+static bool elf_lookup(rbpeek_session *s, const char *name, uint64_t *addr)
+{
+    return rbp_elf_lookup(s->mem, s->regions, s->nregions, &s->elfcache, name, addr);
 }
 
 static rbpeek_session *session_over(rbp_source src, rbp_region *regions, size_t n)
@@ -105,38 +113,38 @@ static const char *region_path(const rbpeek_session *s, uint64_t addr)
 static void check_session(rbpeek_session *s)
 {
     uint64_t a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "rbpeek_fixture_marker", &a));
+    CU_ASSERT(elf_lookup(s, "rbpeek_fixture_marker", &a));
     CU_ASSERT_EQUAL(a, fx.marker);
     uint64_t v = 0;
     CU_ASSERT(rbp_mem_u64(s->mem, a, &v) && v == 0x52425045454b2121ULL);
 
     a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "rbpeek_fixture_string", &a));
+    CU_ASSERT(elf_lookup(s, "rbpeek_fixture_string", &a));
     CU_ASSERT_EQUAL(a, fx.string);
 
     /* environ: the executable's copy (copy relocation) when it has one,
      * which is where the fixture's own code sees it. */
     a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "environ", &a));
+    CU_ASSERT(elf_lookup(s, "environ", &a));
     CU_ASSERT_EQUAL(a, fx.environ_addr);
     CU_ASSERT(rbp_mem_u64(s->mem, a, &v) && v != 0);
 
     /* A symbol only libc defines, found in libc's mapping. */
     a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "pause", &a));
+    CU_ASSERT(elf_lookup(s, "pause", &a));
     CU_ASSERT(strstr(region_path(s, a), "libc.so") != NULL);
 
-    CU_ASSERT_FALSE(rbp_elf_lookup(s, "rbpeek_no_such_symbol_anywhere", &a));
-    CU_ASSERT_FALSE(rbp_elf_lookup(s, "", &a));
+    CU_ASSERT_FALSE(elf_lookup(s, "rbpeek_no_such_symbol_anywhere", &a));
+    CU_ASSERT_FALSE(elf_lookup(s, "", &a));
     /* Undefined in the executable (imported), so only libc's counts. */
     a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "printf", &a));
+    CU_ASSERT(elf_lookup(s, "printf", &a));
     CU_ASSERT(strstr(region_path(s, a), "libc.so") != NULL);
 
     /* Repeated lookups use the cache and give the same answers. */
     for (int i = 0; i < 3; i++) {
         a = 0;
-        CU_ASSERT(rbp_elf_lookup(s, "rbpeek_fixture_marker", &a) && a == fx.marker);
+        CU_ASSERT(elf_lookup(s, "rbpeek_fixture_marker", &a) && a == fx.marker);
     }
 }
 
@@ -219,15 +227,15 @@ static void test_tables_from_disk(void)
     uint64_t probe;
     CU_ASSERT_FALSE(rbp_mem_u64(s->mem, fx.marker, &probe)); /* really hidden */
     uint64_t a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "rbpeek_fixture_marker", &a));
+    CU_ASSERT(elf_lookup(s, "rbpeek_fixture_marker", &a));
     CU_ASSERT_EQUAL(a, fx.marker);
     a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "environ", &a));
+    CU_ASSERT(elf_lookup(s, "environ", &a));
     CU_ASSERT_EQUAL(a, fx.environ_addr);
     a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "pause", &a));
+    CU_ASSERT(elf_lookup(s, "pause", &a));
     CU_ASSERT(strstr(region_path(s, a), "libc.so") != NULL);
-    CU_ASSERT_FALSE(rbp_elf_lookup(s, "rbpeek_no_such_symbol_anywhere", &a));
+    CU_ASSERT_FALSE(elf_lookup(s, "rbpeek_no_such_symbol_anywhere", &a));
     session_done(s);
 }
 
@@ -254,12 +262,12 @@ static void test_bogus_regions(void)
     s->regions_cap = s->nregions;
 
     uint64_t a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "rbpeek_fixture_marker", &a));
+    CU_ASSERT(elf_lookup(s, "rbpeek_fixture_marker", &a));
     CU_ASSERT_EQUAL(a, fx.marker);
     a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "pause", &a));
+    CU_ASSERT(elf_lookup(s, "pause", &a));
     CU_ASSERT(strstr(region_path(s, a), "libc.so") != NULL);
-    CU_ASSERT_FALSE(rbp_elf_lookup(s, "rbpeek_no_such_symbol_anywhere", &a));
+    CU_ASSERT_FALSE(elf_lookup(s, "rbpeek_no_such_symbol_anywhere", &a));
     session_done(s);
 }
 
@@ -269,8 +277,8 @@ static void test_empty(void)
     rbpeek_session s;
     memset(&s, 0, sizeof s);
     uint64_t a = 0;
-    CU_ASSERT_FALSE(rbp_elf_lookup(&s, "environ", &a));
-    CU_ASSERT_FALSE(rbp_elf_lookup(NULL, "environ", &a));
+    CU_ASSERT_FALSE(elf_lookup(&s, "environ", &a));
+    CU_ASSERT_FALSE(rbp_elf_lookup(NULL, NULL, 0, &s.elfcache, "environ", &a));
     rbp_elfcache_free(s.elfcache);
     rbp_elfcache_free(NULL);
 }
@@ -311,15 +319,15 @@ static void test_sysv_hash(void)
     rbpeek_session *s = session_over(src, r, n);
 
     uint64_t a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "rbpeek_fixture_marker", &a));
+    CU_ASSERT(elf_lookup(s, "rbpeek_fixture_marker", &a));
     CU_ASSERT_EQUAL(a, sv.marker);
     a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "rbpeek_fixture_string", &a));
+    CU_ASSERT(elf_lookup(s, "rbpeek_fixture_string", &a));
     CU_ASSERT_EQUAL(a, sv.string);
     a = 0;
-    CU_ASSERT(rbp_elf_lookup(s, "environ", &a));
+    CU_ASSERT(elf_lookup(s, "environ", &a));
     CU_ASSERT_EQUAL(a, sv.environ_addr);
-    CU_ASSERT_FALSE(rbp_elf_lookup(s, "rbpeek_no_such_symbol_anywhere", &a));
+    CU_ASSERT_FALSE(elf_lookup(s, "rbpeek_no_such_symbol_anywhere", &a));
     session_done(s);
     /* The executable really has only DT_HASH, so that table was used. */
     CU_ASSERT_EQUAL(hash_sections(sv.exe), 1);

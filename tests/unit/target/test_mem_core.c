@@ -13,7 +13,7 @@
 
 #include <elf.h>
 
-#include "mem.h"
+#include "target/mem.h"
 
 static fixture_proc fx;
 static char core_path[PATH_MAX];

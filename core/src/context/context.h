@@ -1,23 +1,27 @@
 /*
- * The session object shared by the core's modules. Only core/src sees this;
- * callers hold an opaque rbpeek_session. It holds one target's memory
- * source, the facts found at attach (version, layout, VM address, symbol
- * addresses) and the caches that make repeated walks cheap.
+ * The context every reader of Ruby state shares: struct rbpeek_session,
+ * which callers of the public API hold as an opaque handle. It holds one
+ * target's memory source and mapped regions, the facts found at attach
+ * (version, layout, VM address, symbol addresses), and the caches that make
+ * repeated walks cheap; plus the error reporting (rbp_fail, rbp_warn) and
+ * symbol lookup every reader uses. It sits below the readers (vm/ and up)
+ * and above what they are built on (target/, layout/); opening, attaching
+ * and closing a session is session.c's job, on top of every layer.
  */
-#ifndef RBP_SESSION_H
-#define RBP_SESSION_H
+#ifndef RBP_CONTEXT_H
+#define RBP_CONTEXT_H
 
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "rbpeek.h"
-#include "layout.h"
-#include "mem.h"
+#include "layout/layout.h"
+#include "target/mem.h"
 
-typedef struct rbp_symcache rbp_symcache;   /* symbolize.c */
-typedef struct rbp_idcache rbp_idcache;     /* robject.c */
-struct rbp_elfcache;                        /* elf_symbols.c */
+typedef struct rbp_symcache rbp_symcache;   /* vm/symbolize.c */
+typedef struct rbp_idcache rbp_idcache;     /* vm/robject.c */
+struct rbp_elfcache;                        /* target/elf_symbols.c */
 
 struct rbpeek_session {
     char error[512];
@@ -71,23 +75,8 @@ static inline bool rbp_ver_ge(const rbpeek_session *s, int major, int minor)
 }
 
 /* Symbol resolution: the caller's lookup first, then the ELF images mapped in
- * the target (elf_symbols.c). Sets *how to a short description. */
+ * the target (target/elf_symbols.c, target/elf_symtab.c). Sets *how to a
+ * short description. */
 bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, const char **how);
-
-/* elf_symbols.c: finds name in the dynamic symbol table (.dynsym) of every
- * ELF image among the session's regions, reading target memory first and the
- * mapped file on disk where memory lacks it. */
-bool rbp_elf_lookup(rbpeek_session *s, const char *name, uint64_t *addr);
-/* Frees s->elfcache (NULL is fine); the caller then sets it to NULL. */
-void rbp_elfcache_free(struct rbp_elfcache *c);
-
-/* elf_symtab.c: finds name in the full .symtab of the Ruby images' files on
- * disk (for hidden symbols such as ruby_current_vm_ptr in a source build). */
-bool rbp_elf_symtab_lookup(rbpeek_session *s, const char *name, uint64_t *addr);
-
-/* layout_dwarf.c: extracts every field of layout_fields.def from the DWARF of
- * an ELF file. Returns 0 on success; -1 (message in err) when the file has no
- * DWARF or lacks the core structs. */
-int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t errlen);
 
 #endif
