@@ -17,8 +17,9 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(os.path.expanduser(__fil
 if os.path.join(_REPO, "python") not in sys.path:
     sys.path.insert(0, os.path.join(_REPO, "python"))
 
-from rbpeeklib.commands import base as _commands  # noqa: E402
 from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
+from rbpeeklib.commands import registry  # noqa: E402
+from rbpeeklib.commands.sessions import Sessions  # noqa: E402
 from rbpeeklib.core import RbpeekError  # noqa: E402
 
 
@@ -297,7 +298,7 @@ class GdbAdapter(DebuggerAdapter):
 
 
 _ADAPTER = GdbAdapter()
-_SESSIONS = _commands.Sessions()
+_SESSIONS = Sessions()
 
 
 def _invoke(command, argv):
@@ -318,10 +319,10 @@ class RubyPrefix(gdb.Command):
         super().__init__("ruby", gdb.COMMAND_DATA, gdb.COMPLETE_NONE, True)
 
     def invoke(self, arg, from_tty):
-        gdb.write(_commands.prefix_help(_COMMANDS) + "\n")
+        gdb.write(registry.prefix_help(_COMMANDS) + "\n")
 
 
-RubyPrefix.__doc__ = _commands.PREFIX_HELP
+RubyPrefix.__doc__ = registry.PREFIX_HELP
 
 
 def _register(command):
@@ -337,7 +338,7 @@ def _register(command):
     cls()
 
 
-_COMMANDS = _commands.all_commands(_SESSIONS)
+_COMMANDS = registry.all_commands(_SESSIONS)
 RubyPrefix()
 for _cmd in _COMMANDS:
     _register(_cmd)

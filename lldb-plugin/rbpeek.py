@@ -17,8 +17,9 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(os.path.expanduser(__fil
 if os.path.join(_REPO, "python") not in sys.path:
     sys.path.insert(0, os.path.join(_REPO, "python"))
 
-from rbpeeklib.commands import base as _commands  # noqa: E402
 from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
+from rbpeeklib.commands import registry  # noqa: E402
+from rbpeeklib.commands.sessions import Sessions  # noqa: E402
 from rbpeeklib.core import RbpeekError  # noqa: E402
 
 
@@ -248,7 +249,7 @@ class LldbAdapter(DebuggerAdapter):
             pass
 
 
-_SESSIONS = _commands.Sessions()
+_SESSIONS = Sessions()
 
 
 class _RubyCommand:
@@ -280,7 +281,7 @@ def __lldb_init_module(debugger, internal_dict):
     module = __name__
     debugger.HandleCommand('command container add -h "%s" ruby'
                            % "Inspect a CRuby process or core file without running code in it.")
-    for cmd in _commands.all_commands(_SESSIONS):
+    for cmd in registry.all_commands(_SESSIONS):
         cls_name = "Ruby%sCommand" % cmd.name.capitalize()
         globals()[cls_name] = type(cls_name, (_RubyCommand,), {"command": cmd})
         debugger.HandleCommand("command script add -o -c %s.%s ruby %s" % (module, cls_name, cmd.name))

@@ -4,8 +4,8 @@ format, read from outside the process (see docs/heap.md)."""
 import json
 import time
 
-from .base import Command, parse_args, write_output
-from ..core import FORMAT_JSON, FORMAT_TEXT, RbpeekError
+from ..core import FORMAT_JSON, FORMAT_TEXT
+from .base import Command, RbpeekError, parse_args, write_output
 
 
 class HeapCommand(Command):
@@ -88,5 +88,3 @@ array buffers, hash tables, ivar buffers...). Nothing runs in the target.
         dbg.write("rbpeek: %d objects in %d pages, %.3f s, %s objects/s\n"
                   % (objects, pages, took, st["objects_per_second"]))
 
-
-COMMANDS = [HeapCommand]

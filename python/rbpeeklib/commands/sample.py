@@ -37,7 +37,8 @@ import random
 import signal
 import time
 
-from .base import Command, map_threads, parse_args
+from .base import Command, parse_args
+from .threadview import map_threads
 from ..core import (TRACE_ENDS, Kicker, Profile, RbpeekError, SampleOptions, Sampler, Trace, TraceConfig,
                    resolve_tids)
 
@@ -598,5 +599,3 @@ class _TidMap:
         if now - self.last >= TID_MAP_REFRESH:
             self.refresh(now)
 
-
-COMMANDS = [SampleCommand]

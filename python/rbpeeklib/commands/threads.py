@@ -10,7 +10,8 @@ JSON.
 
 import json
 
-from .base import Command, frame_line, map_threads, parse_args, uses_new_quotes, write_output
+from .base import Command, parse_args, write_output
+from .threadview import frame_line, map_threads, uses_new_quotes
 
 _STATE_WIDTH = 8
 _WHAT_WIDTH = 48
@@ -325,5 +326,3 @@ Threads are numbered as the debugger numbers them ('thread N' selects one).
         lines.extend("note: %s" % n for n in doc["notes"])
         write_output(dbg, "\n".join(lines), args.output)
 
-
-COMMANDS = [ThreadsCommand, LocksCommand]

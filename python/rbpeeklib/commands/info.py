@@ -1,0 +1,30 @@
+"""`ruby info`: what rbpeek found in the target: Ruby version, where the
+struct layout came from, the VM and how it was found, the memory source."""
+
+from .base import Command, parse_args
+
+
+class InfoCommand(Command):
+    name = "info"
+    summary = "Ruby version, where the struct layout came from, VM address, symbols used."
+    usage = """ruby info [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
+
+Shows what rbpeek found: the target's Ruby version, the source of the struct
+layout (DWARF, a built-in table, or --layout), the VM address and how it was
+found, the memory source, and read statistics."""
+
+    def run(self, dbg, argv):
+        args = parse_args(self.name, argv, lambda p: None)
+        d = self.sessions.get(dbg, args).describe()
+        memory = {"proc": "/proc/%s/mem (direct)" % dbg.live_pid(), "callback": "through the debugger",
+                  "core": "core file"}.get(d["memory_source"], d["memory_source"])
+        lines = ["Ruby version:  %s" % d["ruby_version"],
+                 "Layout:        %s" % d["layout_source"],
+                 "VM:            0x%x (%s)" % (d["vm"], d["vm_found_by"]),
+                 "Memory:        %s" % memory]
+        for name, sym in d["symbols"].items():
+            where = "0x%x  (%s)" % (sym["address"], sym["found_by"]) if sym["address"] else "not found"
+            lines.append("Symbol:        %-20s %s" % (name, where))
+        if d["warning"]:
+            lines.append("Warning:       %s" % d["warning"])
+        dbg.write("\n".join(lines) + "\n")

@@ -1,0 +1,29 @@
+"""The list of `ruby ...` commands, in the order `help ruby` shows them,
+and the help of the `ruby` prefix. Only the plugins import this module."""
+
+from .bt import BtCommand
+from .heap import HeapCommand
+from .info import InfoCommand
+from .sample import SampleCommand
+from .threads import LocksCommand, ThreadsCommand
+
+COMMANDS = [BtCommand, ThreadsCommand, LocksCommand, InfoCommand, SampleCommand, HeapCommand]
+
+
+def all_commands(sessions):
+    """The command objects, in the order `help ruby` lists them, sharing
+    one session cache (sessions.Sessions)."""
+    return [c(sessions) for c in COMMANDS]
+
+
+PREFIX_HELP = """Inspect a CRuby process or core file without running code in it.
+'help ruby <command>' shows the options of a command."""
+
+
+def prefix_help(commands):
+    """`ruby` with no subcommand: one line per command."""
+    width = max(len(c.name) for c in commands)
+    lines = ["Inspect a CRuby process or core file without running code in it.", ""]
+    lines += ["  ruby %-*s  %s" % (width, c.name, c.summary) for c in commands]
+    lines += ["", "'help ruby <command>' shows the options of a command."]
+    return "\n".join(lines)

@@ -1,0 +1,63 @@
+"""The session cache: one attached rbpeek session per target, shared by
+every command, and made from the target options (--vm, --layout,
+--ruby-version) of the command that asks for it."""
+
+import os
+
+from ..core import RbpeekError, Session
+
+
+class Sessions:
+    """Keeps one attached session per target, re-validated on every command.
+
+    Attaching parses DWARF and finds the VM, which need not be redone while
+    the same process (or core) is being debugged with the same options; the
+    memory cache is dropped on every command since the target may have run.
+    """
+
+    def __init__(self):
+        self._key = None
+        self._session = None
+
+    def get(self, dbg, args):
+        key = (dbg.target_key(), args.vm, args.layout, args.ruby_version)
+        if key[0] is None:
+            raise RbpeekError("no process or core file to inspect: attach to a Ruby process or load a core first")
+        if self._session is not None and key == self._key:
+            self._session.invalidate()
+            return self._session
+        self._session = None
+        s = Session()
+        pid = dbg.live_pid()
+        used_pid = False
+        if pid:
+            try:
+                s.use_pid(pid)  # direct /proc/PID/mem: far faster than the debugger's reads
+                used_pid = True
+            except RbpeekError:
+                used_pid = False
+        if not used_pid:
+            s.use_reader(dbg.read_memory)
+            for start, end, offset, path in dbg.regions():
+                s.add_region(start, end, offset, path)
+        s.use_lookup(dbg.lookup_symbol)
+        for path in dbg.debug_files():
+            s.add_debug_file(path)
+        if args.vm:
+            s.set_vm(args.vm)
+        if args.layout:
+            if not os.path.exists(args.layout):
+                raise RbpeekError("--layout: no such file: %s" % args.layout)
+            s.set_layout_file(args.layout)
+        if args.ruby_version:
+            s.set_ruby_version(args.ruby_version)
+        s.attach()
+        warning = s.info()["warning"]
+        if warning:
+            dbg.write("rbpeek: warning: %s\n" % warning)
+        self._session, self._key = s, key
+        return s
+
+    def drop(self):
+        self._session = None
+        self._key = None
