@@ -23,33 +23,14 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "context/context.h"
 #include "vm/frames.h"
 #include "vm/robject.h"
-#include "context/context.h"
 #include "vm/symbolize.h"
-#include "vm/threads.h"
 
-#define DEFAULT_MAX_FRAMES 100000
 #define VM_FRAME_MAGIC_MASK 0x7fff0001u
 #define VM_FRAME_MAGIC_CFUNC 0x55550001u
 #define MAX_STACK_BYTES ((uint64_t)1 << 30)
-
-struct rbpeek_snapshot {
-    rbp_arena arena;
-    rbpeek_thread *threads;
-    size_t nthreads;
-};
-
-const char *rbpeek_thread_status_name(int32_t status)
-{
-    switch (status) {
-    case RBPEEK_THREAD_RUNNABLE: return "run";
-    case RBPEEK_THREAD_STOPPED:
-    case RBPEEK_THREAD_STOPPED_FOREVER: return "sleep";
-    case RBPEEK_THREAD_KILLED: return "dead";
-    default: return "unknown";
-    }
-}
 
 /* A frame being built: C frames get their location in a second pass. */
 typedef struct pending {
@@ -135,7 +116,7 @@ bool rbp_cframe_is_cfunc(rbpeek_session *s, const rbp_cframe *f)
     return rbp_mem_u64(s->mem, f->ep, &flags) && (flags & VM_FRAME_MAGIC_MASK) == VM_FRAME_MAGIC_CFUNC;
 }
 
-static const char *walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out)
+const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out)
 {
     rbp_cframes cf;
     /* Read every frame even past max_frames' reported ones: frames Ruby does
@@ -240,64 +221,4 @@ done:
     free(p);
     rbp_cframes_free(&cf);
     return err;
-}
-
-rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
-{
-    if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take: no output pointer");
-    *out = NULL;
-    if (!s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
-    if (!max_frames) max_frames = DEFAULT_MAX_FRAMES;
-
-    rbp_thread_raw *raw = NULL;
-    size_t n = 0;
-    const char *warning = NULL;
-    rbpeek_status st = rbp_threads_collect(s, &raw, &n, &warning);
-    if (st != RBPEEK_OK) {
-        free(raw);
-        return st;
-    }
-    rbpeek_snapshot *snap = calloc(1, sizeof *snap);
-    if (!snap || !(snap->threads = rbp_arena_alloc(&snap->arena, n * sizeof *snap->threads))) {
-        free(raw);
-        if (snap) rbp_arena_free(&snap->arena);
-        free(snap);
-        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
-    }
-    snap->nthreads = n;
-    for (size_t i = 0; i < n; i++) {
-        rbpeek_thread *t = &snap->threads[i];
-        const rbp_thread_raw *r = &raw[i];
-        t->is_main = r->is_main;
-        t->status = r->status;
-        t->native_tid = r->native_tid;
-        t->pthread_id = r->pthread_id;
-        t->thread_addr = r->th;
-        t->thread_value = r->self;
-        t->ractor_addr = r->ractor;
-        t->ractor_index = r->ractor_index;
-        char name[1024];
-        if (rbp_obj_type(s, r->name) == RBP_T_STRING && rbp_string_read(s, r->name, name, sizeof name, NULL) >= 0)
-            t->name = rbp_arena_strdup(&snap->arena, name);
-        const char *err = walk(s, r->ec, max_frames, &snap->arena, t);
-        if (err) t->error = rbp_arena_strdup(&snap->arena, err);
-    }
-    if (warning && n) snap->threads[n - 1].error = rbp_arena_strdup(&snap->arena, warning);
-    free(raw);
-    *out = snap;
-    return RBPEEK_OK;
-}
-
-void rbpeek_snapshot_free(rbpeek_snapshot *snap)
-{
-    if (!snap) return;
-    rbp_arena_free(&snap->arena);
-    free(snap);
-}
-
-size_t rbpeek_snapshot_thread_count(const rbpeek_snapshot *snap) { return snap ? snap->nthreads : 0; }
-
-const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t index)
-{
-    return snap && index < snap->nthreads ? &snap->threads[index] : NULL;
 }

@@ -1,8 +1,9 @@
 /*
  * The frame walker's internal interface: reading a thread's raw control
- * frames. The walker (frames.c) turns them into reported frames; other
- * modules (locks.c) look at them directly, e.g. for a blocking call's
- * receiver. One reader means one set of stack-bound checks.
+ * frames, and the walk (frames.c) that turns them into the frames Ruby
+ * reports, which the snapshot (snapshot.c) runs for each thread. Other
+ * modules (locks/) look at the raw frames directly, e.g. for a blocking
+ * call's receiver. One reader means one set of stack-bound checks.
  */
 #ifndef RBP_FRAMES_H
 #define RBP_FRAMES_H
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/arena.h"
 #include "context/context.h"
 
 /* One control frame, as stored. */
@@ -36,5 +38,11 @@ void rbp_cframes_free(rbp_cframes *cf);
 /* A frame without an iseq that Ruby reports as a C method frame (before
  * 3.3 Ruby also checks the frame magic; from 3.3 every such frame is one). */
 bool rbp_cframe_is_cfunc(rbpeek_session *s, const rbp_cframe *f);
+
+/* Walks the execution context ec: fills out->frames (at most max_frames,
+ * allocated in a) with what Thread#backtrace_locations would report.
+ * Returns NULL, or why the walk stopped early (the frames read so far are
+ * kept). */
+const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out);
 
 #endif

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "vm/robject.h"
 
@@ -124,94 +123,5 @@ rbpeek_status rbp_threads_collect(rbpeek_session *s, rbp_thread_raw **out, size_
     if (*n == 0)
         return rbp_fail(s, RBPEEK_ERR_CORRUPT, "the Ruby VM at 0x%llx lists no threads%s%s",
                         (unsigned long long)s->vm, *warning ? ": " : "", *warning ? *warning : "");
-    return RBPEEK_OK;
-}
-
-/* --- kernel TIDs from glibc's thread descriptor ---------------------------- */
-
-/* glibc keeps the TID within the first few hundred bytes of struct pthread
- * (0x2d0 in glibc 2.26 to 2.37 on x86-64); look a little further. */
-#define PTHREAD_SCAN_BYTES 2048
-
-typedef struct tid_oracle {
-    const int64_t *known;  /* TIDs the debugger lists, or NULL */
-    size_t nknown;
-    int pid;               /* else: a live process's /proc/PID/task */
-} tid_oracle;
-
-static bool tid_exists(const tid_oracle *o, int64_t tid)
-{
-    if (tid <= 0 || tid > INT32_MAX) return false;
-    if (o->nknown) {
-        for (size_t i = 0; i < o->nknown; i++)
-            if (o->known[i] == tid) return true;
-        return false;
-    }
-    char path[96];
-    snprintf(path, sizeof path, "/proc/%d/task/%lld", o->pid, (long long)tid);
-    return o->pid > 0 && access(path, F_OK) == 0;
-}
-
-/* Threads that need a TID read from their descriptor. */
-static bool wants_tid(const rbpeek_thread *t) { return t && t->native_tid <= 0 && t->pthread_id; }
-
-rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snapshot *snap, const int64_t *known_tids,
-                                           size_t nknown, int pid, uint64_t *pairs, size_t max_pairs,
-                                           size_t *npairs)
-{
-    if (npairs) *npairs = 0;
-    if (!s || !snap || !npairs || (!pairs && max_pairs) || (!known_tids && nknown) || (!nknown && pid <= 0))
-        return rbp_fail(s, RBPEEK_ERR_ARG, "resolve_tids: bad arguments");
-    if (!s->attached || !s->mem) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
-    const tid_oracle o = {known_tids, nknown, pid};
-    size_t n = rbpeek_snapshot_thread_count(snap);
-
-    /* Calibrate on the main thread: each 4-byte slot of its descriptor that
-     * holds a TID the oracle knows is a candidate offset; the one under which
-     * the most other threads also read as distinct known TIDs wins. */
-    const rbpeek_thread *main_t = NULL;
-    bool any_wanted = false;
-    for (size_t i = 0; i < n; i++) {
-        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
-        if (t && t->is_main && t->pthread_id) main_t = t;
-        any_wanted |= wants_tid(t);
-    }
-    long off = -1;
-    if (main_t && any_wanted) {
-        uint32_t buf[PTHREAD_SCAN_BYTES / 4];
-        size_t got = rbp_mem_read_partial(s->mem, main_t->pthread_id, buf, sizeof buf) / 4;
-        size_t best_hits = 0;
-        for (size_t k = 0; k < got; k++) {
-            if (!tid_exists(&o, buf[k])) continue;
-            size_t hits = 1;
-            for (size_t i = 0; i < n; i++) {
-                const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
-                uint32_t v;
-                if (!t || t == main_t || !t->pthread_id) continue;
-                if (rbp_mem_u32(s->mem, t->pthread_id + 4 * k, &v) && v != buf[k] && tid_exists(&o, v)) hits++;
-            }
-            if (hits > best_hits) {
-                best_hits = hits;
-                off = (long)(4 * k);
-            }
-        }
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < n && k < max_pairs; i++) {
-        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
-        if (!t || !t->pthread_id) continue;
-        int64_t tid = t->native_tid > 0 ? t->native_tid : -1;
-        uint32_t v;
-        if (tid < 0 && off >= 0 && rbp_mem_u32(s->mem, t->pthread_id + (uint64_t)off, &v) && tid_exists(&o, v))
-            tid = v;
-        if (tid < 0) continue;
-        pairs[2 * k] = t->pthread_id;
-        pairs[2 * k + 1] = (uint64_t)tid;
-        k++;
-    }
-    *npairs = k;
-    if (off < 0 && any_wanted)
-        return rbp_fail(s, RBPEEK_ERR_NOT_FOUND, "cannot tell the threads' kernel TIDs: this Ruby keeps none, "
-                        "and no known TID was found in the main thread's glibc thread descriptor");
     return RBPEEK_OK;
 }

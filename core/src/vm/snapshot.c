@@ -1,0 +1,184 @@
+/*
+ * The snapshot API (rbpeek_snapshot_*): every Ruby thread of the target
+ * (threads.c) with its backtrace (frames.c), taken in one go into one
+ * arena, and the kernel TIDs of those threads where Ruby keeps none, read
+ * from glibc's thread descriptors. The top of the vm layer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/arena.h"
+#include "context/context.h"
+#include "vm/frames.h"
+#include "vm/robject.h"
+#include "vm/threads.h"
+
+#define DEFAULT_MAX_FRAMES 100000
+
+struct rbpeek_snapshot {
+    rbp_arena arena;
+    rbpeek_thread *threads;
+    size_t nthreads;
+};
+
+const char *rbpeek_thread_status_name(int32_t status)
+{
+    switch (status) {
+    case RBPEEK_THREAD_RUNNABLE: return "run";
+    case RBPEEK_THREAD_STOPPED:
+    case RBPEEK_THREAD_STOPPED_FOREVER: return "sleep";
+    case RBPEEK_THREAD_KILLED: return "dead";
+    default: return "unknown";
+    }
+}
+
+rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
+{
+    if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take: no output pointer");
+    *out = NULL;
+    if (!s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
+    if (!max_frames) max_frames = DEFAULT_MAX_FRAMES;
+
+    rbp_thread_raw *raw = NULL;
+    size_t n = 0;
+    const char *warning = NULL;
+    rbpeek_status st = rbp_threads_collect(s, &raw, &n, &warning);
+    if (st != RBPEEK_OK) {
+        free(raw);
+        return st;
+    }
+    rbpeek_snapshot *snap = calloc(1, sizeof *snap);
+    if (!snap || !(snap->threads = rbp_arena_alloc(&snap->arena, n * sizeof *snap->threads))) {
+        free(raw);
+        if (snap) rbp_arena_free(&snap->arena);
+        free(snap);
+        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    }
+    snap->nthreads = n;
+    for (size_t i = 0; i < n; i++) {
+        rbpeek_thread *t = &snap->threads[i];
+        const rbp_thread_raw *r = &raw[i];
+        t->is_main = r->is_main;
+        t->status = r->status;
+        t->native_tid = r->native_tid;
+        t->pthread_id = r->pthread_id;
+        t->thread_addr = r->th;
+        t->thread_value = r->self;
+        t->ractor_addr = r->ractor;
+        t->ractor_index = r->ractor_index;
+        char name[1024];
+        if (rbp_obj_type(s, r->name) == RBP_T_STRING && rbp_string_read(s, r->name, name, sizeof name, NULL) >= 0)
+            t->name = rbp_arena_strdup(&snap->arena, name);
+        const char *err = rbp_frames_walk(s, r->ec, max_frames, &snap->arena, t);
+        if (err) t->error = rbp_arena_strdup(&snap->arena, err);
+    }
+    if (warning && n) snap->threads[n - 1].error = rbp_arena_strdup(&snap->arena, warning);
+    free(raw);
+    *out = snap;
+    return RBPEEK_OK;
+}
+
+void rbpeek_snapshot_free(rbpeek_snapshot *snap)
+{
+    if (!snap) return;
+    rbp_arena_free(&snap->arena);
+    free(snap);
+}
+
+size_t rbpeek_snapshot_thread_count(const rbpeek_snapshot *snap) { return snap ? snap->nthreads : 0; }
+
+const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t index)
+{
+    return snap && index < snap->nthreads ? &snap->threads[index] : NULL;
+}
+
+/* --- kernel TIDs from glibc's thread descriptor ---------------------------- */
+
+/* glibc keeps the TID within the first few hundred bytes of struct pthread
+ * (0x2d0 in glibc 2.26 to 2.37 on x86-64); look a little further. */
+#define PTHREAD_SCAN_BYTES 2048
+
+typedef struct tid_oracle {
+    const int64_t *known;  /* TIDs the debugger lists, or NULL */
+    size_t nknown;
+    int pid;               /* else: a live process's /proc/PID/task */
+} tid_oracle;
+
+static bool tid_exists(const tid_oracle *o, int64_t tid)
+{
+    if (tid <= 0 || tid > INT32_MAX) return false;
+    if (o->nknown) {
+        for (size_t i = 0; i < o->nknown; i++)
+            if (o->known[i] == tid) return true;
+        return false;
+    }
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/task/%lld", o->pid, (long long)tid);
+    return o->pid > 0 && access(path, F_OK) == 0;
+}
+
+/* Threads that need a TID read from their descriptor. */
+static bool wants_tid(const rbpeek_thread *t) { return t && t->native_tid <= 0 && t->pthread_id; }
+
+rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snapshot *snap, const int64_t *known_tids,
+                                           size_t nknown, int pid, uint64_t *pairs, size_t max_pairs,
+                                           size_t *npairs)
+{
+    if (npairs) *npairs = 0;
+    if (!s || !snap || !npairs || (!pairs && max_pairs) || (!known_tids && nknown) || (!nknown && pid <= 0))
+        return rbp_fail(s, RBPEEK_ERR_ARG, "resolve_tids: bad arguments");
+    if (!s->attached || !s->mem) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
+    const tid_oracle o = {known_tids, nknown, pid};
+    size_t n = rbpeek_snapshot_thread_count(snap);
+
+    /* Calibrate on the main thread: each 4-byte slot of its descriptor that
+     * holds a TID the oracle knows is a candidate offset; the one under which
+     * the most other threads also read as distinct known TIDs wins. */
+    const rbpeek_thread *main_t = NULL;
+    bool any_wanted = false;
+    for (size_t i = 0; i < n; i++) {
+        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
+        if (t && t->is_main && t->pthread_id) main_t = t;
+        any_wanted |= wants_tid(t);
+    }
+    long off = -1;
+    if (main_t && any_wanted) {
+        uint32_t buf[PTHREAD_SCAN_BYTES / 4];
+        size_t got = rbp_mem_read_partial(s->mem, main_t->pthread_id, buf, sizeof buf) / 4;
+        size_t best_hits = 0;
+        for (size_t k = 0; k < got; k++) {
+            if (!tid_exists(&o, buf[k])) continue;
+            size_t hits = 1;
+            for (size_t i = 0; i < n; i++) {
+                const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
+                uint32_t v;
+                if (!t || t == main_t || !t->pthread_id) continue;
+                if (rbp_mem_u32(s->mem, t->pthread_id + 4 * k, &v) && v != buf[k] && tid_exists(&o, v)) hits++;
+            }
+            if (hits > best_hits) {
+                best_hits = hits;
+                off = (long)(4 * k);
+            }
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < max_pairs; i++) {
+        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
+        if (!t || !t->pthread_id) continue;
+        int64_t tid = t->native_tid > 0 ? t->native_tid : -1;
+        uint32_t v;
+        if (tid < 0 && off >= 0 && rbp_mem_u32(s->mem, t->pthread_id + (uint64_t)off, &v) && tid_exists(&o, v))
+            tid = v;
+        if (tid < 0) continue;
+        pairs[2 * k] = t->pthread_id;
+        pairs[2 * k + 1] = (uint64_t)tid;
+        k++;
+    }
+    *npairs = k;
+    if (off < 0 && any_wanted)
+        return rbp_fail(s, RBPEEK_ERR_NOT_FOUND, "cannot tell the threads' kernel TIDs: this Ruby keeps none, "
+                        "and no known TID was found in the main thread's glibc thread descriptor");
+    return RBPEEK_OK;
+}
