@@ -13,10 +13,10 @@
 
 #include "base/addrmap.h"
 #include "base/arena.h"
+#include "base/strbuf.h"
+#include "context/context.h"
 #include "heap/heap.h"
 #include "vm/robject.h"
-#include "context/context.h"
-#include "base/strbuf.h"
 
 enum { NTYPES = 32, MAX_SLOT_SIZES = 16 };
 

@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "context/context.h"
 #include "heap/heap.h"
 #include "vm/robject.h"
-#include "context/context.h"
 
 enum {
     FLUSH_AT = 1 << 20,         /* pending bytes that trigger a write */

@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm/frames.h"
 #include "locks/locks_model.h"
+#include "vm/frames.h"
 #include "vm/robject.h"
 #include "vm/symbolize.h"
 

@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "base/addrmap.h"
-#include "context/context.h"
 #include "base/strbuf.h"
+#include "context/context.h"
 
 #define LK_MAX_SCAN_FRAMES 64      /* reported frames whose receivers are examined */
 #define LK_NAME_MAX 64

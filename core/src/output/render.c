@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "context/context.h"
 #include "base/strbuf.h"
+#include "context/context.h"
 
 static void text_thread(rbpeek_session *s, rbp_strbuf *b, const rbpeek_thread *t, size_t index)
 {

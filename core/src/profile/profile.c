@@ -9,8 +9,8 @@
  * (or deeper) path.
  */
 #define _GNU_SOURCE   /* getline */
-#include "profile/profile.h"
 #include "base/strbuf.h"
+#include "profile/profile.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -30,8 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profile/profile.h"
 #include "context/context.h"
+#include "profile/profile.h"
 
 void rbp_sample_scratch_free(rbp_sample_scratch *s)
 {

@@ -62,8 +62,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "target/mem.h"
 #include "context/context.h"
+#include "target/mem.h"
 
 #define STOP_TIMEOUT_NS 100000000ull   /* longest wait for the threads to stop */
 #define SEIZE_TRIES 30                 /* 10 ms apart, while a thread is still traced by someone else */

@@ -21,8 +21,8 @@
  * truncated core gives an error or short reads, never a crash.
  */
 #define _GNU_SOURCE
-#include "target/mem.h"
 #include "base/errbuf.h"
+#include "target/mem.h"
 
 #include <elf.h>
 #include <errno.h>

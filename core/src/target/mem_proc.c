@@ -7,8 +7,8 @@
  * which is the caller's business (a sampler stops it for a consistent view).
  */
 #define _GNU_SOURCE
-#include "target/mem.h"
 #include "base/errbuf.h"
+#include "target/mem.h"
 
 #include <errno.h>
 #include <fcntl.h>

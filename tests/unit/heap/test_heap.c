@@ -20,9 +20,9 @@
 #include "heap/heap.h"
 #include "heap/heap_dump.h"
 #include "rbpeek.h"
-#include "vm/robject.h"
-#include "context/context.h"
 #include "base/strbuf.h"
+#include "context/context.h"
+#include "vm/robject.h"
 
 /* --- census aggregator --------------------------------------------------- */
 

@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "cu_main.h"
-#include "vm/robject.h"
 #include "context/context.h"
+#include "vm/robject.h"
 
 #define RUBY "/usr/bin/ruby3.1"
 

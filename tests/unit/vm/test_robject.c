@@ -12,8 +12,8 @@
 #include "cu_main.h"
 #include "fixture_image.h"
 #include "rbpeek.h"
-#include "vm/robject.h"
 #include "context/context.h"
+#include "vm/robject.h"
 
 enum {
     PAGE = 0x100000, PAGE_SIZE = 0x10000, /* a heap page; nothing mapped after it */
