@@ -4,8 +4,9 @@ and the help of the `ruby` prefix. Only the plugins import this module."""
 from .bt import BtCommand
 from .heap import HeapCommand
 from .info import InfoCommand
+from .locks import LocksCommand
 from .sample import SampleCommand
-from .threads import LocksCommand, ThreadsCommand
+from .threads import ThreadsCommand
 
 COMMANDS = [BtCommand, ThreadsCommand, LocksCommand, InfoCommand, SampleCommand, HeapCommand]
 
