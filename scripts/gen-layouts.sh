@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Regenerates the built-in layout tables, layouts/<version>.layout, from the
-# DWARF of every complete Ruby build in the cache ($RBPEEK_RUBIES, default
+# Regenerates the DWARF-made reference tables, layouts/dwarf/<version>.layout,
+# from the DWARF of every complete Ruby build in the cache ($RBPEEK_RUBIES, default
 # /var/cache/rbpeek/rubies; see build-rubies.sh). Shared builds are read from
 # lib/libruby.so.X.Y.Z, static ones from bin/ruby. Each table is named by the
 # version the ruby itself reports. A static build of a version that also has
 # a shared build is only a cross-check: identical tables are not kept twice;
 # a difference is kept as <version>-static.layout and reported.
+#
+# These tables are not compiled in: the built-in tables are made from public
+# facts by tools/rbpeek-factsgen.py, which takes the members the facts leave
+# opaque from these (--supplement-from) and must agree with them on the rest
+# (tests/unit/layout/test_layout_tables.c).
 #
 # usage: gen-layouts.sh [build-name ...]     (default: every complete build)
 # env:   RBPEEK_LAYOUTGEN  the rbpeek-layoutgen binary (default: build it in
@@ -14,7 +19,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUBIES=${RBPEEK_RUBIES:-/var/cache/rbpeek/rubies}
-OUT=$ROOT/layouts
+OUT=$ROOT/layouts/dwarf
 mkdir -p "$OUT"
 
 GEN=${RBPEEK_LAYOUTGEN:-}

@@ -1,8 +1,9 @@
-"""The built-in layout tables against an independent oracle.
+"""The DWARF-made reference tables against an independent oracle.
 
     test_layout_tables.py
 
-For every table in layouts/ whose Ruby is built with DWARF under
+For every table in layouts/dwarf/ (whose members the built-in tables made
+from public facts must reproduce; see tests/unit/layout) whose Ruby is built with DWARF under
 $RBPEEK_RUBIES, gdb loads that libruby (or static ruby) and computes every
 member of layout_fields.def from its own type information
 (gdb/layout_oracle.py); the table must agree on every member, absent ones
@@ -26,11 +27,11 @@ def image_of(version):
 
 
 def test(workdir):
-    tables = sorted(glob.glob(os.path.join(harness.REPO, "layouts", "*.layout")))
+    tables = sorted(glob.glob(os.path.join(harness.REPO, "layouts", "dwarf", "*.layout")))
     if not tables:
-        raise Failure("no layout tables in layouts/")
+        raise Failure("no layout tables in layouts/dwarf/")
     oracle = os.path.join(harness.HERE, "gdb", "layout_oracle.py")
-    fields_def = os.path.join(harness.REPO, "core", "src", "layout_fields.def")
+    fields_def = os.path.join(harness.REPO, "core", "src", "layout", "layout_fields.def")
     for table in tables:
         version = os.path.basename(table)[:-len(".layout")]
         image = image_of(version)
@@ -46,9 +47,9 @@ def test(workdir):
             raise Failure("gdb oracle failed on %s:\n%s" % (image, (r.stdout + r.stderr)[-2000:]))
         agree, differ = int(m.group(1)), int(m.group(2))
         if differ:
-            raise Failure("layouts/%s.layout disagrees with gdb on %d members:\n%s"
+            raise Failure("layouts/dwarf/%s.layout disagrees with gdb on %d members:\n%s"
                           % (version, differ, "\n".join(l for l in r.stdout.splitlines() if "MISMATCH" in l)))
-        harness.log("layouts/%s.layout: all %d members agree with gdb's DWARF reading of %s"
+        harness.log("layouts/dwarf/%s.layout: all %d members agree with gdb's DWARF reading of %s"
                     % (version, agree, os.path.basename(image)))
 
 

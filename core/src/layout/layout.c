@@ -36,7 +36,8 @@ rbp_field_id rbp_field_by_name(const char *name)
 
 void rbp_layout_clear(rbp_layout *l)
 {
-    l->ruby_version[0] = '\0';
+    memset(l, 0, sizeof *l);
+    l->nsources = 1; /* group 0: members of no named source */
     for (int i = 0; i < RBP_L_COUNT; i++)
         l->f[i] = (rbp_field){.offset = -1, .size = 0, .bit_offset = 0, .bit_size = 0};
 }
@@ -94,8 +95,25 @@ int rbp_layout_parse(rbp_layout *out, const char *text, char *err, size_t errlen
             }
             continue;
         }
+        if (strcmp(name, "source") == 0) {
+            const char *what = line + strspn(line, " \t") + strlen("source");
+            what += strspn(what, " \t");
+            if (!*what || out->nsources >= RBP_LAYOUT_MAX_SOURCES) {
+                set_err(err, errlen, "line %d: %s", lineno, "'source' needs words, and at most 5 of them fit");
+                return -1;
+            }
+            char *dst = out->sources[out->nsources++];
+            snprintf(dst, sizeof out->sources[0], "%s", what);
+            for (size_t k = strlen(dst); k > 0 && (dst[k - 1] == ' ' || dst[k - 1] == '\t'); k--) dst[k - 1] = '\0';
+            continue;
+        }
+        bool alt = strcmp(name, "alt") == 0;
+        if (alt && sscanf(line, "%*s %95s", name) != 1) {
+            set_err(err, errlen, "line %d: %s", lineno, "'alt' needs a field");
+            return -1;
+        }
         long off, size, boff = 0, bsize = 0;
-        int n = sscanf(line, "%*s %ld %ld %ld %ld", &off, &size, &boff, &bsize);
+        int n = sscanf(line, alt ? "%*s %*s %ld %ld %ld %ld" : "%*s %ld %ld %ld %ld", &off, &size, &boff, &bsize);
         if (n != 2 && n != 4) {
             set_err(err, errlen, "line %d: expected '<field> <offset> <size> [<bit_offset> <bit_size>]', got '%s'",
                     lineno, name);
@@ -108,7 +126,17 @@ int rbp_layout_parse(rbp_layout *out, const char *text, char *err, size_t errlen
         }
         rbp_field_id id = rbp_field_by_name(name);
         if (id == RBP_L_COUNT) continue; /* a field this rbpeek does not use */
-        out->f[id] = (rbp_field){(int32_t)off, (int32_t)size, (int16_t)boff, (int16_t)bsize};
+        rbp_field f = {(int32_t)off, (int32_t)size, (int16_t)boff, (int16_t)bsize};
+        if (alt) {
+            if (out->nalt >= RBP_LAYOUT_MAX_ALTS) {
+                set_err(err, errlen, "line %d: %s", lineno, "too many 'alt' lines");
+                return -1;
+            }
+            out->alt[out->nalt++] = (rbp_layout_alt){id, f};
+            continue;
+        }
+        out->f[id] = f;
+        out->src[id] = (uint8_t)(out->nsources - 1);
         fields++;
     }
     if (fields == 0) {
@@ -118,24 +146,30 @@ int rbp_layout_parse(rbp_layout *out, const char *text, char *err, size_t errlen
     return 0;
 }
 
+static size_t format_field(char *buf, size_t cap, const char *prefix, const char *name, const rbp_field *f)
+{
+    int n = f->bit_size ? snprintf(buf, cap, "%s%s %d %d %d %d\n", prefix, name, f->offset, f->size, f->bit_offset,
+                                   f->bit_size)
+                        : snprintf(buf, cap, "%s%s %d %d\n", prefix, name, f->offset, f->size);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap;
+}
+
 char *rbp_layout_format(const rbp_layout *l, const char *comment)
 {
-    size_t cap = 256 + (size_t)RBP_L_COUNT * 96 + (comment ? strlen(comment) : 0);
+    size_t cap = 256 + (size_t)(RBP_L_COUNT + RBP_LAYOUT_MAX_ALTS) * 96 + RBP_LAYOUT_MAX_SOURCES * 80 + (comment ? strlen(comment) : 0);
     char *buf = malloc(cap);
     if (!buf) return NULL;
     size_t n = 0;
-    n += (size_t)snprintf(buf + n, cap - n, "# rbpeek layout (fields: core/src/layout_fields.def)\n");
+    n += (size_t)snprintf(buf + n, cap - n, "# rbpeek layout (fields: core/src/layout/layout_fields.def)\n");
     if (comment) n += (size_t)snprintf(buf + n, cap - n, "# %s\n", comment);
     if (l->ruby_version[0]) n += (size_t)snprintf(buf + n, cap - n, "ruby %s\n", l->ruby_version);
-    for (int i = 0; i < RBP_L_COUNT && n < cap; i++) {
-        const rbp_field *f = &l->f[i];
-        if (f->offset < 0) continue;
-        if (f->bit_size)
-            n += (size_t)snprintf(buf + n, cap - n, "%s %d %d %d %d\n", META[i].name, f->offset, f->size,
-                                  f->bit_offset, f->bit_size);
-        else
-            n += (size_t)snprintf(buf + n, cap - n, "%s %d %d\n", META[i].name, f->offset, f->size);
+    for (int g = 0; g < l->nsources && n < cap; g++) {
+        if (g > 0) n += (size_t)snprintf(buf + n, cap - n, "source %s\n", l->sources[g]);
+        for (int i = 0; i < RBP_L_COUNT && n < cap; i++)
+            if (l->f[i].offset >= 0 && l->src[i] == g) n += format_field(buf + n, cap - n, "", META[i].name, &l->f[i]);
     }
+    for (int a = 0; a < l->nalt && n < cap; a++)
+        n += format_field(buf + n, cap - n, "alt ", META[l->alt[a].id].name, &l->alt[a].f);
     return buf;
 }
 

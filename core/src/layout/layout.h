@@ -32,9 +32,28 @@ typedef struct rbp_field {
     int16_t bit_size;
 } rbp_field;
 
+/* A layout names where groups of its members came from ("facts
+ * ruby_3_1_7.rs", "line 3.1"), so `ruby info` can say it; src[id] is the
+ * group of member id, 0 when the file named none. */
+#define RBP_LAYOUT_MAX_SOURCES 6
+/* Members whose place depends on how Ruby was configured (rb_thread_t.name
+ * follows a jmp_buf whose size depends on the setjmp flavour) carry one
+ * alternative placement each; attach settles which one the target uses. */
+#define RBP_LAYOUT_MAX_ALTS 8
+
+typedef struct rbp_layout_alt {
+    rbp_field_id id;
+    rbp_field f;
+} rbp_layout_alt;
+
 typedef struct rbp_layout {
     char ruby_version[32];   /* the version the layout was made for, or "" */
     rbp_field f[RBP_L_COUNT];
+    char sources[RBP_LAYOUT_MAX_SOURCES][64];   /* sources[0] is "" */
+    uint8_t nsources;
+    uint8_t src[RBP_L_COUNT];
+    rbp_layout_alt alt[RBP_LAYOUT_MAX_ALTS];
+    uint8_t nalt;
 } rbp_layout;
 
 /* Field metadata from layout_fields.def. */
@@ -63,7 +82,9 @@ static inline int32_t rbp_off(const rbp_layout *l, rbp_field_id id)
 uint64_t rbp_field_extract(const rbp_layout *l, rbp_field_id id, const uint8_t *base);
 
 /* Text format, one field per line: "<name> <offset> <size> [<bit_offset> <bit_size>]",
- * plus a "ruby <version>" line; '#' starts a comment. Unknown names are
+ * plus a "ruby <version>" line, "source <words>" lines that open a group of
+ * members from one source, and "alt <field> <offset> <size> [...]" lines
+ * that give a member's alternative placement; '#' starts a comment. Unknown names are
  * ignored (a newer file on an older rbpeek). Returns 0 on success, else -1
  * with a message in err. */
 int rbp_layout_parse(rbp_layout *out, const char *text, char *err, size_t errlen);

@@ -1,5 +1,5 @@
 """Runs inside gdb (loaded on a libruby or ruby with DWARF): computes every
-member of core/src/layout_fields.def from gdb's own type information and
+member of core/src/layout/layout_fields.def from gdb's own type information and
 compares it with a layout file. An oracle independent of libdwarf and of
 rbpeek's extractor. Inputs come from gdb convenience variables:
 $rbpeek_def (layout_fields.def) and $rbpeek_layout (the table).

@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""Built-in layout tables for every CRuby release, made from public facts.
+
+    tools/rbpeek-factsgen.py [--facts DIR] [--out DIR] [--check] [VERSION ...]
+
+The facts are bindgen renderings of each release's own headers, one Rust
+file per release (../shared/facts/ruby-structs/ruby_X_Y_Z.rs). This tool
+reads them as data: it parses the struct, union and alias declarations,
+resolves every member of core/src/layout_fields.def to a place in them
+(through bindgen's anonymous members, renamed keywords and bitfield
+accessors), and has rustc compute offsets and sizes, since rustc lays out a
+#[repr(C)] struct exactly as the C compiler did. One Rust program covers
+every release, so the whole run is one compile.
+
+Members that the facts cannot give (gc.c's objspace and heap pages, RClass
+and its classext, id tables, thread_sync.c's waiters: private structs that
+bindgen left opaque or never saw) come from the release line's supplement,
+layouts/lines/X.Y.layout, which says where each of its values comes from.
+
+Every table is written as layouts/X.Y.Z.layout in rbpeek's layout format,
+in two groups marked by `source` lines so that rbpeek can say where each
+member came from. --check regenerates into memory and fails if a committed
+table differs (what a unit test and a maintainer run after editing a
+supplement or layout_fields.def).
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIELDS_DEF = os.path.join(ROOT, "core", "src", "layout", "layout_fields.def")
+DEFAULT_FACTS = os.path.join(os.path.dirname(ROOT), "shared", "facts", "ruby-structs")
+RUST_KEYWORDS = {"self", "type", "proc", "ref", "fn", "mod", "match", "loop", "move", "box", "in",
+                 "impl", "where", "use", "struct", "enum", "trait", "crate", "super", "async",
+                 "await", "dyn", "static", "const", "mut", "let", "priv", "final", "override",
+                 "macro", "yield", "unsafe", "extern", "virtual", "abstract", "become", "do",
+                 "typeof", "unsized", "try", "as", "break", "continue", "else", "false", "for",
+                 "if", "pub", "return", "true", "while"}
+
+
+# Structs that CRuby declares with the same fields as another, where bindgen
+# rendered only the other: method.h says of rb_callable_method_entry_struct
+# "same fields with rb_method_entry_t".
+TWINS = {"rb_callable_method_entry_struct": "rb_method_entry_struct"}
+
+# rb_jmpbuf_t is glibc's sigjmp_buf (200 bytes) in the facts' configuration,
+# but a build that uses __builtin_setjmp (2.7's and 3.0's default on x86-64
+# Linux, as our own 2.7.4 build shows) makes it VALUE[5], 40 bytes. Members
+# after it in the same struct (rb_thread_t.name on 2.7 and 3.0) therefore
+# have two possible offsets; the table lists the other as an `alt` line and
+# rbpeek settles which one the target uses at attach.
+JMPBUF_BUILTIN_SIZE = 40
+
+
+def read_fields_def(path=FIELDS_DEF):
+    """[(id, type, member or None)] in the order of layout_fields.def."""
+    out = []
+    text = re.sub(r"/\*.*?\*/", "", open(path).read(), flags=re.S)
+    for m in re.finditer(r'RBP_(FIELD|SIZE)\s*\(\s*(\w+)\s*,\s*"([^"]+)"\s*(?:,\s*"([^"]+)")?\s*\)', text):
+        out.append((m.group(2), m.group(3), m.group(4) if m.group(1) == "FIELD" else None))
+    return out
+
+
+class Facts:
+    """The declarations of one bindgen file: aggregates, aliases, bitfields."""
+
+    def __init__(self, text):
+        self.aggs = {}      # name -> (kind, [(field, type)])
+        self.aliases = {}   # name -> type
+        self.bitfields = {} # struct -> {name: (unit field, bit offset, bit width, return type)}
+        for m in re.finditer(r"^pub (struct|union) (\w+)\s*\{(.*?)^\}", text, re.S | re.M):
+            kind, name, body = m.groups()
+            fields = []
+            for fm in re.finditer(r"^\s*(?:pub\s+)?(\w+)\s*:\s*(.*?),\s*$", body, re.S | re.M):
+                fields.append((fm.group(1), " ".join(fm.group(2).split())))
+            self.aggs[name] = (kind, fields)
+        for m in re.finditer(r"^pub type (\w+)\s*=\s*([^;]+);", text, re.M):
+            self.aliases[m.group(1)] = " ".join(m.group(2).split())
+        for m in re.finditer(r"^impl (\w+) \{(.*?)^\}", text, re.S | re.M):
+            bits = {}
+            for fm in re.finditer(r"pub fn (\w+)\(&self\) -> ([^{]+?)\s*\{\s*unsafe \{[^}]*?"
+                                  r"self\.(_bitfield_\d+)\.get\((\d+)usize,\s*(\d+)u8\)", m.group(2), re.S):
+                name, ret, unit, bit, width = fm.groups()
+                bits[name] = (unit, int(bit), int(width), " ".join(ret.split()))
+            if bits:
+                self.bitfields.setdefault(m.group(1), {}).update(bits)
+
+    def aggregate(self, name, depth=0):
+        """The struct or union a type name stands for, through aliases; None if unknown."""
+        while name in self.aliases and depth < 16:
+            name, depth = self.aliases[name], depth + 1
+        return name if name in self.aggs else None
+
+    def opaque(self, agg):
+        fields = self.aggs[agg][1]
+        return not fields or any(f in ("_unused", "_address") for f, _ in fields)
+
+    def _member(self, agg, name, depth=0):
+        """Finds member name of agg, looking through anonymous members.
+        Returns (place suffix, type, bitfield or None) or None."""
+        if depth > 8:
+            return None
+        fields = self.aggs[agg][1]
+        for cand in (name, name + "_") if name in RUST_KEYWORDS else (name,):
+            for f, t in fields:
+                if f == cand:
+                    return "." + f, t, None
+        bits = self.bitfields.get(agg, {})
+        bit = bits.get(name) or (bits.get(name + "_") if name in RUST_KEYWORDS else None)
+        if bit:
+            return "", None, bit
+        for f, t in fields:
+            if f.startswith("__bindgen_anon_"):
+                inner = self.aggregate(t)
+                hit = inner and self._member(inner, name, depth + 1)
+                if hit:
+                    return ("." + f + hit[0],) + hit[1:]
+        return None
+
+    def after_jmpbuf(self, agg, member):
+        """True if member's first component follows an rb_jmpbuf_t in agg:
+        its offset then depends on how Ruby was configured (see JMPBUF_ALT)."""
+        first = member.split(".")[0] if member else None
+        seen = False
+        for f, t in self.aggs[agg][1]:
+            if f in (first, first + "_"):
+                return seen
+            seen = seen or t == "rb_jmpbuf_t"
+        return False
+
+    def resolve(self, type_name, member):
+        """'covered' with (root aggregate, place, bitfield) when the facts know
+        where member lives; 'absent' when they know it does not exist;
+        'unknown' when the struct is opaque or missing here."""
+        agg = self.aggregate(type_name) or self.aggregate(TWINS.get(type_name, ""))
+        if agg is None or self.opaque(agg):
+            return "unknown", None
+        if member is None:
+            return "covered", (agg, None, None)
+        place, cur = "", agg
+        parts = member.split(".")
+        for i, part in enumerate(parts):
+            if self.opaque(cur):
+                return "unknown", None
+            hit = self._member(cur, part)
+            if hit is None:
+                return "absent", None
+            suffix, ftype, bit = hit
+            place += suffix
+            if bit:
+                return ("covered", (agg, place, bit)) if i == len(parts) - 1 else ("absent", None)
+            if i < len(parts) - 1:
+                cur = self.aggregate(ftype)
+                if cur is None:
+                    return "absent", None
+        return "covered", (agg, place, None)
+
+
+def version_of(filename):
+    m = re.match(r"ruby_(\d+)_(\d+)_(\d+)\.rs$", filename)
+    return "%s.%s.%s" % m.groups() if m else None
+
+
+def vkey(v):
+    return tuple(int(x) for x in v.split("."))
+
+
+def rust_program(releases, fields):
+    """One program printing 'VERSION id offset size [bit_offset bit_size]' per covered member."""
+    out = ["#![allow(warnings)]",
+           "fn sz<T>(_: *const T) -> usize { std::mem::size_of::<T>() }"]
+    plan = {}
+    for ver, path, facts in releases:
+        mod = "r_" + ver.replace(".", "_")
+        out.append("mod %s { include!(\"%s\"); }" % (mod, path))
+        lines = ["fn dump_%s() { unsafe {" % mod[2:]]
+        plan[ver] = {}
+        for fid, tname, member in fields:
+            state, where = facts.resolve(tname, member)
+            plan[ver][fid] = state
+            if state != "covered":
+                continue
+            agg, place, bit = where
+            ty = "%s::%s" % (mod, agg)
+            if member is None:
+                lines.append('println!("%s %s 0 {}", std::mem::size_of::<%s>());' % (ver, fid, ty))
+                continue
+            lines.append("{ let m = std::mem::MaybeUninit::<%s>::uninit(); let p = m.as_ptr();" % ty)
+            if bit:
+                unit, boff, width, ret = bit
+                rty = ret if ret.startswith("::") or ret in ("u8", "u16", "u32", "u64", "i8", "i16",
+                                                             "i32", "i64", "bool", "usize") else mod + "::" + ret
+                lines.append('  let o = (std::ptr::addr_of!((*p)%s.%s) as usize - p as usize) * 8 + %d;'
+                             % (place, unit, boff))
+                lines.append('  println!("%s %s {} {} {} %d", o / 8, std::mem::size_of::<%s>(), o %% 8); }'
+                             % (ver, fid, width, rty))
+            else:
+                lines.append('  let q = std::ptr::addr_of!((*p)%s);' % place)
+                lines.append('  println!("%s %s {} {}", q as *const u8 as usize - p as usize, sz(q));' % (ver, fid))
+                if facts.after_jmpbuf(agg, member):
+                    lines.append('  println!("%s alt %s {} {}", q as *const u8 as usize - p as usize + %d'
+                                 ' - std::mem::size_of::<%s::rb_jmpbuf_t>(), sz(q));'
+                                 % (ver, fid, JMPBUF_BUILTIN_SIZE, mod))
+                lines.append("}")
+        lines.append("} }")
+        out.extend(lines)
+    out.append("fn main() {")
+    out.extend("  dump_%s();" % ver.replace(".", "_") for ver, _, _ in releases)
+    out.append("}")
+    return "\n".join(out) + "\n", plan
+
+
+def run_rust(source):
+    rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
+    if not os.path.exists(rustc):
+        sys.exit("rbpeek-factsgen: rustc not found (it computes the offsets): install rustc or put it on PATH")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = os.path.join(tmp, "facts.rs"), os.path.join(tmp, "facts")
+        open(src, "w").write(source)
+        r = subprocess.run([rustc, "--edition", "2021", "-o", exe, src], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit("rbpeek-factsgen: rustc failed:\n" + r.stderr[-4000:])
+        return subprocess.run([exe], capture_output=True, text=True, check=True).stdout
+
+
+def read_supplement(path):
+    """A line supplement: {'note': [...], 'fields': {id: text}, 'absent': set}."""
+    sup = {"note": [], "fields": {}, "absent": set()}
+    if not os.path.exists(path):
+        return sup
+    for raw in open(path):
+        line = raw.rstrip("\n")
+        if line.startswith("#"):
+            sup["note"].append(line[1:].strip())
+            continue
+        body = line.split("#", 1)[0].split()
+        if not body:
+            continue
+        if body[0] == "absent":
+            sup["absent"].update(body[1:])
+        else:
+            sup["fields"][body[0]] = " ".join(body)
+    return sup
+
+
+def render(ver, facts_file, fields, plan, computed, sup, sup_path):
+    """The text of layouts/VER.layout."""
+    out = ["# rbpeek layout for Ruby %s (fields: core/src/layout/layout_fields.def)" % ver,
+           "# generated by tools/rbpeek-factsgen.py; do not edit, edit the generator or",
+           "# %s and regenerate" % os.path.relpath(sup_path, ROOT),
+           "ruby " + ver,
+           "source facts %s" % os.path.basename(facts_file)]
+    missing = []
+    for fid, _, _ in fields:
+        if plan[fid] == "covered" and fid in computed:
+            out.append(computed[fid])
+            if "alt " + fid in computed:
+                out.append("# %s follows rb_jmpbuf_t: %d bytes smaller with __builtin_setjmp" % (fid, 
+                           int(computed[fid].split()[1]) - int(computed["alt " + fid].split()[2])))
+                out.append(computed["alt " + fid])
+    line = ".".join(ver.split(".")[:2])
+    out.append("source line %s" % line)
+    for fid, _, _ in fields:
+        if plan[fid] != "unknown" or fid in sup["absent"]:
+            continue
+        if fid in sup["fields"]:
+            out.append(sup["fields"][fid])
+        else:
+            missing.append(fid)
+    return "\n".join(out) + "\n", missing
+
+
+def write_supplement(table, facts_dir, out):
+    """layouts/lines/X.Y.layout from a DWARF-made table of one X.Y.Z release."""
+    lines = [l.split("#", 1)[0].split() for l in open(table)]
+    ver = next((l[1] for l in lines if len(l) == 2 and l[0] == "ruby"), None)
+    if not ver:
+        sys.exit("rbpeek-factsgen: %s names no 'ruby X.Y.Z'" % table)
+    dwarf = {l[0]: " ".join(l) for l in lines if len(l) >= 3}
+    facts = Facts(open(os.path.join(facts_dir, "ruby_%s.rs" % ver.replace(".", "_"))).read())
+    line = ".".join(ver.split(".")[:2])
+    body, absent = [], []
+    for fid, tname, member in read_fields_def():
+        if facts.resolve(tname, member)[0] != "unknown":
+            continue
+        if fid in dwarf:
+            body.append(dwarf[fid])
+        else:
+            absent.append(fid)
+    dest = os.path.join(out, "lines", line + ".layout")
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    with open(dest, "w") as f:
+        f.write("# Ruby %s line: the members that the facts leave opaque (private structs of\n"
+                "# gc.c, class.c, thread_sync.c, id_table.c, symbol.c and the like), from the\n"
+                "# DWARF of our own build of %s (%s). Made by\n"
+                "#   tools/rbpeek-factsgen.py --supplement-from %s\n"
+                "# rbpeek checks these against the target at attach (heap page invariants, the\n"
+                "# ID table's operator names), so a patch release that moved one is refused,\n"
+                "# not misread.\n" % (line, ver, os.path.relpath(table, ROOT), os.path.relpath(table, ROOT)))
+        f.write("\n".join(body) + "\n")
+        if absent:
+            f.write("absent " + " ".join(absent) + "\n")
+    print("wrote %s: %d members, %d absent" % (os.path.relpath(dest, ROOT), len(body), len(absent)))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--facts", default=DEFAULT_FACTS, help="folder of ruby_X_Y_Z.rs files")
+    ap.add_argument("--out", default=os.path.join(ROOT, "layouts"), help="where tables go")
+    ap.add_argument("--check", action="store_true", help="compare with the committed tables, write nothing")
+    ap.add_argument("--supplement-from", metavar="TABLE",
+                    help="write the line supplement of TABLE's release from TABLE (a DWARF-made layout): "
+                         "the members the facts leave opaque, and nothing else")
+    ap.add_argument("versions", nargs="*", help="only these releases (default: every one in --facts)")
+    a = ap.parse_args()
+    if a.supplement_from:
+        return write_supplement(a.supplement_from, a.facts, a.out)
+
+    files = sorted((f for f in os.listdir(a.facts) if version_of(f)), key=lambda f: vkey(version_of(f)))
+    releases = [(version_of(f), os.path.join(a.facts, f), Facts(open(os.path.join(a.facts, f)).read()))
+                for f in files if not a.versions or version_of(f) in a.versions]
+    if not releases:
+        sys.exit("rbpeek-factsgen: no ruby_X_Y_Z.rs facts in %s" % a.facts)
+    fields = read_fields_def()
+    source, plan = rust_program(releases, fields)
+    computed = {}
+    for line in run_rust(source).splitlines():
+        ver, rest = line.split(" ", 1)
+        key = " ".join(rest.split()[:2]) if rest.startswith("alt ") else rest.split()[0]
+        computed.setdefault(ver, {})[key] = rest
+
+    stale = 0
+    for ver, path, _ in releases:
+        sup_path = os.path.join(a.out, "lines", ".".join(ver.split(".")[:2]) + ".layout")
+        text, missing = render(ver, path, fields, plan[ver], computed.get(ver, {}), read_supplement(sup_path),
+                               sup_path)
+        if missing:
+            print("%s: not in the facts nor in %s: %s" % (ver, os.path.relpath(sup_path, ROOT),
+                                                         " ".join(missing)), file=sys.stderr)
+        dest = os.path.join(a.out, ver + ".layout")
+        if a.check:
+            old = open(dest).read() if os.path.exists(dest) else None
+            if old != text:
+                print("%s: differs from what the generator makes now" % os.path.relpath(dest, ROOT))
+                stale += 1
+            continue
+        with open(dest, "w") as f:
+            f.write(text)
+    if a.check:
+        print("%d tables checked, %d stale" % (len(releases), stale))
+        return 1 if stale else 0
+    print("wrote %d tables to %s" % (len(releases), os.path.relpath(a.out, ROOT)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
