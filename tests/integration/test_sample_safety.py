@@ -45,15 +45,15 @@ ALL = ("exit", "ctrl-c", "fault", "interrupt", "ctrl-c-via", "fault-via", "signa
 
 # Makes the loop's progress report raise on its Nth call: through the
 # debugger it is called after every sample, on the traced path every 0.1 s.
-INJECT = ("import rbpeeklib.commands.sample as m\n"
-          "_orig = m._Progress.update\n"
+INJECT = ("import rbpeeklib.sampling.stats as m\n"
+          "_orig = m.Progress.update\n"
           "_calls = [0]\n"
           "def _injected(self, st, now):\n"
           "    _calls[0] += 1\n"
           "    if _calls[0] == {n}:\n"
           "        raise {exc}\n"
           "    return _orig(self, st, now)\n"
-          "m._Progress.update = _injected\n")
+          "m.Progress.update = _injected\n")
 
 
 def script_cmd(debugger, code):

@@ -1,0 +1,95 @@
+"""What a sampling run leaves: the output files (checked to be writable
+before sampling starts, written after it ends) and the summary printed at
+the end."""
+
+import os
+import time
+
+from ..core import RbpeekError
+from .stats import fmt_rate
+
+
+def check_outputs(args, pid):
+    """[(kind, path)] of the files to write (rbpeek-PID-TIME.folded and .svg
+    by default), each checked to be writable before sampling starts."""
+    outs = [(kind, path) for kind, path in (("folded", args.folded), ("svg", args.svg),
+                                             ("speedscope", args.speedscope)) if path]
+    if not outs:
+        base = "rbpeek-%d-%s" % (pid, time.strftime("%Y%m%d-%H%M%S"))
+        outs = [("folded", base + ".folded"), ("svg", base + ".svg")]
+    for _kind, path in outs:
+        d = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(d):
+            raise RbpeekError("cannot write %s: no such directory %s" % (path, d))
+        if not os.access(d, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+            raise RbpeekError("cannot write %s: permission denied" % path)
+    return outs
+
+
+def write_outputs(dbg, profile, outputs, title):
+    """Writes each output; one that fails is reported and the rest still
+    written. Returns the paths written."""
+    written = []
+    for kind, path in outputs:
+        try:
+            if kind == "folded":
+                profile.write_folded(path)
+            elif kind == "svg":
+                profile.write_svg(path, title)
+            else:
+                profile.write_speedscope(path)
+            written.append(path)
+        except RbpeekError as e:
+            dbg.write("rbpeek: could not write %s: %s\n" % (path, e))
+    return written
+
+
+def summary_text(st, profile, pid, version, interval, rate, end, written, args, only):
+    """The text printed when sampling ends: how it ended, the rate, what was
+    recorded and skipped, the cost per sample, and the top frames."""
+    lines = ["rbpeek: sampling ended: %s" % end,
+             "Samples:   %d in %.2f s: %s Hz (asked for %s Hz)"
+             % (st.samples, st.elapsed(), fmt_rate(rate), fmt_rate(1.0 / interval))]
+    scope = "all threads" if args.threads == "all" else "thread %s" % (only.get("dbg_num"))
+    if args.on_cpu:
+        scope += ", on-CPU only"
+    lines.append("Stacks:    %d recorded (%s); %d distinct"
+                 % (profile.total(), scope, profile.stack_count()))
+    skipped = []
+    if st.failed_threads:
+        skipped.append("%d thread walk%s failed (torn or unreadable stack)"
+                       % (st.failed_threads, "" if st.failed_threads == 1 else "s"))
+    if st.failed_samples:
+        skipped.append("%d sample%s could not be walked at all (%s)"
+                       % (st.failed_samples, "" if st.failed_samples == 1 else "s", st.last_error))
+    if st.not_stopped:
+        skipped.append("%d thread%s did not stop in time (sampled anyway)"
+                       % (st.not_stopped, "" if st.not_stopped == 1 else "s"))
+    lines.append("Skipped:   %s" % ("; ".join(skipped) if skipped else "none"))
+    if args.on_cpu:
+        lines.append("Off-CPU:   %d thread samples left out (blocked or waiting)%s"
+                     % (st.filtered, "; %d judged by Ruby's status alone (TID unknown)" % st.tid_unknown
+                        if st.tid_unknown else ""))
+    if st.samples:
+        n = st.samples
+        share = st.running / st.elapsed() if st.elapsed() > 0 else 0.0
+        if st.traced:
+            lines.append("Cost:      per sample %.0f us stopping the threads, %.0f us walking the stacks, %.0f us "
+                         "resuming them (traced by rbpeek); the target ran %.1f%% of the time"
+                         % (1e6 * st.stop / n, 1e6 * st.walk / n, 1e6 * st.resume / n, 100.0 * share))
+        else:
+            lines.append("Cost:      per sample %.0f us walking the stacks, %.0f us for the debugger to stop "
+                         "the target; resumed %.0f%% of the time (resuming included; stopped through the "
+                         "debugger: %s)" % (1e6 * st.walk / n, 1e6 * st.stop / n, 100.0 * share, st.via))
+        if share < 0.5 and n >= 20:
+            lines.append("Note:      this rate is more than the debugger keeps up with: the target ran in "
+                         "short bursts, so neighbouring samples saw nearly the same stack and count for less "
+                         "than their number suggests (a lower --rate costs less and loses little)")
+    out = "\n".join(lines) + "\n"
+    if profile.total():
+        out += "\n" + profile.top(True, 10) + "\n" + profile.top(False, 10)
+    else:
+        out += "(no Ruby stacks were recorded)\n"
+    if written:
+        out += "rbpeek: wrote %s\n" % ", ".join(written)
+    return out
