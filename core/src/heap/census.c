@@ -16,6 +16,7 @@
 #include "base/strbuf.h"
 #include "context/context.h"
 #include "heap/heap.h"
+#include "heap/obj.h"
 #include "vm/robject.h"
 
 enum { NTYPES = 32, MAX_SLOT_SIZES = 16 };

@@ -188,7 +188,8 @@ void rbp_heap_close(rbp_heap *h)
     rbp_addrmap_destroy(&h->klass_ok);
     rbp_addrmap_destroy(&h->names);
     rbp_addrmap_destroy(&h->real);
-    rbp_encodings_free(h);
+    free(h->encs); /* the encoding table (obj_string.c): one plain array */
+    h->encs = NULL;
 }
 
 const rbp_heap_page *rbp_heap_page_of(const rbp_heap *h, uint64_t addr)

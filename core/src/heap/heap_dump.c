@@ -21,6 +21,7 @@
 
 #include "context/context.h"
 #include "heap/heap.h"
+#include "heap/obj.h"
 #include "vm/robject.h"
 
 enum {

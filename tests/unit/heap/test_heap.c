@@ -18,6 +18,7 @@
 #include "cu_main.h"
 #include "fixture_image.h"
 #include "heap/heap.h"
+#include "heap/obj.h"
 #include "heap/heap_dump.h"
 #include "rbpeek.h"
 #include "base/strbuf.h"

@@ -1,0 +1,96 @@
+/*
+ * Ruby's own containers read from outside, for the object decoders: st
+ * tables (st.c: Hash bodies, ivar tables before 3.2), id tables (id_table.c:
+ * method, constant and cache tables of classes) and shapes (shape.c, 3.2+:
+ * how many ivars an object has). Each is bounded before it sizes a read.
+ */
+#include "heap/obj_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool rbp_st_read(rbp_heap *h, const rbp_obj *o, uint64_t tab, rbp_st_hdr *t)
+{
+    return tab && rd(h, o, tab, RBP_L_st_entry_power, &t->entry_power) &&
+           rd(h, o, tab, RBP_L_st_bin_power, &t->bin_power) && rd(h, o, tab, RBP_L_st_size_ind, &t->size_ind) &&
+           rd(h, o, tab, RBP_L_st_num_entries, &t->num_entries) && rd(h, o, tab, RBP_L_st_bins, &t->bins) &&
+           rd(h, o, tab, RBP_L_st_entries_start, &t->start) && rd(h, o, tab, RBP_L_st_entries_bound, &t->bound) &&
+           rd(h, o, tab, RBP_L_st_entries, &t->entries) && t->entry_power < 31 && t->bin_power < 32 &&
+           t->size_ind < 4 && t->start <= t->bound && t->bound <= (UINT64_C(1) << t->entry_power) &&
+           t->bound <= MAX_TABLE;
+}
+
+uint64_t rbp_st_memsize(rbp_heap *h, const rbp_st_hdr *t)
+{
+    uint64_t size = (uint64_t)(L(h)->f[RBP_L_st_table_size].size > 0 ? L(h)->f[RBP_L_st_table_size].size : 56);
+    if (t->bins && t->entry_power > 0) size += ((((uint64_t)1 << t->bin_power) << t->size_ind) + 7) / 8 * 8;
+    return size + ((uint64_t)1 << t->entry_power) * ST_ENTRY;
+}
+
+bool rbp_st_each(rbp_heap *h, const rbp_st_hdr *t, rbp_st_fn fn, void *ctx)
+{
+    uint8_t buf[ST_ENTRY * 256];
+    for (uint64_t i = t->start; i < t->bound; i += 256) {
+        uint64_t k = t->bound - i < 256 ? t->bound - i : 256;
+        if (!rbp_mem_read(h->s->mem, t->entries + i * ST_ENTRY, buf, (size_t)k * ST_ENTRY)) return false;
+        for (uint64_t j = 0; j < k; j++) {
+            uint64_t e[3];
+            memcpy(e, buf + j * ST_ENTRY, sizeof e);
+            if (e[0] == ~UINT64_C(0)) continue; /* DELETED_ENTRY_P */
+            fn(ctx, e[1], e[2]);
+        }
+    }
+    return true;
+}
+
+typedef struct id_tbl {
+    uint64_t capa, num, items;
+} id_tbl;
+
+static bool id_table_read(rbp_heap *h, uint64_t tbl, id_tbl *t)
+{
+    return tbl && rbp_read_field(h->s, tbl, RBP_L_id_table_capa, &t->capa) &&
+           rbp_read_field(h->s, tbl, RBP_L_id_table_num, &t->num) &&
+           rbp_read_field(h->s, tbl, RBP_L_id_table_items, &t->items) && (int32_t)t->capa >= 0 &&
+           t->capa <= MAX_TABLE;
+}
+
+uint64_t rbp_id_table_memsize(rbp_heap *h, uint64_t tbl)
+{
+    id_tbl t;
+    return id_table_read(h, tbl, &t) ? t.capa * ID_ITEM + ID_TABLE_HEADER : 0;
+}
+
+bool rbp_id_table_each(rbp_heap *h, uint64_t tbl, rbp_ref_fn fn, void *ctx)
+{
+    id_tbl t;
+    if (!id_table_read(h, tbl, &t)) return tbl == 0;
+    uint8_t buf[ID_ITEM * 256];
+    for (uint64_t i = 0; i < t.capa; i += 256) {
+        uint64_t k = t.capa - i < 256 ? t.capa - i : 256;
+        if (!rbp_mem_read(h->s->mem, t.items + i * ID_ITEM, buf, (size_t)k * ID_ITEM)) return false;
+        for (uint64_t j = 0; j < k; j++) {
+            uint32_t key;
+            uint64_t val;
+            memcpy(&key, buf + j * ID_ITEM, 4);
+            memcpy(&val, buf + j * ID_ITEM + 8, 8);
+            if (key) fn(ctx, val);
+        }
+    }
+    return true;
+}
+
+/* --- shapes (3.2+) ----------------------------------------------------- */
+
+bool rbp_shape_of(rbp_heap *h, uint64_t flags, rbp_shape *out)
+{
+    uint64_t id = flags >> 32; /* SHAPE_IN_BASIC_FLAGS on 64-bit */
+    int32_t sz = L(h)->f[RBP_L_shape_size].size;
+    if (!h->shape_list || sz <= 0 || id >= (UINT64_C(1) << 24)) return false;
+    uint64_t base = h->shape_list + id * (uint64_t)sz;
+    return rbp_read_field(h->s, base, RBP_L_shape_next_iv_index, &out->next_iv_index) &&
+           rbp_read_field(h->s, base, RBP_L_shape_capacity, &out->capacity) &&
+           rbp_read_field(h->s, base, RBP_L_shape_type, &out->type) && out->next_iv_index <= MAX_VALUES &&
+           out->capacity <= MAX_VALUES;
+}
