@@ -13,11 +13,12 @@ arguments) are raised as RbpeekError and shown by the plugin as one line.
 """
 
 import argparse
+import json
 import shlex
 
 from ..core import RbpeekError
 
-__all__ = ["Command", "RbpeekError", "parse_args", "write_output"]
+__all__ = ["Command", "RbpeekError", "add_output_options", "json_text", "parse_args", "write_output"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,7 +60,19 @@ def parse_args(prog, argv, build):
     return p.parse_args(argv)
 
 
+def add_output_options(p):
+    """--json and -o/--output, for the commands that print a document."""
+    p.add_argument("--json", action="store_true")
+    p.add_argument("-o", "--output")
+
+
+def json_text(doc):
+    """A command's JSON output: indented, non-ASCII kept, one final newline."""
+    return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+
+
 def write_output(dbg, text, path):
+    """Writes a command's output to path (saying so), or to the debugger."""
     if path:
         try:
             with open(path, "w", encoding="utf-8") as f:

@@ -1,10 +1,9 @@
 """`ruby bt`: Ruby-level backtraces of the selected thread or of all of
 them, as the target Ruby prints its own, or as JSON."""
 
-import json
 import time
 
-from .base import Command, RbpeekError, parse_args, write_output
+from .base import Command, RbpeekError, add_output_options, json_text, parse_args, write_output
 from .threadview import frame_line, map_threads, thread_title, uses_new_quotes
 
 
@@ -31,8 +30,7 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
     def run(self, dbg, argv):
         def build(p):
             p.add_argument("-a", "--all", action="store_true")
-            p.add_argument("--json", action="store_true")
-            p.add_argument("-o", "--output")
+            add_output_options(p)
             p.add_argument("--max-frames", type=int, default=0)
             p.add_argument("--stats", action="store_true")
 
@@ -53,7 +51,7 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
             doc = {"ruby_version": version,
                    "threads": [{k: t[k] for k in ("name", "main", "native_tid", "status", "ractor", "truncated",
                                                    "error", "frames")} for t in threads]}
-            write_output(dbg, json.dumps(doc, ensure_ascii=False, indent=1) + "\n", args.output)
+            write_output(dbg, json_text(doc), args.output)
             if args.stats:
                 self._print_stats(dbg, threads, walked, stats)
             return

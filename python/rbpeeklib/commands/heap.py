@@ -5,7 +5,7 @@ import json
 import time
 
 from ..core import FORMAT_JSON, FORMAT_TEXT
-from .base import Command, RbpeekError, parse_args, write_output
+from .base import Command, RbpeekError, add_output_options, json_text, parse_args, write_output
 
 
 class HeapCommand(Command):
@@ -31,8 +31,7 @@ array buffers, hash tables, ivar buffers...). Nothing runs in the target.
         def build(p):
             p.add_argument("--top", type=int, default=None)
             p.add_argument("--by", choices=("count", "bytes"), default="count")
-            p.add_argument("--json", action="store_true")
-            p.add_argument("-o", "--output")
+            add_output_options(p)
             p.add_argument("--dump", metavar="FILE")
             p.add_argument("--stats", action="store_true")
 
@@ -60,7 +59,7 @@ array buffers, hash tables, ivar buffers...). Nothing runs in the target.
                 if args.stats:  # timing goes into the document too, for benchmarks
                     doc = json.loads(text)
                     doc["stats"] = self._stats(summary["live"], summary["pages"], took)
-                    text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+                    text = json_text(doc)
             else:
                 text = census.render(FORMAT_TEXT, args.top or 20, args.by == "bytes")
         write_output(dbg, text, args.output)

@@ -3,9 +3,7 @@ nobody can end, every held or awaited Mutex with its owner and waiters,
 and the GVL.
 """
 
-import json
-
-from .base import Command, parse_args, write_output
+from .base import Command, add_output_options, json_text, parse_args, write_output
 from .lockview import addr_text, analyze, gvl_text, mutex_text, owner_text, ref, ref_text, thread_json
 
 
@@ -47,11 +45,7 @@ Threads are numbered as the debugger numbers them ('thread N' selects one).
   -o, --output FILE  write to FILE instead of the debugger's output"""
 
     def run(self, dbg, argv):
-        def build(p):
-            p.add_argument("--json", action="store_true")
-            p.add_argument("-o", "--output")
-
-        args = parse_args(self.name, argv, build)
+        args = parse_args(self.name, argv, add_output_options)
         version, threads, doc = analyze(self.sessions, dbg, args)
         if args.json:
             self._json(dbg, args, version, threads, doc)
@@ -80,7 +74,7 @@ Threads are numbered as the debugger numbers them ('thread N' selects one).
             "threads": [thread_json(threads, doc, t, doc["threads"][t["index"]]) for t in threads],
             "notes": doc["notes"],
         }
-        write_output(dbg, json.dumps(out, ensure_ascii=False, indent=1) + "\n", args.output)
+        write_output(dbg, json_text(out), args.output)
 
     @staticmethod
     def _text(dbg, args, threads, doc):

@@ -2,9 +2,7 @@
 TID, state, what it waits on, what it holds, and its innermost frame.
 """
 
-import json
-
-from .base import Command, parse_args, write_output
+from .base import Command, add_output_options, json_text, parse_args, write_output
 from .lockview import addr_text, analyze, gvl_text, mutex_text, owner_text, ref_text, thread_json
 from .threadview import frame_line, uses_new_quotes
 
@@ -87,17 +85,13 @@ and its innermost Ruby frame. 'ruby locks' adds deadlock detection.
   -o, --output FILE  write to FILE instead of the debugger's output"""
 
     def run(self, dbg, argv):
-        def build(p):
-            p.add_argument("--json", action="store_true")
-            p.add_argument("-o", "--output")
-
-        args = parse_args(self.name, argv, build)
+        args = parse_args(self.name, argv, add_output_options)
         version, threads, doc = analyze(self.sessions, dbg, args)
         if args.json:
             out = {"ruby_version": version,
                    "threads": [thread_json(threads, doc, t, doc["threads"][t["index"]]) for t in threads],
                    "notes": doc["notes"]}
-            write_output(dbg, json.dumps(out, ensure_ascii=False, indent=1) + "\n", args.output)
+            write_output(dbg, json_text(out), args.output)
             return
         new_quotes = uses_new_quotes(version)
         lines = []
