@@ -15,6 +15,7 @@
 #include "vm/discover.h"
 #include "vm/robject.h"
 #include "vm/symbolize.h"
+#include "vm/validate.h"
 
 static const char *const STATUS_NAMES[] = {
     "RBPEEK_OK",        "RBPEEK_ERR_ARG",      "RBPEEK_ERR_NOMEM",     "RBPEEK_ERR_READ",
@@ -199,6 +200,7 @@ rbpeek_status rbpeek_session_attach(rbpeek_session *s)
     rbpeek_status st = rbp_discover_version(s);
     if (st == RBPEEK_OK) st = rbp_discover_layout(s);
     if (st == RBPEEK_OK) st = rbp_discover_vm(s);
+    if (st == RBPEEK_OK) st = rbp_validate_layout(s);
     if (st != RBPEEK_OK) return st;
     s->attached = true;
     return RBPEEK_OK;

@@ -44,10 +44,12 @@ struct rbpeek_session {
 
     /* Facts found by attach. */
     bool attached;
-    char ruby_version[32];
+    char ruby_version[32];      /* the version in use (--ruby-version, if given) */
+    char target_version[32];    /* what the target itself reports, "" if unknown */
     int ver_major, ver_minor, ver_patch;
     rbp_layout layout;
     char layout_source[600];
+    char layout_checks[320];    /* what validation verified (validate.c) */
     uint64_t vm_ptr_addr;       /* &ruby_current_vm_ptr, 0 if --vm was given */
     uint64_t vm;
     char vm_source[160];

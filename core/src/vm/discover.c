@@ -12,6 +12,7 @@
 
 #include "layout/layout_dwarf.h"
 #include "vm/robject.h"
+#include "vm/validate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +36,11 @@ rbpeek_status rbp_discover_version(rbpeek_session *s)
     char buf[32];
     s->version_addr = 0;
     s->version_how = NULL;
+    s->target_version[0] = '\0';
     if (rbp_symbol_lookup(s, "ruby_version", &addr, &s->version_how) && rbp_mem_cstr(s->mem, addr, buf, sizeof buf) &&
         parse_version(s, buf)) {
         s->version_addr = addr;
+        snprintf(s->target_version, sizeof s->target_version, "%s", s->ruby_version);
         if (s->version_override[0] && strcmp(s->version_override, buf) != 0)
             rbp_warn(s, "target reports Ruby %s; using --ruby-version %s as asked", buf, s->version_override);
         if (s->version_override[0]) parse_version(s, s->version_override);
@@ -229,7 +232,8 @@ rbpeek_status rbp_discover_vm(rbpeek_session *s)
 
     if (s->vm_override) {
         if (!vm_plausible(s, s->vm_override, why, sizeof why))
-            return rbp_fail(s, RBPEEK_ERR_NOT_RUBY, "--vm: %s", why);
+            return rbp_fail(s, RBPEEK_ERR_NOT_RUBY, "--vm: %s (or the layout %s does not fit it)", why,
+                            s->layout_source);
         s->vm = s->vm_override;
         snprintf(s->vm_source, sizeof s->vm_source, "--vm override");
         return RBPEEK_OK;
@@ -243,7 +247,9 @@ rbpeek_status rbp_discover_vm(rbpeek_session *s)
         return rbp_fail(s, RBPEEK_ERR_READ, "cannot read ruby_current_vm_ptr at 0x%llx",
                         (unsigned long long)ptr_addr);
     if (!vm) return rbp_fail(s, RBPEEK_ERR_NOT_RUBY, "the Ruby VM is not initialised yet (ruby_current_vm_ptr is NULL)");
-    if (!vm_plausible(s, vm, why, sizeof why)) return rbp_fail(s, RBPEEK_ERR_CORRUPT, "%s", why);
+    /* ruby_current_vm_ptr is the VM: if it does not read as one, the layout
+     * is what is wrong. */
+    if (!vm_plausible(s, vm, why, sizeof why)) return rbp_layout_misfit(s, why);
     s->vm_ptr_addr = ptr_addr;
     s->vm = vm;
     s->vm_ptr_how = how;
