@@ -132,7 +132,7 @@ class GdbAdapter(DebuggerAdapter):
     def write(self, text):
         gdb.write(text)
 
-    # --- sampling (cmd_sample.py) ---------------------------------------
+    # --- sampling (rbpeeklib/sampling/) ---------------------------------
     # The sampling signal is caught by a silent catchpoint: the stop is not
     # printed (a plain signal stop prints two lines and costs about twice as
     # much), and "handle ... nopass" keeps it from the target. Stop and exit

@@ -114,7 +114,7 @@ class LldbAdapter(DebuggerAdapter):
     def write(self, text):
         self.result.AppendMessage(text.rstrip("\n"))
 
-    # --- sampling (cmd_sample.py) ---------------------------------------
+    # --- sampling (rbpeeklib/sampling/) ---------------------------------
     # The process runs in synchronous mode (Continue() returns once it has
     # stopped again); the sampling signal is set to stop, not notify and be
     # suppressed (never delivered), and the stop reason of the stopped

@@ -45,9 +45,10 @@ class DebuggerAdapter:
     def write(self, text):
         raise NotImplementedError
 
-    # --- sampling (cmd_sample.py) ---------------------------------------
+    # --- sampling (rbpeeklib/sampling/) ---------------------------------
     # `ruby sample` stops and resumes the target many times a second. The
-    # stop comes from a signal the command sends itself (see cmd_sample.py);
+    # stop comes from a signal the command sends itself (see
+    # sampling/via_debugger.py);
     # the debugger's job is to catch that signal silently, never pass it on,
     # and report why each resume ended.
 
@@ -77,7 +78,7 @@ class DebuggerAdapter:
         raise NotImplementedError
 
     # The fast path: the debugger lets go of the target while rbpeek traces
-    # it itself (core/src/tracer.c), and attaches again afterwards.
+    # it itself (core/src/profile/tracer.c), and attaches again afterwards.
 
     def can_hand_over(self):
         """None when hand_over may be used, else why not (one line)."""
