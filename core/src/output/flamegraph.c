@@ -23,6 +23,8 @@
  * (rbp_xml_write), so whatever bytes a Ruby label holds, the SVG is
  * well-formed XML.
  */
+#include "output/writer.h"
+
 #include "base/strbuf.h"
 #include "profile/profile.h"
 

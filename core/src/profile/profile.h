@@ -1,6 +1,8 @@
 /*
- * The profile aggregator's internals, shared by its writers (profile.c for
- * folded stacks, speedscope and the top-N table, flamegraph.c for the SVG).
+ * The profile aggregator's internals: the profile object (profile.c), its
+ * frame interner (intern.c) and prefix tree (tree.c), shared with the
+ * sampler and with the writers in output/ (folded stacks, speedscope, the
+ * top-N table and the SVG flamegraph).
  *
  * Samples are kept as a prefix tree (trie) of interned frame ids: a stack
  * a;b;c adds or finds the path root -> a -> b -> c and bumps the counts on
@@ -90,13 +92,6 @@ typedef int (*rbp_visit_fn)(void *ctx, uint32_t node, bool entering);
 rbpeek_status rbp_profile_walk(const rbpeek_profile *p, const rbp_children *ch,
                                rbp_visit_fn visit, void *ctx);
 
-/* Opens an output file ("-" = stdout; NULL with *st set on failure) /
- * closes it, turning any write error seen on the stream into RBPEEK_ERR_IO
- * (st is returned as is if already an error). */
-FILE *rbp_profile_open_out(const rbpeek_profile *p, const char *path, rbpeek_status *st);
-rbpeek_status rbp_profile_close_out(const rbpeek_profile *p, FILE *f, const char *path,
-                                    rbpeek_status st);
-
 /* The display name of a node ("all" for the root). */
 const char *rbp_profile_node_name(const rbpeek_profile *p, uint32_t node);
 
@@ -104,21 +99,11 @@ const char *rbp_profile_node_name(const rbpeek_profile *p, uint32_t node);
 rbpeek_status rbp_profile_fail(const rbpeek_profile *p, rbpeek_status status,
                                const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Empties the profile's error message (the writers and the reader start so). */
+void rbp_profile_clear_error(const rbpeek_profile *p);
 
-/* Writes s as XML character data / attribute text: markup characters are
- * escaped, invalid UTF-8 and characters XML 1.0 forbids (C0 controls other
- * than tab/LF/CR, U+FFFE, U+FFFF) become U+FFFD, so the document stays
- * well-formed whatever bytes the target had. At most max_chars code points
- * are written (SIZE_MAX for all); returns the number written. */
-size_t rbp_xml_write(FILE *f, const char *s, size_t max_chars);
-
-/* Counts the characters rbp_xml_write would write for s (an invalid byte
- * counts as one, as it becomes one U+FFFD). */
-size_t rbp_utf8_length(const char *s);
-
-/* Formats v with a fixed number of decimals (0..6) without printf's %f,
- * whose decimal separator follows LC_NUMERIC: a host that called
- * setlocale() (debuggers do) must not get "12,5" inside SVG or JSON. */
-void rbp_fmt_fixed(char *buf, size_t cap, double v, int decimals);
+/* intern.c: the id of a frame name, added if new; UINT32_MAX when out of
+ * memory. */
+uint32_t rbp_intern(rbpeek_profile *p, const char *name);
 
 #endif

@@ -18,9 +18,11 @@
 
 #include "cu_main.h"
 #include "fixture_files.h"
-#include "profile/profile.h"
 #include "rbpeek.h"
+
 #include "base/strbuf.h"
+#include "output/writer.h"
+#include "profile/profile.h"
 
 static size_t count_of(const char *hay, const char *needle)
 {

@@ -1,7 +1,8 @@
 /*
- * Tests of the profile aggregator (profile.c): stack merging and counts,
- * the top-N table (self and total, recursion counted once per stack),
- * folded stacks (exact output, sanitising, write -> read -> write round
+ * Tests of the profile aggregator (profile/) and, through the public API,
+ * of its text writers (output/folded.c, speedscope.c, top.c, writer.c):
+ * stack merging and counts, the top-N table (self and total, recursion
+ * counted once per stack), folded stacks (exact output, sanitising, write -> read -> write round
  * trip, malformed input), meta, speedscope JSON (parsed by Python's json
  * module and checked for the schema's structure), and a large profile
  * (10,000 distinct stacks and a 5,000-deep recursion).
@@ -16,8 +17,10 @@
 
 #include "cu_main.h"
 #include "fixture_files.h"
-#include "profile/profile.h"
 #include "rbpeek.h"
+
+#include "output/writer.h"
+#include "profile/profile.h"
 
 static void add(rbpeek_profile *p, const char *stack, uint64_t count)
 {
