@@ -114,6 +114,22 @@ rbpeek_status rbpeek_session_describe(rbpeek_session *s, char **out)
     rbp_sb_json_str(&b, s->ruby_version);
     rbp_sb_puts(&b, ", \"layout_source\": ");
     rbp_sb_json_str(&b, s->layout_source);
+    rbp_sb_puts(&b, ", \"target_version\": ");
+    rbp_sb_json_str(&b, s->target_version[0] ? s->target_version : NULL);
+    /* Where each group of members came from: a built-in table's public
+     * facts and its line's supplement, or one unnamed group (DWARF, a file). */
+    rbp_sb_puts(&b, ", \"layout_groups\": [");
+    for (int g = 0, first = 1; g < s->layout.nsources; g++) {
+        int members = 0;
+        for (int i = 0; i < RBP_L_COUNT; i++) members += rbp_has(&s->layout, (rbp_field_id)i) && s->layout.src[i] == g;
+        if (!members) continue;
+        rbp_sb_puts(&b, first ? "{\"source\": " : ", {\"source\": ");
+        rbp_sb_json_str(&b, g ? s->layout.sources[g] : s->layout_source);
+        rbp_sb_printf(&b, ", \"members\": %d}", members);
+        first = 0;
+    }
+    rbp_sb_puts(&b, "], \"layout_checks\": ");
+    rbp_sb_json_str(&b, s->layout_checks);
     rbp_sb_puts(&b, ", \"warning\": ");
     rbp_sb_json_str(&b, s->warning[0] ? s->warning : NULL);
     rbp_sb_puts(&b, ", \"memory_source\": ");

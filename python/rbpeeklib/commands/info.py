@@ -4,6 +4,16 @@ struct layout came from, the VM and how it was found, the memory source."""
 from .base import Command, parse_args
 
 
+def describe_group(source):
+    """'facts ruby_3_1_7.rs' -> words a user can follow up."""
+    kind, _, what = source.partition(" ")
+    if kind == "facts":
+        return "public facts (%s: bindgen of that release's headers)" % what
+    if kind == "line":
+        return "the %s line's supplement (layouts/lines/%s.layout)" % (what, what)
+    return source
+
+
 class InfoCommand(Command):
     name = "info"
     summary = "Ruby version, where the struct layout came from, VM address, symbols used."
@@ -19,7 +29,12 @@ found, the memory source, and read statistics."""
         memory = {"proc": "/proc/%s/mem (direct)" % dbg.live_pid(), "callback": "through the debugger",
                   "core": "core file"}.get(d["memory_source"], d["memory_source"])
         lines = ["Ruby version:  %s" % d["ruby_version"],
-                 "Layout:        %s" % d["layout_source"],
+                 "Layout:        %s" % d["layout_source"]]
+        # Where each group of members came from, when the layout names more than one.
+        if len(d["layout_groups"]) > 1:
+            lines += ["  members:     %3d from %s" % (g["members"], describe_group(g["source"]))
+                      for g in d["layout_groups"]]
+        lines += ["Verified:      %s" % d["layout_checks"],
                  "VM:            0x%x (%s)" % (d["vm"], d["vm_found_by"]),
                  "Memory:        %s" % memory]
         for name, sym in d["symbols"].items():
