@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "vm/robject.h"
+#include "vm/validate.h"
 
 enum {
     MAX_PAGES = 1 << 22,        /* 256 GiB of 64 KiB pages: far beyond real heaps */
@@ -127,9 +128,14 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
         return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page count of the objspace at 0x%llx",
                         (unsigned long long)h->objspace);
     }
-    if (count == 0 || count > MAX_PAGES)
-        return rbp_fail(s, RBPEEK_ERR_CORRUPT, "heap: implausible heap page count %llu (objspace at 0x%llx)",
-                        (unsigned long long)count, (unsigned long long)h->objspace);
+    char why[160];
+    if (count == 0 || count > MAX_PAGES) {
+        /* The page table and its count are read from members no stack walk
+         * touched: a count like this says the GC's members are misplaced. */
+        snprintf(why, sizeof why, "heap: implausible heap page count %llu (objspace at 0x%llx)",
+                 (unsigned long long)count, (unsigned long long)h->objspace);
+        return rbp_layout_misfit(s, why);
+    }
     uint64_t *ptrs = malloc(count * sizeof *ptrs);
     h->pages = malloc(count * sizeof *h->pages);
     if (!ptrs || !h->pages) {
@@ -167,10 +173,14 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
         h->pages[keep++] = *p;
     }
     h->npages = keep;
-    if (h->npages == 0) {
+    /* Every page Ruby lists keeps the invariants read_page checks; a
+     * corrupt heap may break a few, but a majority broken means the page
+     * members are not where the layout says. */
+    if (h->npages == 0 || h->rejected > h->npages) {
+        snprintf(why, sizeof why, "heap: %llu of the %llu listed heap pages break the GC's page invariants",
+                 (unsigned long long)h->rejected, (unsigned long long)count);
         rbp_heap_close(h);
-        return rbp_fail(s, RBPEEK_ERR_CORRUPT, "heap: none of the %llu listed heap pages has a readable header",
-                        (unsigned long long)count);
+        return rbp_layout_misfit(s, why);
     }
     rbp_addrmap_init(&h->klass_ok, (size_t)1 << 24, NULL);
     rbp_addrmap_init(&h->names, (size_t)1 << 24, free);
