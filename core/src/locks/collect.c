@@ -1,0 +1,34 @@
+/*
+ * Small helpers of the threads-and-locks collection (see collect.h): the
+ * notes on what could not be told on this Ruby, and the check that the
+ * layout has what a fact needs.
+ */
+#include "locks/collect.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/strbuf.h"
+
+void lk_note(lk_ctx *c, const char *fmt, ...)
+{
+    char buf[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    /* the same note once only */
+    if (c->notes.buf && strstr(c->notes.buf, buf)) return;
+    if (c->nnotes++) rbp_sb_puts(&c->notes, ", ");
+    rbp_sb_json_str(&c->notes, buf);
+}
+
+bool lk_need(lk_ctx *c, const char *what, rbp_field_id a, rbp_field_id b)
+{
+    rbp_field_id missing = !rbp_has(c->L, a) ? a : (b != RBP_L_COUNT && !rbp_has(c->L, b)) ? b : RBP_L_COUNT;
+    if (missing == RBP_L_COUNT) return true;
+    lk_note(c, "%s: unknown on Ruby %s (its struct layout has no %s.%s)", what, c->s->ruby_version,
+            rbp_field_type(missing), rbp_field_member(missing));
+    return false;
+}
