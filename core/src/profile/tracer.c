@@ -31,7 +31,7 @@
  * afterwards), which interrupts the wait. Events are handled as they come:
  * a signal the debugger would pass on is delivered at once; one it would
  * stop for (stop_signals) ends sampling, and is kept for the debugger (see
- * detach_all): a fault is queued again with the process held in a group
+ * tr_detach_all): a fault is queued again with the process held in a group
  * stop, a signal someone sent is left to the caller to send again once the
  * debugger has attached. The target's exit and exec() end sampling too.
  * Each sample's walk starts with one batched read of the pages the last
@@ -42,75 +42,17 @@
  * counted and the sample taken without it.
  */
 #define _GNU_SOURCE
-#include "rbpeek.h"
+#include "profile/tracer.h"
 
-#include "profile/helper_thread.h"
-
-#include <dirent.h>
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/ptrace.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "context/context.h"
+#include "profile/helper_thread.h"
 #include "target/mem.h"
-
-#define STOP_TIMEOUT_NS 100000000ull   /* longest wait for the threads to stop */
-#define SEIZE_TRIES 30                 /* 10 ms apart, while a thread is still traced by someone else */
-#define WAKE_REPEAT_NS 1000000ull      /* the wake-up timer repeats, in case one came just before the wait */
-#define MAX_TRACEES 65536              /* threads: a bound on what garbage /proc could make us track */
-#define BACKLOG 5                      /* intervals the schedule may fall behind before it restarts */
-#define TID_MAP_REFRESH_NS 1000000000ull
-
-enum tracee_state { TR_RUNNING, TR_STOPPED, TR_NEW /* auto-attached, first stop not seen yet */ };
-
-typedef struct tracee {
-    pid_t tid;
-    unsigned char state;
-    int pending_sig;   /* to deliver on the next resume */
-} tracee;
-
-struct rbpeek_trace {
-    rbpeek_session *session;
-    rbpeek_profile *profile;
-    rbpeek_sample_options opt;
-    rbpeek_trace_config cfg;
-    pid_t pid;
-
-    pthread_t thread;
-    pthread_mutex_t lock;        /* guards stats, started, ended */
-    pthread_cond_t cond;
-    bool started, ended;
-    rbpeek_trace_stats stats;
-    _Atomic int cancel;
-
-    /* Owned by the tracing thread. */
-    tracee *tr;
-    size_t ntr, captr;
-    int end;                     /* rbpeek_trace_end, RBPEEK_TRACE_RUNNING while going */
-    pid_t end_tid;               /* RBPEEK_TRACE_SIGNAL: the thread holding the signal */
-    bool end_group_stop;         /* the signal was a job-control stop already in effect */
-    bool end_fault;              /* the signal was a fault of the thread's own */
-    uint64_t rng;
-    pid_t self_tid;              /* of the tracing thread */
-    int wake_sig;                /* the real-time signal that ends its waits */
-    struct sigaction wake_old;   /* its disposition before, restored at the end */
-    timer_t timer;
-    bool have_timer;
-    uint64_t *tid_map;           /* (pthread_t, TID) pairs for Rubies before 3.1 */
-    size_t tid_map_cap;
-    uint64_t tid_map_at;
-};
 
 /* Exponentially distributed gap of mean mean_ns (Poisson sampling: see
  * docs/sampling.md), from a xorshift generator. */
@@ -124,352 +66,6 @@ static uint64_t next_gap(struct rbpeek_trace *t, double mean_ns)
     double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;   /* (0, 1) */
     double g = -mean_ns * __builtin_log(u);
     return g < 1.0 ? 1u : (uint64_t)g;
-}
-
-static long pt(int req, pid_t tid, unsigned long data)
-{
-    return ptrace((enum __ptrace_request)req, tid, NULL, (void *)data);
-}
-
-/* -- the thread table ------------------------------------------------------ */
-
-static tracee *find(struct rbpeek_trace *t, pid_t tid)
-{
-    for (size_t i = 0; i < t->ntr; i++)
-        if (t->tr[i].tid == tid) return &t->tr[i];
-    return NULL;
-}
-
-static tracee *add(struct rbpeek_trace *t, pid_t tid, int state)
-{
-    tracee *e = find(t, tid);
-    if (e) return e;
-    if (t->ntr == t->captr) {
-        size_t cap = t->captr ? t->captr * 2 : 16;
-        if (cap > MAX_TRACEES) return NULL;
-        tracee *n = realloc(t->tr, cap * sizeof *n);
-        if (!n) return NULL;
-        t->tr = n;
-        t->captr = cap;
-    }
-    e = &t->tr[t->ntr++];
-    e->tid = tid;
-    e->state = (unsigned char)state;
-    e->pending_sig = 0;
-    return e;
-}
-
-static void drop(struct rbpeek_trace *t, pid_t tid)
-{
-    tracee *e = find(t, tid);
-    if (e) *e = t->tr[--t->ntr];
-}
-
-static bool thread_exists(struct rbpeek_trace *t, pid_t tid)
-{
-    return syscall(SYS_tgkill, t->pid, tid, 0) == 0 || errno != ESRCH;
-}
-
-static void set_end(struct rbpeek_trace *t, int end)
-{
-    if (t->end == RBPEEK_TRACE_RUNNING) t->end = end;
-}
-
-static void resume(struct rbpeek_trace *t, tracee *e)
-{
-    if (pt(PTRACE_CONT, e->tid, (unsigned long)e->pending_sig) == 0 || errno == ESRCH) {
-        /* ESRCH: it died while stopped; its exit is reported by waitpid. */
-        e->state = TR_RUNNING;
-        e->pending_sig = 0;
-    }
-}
-
-/* -- events ---------------------------------------------------------------- */
-
-/* One waitpid() report. While the target is meant to run (running), a thread
- * that stopped for an event of no interest is resumed at once. */
-static void handle(struct rbpeek_trace *t, pid_t tid, int status, bool running)
-{
-    if (WIFEXITED(status) || WIFSIGNALED(status)) {
-        drop(t, tid);
-        if (tid == t->pid) {
-            /* The leader is reported last, once the whole process is gone. */
-            t->stats.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-            t->stats.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-            t->end = RBPEEK_TRACE_EXITED;
-        }
-        return;
-    }
-    if (!WIFSTOPPED(status)) return;
-    tracee *e = add(t, tid, TR_STOPPED);   /* a new thread may report before its clone event */
-    if (!e) {
-        set_end(t, RBPEEK_TRACE_FAILED);
-        snprintf(t->stats.message, sizeof t->stats.message, "too many threads to trace (out of memory)");
-        return;
-    }
-    e->state = TR_STOPPED;
-    int sig = WSTOPSIG(status), event = status >> 16;
-    if (event == PTRACE_EVENT_CLONE) {
-        unsigned long child = 0;
-        /* The new thread may have reported its first stop, and even its
-         * exit, before this event: a thread already reaped must not be
-         * waited for. */
-        if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0 && child > 0 && thread_exists(t, (pid_t)child)) {
-            tracee *c = add(t, (pid_t)child, TR_NEW);
-            if (!c) set_end(t, RBPEEK_TRACE_FAILED);
-            e = find(t, tid);   /* add() may have moved the table */
-        }
-    } else if (event == PTRACE_EVENT_EXEC) {
-        set_end(t, RBPEEK_TRACE_EXEC);
-    } else if (event == PTRACE_EVENT_STOP) {
-        if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
-            /* A group stop: the process was stopped by job control. */
-            if (t->end == RBPEEK_TRACE_RUNNING) {
-                t->end = RBPEEK_TRACE_SIGNAL;
-                t->stats.signal = sig;
-                t->end_group_stop = true;
-            }
-        }
-        /* else: our PTRACE_INTERRUPT, or a new thread's first stop */
-    } else if (event == 0) {
-        /* Signal-delivery stop. */
-        if (sig > 0 && sig < 65 && t->cfg.stop_signals[sig] && t->end == RBPEEK_TRACE_RUNNING) {
-            siginfo_t si;
-            memset(&si, 0, sizeof si);
-            t->end = RBPEEK_TRACE_SIGNAL;
-            t->stats.signal = sig;
-            t->end_tid = tid;
-            /* A fault (the kernel's SIGSEGV, SIGBUS...) would strike again
-             * as soon as the thread ran; a sent signal would not. */
-            t->end_fault = ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) == 0 && si.si_code > 0 &&
-                           (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP ||
-                            sig == SIGSYS);
-            e->pending_sig = sig;
-        } else {
-            e->pending_sig = (sig > 0 && sig < 65 && t->cfg.pass_signals[sig]) ? sig : 0;
-        }
-    }
-    if (running && t->end == RBPEEK_TRACE_RUNNING) resume(t, e);
-}
-
-/* The wake-up timer: fires at deadline (CLOCK_MONOTONIC ns), then every
- * WAKE_REPEAT_NS until re-armed; 0 disarms it. */
-static void arm(struct rbpeek_trace *t, uint64_t deadline)
-{
-    struct itimerspec its = {{0, 0}, {0, 0}};
-    if (deadline) {
-        its.it_value.tv_sec = (time_t)(deadline / 1000000000u);
-        its.it_value.tv_nsec = (long)(deadline % 1000000000u);
-        its.it_interval.tv_nsec = (long)WAKE_REPEAT_NS;
-    }
-    timer_settime(t->timer, TIMER_ABSTIME, &its, NULL);
-}
-
-/* Takes reports until deadline (or until done() holds); the caller has
- * armed the timer for the deadline. */
-static void wait_until(struct rbpeek_trace *t, uint64_t deadline, bool running, bool (*done)(struct rbpeek_trace *))
-{
-    while (t->end == RBPEEK_TRACE_RUNNING || !running) {
-        if (done && done(t)) return;
-        if (running && atomic_load(&t->cancel)) return;
-        if (rbp_now_ns() >= deadline) return;
-        int status;
-        pid_t tid = waitpid(-1, &status, __WALL | __WNOTHREAD);
-        if (tid > 0) {
-            handle(t, tid, status, running);
-        } else if (errno == ECHILD) {
-            /* Nothing left to trace: the process is gone. */
-            set_end(t, RBPEEK_TRACE_EXITED);
-            t->ntr = 0;
-            return;
-        } else if (errno != EINTR) {
-            return;
-        }
-        if (t->end == RBPEEK_TRACE_EXITED) return;
-    }
-}
-
-static bool all_stopped(struct rbpeek_trace *t)
-{
-    for (size_t i = 0; i < t->ntr; i++)
-        if (t->tr[i].state != TR_STOPPED) return false;
-    return true;
-}
-
-/* Stops every thread; returns the number that did not stop in time. */
-static size_t stop_all(struct rbpeek_trace *t)
-{
-    for (size_t i = 0; i < t->ntr; i++)
-        if (t->tr[i].state == TR_RUNNING && pt(PTRACE_INTERRUPT, t->tr[i].tid, 0) != 0 && errno == ESRCH)
-            t->tr[i].state = TR_STOPPED;   /* gone: its exit report follows */
-    uint64_t give_up = rbp_now_ns() + STOP_TIMEOUT_NS;
-    arm(t, give_up);
-    wait_until(t, give_up, false, all_stopped);
-    arm(t, 0);
-    size_t late = 0;
-    for (size_t i = 0; i < t->ntr;) {
-        if (t->tr[i].state == TR_STOPPED) {
-            i++;
-        } else if (!thread_exists(t, t->tr[i].tid)) {
-            t->tr[i] = t->tr[--t->ntr];   /* gone without a report we saw */
-        } else {
-            late++;
-            i++;
-        }
-    }
-    return late;
-}
-
-static void resume_all(struct rbpeek_trace *t)
-{
-    for (size_t i = 0; i < t->ntr; i++)
-        if (t->tr[i].state == TR_STOPPED) resume(t, &t->tr[i]);
-}
-
-/* Lets the target run until deadline, taking events as they come. */
-static void run_until(struct rbpeek_trace *t, uint64_t deadline)
-{
-    arm(t, deadline);
-    wait_until(t, deadline, true, NULL);
-}
-
-static void wake_handler(int sig)
-{
-    (void)sig;   /* only to interrupt waitpid() */
-}
-
-/* Picks a real-time signal the host process leaves at its default, gives
- * it an empty handler, and a timer that sends it to this thread alone. */
-static bool setup_wakeup(struct rbpeek_trace *t)
-{
-    t->self_tid = (pid_t)syscall(SYS_gettid);
-    for (int sig = SIGRTMAX; sig >= SIGRTMIN + 2 && !t->wake_sig; sig--) {
-        struct sigaction cur;
-        if (sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL || (cur.sa_flags & SA_SIGINFO)) continue;
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = wake_handler;   /* no SA_RESTART: the wait must return */
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(sig, &sa, &t->wake_old) == 0) t->wake_sig = sig;
-    }
-    if (!t->wake_sig) {
-        snprintf(t->stats.message, sizeof t->stats.message, "no free real-time signal for the sampling thread's timer");
-        return false;
-    }
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = t->wake_sig;
-    sev._sigev_un._tid = t->self_tid;
-    if (timer_create(CLOCK_MONOTONIC, &sev, &t->timer) != 0) {
-        snprintf(t->stats.message, sizeof t->stats.message, "cannot create a timer: %s", strerror(errno));
-        return false;
-    }
-    t->have_timer = true;
-    sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, t->wake_sig);
-    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
-    return true;
-}
-
-static void teardown_wakeup(struct rbpeek_trace *t)
-{
-    if (t->have_timer) timer_delete(t->timer);
-    t->have_timer = false;
-    if (t->wake_sig) {
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, t->wake_sig);
-        pthread_sigmask(SIG_BLOCK, &one, NULL);
-        /* A signal of ours still in flight stays pending on this thread,
-         * which blocks it and is about to exit: it never reaches the host. */
-        sigaction(t->wake_sig, &t->wake_old, NULL);
-    }
-}
-
-/* -- attaching and detaching ------------------------------------------------ */
-
-/* Seizes every thread of the process, reading /proc/PID/task until a pass
- * finds none new (threads may start meanwhile; later ones are traced
- * through their creator's PTRACE_O_TRACECLONE). */
-static bool seize_all(struct rbpeek_trace *t)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)t->pid);
-    const unsigned long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
-    for (int pass = 0; pass < 100; pass++) {
-        DIR *d = opendir(path);
-        if (!d) {
-            snprintf(t->stats.message, sizeof t->stats.message, "cannot list %s: %s", path, strerror(errno));
-            return false;
-        }
-        bool fresh = false;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            char *end;
-            long tid = strtol(de->d_name, &end, 10);
-            if (*end || tid <= 0 || find(t, (pid_t)tid)) continue;
-            long rc;
-            int tries = 0;
-            while ((rc = pt(PTRACE_SEIZE, (pid_t)tid, opts)) != 0 && errno == EPERM && ++tries < SEIZE_TRIES) {
-                /* The debugger that just detached may still be letting go
-                 * (lldb-server detaches after it has answered). */
-                struct timespec ts = {0, 10 * 1000000L};
-                nanosleep(&ts, NULL);
-            }
-            if (rc != 0) {
-                if (errno == ESRCH) continue;   /* it exited meanwhile */
-                snprintf(t->stats.message, sizeof t->stats.message, "cannot trace thread %ld of process %d: %s",
-                         tid, (int)t->pid, strerror(errno));
-                closedir(d);
-                return false;
-            }
-            if (!add(t, (pid_t)tid, TR_RUNNING)) {
-                closedir(d);
-                snprintf(t->stats.message, sizeof t->stats.message, "too many threads to trace");
-                return false;
-            }
-            fresh = true;
-        }
-        closedir(d);
-        if (!fresh && pass > 0) return find(t, t->pid) != NULL;
-    }
-    snprintf(t->stats.message, sizeof t->stats.message, "the process kept starting threads faster than they could be traced");
-    return false;
-}
-
-/* Stops the target and lets go of it. A signal that ended sampling is not
- * delivered now: a signal someone sent is left for the caller to send again
- * once the debugger has attached (stats.signal_pending 0), since the target
- * may run a moment in between; a fault is queued again with the process
- * held in a group stop (signal_pending 1), since the faulting instruction
- * would otherwise run again, untraced, before the debugger is back. */
-static void detach_all(struct rbpeek_trace *t)
-{
-    if (t->end == RBPEEK_TRACE_EXITED) return;
-    stop_all(t);
-    tracee *first = NULL;
-    if (t->end == RBPEEK_TRACE_SIGNAL) {
-        t->stats.signal_pending = t->end_group_stop || t->end_fault;
-        if (t->end_fault) first = find(t, t->end_tid);
-        tracee *e = find(t, t->end_tid);
-        if (e && !t->end_fault) e->pending_sig = 0;
-    }
-    if (first) {
-        /* Its delivery stop took the signal off the queue: queue it again
-         * (its siginfo becomes SI_TKILL's) and detach with SIGSTOP in its
-         * place, which starts a group stop before the thread can return to
-         * user code; the other threads join it as they are let go. */
-        syscall(SYS_tgkill, t->pid, first->tid, first->pending_sig);
-        pt(PTRACE_DETACH, first->tid, SIGSTOP);
-    }
-    for (size_t i = 0; i < t->ntr; i++) {
-        if (&t->tr[i] == first) continue;
-        /* Pending signals the debugger would pass on are delivered. */
-        pt(PTRACE_DETACH, t->tr[i].tid, (unsigned long)(t->tr[i].state == TR_STOPPED ? t->tr[i].pending_sig : 0));
-    }
-    t->ntr = 0;
 }
 
 /* -- one sample ------------------------------------------------------------- */
@@ -541,9 +137,9 @@ static void *tracer_main(void *arg)
     struct rbpeek_trace *t = arg;
     /* Deadlines are a few hundred microseconds apart at high rates. */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    if (!setup_wakeup(t) || !seize_all(t)) {
-        detach_all(t);
-        teardown_wakeup(t);
+    if (!tr_setup_wakeup(t) || !tr_seize_all(t)) {
+        tr_detach_all(t);
+        tr_teardown_wakeup(t);
         finish(t, RBPEEK_TRACE_FAILED);
         return NULL;
     }
@@ -571,17 +167,17 @@ static void *tracer_main(void *arg)
             break;
         }
         if (fire + (uint64_t)(BACKLOG * mean) < now) fire = now;   /* cannot keep up: restart the schedule */
-        run_until(t, until && fire > until ? until : fire);
+        tr_run_until(t, until && fire > until ? until : fire);
         if (t->end != RBPEEK_TRACE_RUNNING || atomic_load(&t->cancel) || (until && rbp_now_ns() >= until)) continue;
         fire += next_gap(t, mean);
 
         uint64_t a = rbp_now_ns();
-        size_t late = stop_all(t);
+        size_t late = tr_stop_all(t);
         if (t->end != RBPEEK_TRACE_RUNNING) break;
         uint64_t b = rbp_now_ns();
         take_sample(t);
         uint64_t c = rbp_now_ns();
-        resume_all(t);
+        tr_resume_all(t);
         uint64_t d = rbp_now_ns();
         pthread_mutex_lock(&t->lock);
         t->stats.not_stopped += late;
@@ -592,8 +188,8 @@ static void *tracer_main(void *arg)
         pthread_mutex_unlock(&t->lock);
     }
     int end = t->end;
-    detach_all(t);
-    teardown_wakeup(t);
+    tr_detach_all(t);
+    tr_teardown_wakeup(t);
     pthread_mutex_lock(&t->lock);
     t->stats.elapsed_s = (double)(rbp_now_ns() - t0) * 1e-9;
     pthread_mutex_unlock(&t->lock);

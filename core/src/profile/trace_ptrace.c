@@ -1,0 +1,299 @@
+/*
+ * The tracer's hold on the target's threads (see tracer.c for the design):
+ * the table of traced threads, seizing them all (PTRACE_SEIZE, new threads
+ * through PTRACE_O_TRACECLONE), stopping them for a sample
+ * (PTRACE_INTERRUPT, each wait bounded), resuming them, handling every
+ * event waitpid() reports (signals to pass on or to stop for, exits,
+ * exec), and letting go with a signal that ended sampling kept for the
+ * debugger.
+ */
+#define _GNU_SOURCE
+#include "profile/tracer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "profile/helper_thread.h"
+
+static long pt(int req, pid_t tid, unsigned long data)
+{
+    return ptrace((enum __ptrace_request)req, tid, NULL, (void *)data);
+}
+
+/* -- the thread table ------------------------------------------------------ */
+
+static tracee *find(struct rbpeek_trace *t, pid_t tid)
+{
+    for (size_t i = 0; i < t->ntr; i++)
+        if (t->tr[i].tid == tid) return &t->tr[i];
+    return NULL;
+}
+
+static tracee *add(struct rbpeek_trace *t, pid_t tid, int state)
+{
+    tracee *e = find(t, tid);
+    if (e) return e;
+    if (t->ntr == t->captr) {
+        size_t cap = t->captr ? t->captr * 2 : 16;
+        if (cap > MAX_TRACEES) return NULL;
+        tracee *n = realloc(t->tr, cap * sizeof *n);
+        if (!n) return NULL;
+        t->tr = n;
+        t->captr = cap;
+    }
+    e = &t->tr[t->ntr++];
+    e->tid = tid;
+    e->state = (unsigned char)state;
+    e->pending_sig = 0;
+    return e;
+}
+
+static void drop(struct rbpeek_trace *t, pid_t tid)
+{
+    tracee *e = find(t, tid);
+    if (e) *e = t->tr[--t->ntr];
+}
+
+static bool thread_exists(struct rbpeek_trace *t, pid_t tid)
+{
+    return syscall(SYS_tgkill, t->pid, tid, 0) == 0 || errno != ESRCH;
+}
+
+static void set_end(struct rbpeek_trace *t, int end)
+{
+    if (t->end == RBPEEK_TRACE_RUNNING) t->end = end;
+}
+
+static void resume(struct rbpeek_trace *t, tracee *e)
+{
+    if (pt(PTRACE_CONT, e->tid, (unsigned long)e->pending_sig) == 0 || errno == ESRCH) {
+        /* ESRCH: it died while stopped; its exit is reported by waitpid. */
+        e->state = TR_RUNNING;
+        e->pending_sig = 0;
+    }
+}
+
+/* -- events ---------------------------------------------------------------- */
+
+/* One waitpid() report. While the target is meant to run (running), a thread
+ * that stopped for an event of no interest is resumed at once. */
+static void handle(struct rbpeek_trace *t, pid_t tid, int status, bool running)
+{
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        drop(t, tid);
+        if (tid == t->pid) {
+            /* The leader is reported last, once the whole process is gone. */
+            t->stats.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            t->stats.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+            t->end = RBPEEK_TRACE_EXITED;
+        }
+        return;
+    }
+    if (!WIFSTOPPED(status)) return;
+    tracee *e = add(t, tid, TR_STOPPED);   /* a new thread may report before its clone event */
+    if (!e) {
+        set_end(t, RBPEEK_TRACE_FAILED);
+        snprintf(t->stats.message, sizeof t->stats.message, "too many threads to trace (out of memory)");
+        return;
+    }
+    e->state = TR_STOPPED;
+    int sig = WSTOPSIG(status), event = status >> 16;
+    if (event == PTRACE_EVENT_CLONE) {
+        unsigned long child = 0;
+        /* The new thread may have reported its first stop, and even its
+         * exit, before this event: a thread already reaped must not be
+         * waited for. */
+        if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0 && child > 0 && thread_exists(t, (pid_t)child)) {
+            tracee *c = add(t, (pid_t)child, TR_NEW);
+            if (!c) set_end(t, RBPEEK_TRACE_FAILED);
+            e = find(t, tid);   /* add() may have moved the table */
+        }
+    } else if (event == PTRACE_EVENT_EXEC) {
+        set_end(t, RBPEEK_TRACE_EXEC);
+    } else if (event == PTRACE_EVENT_STOP) {
+        if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+            /* A group stop: the process was stopped by job control. */
+            if (t->end == RBPEEK_TRACE_RUNNING) {
+                t->end = RBPEEK_TRACE_SIGNAL;
+                t->stats.signal = sig;
+                t->end_group_stop = true;
+            }
+        }
+        /* else: our PTRACE_INTERRUPT, or a new thread's first stop */
+    } else if (event == 0) {
+        /* Signal-delivery stop. */
+        if (sig > 0 && sig < 65 && t->cfg.stop_signals[sig] && t->end == RBPEEK_TRACE_RUNNING) {
+            siginfo_t si;
+            memset(&si, 0, sizeof si);
+            t->end = RBPEEK_TRACE_SIGNAL;
+            t->stats.signal = sig;
+            t->end_tid = tid;
+            /* A fault (the kernel's SIGSEGV, SIGBUS...) would strike again
+             * as soon as the thread ran; a sent signal would not. */
+            t->end_fault = ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) == 0 && si.si_code > 0 &&
+                           (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP ||
+                            sig == SIGSYS);
+            e->pending_sig = sig;
+        } else {
+            e->pending_sig = (sig > 0 && sig < 65 && t->cfg.pass_signals[sig]) ? sig : 0;
+        }
+    }
+    if (running && t->end == RBPEEK_TRACE_RUNNING) resume(t, e);
+}
+
+/* Takes reports until deadline (or until done() holds); the caller has
+ * armed the timer for the deadline. */
+static void wait_until(struct rbpeek_trace *t, uint64_t deadline, bool running, bool (*done)(struct rbpeek_trace *))
+{
+    while (t->end == RBPEEK_TRACE_RUNNING || !running) {
+        if (done && done(t)) return;
+        if (running && atomic_load(&t->cancel)) return;
+        if (rbp_now_ns() >= deadline) return;
+        int status;
+        pid_t tid = waitpid(-1, &status, __WALL | __WNOTHREAD);
+        if (tid > 0) {
+            handle(t, tid, status, running);
+        } else if (errno == ECHILD) {
+            /* Nothing left to trace: the process is gone. */
+            set_end(t, RBPEEK_TRACE_EXITED);
+            t->ntr = 0;
+            return;
+        } else if (errno != EINTR) {
+            return;
+        }
+        if (t->end == RBPEEK_TRACE_EXITED) return;
+    }
+}
+
+static bool all_stopped(struct rbpeek_trace *t)
+{
+    for (size_t i = 0; i < t->ntr; i++)
+        if (t->tr[i].state != TR_STOPPED) return false;
+    return true;
+}
+
+size_t tr_stop_all(struct rbpeek_trace *t)
+{
+    for (size_t i = 0; i < t->ntr; i++)
+        if (t->tr[i].state == TR_RUNNING && pt(PTRACE_INTERRUPT, t->tr[i].tid, 0) != 0 && errno == ESRCH)
+            t->tr[i].state = TR_STOPPED;   /* gone: its exit report follows */
+    uint64_t give_up = rbp_now_ns() + STOP_TIMEOUT_NS;
+    tr_arm(t, give_up);
+    wait_until(t, give_up, false, all_stopped);
+    tr_arm(t, 0);
+    size_t late = 0;
+    for (size_t i = 0; i < t->ntr;) {
+        if (t->tr[i].state == TR_STOPPED) {
+            i++;
+        } else if (!thread_exists(t, t->tr[i].tid)) {
+            t->tr[i] = t->tr[--t->ntr];   /* gone without a report we saw */
+        } else {
+            late++;
+            i++;
+        }
+    }
+    return late;
+}
+
+void tr_resume_all(struct rbpeek_trace *t)
+{
+    for (size_t i = 0; i < t->ntr; i++)
+        if (t->tr[i].state == TR_STOPPED) resume(t, &t->tr[i]);
+}
+
+void tr_run_until(struct rbpeek_trace *t, uint64_t deadline)
+{
+    tr_arm(t, deadline);
+    wait_until(t, deadline, true, NULL);
+}
+
+/* -- attaching and detaching ------------------------------------------------ */
+
+/* Seizes every thread of the process, reading /proc/PID/task until a pass
+ * finds none new (threads may start meanwhile; later ones are traced
+ * through their creator's PTRACE_O_TRACECLONE). */
+bool tr_seize_all(struct rbpeek_trace *t)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)t->pid);
+    const unsigned long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
+    for (int pass = 0; pass < 100; pass++) {
+        DIR *d = opendir(path);
+        if (!d) {
+            snprintf(t->stats.message, sizeof t->stats.message, "cannot list %s: %s", path, strerror(errno));
+            return false;
+        }
+        bool fresh = false;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            char *end;
+            long tid = strtol(de->d_name, &end, 10);
+            if (*end || tid <= 0 || find(t, (pid_t)tid)) continue;
+            long rc;
+            int tries = 0;
+            while ((rc = pt(PTRACE_SEIZE, (pid_t)tid, opts)) != 0 && errno == EPERM && ++tries < SEIZE_TRIES) {
+                /* The debugger that just detached may still be letting go
+                 * (lldb-server detaches after it has answered). */
+                struct timespec ts = {0, 10 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+            if (rc != 0) {
+                if (errno == ESRCH) continue;   /* it exited meanwhile */
+                snprintf(t->stats.message, sizeof t->stats.message, "cannot trace thread %ld of process %d: %s",
+                         tid, (int)t->pid, strerror(errno));
+                closedir(d);
+                return false;
+            }
+            if (!add(t, (pid_t)tid, TR_RUNNING)) {
+                closedir(d);
+                snprintf(t->stats.message, sizeof t->stats.message, "too many threads to trace");
+                return false;
+            }
+            fresh = true;
+        }
+        closedir(d);
+        if (!fresh && pass > 0) return find(t, t->pid) != NULL;
+    }
+    snprintf(t->stats.message, sizeof t->stats.message, "the process kept starting threads faster than they could be traced");
+    return false;
+}
+
+/* Stops the target and lets go of it. A signal that ended sampling is not
+ * delivered now: a signal someone sent is left for the caller to send again
+ * once the debugger has attached (stats.signal_pending 0), since the target
+ * may run a moment in between; a fault is queued again with the process
+ * held in a group stop (signal_pending 1), since the faulting instruction
+ * would otherwise run again, untraced, before the debugger is back. */
+void tr_detach_all(struct rbpeek_trace *t)
+{
+    if (t->end == RBPEEK_TRACE_EXITED) return;
+    tr_stop_all(t);
+    tracee *first = NULL;
+    if (t->end == RBPEEK_TRACE_SIGNAL) {
+        t->stats.signal_pending = t->end_group_stop || t->end_fault;
+        if (t->end_fault) first = find(t, t->end_tid);
+        tracee *e = find(t, t->end_tid);
+        if (e && !t->end_fault) e->pending_sig = 0;
+    }
+    if (first) {
+        /* Its delivery stop took the signal off the queue: queue it again
+         * (its siginfo becomes SI_TKILL's) and detach with SIGSTOP in its
+         * place, which starts a group stop before the thread can return to
+         * user code; the other threads join it as they are let go. */
+        syscall(SYS_tgkill, t->pid, first->tid, first->pending_sig);
+        pt(PTRACE_DETACH, first->tid, SIGSTOP);
+    }
+    for (size_t i = 0; i < t->ntr; i++) {
+        if (&t->tr[i] == first) continue;
+        /* Pending signals the debugger would pass on are delivered. */
+        pt(PTRACE_DETACH, t->tr[i].tid, (unsigned long)(t->tr[i].state == TR_STOPPED ? t->tr[i].pending_sig : 0));
+    }
+    t->ntr = 0;
+}

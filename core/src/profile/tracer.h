@@ -1,0 +1,87 @@
+/*
+ * The tracer's own state and what its files share (see tracer.c for the
+ * design): tracer.c runs the sampling loop, trace_ptrace.c keeps the
+ * target's threads traced (seize, stop, resume, events, detach), and
+ * trace_wakeup.c has the timer signal that ends the tracing thread's waits.
+ */
+#ifndef RBP_PROFILE_TRACER_H
+#define RBP_PROFILE_TRACER_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "rbpeek.h"
+
+#define STOP_TIMEOUT_NS 100000000ull   /* longest wait for the threads to stop */
+#define SEIZE_TRIES 30                 /* 10 ms apart, while a thread is still traced by someone else */
+#define WAKE_REPEAT_NS 1000000ull      /* the wake-up timer repeats, in case one came just before the wait */
+#define MAX_TRACEES 65536              /* threads: a bound on what garbage /proc could make us track */
+#define BACKLOG 5                      /* intervals the schedule may fall behind before it restarts */
+#define TID_MAP_REFRESH_NS 1000000000ull
+
+enum tracee_state { TR_RUNNING, TR_STOPPED, TR_NEW /* auto-attached, first stop not seen yet */ };
+
+typedef struct tracee {
+    pid_t tid;
+    unsigned char state;
+    int pending_sig;   /* to deliver on the next resume */
+} tracee;
+
+struct rbpeek_trace {
+    rbpeek_session *session;
+    rbpeek_profile *profile;
+    rbpeek_sample_options opt;
+    rbpeek_trace_config cfg;
+    pid_t pid;
+
+    pthread_t thread;
+    pthread_mutex_t lock;        /* guards stats, started, ended */
+    pthread_cond_t cond;
+    bool started, ended;
+    rbpeek_trace_stats stats;
+    _Atomic int cancel;
+
+    /* Owned by the tracing thread. */
+    tracee *tr;
+    size_t ntr, captr;
+    int end;                     /* rbpeek_trace_end, RBPEEK_TRACE_RUNNING while going */
+    pid_t end_tid;               /* RBPEEK_TRACE_SIGNAL: the thread holding the signal */
+    bool end_group_stop;         /* the signal was a job-control stop already in effect */
+    bool end_fault;              /* the signal was a fault of the thread's own */
+    uint64_t rng;
+    pid_t self_tid;              /* of the tracing thread */
+    int wake_sig;                /* the real-time signal that ends its waits */
+    struct sigaction wake_old;   /* its disposition before, restored at the end */
+    timer_t timer;
+    bool have_timer;
+    uint64_t *tid_map;           /* (pthread_t, TID) pairs for Rubies before 3.1 */
+    size_t tid_map_cap;
+    uint64_t tid_map_at;
+};
+
+/* trace_ptrace.c: the traced threads. */
+/* Seizes every thread of the process (false, with stats.message, if none). */
+bool tr_seize_all(struct rbpeek_trace *t);
+/* Stops every thread; returns the number that did not stop in time. */
+size_t tr_stop_all(struct rbpeek_trace *t);
+void tr_resume_all(struct rbpeek_trace *t);
+/* Lets the target run until deadline, taking events as they come. */
+void tr_run_until(struct rbpeek_trace *t, uint64_t deadline);
+/* Stops the target and lets go of it, keeping a signal that ended sampling
+ * for the debugger. */
+void tr_detach_all(struct rbpeek_trace *t);
+
+/* trace_wakeup.c: the wake-up timer of the tracing thread. */
+bool tr_setup_wakeup(struct rbpeek_trace *t);
+void tr_teardown_wakeup(struct rbpeek_trace *t);
+/* Fires at deadline (CLOCK_MONOTONIC ns), then every WAKE_REPEAT_NS until
+ * re-armed; 0 disarms it. */
+void tr_arm(struct rbpeek_trace *t, uint64_t deadline);
+
+#endif
