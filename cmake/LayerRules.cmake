@@ -4,14 +4,14 @@
 # folders on its include path) and by CheckLayers.cmake (the ctest check
 # layers.check, which also reads the headers no compile would catch).
 # docs/design.md draws the same picture.
-set(RBPEEK_LAYERS base target layout context vm heap locks profile output)
+set(RBPEEK_LAYERS base memory layout context vm heap locks profile output)
 set(RBPEEK_SEES_base    "")
-set(RBPEEK_SEES_target  base)
-set(RBPEEK_SEES_layout  base target)
-set(RBPEEK_SEES_context base target layout)
-set(RBPEEK_SEES_vm      base target layout context)
-set(RBPEEK_SEES_heap    base target layout context vm)
-set(RBPEEK_SEES_locks   base target layout context vm)
-set(RBPEEK_SEES_profile base target layout context vm)
-set(RBPEEK_SEES_output  base target layout context vm profile)
+set(RBPEEK_SEES_memory  base)
+set(RBPEEK_SEES_layout  base memory)
+set(RBPEEK_SEES_context base memory layout)
+set(RBPEEK_SEES_vm      base memory layout context)
+set(RBPEEK_SEES_heap    base memory layout context vm)
+set(RBPEEK_SEES_locks   base memory layout context vm)
+set(RBPEEK_SEES_profile base memory layout context vm)
+set(RBPEEK_SEES_output  base memory layout context vm profile)
 # core/src/session.c sits on top of them all.

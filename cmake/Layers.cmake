@@ -34,7 +34,7 @@ foreach(layer ${RBPEEK_LAYERS})
   if(layer STREQUAL "layout")
     set(extra ${RBPEEK_BUILTIN_C})   # the built-in tables, embedded from layouts/
     set(libs PkgConfig::LIBDWARF PkgConfig::LIBELF)
-  elseif(layer STREQUAL "target")
+  elseif(layer STREQUAL "memory")
     set(libs PkgConfig::LIBELF)
   endif()
   rbpeek_layer(${layer} SEES ${RBPEEK_SEES_${layer}} SOURCES ${extra} LIBS ${libs})

@@ -1,6 +1,6 @@
 /*
  * Session lifecycle, the one place that ties the layers together:
- * choosing a memory source (target/), collecting overrides, attach, which
+ * choosing a memory source (memory/), collecting overrides, attach, which
  * runs the three discovery steps in order (version, layout, VM; vm/) and
  * records how each fact was found so `ruby info` can say so, and close,
  * which frees what every layer hung off the session.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "target/elf_symbols.h"
+#include "memory/elf_symbols.h"
 #include "vm/discover.h"
 #include "vm/robject.h"
 #include "vm/symbolize.h"
@@ -46,7 +46,7 @@ static void free_regions(rbpeek_session *s)
 }
 
 /* Frees the caches hung off the session by the layers below: the symbol
- * and label caches (vm/), the ELF parse results (target/). */
+ * and label caches (vm/), the ELF parse results (memory/). */
 static void free_caches(rbpeek_session *s)
 {
     rbp_symcache_free(s->symcache);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "target/elf_symbols.h"
+#include "memory/elf_symbols.h"
 
 rbpeek_status rbp_fail(rbpeek_session *s, rbpeek_status status, const char *fmt, ...)
 {

@@ -5,7 +5,7 @@
  * (version, layout, VM address, symbol addresses), and the caches that make
  * repeated walks cheap; plus the error reporting (rbp_fail, rbp_warn) and
  * symbol lookup every reader uses. It sits below the readers (vm/ and up)
- * and above what they are built on (target/, layout/); opening, attaching
+ * and above what they are built on (memory/, layout/); opening, attaching
  * and closing a session is session.c's job, on top of every layer.
  */
 #ifndef RBP_CONTEXT_H
@@ -17,11 +17,11 @@
 
 #include "rbpeek.h"
 #include "layout/layout.h"
-#include "target/mem.h"
+#include "memory/mem.h"
 
 typedef struct rbp_symcache rbp_symcache;   /* vm/symbolize.c */
 typedef struct rbp_idcache rbp_idcache;     /* vm/robject.c */
-struct rbp_elfcache;                        /* target/elf_symbols.c */
+struct rbp_elfcache;                        /* memory/elf_symbols.c */
 
 struct rbpeek_session {
     char error[512];
@@ -77,7 +77,7 @@ static inline bool rbp_ver_ge(const rbpeek_session *s, int major, int minor)
 }
 
 /* Symbol resolution: the caller's lookup first, then the ELF images mapped in
- * the target (target/elf_symbols.c, target/elf_symtab.c). Sets *how to a
+ * the target (memory/elf_symbols.c, memory/elf_symtab.c). Sets *how to a
  * short description. */
 bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, const char **how);
 

@@ -51,8 +51,8 @@
 #include <sys/prctl.h>
 
 #include "context/context.h"
+#include "memory/mem.h"
 #include "profile/helper_thread.h"
-#include "target/mem.h"
 
 /* Exponentially distributed gap of mean mean_ns (Poisson sampling: see
  * docs/sampling.md), from a xorshift generator. */

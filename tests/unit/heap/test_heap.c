@@ -17,12 +17,13 @@
 #include "heap/census.h"
 #include "cu_main.h"
 #include "fixture_image.h"
-#include "heap/heap.h"
-#include "heap/obj.h"
-#include "heap/heap_dump.h"
 #include "rbpeek.h"
+
 #include "base/strbuf.h"
 #include "context/context.h"
+#include "heap/heap.h"
+#include "heap/heap_dump.h"
+#include "heap/obj.h"
 #include "vm/robject.h"
 
 /* --- census aggregator --------------------------------------------------- */

@@ -18,8 +18,8 @@
 #include <elf.h>
 
 #include "context/context.h"
-#include "target/elf_symbols.h"
-#include "target/mem.h"
+#include "memory/elf_symbols.h"
+#include "memory/mem.h"
 
 static fixture_proc fx;
 static char core_path[PATH_MAX];

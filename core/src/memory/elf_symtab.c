@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "target/elf_symbols.h"
+#include "memory/elf_symbols.h"
 
 #define MAX_SYMS (1u << 22)
 

@@ -13,7 +13,7 @@
 
 #include <elf.h>
 
-#include "target/mem.h"
+#include "memory/mem.h"
 
 static fixture_proc fx;
 static char core_path[PATH_MAX];

@@ -22,7 +22,7 @@
  */
 #define _GNU_SOURCE
 #include "base/errbuf.h"
-#include "target/mem.h"
+#include "memory/mem.h"
 
 #include <elf.h>
 #include <errno.h>

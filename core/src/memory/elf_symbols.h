@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "target/mem.h"
+#include "memory/mem.h"
 
 /* Per-image parse results, kept by the caller between lookups. */
 typedef struct rbp_elfcache rbp_elfcache;

@@ -8,7 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "base/errbuf.h"
-#include "target/mem.h"
+#include "memory/mem.h"
 
 #include <errno.h>
 #include <fcntl.h>

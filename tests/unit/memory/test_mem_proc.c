@@ -8,7 +8,7 @@
 #include "fixture_proc.h"
 #include "cu_main.h"
 
-#include "target/mem.h"
+#include "memory/mem.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -14,7 +14,7 @@
  * walks the same threads every time, and on /proc/PID/mem one
  * process_vm_readv of some fifty pages costs less than fifty preads.
  */
-#include "target/mem.h"
+#include "memory/mem.h"
 
 #include <stdlib.h>
 #include <string.h>

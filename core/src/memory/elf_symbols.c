@@ -26,7 +26,7 @@
  * memory source or the region list changes; session.c frees it.
  */
 #define _GNU_SOURCE
-#include "target/elf_symbols.h"
+#include "memory/elf_symbols.h"
 
 #include <elf.h>
 #include <errno.h>
