@@ -94,14 +94,14 @@ static void take_sample(struct rbpeek_trace *t)
 {
     rbpeek_snapshot *snap = NULL;
     rbpeek_sample_result res = {0};
-    rbpeek_session_invalidate(t->session);
+    rbp_mem_invalidate(t->session->mem); /* what rbpeek_session_invalidate does: session.c is above us */
     rbp_mem_prefetch(t->session->mem);   /* the pages the last walk used, in one batch */
     if (rbpeek_snapshot_take(t->session, (size_t)(t->cfg.max_frames > 0 ? t->cfg.max_frames : 0), &snap) !=
         RBPEEK_OK) {
         pthread_mutex_lock(&t->lock);
         t->stats.samples++;
         t->stats.failed_samples++;
-        snprintf(t->stats.message, sizeof t->stats.message, "%s", rbpeek_session_error(t->session));
+        snprintf(t->stats.message, sizeof t->stats.message, "%.*s", (int)sizeof t->stats.message - 1, t->session->error);
         pthread_mutex_unlock(&t->lock);
         return;
     }
