@@ -11,6 +11,7 @@
 #include "vm/discover.h"
 
 #include "layout/layout_dwarf.h"
+#include "vm/discover_scan.h"
 #include "vm/robject.h"
 #include "vm/validate.h"
 
@@ -47,6 +48,13 @@ rbpeek_status rbp_discover_version(rbpeek_session *s)
         return RBPEEK_OK;
     }
     if (s->version_override[0] && parse_version(s, s->version_override)) return RBPEEK_OK;
+    /* A core without its binaries lacks .rodata, where ruby_version's bytes
+     * are; the mapped file's name still says which release it is. */
+    if (rbp_version_from_image_name(s, buf, sizeof buf) && parse_version(s, buf)) {
+        snprintf(s->target_version, sizeof s->target_version, "%s", s->ruby_version);
+        s->version_how = "the name of the mapped libruby";
+        return RBPEEK_OK;
+    }
     if (addr)
         return rbp_fail(s, RBPEEK_ERR_READ,
                         "found symbol ruby_version at 0x%llx but could not read a version there; "
@@ -123,12 +131,6 @@ static char *read_file(const char *path)
 
 /* Candidate files for DWARF: those the caller named, then mapped images
  * that look like libruby or a ruby executable (a static Ruby). */
-static bool looks_like_ruby_image(const char *path)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    return strncmp(base, "libruby", 7) == 0 || strncmp(base, "ruby", 4) == 0;
-}
 
 static bool try_dwarf(rbpeek_session *s, const char *path, char *why, size_t whylen)
 {
@@ -167,7 +169,7 @@ rbpeek_status rbp_discover_layout(rbpeek_session *s)
         if (try_dwarf(s, s->debug_files[i], why, sizeof why)) return RBPEEK_OK;
     for (size_t i = 0; i < s->nregions; i++) {
         const char *p = s->regions[i].path;
-        if (!p || s->regions[i].file_offset != 0 || !looks_like_ruby_image(p)) continue;
+        if (!p || s->regions[i].file_offset != 0 || !rbp_is_ruby_image_path(p)) continue;
         bool seen = false; /* the same file is often mapped several times */
         for (size_t j = 0; j < i && !seen; j++)
             seen = s->regions[j].path && strcmp(s->regions[j].path, p) == 0;
@@ -194,8 +196,7 @@ rbpeek_status rbp_discover_layout(rbpeek_session *s)
                     s->ruby_version, why[0] ? " (" : "", why[0] ? why : "");
 }
 
-/* A VM is plausible if its main thread points back at it. */
-static bool vm_plausible(rbpeek_session *s, uint64_t vm, char *why, size_t whylen)
+bool rbp_vm_plausible(rbpeek_session *s, uint64_t vm, char *why, size_t whylen)
 {
     const rbp_layout *L = &s->layout;
     uint64_t main_th = 0, back = 0;
@@ -231,33 +232,50 @@ rbpeek_status rbp_discover_vm(rbpeek_session *s)
     s->global_symbols = rbp_symbol_lookup(s, "ruby_global_symbols", &gs, &s->global_symbols_how) ? gs : 0;
 
     if (s->vm_override) {
-        if (!vm_plausible(s, s->vm_override, why, sizeof why))
+        if (!rbp_vm_plausible(s, s->vm_override, why, sizeof why))
             return rbp_fail(s, RBPEEK_ERR_NOT_RUBY, "--vm: %s (or the layout %s does not fit it)", why,
                             s->layout_source);
         s->vm = s->vm_override;
         snprintf(s->vm_source, sizeof s->vm_source, "--vm override");
+        /* ruby_global_symbols sits in libruby's data beside the VM pointer;
+         * where that pointer is stored anchors the search for it. */
+        if (!s->global_symbols) {
+            s->global_symbols = rbp_locate_global_symbols(s, rbp_scan_image_data_for(s, s->vm));
+            s->global_symbols_how = s->global_symbols ? "scan of libruby's data, beside the VM pointer" : NULL;
+        }
         return RBPEEK_OK;
     }
     uint64_t ptr_addr = 0, vm = 0;
-    if (!rbp_symbol_lookup(s, "ruby_current_vm_ptr", &ptr_addr, &how))
-        return rbp_fail(s, RBPEEK_ERR_NOT_RUBY,
-                        "Ruby %s found, but not its VM: no 'ruby_current_vm_ptr' symbol; pass --vm ADDR",
-                        s->ruby_version);
-    if (!rbp_mem_u64(s->mem, ptr_addr, &vm))
-        return rbp_fail(s, RBPEEK_ERR_READ, "cannot read ruby_current_vm_ptr at 0x%llx",
-                        (unsigned long long)ptr_addr);
-    if (!vm) return rbp_fail(s, RBPEEK_ERR_NOT_RUBY, "the Ruby VM is not initialised yet (ruby_current_vm_ptr is NULL)");
-    /* ruby_current_vm_ptr is the VM: if it does not read as one, the layout
-     * is what is wrong. */
-    if (!vm_plausible(s, vm, why, sizeof why)) return rbp_layout_misfit(s, why);
+    bool vm_scanned = false;
+    if (rbp_symbol_lookup(s, "ruby_current_vm_ptr", &ptr_addr, &how)) {
+        if (!rbp_mem_u64(s->mem, ptr_addr, &vm))
+            return rbp_fail(s, RBPEEK_ERR_READ, "cannot read ruby_current_vm_ptr at 0x%llx",
+                            (unsigned long long)ptr_addr);
+        if (!vm)
+            return rbp_fail(s, RBPEEK_ERR_NOT_RUBY, "the Ruby VM is not initialised yet (ruby_current_vm_ptr is NULL)");
+        /* ruby_current_vm_ptr is the VM: if it does not read as one, the
+         * layout is what is wrong. */
+        if (!rbp_vm_plausible(s, vm, why, sizeof why)) return rbp_layout_misfit(s, why);
+    } else {
+        /* Hidden or gone (a source build's hidden symbol, a core without its
+         * binaries): the pointer still lives in libruby's data. */
+        vm = rbp_scan_image_data_for_vm(s, &ptr_addr);
+        how = "scan of libruby's data for a pointer to a VM";
+        vm_scanned = true;
+        if (!vm)
+            return rbp_fail(s, RBPEEK_ERR_NOT_RUBY,
+                            "Ruby %s found, but not its VM: no 'ruby_current_vm_ptr' symbol and no pointer to a VM "
+                            "in libruby's data; pass --vm ADDR",
+                            s->ruby_version);
+    }
     s->vm_ptr_addr = ptr_addr;
     s->vm = vm;
     s->vm_ptr_how = how;
     if (!s->global_symbols) {
         s->global_symbols = rbp_locate_global_symbols(s, ptr_addr);
-        s->global_symbols_how = s->global_symbols ? "scan of the data next to ruby_current_vm_ptr" : NULL;
+        s->global_symbols_how = s->global_symbols ? "scan of the data next to the VM pointer" : NULL;
     }
-    snprintf(s->vm_source, sizeof s->vm_source, "ruby_current_vm_ptr at 0x%llx (%s)", (unsigned long long)ptr_addr,
-             how ? how : "symbol");
+    snprintf(s->vm_source, sizeof s->vm_source, "%s at 0x%llx (%s)",
+             vm_scanned ? "a pointer to it" : "ruby_current_vm_ptr", (unsigned long long)ptr_addr, how ? how : "symbol");
     return RBPEEK_OK;
 }

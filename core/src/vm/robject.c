@@ -148,6 +148,12 @@ long rbp_string_read(rbpeek_session *s, uint64_t v, char *buf, size_t max, bool 
     return (long)len;
 }
 
+bool rbp_string_length(rbpeek_session *s, uint64_t v, uint64_t *len)
+{
+    uint64_t ptr;
+    return string_span(s, v, &ptr, len);
+}
+
 char *rbp_string_dup(rbpeek_session *s, uint64_t v)
 {
     uint64_t ptr, len;

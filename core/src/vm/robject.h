@@ -45,6 +45,9 @@ int rbp_imemo_type(rbpeek_session *s, uint64_t v);
  * the length read, or -1 if v is not a readable String. *truncated is set
  * when the String was longer than the buffer. */
 long rbp_string_read(rbpeek_session *s, uint64_t v, char *buf, size_t max, bool *truncated);
+/* A String's length from its header alone (its bytes may be unreadable:
+ * a static literal in an image's .rodata, which a core leaves out). */
+bool rbp_string_length(rbpeek_session *s, uint64_t v, uint64_t *len);
 /* A String's contents in a new malloc'd buffer (bounded to 1 MiB), or NULL. */
 char *rbp_string_dup(rbpeek_session *s, uint64_t v);
 

@@ -111,6 +111,24 @@ static void read_pathobj(rbpeek_session *s, uint64_t pathobj, char **path, char 
     }
 }
 
+/* Labels CRuby makes from C string literals (rb_fstring_lit): such a String
+ * points into the image's .rodata, which a core made without its binaries
+ * lacks. iseq.c labels every main iseq "<main>", load.c every required
+ * file's top iseq "<top (required)>", and InstructionSequence.compile
+ * "<compiled>"; a label whose header is readable, with that iseq type and
+ * that length, is that literal. Anything else stays unknown. */
+static char *literal_label(rbpeek_session *s, uint64_t label, int type)
+{
+    static const struct { int type; const char *text; } LITERALS[] = {
+        {RBP_ISEQ_MAIN, "<main>"}, {RBP_ISEQ_TOP, "<top (required)>"}, {RBP_ISEQ_TOP, "<compiled>"},
+    };
+    uint64_t len;
+    if (!rbp_string_length(s, label, &len)) return NULL;
+    for (size_t i = 0; i < sizeof LITERALS / sizeof LITERALS[0]; i++)
+        if (LITERALS[i].type == type && strlen(LITERALS[i].text) == len) return strdup(LITERALS[i].text);
+    return NULL;
+}
+
 const rbp_iseq_info *rbp_iseq_get(rbpeek_session *s, uint64_t iseq)
 {
     const rbp_layout *L = &s->layout;
@@ -152,6 +170,7 @@ const rbp_iseq_info *rbp_iseq_get(rbpeek_session *s, uint64_t iseq)
     in->local_iseq = u64_at(L, RBP_L_body_local_iseq, buf);
     in->builtin_attrs = (uint32_t)u64_at(L, RBP_L_body_builtin_attrs, buf);
     e->label = rbp_string_dup(s, u64_at(L, RBP_L_body_label, buf));
+    if (!e->label) e->label = literal_label(s, u64_at(L, RBP_L_body_label, buf), in->type);
     read_pathobj(s, u64_at(L, RBP_L_body_pathobj, buf), &e->path, &e->abspath);
     if (!e->label) e->label = strdup("?");
     if (!e->path) e->path = strdup("");
