@@ -229,8 +229,10 @@ def run_rust(source):
 
 
 def read_supplement(path):
-    """A line supplement: {'note': [...], 'fields': {id: text}, 'absent': set}."""
-    sup = {"note": [], "fields": {}, "absent": set()}
+    """A line supplement: {'note': [...], 'fields': {id: text}, 'alts': {id: text}, 'absent': set}.
+    An `alt ID ...` line gives a member's other placement when it follows an
+    rb_jmpbuf_t (see JMPBUF_BUILTIN_SIZE); rbpeek settles it at attach."""
+    sup = {"note": [], "fields": {}, "alts": {}, "absent": set()}
     if not os.path.exists(path):
         return sup
     for raw in open(path):
@@ -243,6 +245,8 @@ def read_supplement(path):
             continue
         if body[0] == "absent":
             sup["absent"].update(body[1:])
+        elif body[0] == "alt" and len(body) >= 4:
+            sup["alts"][body[1]] = " ".join(body)
         else:
             sup["fields"][body[0]] = " ".join(body)
     return sup
@@ -270,6 +274,9 @@ def render(ver, facts_file, fields, plan, computed, sup, sup_path):
             continue
         if fid in sup["fields"]:
             out.append(sup["fields"][fid])
+            if fid in sup["alts"]:
+                out.append("# %s follows rb_jmpbuf_t: its other placement, settled at attach" % fid)
+                out.append(sup["alts"][fid])
         else:
             missing.append(fid)
     return "\n".join(out) + "\n", missing

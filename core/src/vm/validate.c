@@ -132,6 +132,37 @@ static bool thread_name_fits(rbpeek_session *s, const rbp_thread_raw *t, size_t 
     return true;
 }
 
+/* Every alternative placement comes from one build choice, the size of
+ * rb_jmpbuf_t: 40 bytes with __builtin_setjmp, 200 with glibc's jmp_buf
+ * (what gcc's -fcf-protection, the distributions' default, leads to). A
+ * member after one sits further on with glibc's, so of its two placements
+ * the smaller offset is __builtin_setjmp's. rb_thread_t.name (2.7, 3.0) is
+ * settled by what it holds; every other member follows the same choice,
+ * or, without a thread name to go by, rb_fiber_t.status is settled by the
+ * main thread's running fiber, which is FIBER_RESUMED. */
+enum { FIBER_RESUMED = 1 };
+
+static void swap_alt(rbp_layout *L, rbp_layout_alt *alt)
+{
+    rbp_field was = L->f[alt->id]; /* swap, so the table still records the placement not taken */
+    L->f[alt->id] = alt->f;
+    alt->f = was;
+}
+
+/* 1 when the running fiber's status reads FIBER_RESUMED at f, 0 when it
+ * reads otherwise, -1 when it cannot be read. */
+static int fiber_resumed_at(rbpeek_session *s, const rbp_thread_raw *main, const rbp_field *f)
+{
+    const rbp_layout *L = &s->layout;
+    uint64_t fiber = 0, word = 0;
+    if (!main || !rbp_has(L, RBP_L_ec_fiber_ptr) ||
+        !read_u64(s, main->ec + (uint64_t)rbp_off(L, RBP_L_ec_fiber_ptr), &fiber) || !fiber ||
+        !read_u64(s, fiber + (uint64_t)f->offset, &word))
+        return -1;
+    uint64_t status = f->bit_size ? (word >> f->bit_offset) & ((UINT64_C(1) << f->bit_size) - 1) : word;
+    return status == FIBER_RESUMED;
+}
+
 static bool settle_alts(rbpeek_session *s, char *why, size_t n)
 {
     rbp_layout *L = &s->layout;
@@ -144,32 +175,57 @@ static bool settle_alts(rbpeek_session *s, char *why, size_t n)
         snprintf(why, n, "cannot list the threads to settle the layout's configuration-dependent members");
         return false;
     }
+    const rbp_thread_raw *main = NULL;
+    for (size_t i = 0; i < nt && !main; i++)
+        if (t[i].is_main) main = &t[i];
+    int builtin = -1; /* __builtin_setjmp's placements: 1 yes, 0 no, -1 not known yet */
     bool ok = true;
     for (int a = 0; a < L->nalt && ok; a++) {
         rbp_layout_alt *alt = &L->alt[a];
-        if (alt->id != RBP_L_th_name) {
+        if (alt->id != RBP_L_th_name) continue;
+        bool primary = thread_name_fits(s, t, nt, &L->f[alt->id]);
+        bool other = thread_name_fits(s, t, nt, &alt->f);
+        if (!primary && other) {
+            swap_alt(L, alt);
+        } else if (!primary) {
+            snprintf(why, n, "rb_thread_t.name holds neither nil nor a String at offset %d or %d",
+                     L->f[alt->id].offset, alt->f.offset);
+            ok = false;
+            break;
+        }
+        builtin = L->f[alt->id].offset < alt->f.offset;
+    }
+    for (int a = 0; a < L->nalt && ok; a++) {
+        rbp_layout_alt *alt = &L->alt[a];
+        if (alt->id == RBP_L_th_name) continue;
+        if (alt->id != RBP_L_fiber_status) {
             snprintf(why, n, "the layout lists an alternative for %s, which rbpeek cannot settle",
                      rbp_field_name(alt->id));
             ok = false;
             break;
         }
-        bool primary = thread_name_fits(s, t, nt, &L->f[alt->id]);
-        bool other = thread_name_fits(s, t, nt, &alt->f);
-        if (!primary && other) {
-            /* Swap, so the table still records the placement not taken. */
-            rbp_field was = L->f[alt->id];
-            L->f[alt->id] = alt->f;
-            alt->f = was;
-        } else if (!primary) {
-            snprintf(why, n, "rb_thread_t.name holds neither nil nor a String at offset %d or %d",
-                     L->f[alt->id].offset, alt->f.offset);
-            ok = false;
+        if (builtin < 0) {
+            int primary = fiber_resumed_at(s, main, &L->f[alt->id]);
+            int other = fiber_resumed_at(s, main, &alt->f);
+            if (primary == 1 && other == 0) builtin = L->f[alt->id].offset < alt->f.offset;
+            if (primary == 0 && other == 1) builtin = alt->f.offset < L->f[alt->id].offset;
         }
-        if (ok) {
-            size_t len = strlen(s->layout_checks);
+        if (builtin < 0) {
+            /* Neither placement tells: not knowing beats reading the wrong word. */
+            L->f[alt->id].offset = -1;
+            continue;
+        }
+        if ((L->f[alt->id].offset < alt->f.offset) != (builtin == 1)) swap_alt(L, alt);
+    }
+    for (int a = 0; a < L->nalt && ok; a++) {
+        size_t len = strlen(s->layout_checks);
+        rbp_field_id id = L->alt[a].id;
+        if (rbp_has(L, id))
             snprintf(s->layout_checks + len, sizeof s->layout_checks - len, "; %s settled at offset %d",
-                     rbp_field_name(alt->id), L->f[alt->id].offset);
-        }
+                     rbp_field_name(id), L->f[id].offset);
+        else
+            snprintf(s->layout_checks + len, sizeof s->layout_checks - len, "; %s left unknown (unsettled)",
+                     rbp_field_name(id));
     }
     free(t);
     return ok;
