@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vm/rdata.h"
+
 bool rbp_obj_too_complex(rbp_heap *h, const rbp_obj *o)
 {
     rbp_shape sh;
@@ -129,13 +131,27 @@ bool rbp_struct_body(rbp_heap *h, const rbp_obj *o, uint64_t *ptr, uint64_t *len
 
 /* --- T_DATA, T_FILE, T_FLOAT ----------------------------------------------- */
 
+typedef struct slot_words {
+    rbp_heap *h;
+    const rbp_obj *o;
+} slot_words;
+
+static bool slot_word(void *ctx, rbp_field_id id, uint64_t *out)
+{
+    const slot_words *w = ctx;
+    return rd(w->h, w->o, w->o->addr, id, out);
+}
+
+bool rbp_obj_typed_data(rbp_heap *h, const rbp_obj *o, uint64_t *type, uint64_t *data)
+{
+    slot_words w = {h, o};
+    return rbp_typed_data_decode(h->s, o->addr, o->flags, slot_word, &w, type, data);
+}
+
 const char *rbp_data_struct_name(rbp_heap *h, const rbp_obj *o)
 {
-    uint64_t flag = 0, type = 0, name = 0;
-    if (o->type != RBP_T_DATA || !rd(h, o, o->addr, RBP_L_typeddata_typed_flag, &flag)) return NULL;
-    /* RTYPEDDATA_P: typed_flag 1, or 1..3 from 3.3 (embedded/frozen bits) */
-    if (!(flag == 1 || (rbp_ver_ge(h->s, 3, 3) && flag >= 1 && flag <= 3))) return NULL;
-    if (!rd(h, o, o->addr, RBP_L_typeddata_type, &type) || !type || (type & 7)) return NULL;
+    uint64_t type = 0, data = 0, name = 0;
+    if (!rbp_obj_typed_data(h, o, &type, &data)) return NULL;
     const char *hit = rbp_addrmap_get(&h->names, type | 4); /* type structs are 8-aligned: own key space */
     if (hit) return hit;
     char buf[128];

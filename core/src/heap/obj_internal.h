@@ -110,4 +110,10 @@ bool rbp_struct_body(rbp_heap *h, const rbp_obj *o, uint64_t *ptr, uint64_t *len
 /* The terminator length of an encoding (1 for unknown ones). */
 int rbp_enc_termlen(rbp_heap *h, int idx);
 
+/* --- typed data (obj_body.c) --------------------------------------------- */
+
+/* A typed T_DATA's rb_data_type_t and C struct (vm/rdata.h), read through
+ * the walk's slot copy. */
+bool rbp_obj_typed_data(rbp_heap *h, const rbp_obj *o, uint64_t *type, uint64_t *data);
+
 #endif

@@ -74,12 +74,11 @@ static const char *const BUILTIN_ENCODINGS[] = {
 static void enc_const_cb(void *ctx, uint64_t ce)
 {
     rbp_heap *h = ctx;
-    uint64_t v = 0, flag = 0, enc = 0, name = 0, minlen = 0, index = 0;
+    uint64_t v = 0, type = 0, enc = 0, name = 0, minlen = 0, index = 0;
     uint8_t buf[64];
     rbp_obj o;
     if (!rbp_read_field(h->s, ce, RBP_L_const_entry_value, &v) || !rbp_obj_at(h, v, buf, sizeof buf, &o) ||
-        o.type != RBP_T_DATA || !rd(h, &o, o.addr, RBP_L_typeddata_typed_flag, &flag) || flag < 1 || flag > 3 ||
-        !rd(h, &o, o.addr, RBP_L_typeddata_data, &enc) || !enc)
+        !rbp_obj_typed_data(h, &o, &type, &enc) || !enc)
         return;
     if (!rbp_read_field(h->s, enc, RBP_L_onigenc_name, &name) ||
         !rbp_read_field(h->s, enc, RBP_L_onigenc_min_len, &minlen) ||

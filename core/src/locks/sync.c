@@ -4,8 +4,9 @@
  * Monitor, Thread, IO, by its typed data's name), the wait queues of
  * Mutexes, Queues and ConditionVariables (each walked once per analysis),
  * and the table of Mutexes seen, with each one's object and owner. A
- * Mutex's owner is a thread before 3.0 (mutex->th) and a fiber from 3.0
- * (mutex->fiber), which can finish while owning it.
+ * Mutex's owner is a thread before 3.0 (mutex->th), a fiber from 3.0
+ * (mutex->fiber), which can finish while owning it, and from 4.0 the
+ * serial of the locking execution context, with its thread beside it.
  */
 #include "locks/collect.h"
 
@@ -13,15 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vm/rdata.h"
+
 /* For a T_DATA object with typed data: its rb_data_type_t's name (e.g.
  * "mutex", "queue", "VM/thread") and the address of its C struct. */
 static const char *typed_data(lk_ctx *c, uint64_t v, uint64_t *data)
 {
-    if (rbp_obj_type(c->s, v) != RBP_T_DATA) return NULL;
-    uint64_t type = 0, flag = 0;
-    if (!lk_read_u64_at(c, v, RBP_L_typeddata_type, &type) || !lk_read_u64_at(c, v, RBP_L_typeddata_typed_flag, &flag))
-        return NULL;
-    if (!type || flag < 1 || flag > 3) return NULL; /* an untyped RData, or garbage */
+    uint64_t type = 0, ptr = 0;
+    if (!rbp_typed_data(c->s, v, &type, &ptr)) return NULL;
     const char *name = rbp_addrmap_get(&c->type_names, type);
     if (!name) {
         uint64_t str = 0;
@@ -33,12 +33,7 @@ static const char *typed_data(lk_ctx *c, uint64_t v, uint64_t *data)
         if (!copy || !rbp_addrmap_put(&c->type_names, type, copy)) return NULL;
         name = copy;
     }
-    if (data) {
-        if (flag & 2) /* 3.3+: embedded, the struct starts where the data pointer would be */
-            *data = v + (uint64_t)rbp_off(c->L, RBP_L_typeddata_data);
-        else if (!lk_read_u64_at(c, v, RBP_L_typeddata_data, data))
-            *data = 0;
-    }
+    if (data) *data = ptr;
     return name;
 }
 
@@ -52,8 +47,10 @@ recv_kind lk_receiver_kind(lk_ctx *c, uint64_t v, uint64_t *data)
     const char *name = typed_data(c, v, data);
     if (!name) return RK_OTHER;
     if (!strcmp(name, "mutex")) return RK_MUTEX;
-    if (!strcmp(name, "queue")) return RK_QUEUE;
-    if (!strcmp(name, "sized_queue")) return RK_SZQUEUE;
+    /* thread_sync.c names them by class since its 2025 rewrite of the
+     * data types (compaction support); before, "queue" and "sized_queue" */
+    if (!strcmp(name, "queue") || !strcmp(name, "Thread::Queue")) return RK_QUEUE;
+    if (!strcmp(name, "sized_queue") || !strcmp(name, "Thread::SizedQueue")) return RK_SZQUEUE;
     if (!strcmp(name, "condvar")) return RK_CONDVAR;
     if (!strcmp(name, "VM/thread")) return RK_THREAD;
     if (!strcmp(name, "monitor")) return RK_MONITOR;
@@ -157,7 +154,22 @@ void lk_mutex_read_owner(lk_ctx *c, lk_mutex *m)
 {
     rbpeek_session *s = c->s;
     uint64_t raw = 0;
-    if (rbp_has(c->L, RBP_L_mutex_fiber)) { /* 3.0+: a fiber owns it */
+    if (rbp_has(c->L, RBP_L_mutex_ec_serial)) { /* 4.0+: the locking ec's serial owns it */
+        uint64_t serial = 0, th = 0, cur_ec = 0, cur_serial = 0;
+        if (!lk_read_u64_at(c, m->data, RBP_L_mutex_ec_serial, &serial)) return;
+        m->owner_read = true;
+        if (!serial) return; /* unlocked: th keeps the last owner, which unlock leaves */
+        if (!lk_read_u64_at(c, m->data, RBP_L_mutex_th, &th)) return;
+        m->owner_raw = th;
+        m->owner = lk_idx_get(&c->by_th, th);
+        m->owner_state = m->owner >= 0 ? OWN_THREAD : OWN_UNKNOWN;
+        /* The ec is a fiber's; the thread's current ec having that serial
+         * means its running fiber holds it, any other serial another fiber
+         * of that thread (running or finished: a serial can't tell). */
+        if (m->owner >= 0 && lk_read_u64_at(c, th, RBP_L_th_ec, &cur_ec) &&
+            lk_read_u64_at(c, cur_ec, RBP_L_ec_serial, &cur_serial))
+            m->owner_fiber_current = cur_serial == serial;
+    } else if (rbp_has(c->L, RBP_L_mutex_fiber)) { /* 3.0 - 3.4: a fiber owns it */
         if (!lk_read_u64_at(c, m->data, RBP_L_mutex_fiber, &raw)) return;
         m->owner_read = true;
         m->owner_raw = raw;
