@@ -44,8 +44,11 @@ bool rbp_class_variation_count(rbp_heap *h, const rbp_obj *o, uint64_t *out)
 
 uint64_t rbp_class_super(rbp_heap *h, const rbp_obj *o)
 {
-    uint64_t v = 0;
-    rd(h, o, o->addr, RBP_L_rclass_super, &v);
+    uint64_t v = 0, ext = 0;
+    if (rbp_has(L(h), RBP_L_rclass_super))
+        rd(h, o, o->addr, RBP_L_rclass_super, &v);
+    else if (rbp_has(L(h), RBP_L_classext_super) && rbp_classext(h, o, &ext)) /* 4.0: the prime classext's */
+        rd(h, o, ext, RBP_L_classext_super, &v);
     return v;
 }
 

@@ -48,8 +48,25 @@ typedef struct id_tbl {
     uint64_t capa, num, items;
 } id_tbl;
 
+/* From 4.0 some class tables (cc_tbl; cvc_tbl from 4.0.4) are managed id
+ * tables: a typed T_DATA in the object heap whose data is the rb_id_table.
+ * A plain rb_id_table is malloc'd, never inside a heap page, so a table
+ * pointer that is a heap slot is unwrapped. Sets *managed accordingly. */
+static uint64_t id_table_addr(rbp_heap *h, uint64_t tbl, bool *managed)
+{
+    *managed = false;
+    if (!tbl || !rbp_heap_is_slot(h, tbl)) return tbl;
+    uint8_t buf[64];
+    rbp_obj o;
+    uint64_t type = 0, data = 0;
+    *managed = true;
+    return rbp_obj_at(h, tbl, buf, sizeof buf, &o) && rbp_obj_typed_data(h, &o, &type, &data) ? data : 0;
+}
+
 static bool id_table_read(rbp_heap *h, uint64_t tbl, id_tbl *t)
 {
+    bool managed;
+    tbl = id_table_addr(h, tbl, &managed);
     return tbl && rbp_read_field(h->s, tbl, RBP_L_id_table_capa, &t->capa) &&
            rbp_read_field(h->s, tbl, RBP_L_id_table_num, &t->num) &&
            rbp_read_field(h->s, tbl, RBP_L_id_table_items, &t->items) && (int32_t)t->capa >= 0 &&
@@ -59,6 +76,9 @@ static bool id_table_read(rbp_heap *h, uint64_t tbl, id_tbl *t)
 uint64_t rbp_id_table_memsize(rbp_heap *h, uint64_t tbl)
 {
     id_tbl t;
+    bool managed;
+    id_table_addr(h, tbl, &managed);
+    if (managed) return 0; /* a heap object of its own: the class does not own its memory */
     return id_table_read(h, tbl, &t) ? t.capa * ID_ITEM + ID_TABLE_HEADER : 0;
 }
 
