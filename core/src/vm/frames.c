@@ -13,6 +13,10 @@
  *  - 3.4 reports a rescue/ensure frame in place of the method frame it runs
  *    in (the frame after it is skipped), and reports builtins marked
  *    c_trace as C frames.
+ *  - 4.0 treats every frame of an <internal:...> iseq that way (labelled by
+ *    its method, located at its caller: ruby/ruby#13238), and of a run of
+ *    frames between two Ruby frames that contains internal ones keeps only
+ *    the oldest internal frame: the newer frames of the run are dropped.
  *
  * A thread's ec is the execution context it is running now, so a thread
  * inside a Fiber or an external Enumerator shows that fiber's stack, as Ruby
@@ -149,8 +153,9 @@ const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, r
     }
 
     size_t n = 0, limit = max_frames < nraw ? max_frames : nraw;
-    bool is34 = rbp_ver_ge(s, 3, 4);
+    bool is34 = rbp_ver_ge(s, 3, 4), is40 = rbp_ver_ge(s, 4, 0);
     bool skip_next = false;
+    size_t borrowing = 0; /* frames emitted since the last Ruby frame: they take the next one's location */
     for (size_t i = 0; i < nraw; i++) {
         uint64_t pc = cf.frames[i].pc, iseq = cf.frames[i].iseq, ep = cf.frames[i].ep;
         if (n >= limit) {
@@ -165,17 +170,34 @@ const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, r
             if (is34) skip_next = in->type == RBP_ISEQ_RESCUE || in->type == RBP_ISEQ_ENSURE;
             if (skip) continue;
             uint64_t owner = 0;
+            rbp_cme cme;
+            bool have_cme = false;
             if (is34) {
-                rbp_cme cme;
                 uint64_t me = rbp_frame_method_entry(s, ep);
-                if (me && rbp_cme_read(s, me, &cme)) {
-                    owner = cme.owner;
-                    if (in->builtin_attrs & RBP_BUILTIN_ATTR_C_TRACE) {
-                        if (!emit(a, p, &n, limit, RBPEEK_FRAME_CFUNC, rbp_cfunc_label(s, &cme), NULL, NULL, 0, 0))
-                            break;
-                        continue;
-                    }
+                have_cme = me && rbp_cme_read(s, me, &cme);
+                if (have_cme) owner = cme.owner;
+            }
+            if (is40 && in->path && !strncmp(in->path, "<internal:", 10)) {
+                /* vm_backtrace.c (4.0): an internal frame behaves like a C
+                 * method; if frames newer than it wait for a location, they
+                 * are discarded so that one internal frame stands for them. */
+                if (borrowing) {
+                    n -= borrowing;
+                    borrowing = 0;
                 }
+                /* Its own location serves when no Ruby frame is older (the
+                 * prelude); otherwise it takes its caller's below. */
+                int lineno = rbp_iseq_lineno(s, in, pc);
+                const char *path = arena_str(a, in->path), *abspath = arena_str(a, in->abspath);
+                const char *label = have_cme ? rbp_cfunc_label(s, &cme) : rbp_iseq_frame_label(s, in, owner);
+                if (!emit(a, p, &n, limit, RBPEEK_FRAME_CFUNC, label, path, abspath, lineno, 0)) break;
+                borrowing++;
+                continue;
+            }
+            if (have_cme && (in->builtin_attrs & RBP_BUILTIN_ATTR_C_TRACE)) {
+                if (!emit(a, p, &n, limit, RBPEEK_FRAME_CFUNC, rbp_cfunc_label(s, &cme), NULL, NULL, 0, 0)) break;
+                borrowing++;
+                continue;
             }
             /* Copy iseq strings before computing the label: a cache clear
              * inside the label computation must not leave us dangling. */
@@ -184,16 +206,20 @@ const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, r
             uint64_t iseq_addr = in->iseq;
             const char *label = rbp_iseq_frame_label(s, in, owner);
             if (!emit(a, p, &n, limit, RBPEEK_FRAME_RUBY, label, path, abspath, lineno, iseq_addr)) break;
+            borrowing = 0;
         } else {
             if (!rbp_cframe_is_cfunc(s, &cf.frames[i])) continue;
             rbp_cme cme;
             uint64_t me = rbp_frame_method_entry(s, ep);
             const char *label = me && rbp_cme_read(s, me, &cme) ? rbp_cfunc_label(s, &cme) : "<unknown C method>";
             if (!emit(a, p, &n, limit, RBPEEK_FRAME_CFUNC, label, NULL, NULL, 0, 0)) break;
+            borrowing++;
         }
     }
 
-    /* C frames borrow the location of the nearest older Ruby frame. */
+    /* C frames (and 3.4's c_trace, 4.0's internal frames) borrow the
+     * location of the nearest older Ruby frame; without one a C frame has
+     * none and an internal frame keeps its own. */
     const pending *older = NULL;
     for (size_t i = n; i-- > 0;) {
         if (p[i].is_ruby_loc) {
@@ -209,10 +235,8 @@ const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, r
         err = "out of memory";
         goto done;
     }
-    for (size_t i = 0; i < n; i++) {
-        frames[i] = p[i].f;
-        if (!frames[i].path) frames[i].path = ""; /* Ruby reports nil */
-    }
+    /* A NULL path stays NULL: Ruby reports nil for it, not "". */
+    for (size_t i = 0; i < n; i++) frames[i] = p[i].f;
     out->frames = frames;
     out->nframes = n;
 done:

@@ -1,0 +1,197 @@
+/*
+ * Tests of the frame walker (frames.c) on a synthetic VM stack: which
+ * control frames Ruby 4.0 reports where <internal:...> iseqs are involved,
+ * against the same stack read as Ruby 3.4 reports it. The rules come from
+ * ruby/ruby#13238 (4.0's vm_backtrace.c): an internal frame is reported
+ * like a C method, at its caller's location; of the frames waiting for a
+ * location when an internal frame is met, only the internal frame stays
+ * (`[1].fetch_values(42)` shows Array#fetch_values, not Array#fetch, the
+ * block, and Array#map! between them); an internal frame with no Ruby
+ * frame below it keeps its own location.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "cu_main.h"
+#include "fixture_image.h"
+#include "rbpeek.h"
+#include "context/context.h"
+#include "vm/frames.h"
+#include "vm/robject.h"
+#include "vm/symbolize.h"
+
+enum {
+    STACK = 0x100000, STACK_SIZE = 0x1000, /* the VM stack; control frames at its end */
+    OBJS = 0x200000,                       /* iseqs, bodies, strings */
+    CFP = 56,                              /* sizeof(rb_control_frame_t) */
+    NFRAMES = 7,                           /* six frames and the dummy top frame */
+};
+
+static uint8_t *objs;
+static uint64_t next_obj;
+
+static uint64_t alloc_obj(size_t n)
+{
+    uint64_t a = next_obj;
+    next_obj += (n + 15) & ~(size_t)15;
+    return a;
+}
+
+static uint64_t string(const char *text)
+{
+    uint64_t a = alloc_obj(24 + strlen(text) + 1);
+    put64(objs + (a - OBJS), RBP_T_STRING);
+    put64(objs + (a - OBJS) + 16, strlen(text));
+    memcpy(objs + (a - OBJS) + 24, text, strlen(text) + 1);
+    return a;
+}
+
+/* An iseq of the given type, path and label whose only instruction is on
+ * line `line`; returns the iseq and sets *pc to a pc inside it. */
+static uint64_t iseq(int type, const char *path, const char *label, uint32_t line, uint64_t *pc)
+{
+    uint64_t enc = alloc_obj(32), insns = alloc_obj(16), body = alloc_obj(64), is = alloc_obj(40);
+    uint8_t *b = objs + (body - OBJS);
+    put32(b + 0, (uint32_t)type);
+    put32(b + 4, 4);                       /* iseq_size */
+    put64(b + 8, enc);                     /* iseq_encoded */
+    put64(b + 16, string(path));           /* location.pathobj */
+    put64(b + 24, string(label));          /* location.label */
+    put64(b + 32, insns);                  /* insns_info.body */
+    put32(b + 40, 1);                      /* insns_info.size: one entry, no index */
+    put32(objs + (insns - OBJS), line);    /* iseq_insn_info_entry.line_no */
+    put64(objs + (is - OBJS), RBP_T_IMEMO | ((uint64_t)RBP_IMEMO_ISEQ << RBP_FL_USHIFT));
+    put64(objs + (is - OBJS) + 16, body);
+    *pc = enc + 8; /* past the first instruction */
+    return is;
+}
+
+static rbpeek_session *session(image *im, int major, int minor, const char *version)
+{
+    rbpeek_session *s = image_session(im, major, minor, version);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    rbp_layout *L = &s->layout;
+    set_field(L, RBP_L_ec_vm_stack, 0, 8);
+    set_field(L, RBP_L_ec_vm_stack_size, 8, 8);
+    set_field(L, RBP_L_ec_cfp, 16, 8);
+    set_field(L, RBP_L_cfp_size, 0, CFP);
+    set_field(L, RBP_L_cfp_pc, 0, 8);
+    set_field(L, RBP_L_cfp_iseq, 16, 8);
+    set_field(L, RBP_L_cfp_self, 24, 8);
+    set_field(L, RBP_L_cfp_ep, 32, 8);
+    set_field(L, RBP_L_iseq_body, 16, 8);
+    set_field(L, RBP_L_body_type, 0, 4);
+    set_field(L, RBP_L_body_iseq_size, 4, 4);
+    set_field(L, RBP_L_body_iseq_encoded, 8, 8);
+    set_field(L, RBP_L_body_pathobj, 16, 8);
+    set_field(L, RBP_L_body_label, 24, 8);
+    set_field(L, RBP_L_body_insns_body, 32, 8);
+    set_field(L, RBP_L_body_insns_size, 40, 4);
+    set_field(L, RBP_L_insn_info_size, 0, 12);
+    set_field(L, RBP_L_insn_info_line_no, 0, 4);
+    set_field(L, RBP_L_rstring_len, 16, 8);
+    set_field(L, RBP_L_rstring_heap_ptr, 24, 8);
+    set_field(L, RBP_L_rstring_embed_ary, 24, 1);
+    return s;
+}
+
+/* The stack, innermost first: a C method called from internal code, the
+ * internal block that called it, a C method, the internal method that
+ * called it (all four wait for a location), the script's <main>, and at the
+ * bottom an internal frame with no Ruby frame below it. No frame has a
+ * method entry, so C frames are "<unknown C method>" and internal frames
+ * are labelled by their iseqs. */
+static uint64_t build(image *im)
+{
+    uint8_t *stack = add_region(im, STACK, STACK_SIZE);
+    objs = add_region(im, OBJS, 0x4000);
+    next_obj = OBJS;
+    uint64_t pcs[NFRAMES] = {0}, iseqs[NFRAMES] = {0};
+    iseqs[1] = iseq(RBP_ISEQ_BLOCK, "<internal:array>", "fetch_values", 211, &pcs[1]);
+    iseqs[3] = iseq(RBP_ISEQ_METHOD, "<internal:array>", "fetch_values", 211, &pcs[3]);
+    iseqs[4] = iseq(RBP_ISEQ_MAIN, "t.rb", "<main>", 7, &pcs[4]);
+    iseqs[5] = iseq(RBP_ISEQ_TOP, "<internal:gem_prelude>", "<top (required)>", 3, &pcs[5]);
+    /* (3.4 labels a block by its parent: with none, "block in " and its own label) */
+    /* one environment for all frames: ep[-2] no method entry, ep[0] VM_ENV_FLAG_LOCAL */
+    uint64_t ep = STACK + 0x40;
+    put64(stack + 0x40, 0x2);
+    uint64_t cfp0 = STACK + STACK_SIZE - NFRAMES * CFP;
+    for (int i = 0; i < NFRAMES; i++) {
+        uint8_t *f = stack + (cfp0 - STACK) + (size_t)i * CFP;
+        put64(f + 0, pcs[i]);
+        put64(f + 16, iseqs[i]);
+        put64(f + 32, ep);
+    }
+    uint64_t ec = alloc_obj(24);
+    put64(objs + (ec - OBJS), STACK);
+    put64(objs + (ec - OBJS) + 8, STACK_SIZE / 8);
+    put64(objs + (ec - OBJS) + 16, cfp0);
+    return ec;
+}
+
+static void walk(rbpeek_session *s, uint64_t ec, rbp_arena *a, rbpeek_thread *t)
+{
+    memset(t, 0, sizeof *t);
+    const char *err = rbp_frames_walk(s, ec, 100, a, t);
+    CU_ASSERT_PTR_NULL(err);
+}
+
+static void expect(const rbpeek_frame *f, int kind, const char *label, const char *path, int line)
+{
+    CU_ASSERT_EQUAL(f->kind, kind);
+    CU_ASSERT_STRING_EQUAL(f->label, label);
+    CU_ASSERT_STRING_EQUAL(f->path, path);
+    CU_ASSERT_EQUAL(f->lineno, line);
+}
+
+static void test_internal_frames_40(void)
+{
+    image im = {0};
+    uint64_t ec = build(&im);
+    rbpeek_session *s = session(&im, 4, 0, "4.0.0");
+    rbp_arena a;
+    memset(&a, 0, sizeof a);
+    rbpeek_thread t;
+    walk(s, ec, &a, &t);
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 3);
+    /* the four newer frames collapse into the oldest internal one, at its caller's line */
+    expect(&t.frames[0], RBPEEK_FRAME_CFUNC, "fetch_values", "t.rb", 7);
+    expect(&t.frames[1], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 7);
+    /* nothing below the prelude frame: it keeps its own location */
+    expect(&t.frames[2], RBPEEK_FRAME_CFUNC, "<top (required)>", "<internal:gem_prelude>", 3);
+    rbp_arena_free(&a);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
+static void test_internal_frames_34(void)
+{
+    image im = {0};
+    uint64_t ec = build(&im);
+    rbpeek_session *s = session(&im, 3, 4, "3.4.5");
+    rbp_arena a;
+    memset(&a, 0, sizeof a);
+    rbpeek_thread t;
+    walk(s, ec, &a, &t);
+    /* 3.4 shows internal frames where they are; C frames take the location
+     * of the next Ruby frame below them */
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 6);
+    expect(&t.frames[0], RBPEEK_FRAME_CFUNC, "<unknown C method>", "<internal:array>", 211);
+    expect(&t.frames[1], RBPEEK_FRAME_RUBY, "block in fetch_values", "<internal:array>", 211);
+    expect(&t.frames[2], RBPEEK_FRAME_CFUNC, "<unknown C method>", "<internal:array>", 211);
+    expect(&t.frames[3], RBPEEK_FRAME_RUBY, "fetch_values", "<internal:array>", 211);
+    expect(&t.frames[4], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 7);
+    expect(&t.frames[5], RBPEEK_FRAME_RUBY, "<top (required)>", "<internal:gem_prelude>", 3);
+    rbp_arena_free(&a);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
+static const rbp_cu_test tests[] = {
+    {"4.0: internal frames report like C methods, one per run", test_internal_frames_40},
+    {"3.4: the same stack shows every internal frame", test_internal_frames_34},
+    {NULL, NULL},
+};
+
+RBP_CU_MAIN("frames", tests)
