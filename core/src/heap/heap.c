@@ -1,14 +1,16 @@
 /*
  * The heap walker (see heap.h): finds the objspace, lists its heap pages
  * from the table the GC keeps sorted by address (heap_pages.sorted; an
- * rb_darray from 3.4), and walks them. Each page is read in one call of its
+ * rb_darray from 3.4; found by its pages when the layout's place for it
+ * holds none), and walks them. Each page is read in one call of its
  * whole aligned body (16 KiB before 3.2, 64 KiB after), which a memory
  * source serves in one read; slots are then decoded from that local copy.
  *
  * Using the sorted table rather than the per-size-pool page lists means no
  * linked list is followed, so a damaged list can't make the walk loop; the
- * table itself is bounded, each header is checked against the page geometry,
- * and pages that overlap an earlier one are dropped.
+ * table itself is bounded, each header is checked against the page geometry
+ * and against its body, which points back to it, and pages that overlap an
+ * earlier one are dropped.
  */
 #include "heap/heap.h"
 
@@ -24,6 +26,8 @@ enum {
     MIN_SLOT = 16,
     MAX_SLOT = 4096,
     HEADER_BYTES = 64,          /* enough for every heap_page field we read */
+    PROBE_PAGES = 16,           /* pages a candidate page table must show to be believed */
+    OBJSPACE_SCAN = 4096,       /* bytes of rb_objspace searched for the page table */
 };
 
 static int cmp_page(const void *a, const void *b)
@@ -75,7 +79,12 @@ static bool read_u(rbpeek_session *s, const uint8_t *hdr, rbp_field_id id, uint6
     return true;
 }
 
-/* Reads and checks one page header; false if it doesn't describe a page. */
+/* Reads and checks one page header; false if it doesn't describe a page:
+ * its slots must fit its aligned body, and the body must begin with the
+ * heap_page_header that points back to this header (GET_HEAP_PAGE, the
+ * same in every version). A body that can't be read is kept (its slots
+ * count unreadable); a body that reads otherwise says the header's members
+ * are not where the layout puts them. */
 static bool read_page(rbp_heap *h, uint64_t header, uint32_t default_slot, rbp_heap_page *out)
 {
     rbpeek_session *s = h->s;
@@ -85,10 +94,61 @@ static bool read_page(rbp_heap *h, uint64_t header, uint32_t default_slot, rbp_h
     if (!read_u(s, hdr, RBP_L_page_start, &start) || !read_u(s, hdr, RBP_L_page_total_slots, &total)) return false;
     if (rbp_has(&s->layout, RBP_L_page_slot_size) && !read_u(s, hdr, RBP_L_page_slot_size, &slot)) return false;
     if (slot < MIN_SLOT || slot > MAX_SLOT || (slot & 7) || total == 0 || !start || (start & 7)) return false;
-    uint64_t body = start & ~(uint64_t)(h->page_align - 1);
+    uint64_t body = start & ~(uint64_t)(h->page_align - 1), back = 0;
     if (start + total * slot > body + h->page_align) return false;
+    if (rbp_mem_u64(s->mem, body, &back) && back != header) return false;
     *out = (rbp_heap_page){header, start, (uint32_t)slot, (uint32_t)total};
     return true;
+}
+
+/* A page table that holds pages: its count is plausible and a sample of
+ * its entries, spread over it, are headers of pages keeping the GC's
+ * invariants (read_page). A pair of words that passes this by chance is
+ * not plausible. */
+static bool table_holds_pages(rbp_heap *h, uint64_t table, uint64_t count, uint32_t default_slot)
+{
+    if (!table || (table & 7) || count == 0 || count > MAX_PAGES) return false;
+    uint64_t step = count > PROBE_PAGES ? count / PROBE_PAGES : 1;
+    for (uint64_t i = 0; i < count; i += step) {
+        uint64_t header = 0;
+        rbp_heap_page pg;
+        if (!rbp_mem_u64(h->s->mem, table + i * 8, &header) || !read_page(h, header, default_slot, &pg)) return false;
+    }
+    return true;
+}
+
+/* The heap page table of the objspace (before 3.4, where it is a
+ * {sorted, allocated_pages} pair of heap_pages): where the layout puts it,
+ * or, when what is there holds no pages, the one pair of words in the
+ * objspace's first bytes that does. rb_objspace is gc.c's private struct,
+ * so a patch release can move it, and for a line no build of ours covers
+ * (3.2) its place is worked out, not measured; the pages themselves settle
+ * it. Records in s->layout_checks where the table was found. */
+static bool find_page_table(rbp_heap *h, uint32_t default_slot, uint64_t *table, uint64_t *count)
+{
+    rbpeek_session *s = h->s;
+    const rbp_layout *L = &s->layout;
+    int32_t want = rbp_off(L, RBP_L_objspace_pages_sorted);
+    int32_t gap = rbp_has(L, RBP_L_objspace_pages_allocated) ? rbp_off(L, RBP_L_objspace_pages_allocated) - want : 8;
+    if (gap != 8) return false; /* every version keeps allocated_pages right after sorted */
+    uint8_t os[OBJSPACE_SCAN + 8];
+    size_t got = rbp_mem_read_partial(s->mem, h->objspace, os, sizeof os);
+    for (size_t off = 0; off + 16 <= got; off += 8) {
+        uint64_t t, n;
+        memcpy(&t, os + off, 8);
+        memcpy(&n, os + off + 8, 8);
+        if ((int32_t)off == want || !table_holds_pages(h, t, n, default_slot)) continue;
+        *table = t;
+        *count = n;
+        char note[96];
+        snprintf(note, sizeof note, "; the GC's heap page table found at objspace+%zu (the layout said +%d)", off,
+                 want);
+        size_t len = strlen(s->layout_checks);
+        if (!strstr(s->layout_checks, note)) /* once per session, not once per command */
+            snprintf(s->layout_checks + len, sizeof s->layout_checks - len, "%s", note);
+        return true;
+    }
+    return false;
 }
 
 rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
@@ -114,21 +174,29 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
         return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the objspace pointer of the VM at 0x%llx",
                         (unsigned long long)s->vm);
     uint64_t table = 0, count = 0;
-    if (!rbp_mem_u64(s->mem, h->objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_sorted), &table) || !table)
+    char why[160];
+    if (!rbp_mem_u64(s->mem, h->objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_sorted), &table))
         return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page table of the objspace at 0x%llx",
                         (unsigned long long)h->objspace);
     if (rbp_ver_ge(s, 3, 4)) {
         /* rb_darray: {size_t size; size_t capa;} then the elements */
-        if (!rbp_mem_u64(s->mem, table, &count))
+        if (!table || !rbp_mem_u64(s->mem, table, &count))
             return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page table at 0x%llx",
                             (unsigned long long)table);
         table += 16;
-    } else if (!rbp_has(L, RBP_L_objspace_pages_allocated) ||
-               !rbp_mem_u64(s->mem, h->objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_allocated), &count)) {
-        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page count of the objspace at 0x%llx",
-                        (unsigned long long)h->objspace);
+    } else {
+        if (!rbp_has(L, RBP_L_objspace_pages_allocated) ||
+            !rbp_mem_u64(s->mem, h->objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_allocated), &count))
+            return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page count of the objspace at 0x%llx",
+                            (unsigned long long)h->objspace);
+        if (!table_holds_pages(h, table, count, default_slot))
+            find_page_table(h, default_slot, &table, &count); /* else the checks below refuse the layout */
+        if (!table) {
+            snprintf(why, sizeof why, "heap: no heap page table in the objspace at 0x%llx",
+                     (unsigned long long)h->objspace);
+            return rbp_layout_misfit(s, why);
+        }
     }
-    char why[160];
     if (count == 0 || count > MAX_PAGES) {
         /* The page table and its count are read from members no stack walk
          * touched: a count like this says the GC's members are misplaced. */
@@ -150,11 +218,14 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
                         (unsigned long long)count, (unsigned long long)table);
     }
     h->listed = count;
+    size_t broken = 0; /* pages whose header breaks an invariant, as opposed to NULL or listed twice */
     for (size_t i = 0; i < count; i++) {
-        if (read_page(h, ptrs[i], default_slot, &h->pages[h->npages]))
+        if (read_page(h, ptrs[i], default_slot, &h->pages[h->npages])) {
             h->npages++;
-        else
+        } else {
             h->rejected++;
+            broken += ptrs[i] != 0;
+        }
     }
     free(ptrs);
     qsort(h->pages, h->npages, sizeof *h->pages, cmp_page);
@@ -167,6 +238,7 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
             const rbp_heap_page *q = &h->pages[keep - 1];
             if (p->start < q->start + (uint64_t)q->total_slots * q->slot_size) {
                 h->rejected++;
+                broken += p->header != q->header;
                 continue;
             }
         }
@@ -176,9 +248,9 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
     /* Every page Ruby lists keeps the invariants read_page checks; a
      * corrupt heap may break a few, but a majority broken means the page
      * members are not where the layout says. */
-    if (h->npages == 0 || h->rejected > h->npages) {
+    if (h->npages == 0 || broken > h->npages) {
         snprintf(why, sizeof why, "heap: %llu of the %llu listed heap pages break the GC's page invariants",
-                 (unsigned long long)h->rejected, (unsigned long long)count);
+                 (unsigned long long)(h->npages ? broken : h->rejected), (unsigned long long)count);
         rbp_heap_close(h);
         return rbp_layout_misfit(s, why);
     }

@@ -5,7 +5,9 @@
  * dump_all's string escaping, the dump's line format for several target
  * versions, streaming of a large string value, and the heap walker on a
  * synthetic memory image: a page table listing a page twice, a garbage
- * header and an overlapping page; a page whose body is unmapped; and slots
+ * header and a page inside another's body; a page whose body is unmapped;
+ * a page table the layout misplaces (found by its pages) and pages whose
+ * bodies do not point back to them (refused); and slots
  * with impossible types or class pointers that lead nowhere, all of which
  * must be counted (skipped pages, unreadable slots) without stopping the walk.
  */
@@ -257,7 +259,7 @@ static void test_dump_big_value(void)
 /* --- the heap walker on a synthetic memory image ------------------------------ */
 
 enum {
-    VM = 0x1000, OBJSPACE = 0x2000, TABLE = 0x3000, HDRS = 0x4000,
+    VM = 0x1000, OBJSPACE = 0x2000, TABLE = 0x3000, TABLE2 = 0x6000, HDRS = 0x4000,
     BODY1 = 0x100000, BODY2 = 0x200000, BODY3 = 0x300000, /* 64 KiB aligned */
     SLOT = 40, NSLOTS = 50,
 };
@@ -289,6 +291,7 @@ static void test_walk_synthetic(void)
     uint8_t *vm = add_region(&im, VM, 64);
     uint8_t *os = add_region(&im, OBJSPACE, 64);
     uint8_t *tbl = add_region(&im, TABLE, 64);
+    uint8_t *tbl2 = add_region(&im, TABLE2, 64);
     uint8_t *hdr = add_region(&im, HDRS, 0x400);
     uint8_t *b1 = add_region(&im, BODY1, 0x10000);
     uint8_t *b2 = add_region(&im, BODY2, 0x10000);
@@ -303,11 +306,12 @@ static void test_walk_synthetic(void)
     put64(os + 24, npages);
     /* heap_page headers: slot_size@0 (u16), total_slots@2 (u16), start@8 */
     uint64_t s1 = BODY1 + 40, s2 = BODY2 + 40;
+    put64(b1, h1), put64(b2, h2); /* each body's heap_page_header points back to its page */
     put16(hdr + 0x000, SLOT), put16(hdr + 0x002, NSLOTS), put64(hdr + 0x008, s1);
     put16(hdr + 0x100, SLOT), put16(hdr + 0x102, NSLOTS), put64(hdr + 0x108, s2);
     put16(hdr + 0x200, SLOT), put16(hdr + 0x202, NSLOTS), put64(hdr + 0x208, BODY3 + 40);
     put16(hdr + 0x300, 12345), put16(hdr + 0x302, 7), put64(hdr + 0x308, 0x1234567); /* garbage */
-    put16(hdr + 0x080, SLOT), put16(hdr + 0x082, 10), put64(hdr + 0x088, s1 + 5 * SLOT); /* overlaps page 1 */
+    put16(hdr + 0x080, SLOT), put16(hdr + 0x082, 10), put64(hdr + 0x088, s1 + 5 * SLOT); /* in page 1's body */
 
     /* page 1: a class, objects of it, free slots, garbage */
     uint8_t *p1 = b1 + 40;
@@ -341,7 +345,7 @@ static void test_walk_synthetic(void)
     CU_ASSERT_EQUAL_FATAL(rbp_heap_open(s, &h), RBPEEK_OK);
     CU_ASSERT_EQUAL(h.listed, npages);
     CU_ASSERT_EQUAL(h.npages, 3);   /* pages 1, 2 and the unmapped one */
-    CU_ASSERT_EQUAL(h.rejected, 4); /* the duplicate, the garbage header, the overlap, NULL */
+    CU_ASSERT_EQUAL(h.rejected, 4); /* the duplicate, the garbage header, the one in page 1's body, NULL */
     CU_ASSERT_TRUE(rbp_heap_is_slot(&h, s1 + 3 * SLOT));
     CU_ASSERT_FALSE(rbp_heap_is_slot(&h, s1 + 3 * SLOT + 8));
     CU_ASSERT_PTR_NULL(rbp_heap_page_of(&h, 0x500000));
@@ -379,6 +383,26 @@ static void test_walk_synthetic(void)
     snprintf(want, sizeof want, "#<Class:0x%016llx>", (unsigned long long)cls);
     CU_ASSERT_STRING_EQUAL(rbp_heap_class_name(&h, cls), want);
     rbp_heap_close(&h);
+
+    /* a page table not where the layout says is found by its pages: the
+     * layout's place holds a pointer to no pages */
+    put64(tbl2, h1), put64(tbl2 + 8, h2), put64(tbl2 + 16, h3);
+    put64(os + 40, TABLE2), put64(os + 48, 3);
+    put64(os + 16, HDRS + 0x300), put64(os + 24, 7);
+    rbpeek_session_invalidate(s);
+    CU_ASSERT_EQUAL_FATAL(rbp_heap_open(s, &h), RBPEEK_OK);
+    CU_ASSERT_EQUAL(h.npages, 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s->layout_checks, "heap page table found at objspace+40 (the layout said +16)"));
+    rbp_heap_close(&h);
+    put64(os + 40, 0), put64(os + 48, 0);
+    /* pages whose bodies point elsewhere are not pages: their members are
+     * misplaced, and the layout is refused */
+    put64(os + 16, TABLE), put64(os + 24, npages);
+    put64(b1, h2), put64(b2, h1);
+    rbpeek_session_invalidate(s);
+    CU_ASSERT_EQUAL(rbp_heap_open(s, &h), RBPEEK_ERR_NO_LAYOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbpeek_session_error(s), "break the GC's page invariants"));
+    put64(b1, h1), put64(b2, h2);
 
     /* a page table that can't be read at all is a one-line error, not a crash */
     put64(os + 16, 0x9999000);
