@@ -150,7 +150,7 @@ typedef enum rbpeek_frame_kind {
 /* One frame, exactly as the target's Thread#backtrace_locations reports it. */
 typedef struct rbpeek_frame {
     const char *label;
-    const char *path;           /* never NULL; "" if Ruby reports nil */
+    const char *path;           /* NULL if Ruby reports nil (a C frame with no Ruby frame below it) */
     const char *absolute_path;  /* NULL if Ruby reports nil */
     int32_t lineno;
     int32_t kind;               /* rbpeek_frame_kind */

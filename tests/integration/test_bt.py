@@ -45,9 +45,7 @@ def compare(expected, actual):
             a = af[i] if i < len(af) else None
             fields = ("label", "path", "absolute_path", "lineno")
             ev = tuple(e.get(k) for k in fields) if e else None
-            # Ruby reports a nil path for a C frame with no Ruby caller; rbpeek's JSON has "".
-            av = tuple((a.get(k) if not (k == "path" and a.get(k) == "" and e and e.get(k) is None) else None)
-                       for k in fields) if a else None
+            av = tuple(a.get(k) for k in fields) if a else None
             if ev != av:
                 problems.append("%s frame %d:\n      ruby:   %s\n      rbpeek: %s" % (name, i, ev, av))
                 if len(problems) > 30:

@@ -6,10 +6,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "base/strbuf.h"
 #include "context/context.h"
+#include "vm/robject.h"
 
-static void text_thread(rbpeek_session *s, rbp_strbuf *b, const rbpeek_thread *t, size_t index)
+/* The VM's progname ($0 as the program was started), malloc'd, or NULL. */
+static char *read_progname(rbpeek_session *s)
+{
+    uint64_t v = 0;
+    if (!rbp_has(&s->layout, RBP_L_vm_progname) ||
+        !rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(&s->layout, RBP_L_vm_progname), &v))
+        return NULL;
+    return rbp_string_dup(s, v);
+}
+
+/* What Ruby's Location#to_s prints for a frame whose path is nil: the
+ * progname, with no line number. */
+static const char *nil_path_text(rbpeek_session *s, char **progname)
+{
+    if (!*progname) *progname = read_progname(s);
+    if (!*progname) *progname = strdup("(unknown)");
+    return *progname ? *progname : "(unknown)";
+}
+
+static void text_thread(rbpeek_session *s, rbp_strbuf *b, const rbpeek_thread *t, size_t index, char **progname)
 {
     bool new_quotes = rbp_ver_ge(s, 3, 4);
     rbp_sb_printf(b, "Thread %zu", index + 1);
@@ -25,7 +47,7 @@ static void text_thread(rbpeek_session *s, rbp_strbuf *b, const rbpeek_thread *t
     if (t->nframes == 0 && !t->error) rbp_sb_puts(b, "    (no Ruby frames)\n");
     for (size_t i = 0; i < t->nframes; i++) {
         const rbpeek_frame *f = &t->frames[i];
-        rbp_sb_printf(b, "    %s", f->path[0] ? f->path : "(unknown)");
+        rbp_sb_printf(b, "    %s", f->path ? f->path : nil_path_text(s, progname));
         if (f->lineno) rbp_sb_printf(b, ":%d", f->lineno);
         rbp_sb_printf(b, new_quotes ? ":in '%s'\n" : ":in `%s'\n", f->label);
     }
@@ -82,10 +104,12 @@ rbpeek_status rbpeek_snapshot_render(rbpeek_session *s, const rbpeek_snapshot *s
         }
         rbp_sb_puts(&b, "]}\n");
     } else if (format == RBPEEK_FORMAT_TEXT) {
+        char *progname = NULL;
         for (size_t i = first; i < last; i++) {
             if (i > first) rbp_sb_puts(&b, "\n");
-            text_thread(s, &b, rbpeek_snapshot_thread(snap, i), i);
+            text_thread(s, &b, rbpeek_snapshot_thread(snap, i), i, &progname);
         }
+        free(progname);
     } else {
         return rbp_fail(s, RBPEEK_ERR_ARG, "render: unknown format %d", (int)format);
     }
@@ -132,6 +156,11 @@ rbpeek_status rbpeek_session_describe(rbpeek_session *s, char **out)
     rbp_sb_json_str(&b, s->layout_checks);
     rbp_sb_puts(&b, ", \"warning\": ");
     rbp_sb_json_str(&b, s->warning[0] ? s->warning : NULL);
+    /* What a frame whose path is nil prints as (Location#to_s). */
+    char *progname = read_progname(s);
+    rbp_sb_puts(&b, ", \"progname\": ");
+    rbp_sb_json_str(&b, progname);
+    free(progname);
     rbp_sb_puts(&b, ", \"memory_source\": ");
     rbp_sb_json_str(&b, rbp_mem_kind(s->mem));
     rbp_sb_printf(&b, ", \"vm\": %llu, \"vm_found_by\": ", (unsigned long long)s->vm);

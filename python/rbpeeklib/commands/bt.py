@@ -4,7 +4,7 @@ them, as the target Ruby prints its own, or as JSON."""
 import time
 
 from .base import Command, RbpeekError, add_output_options, json_text, parse_args, write_output
-from .threadview import frame_line, map_threads, thread_title, uses_new_quotes
+from .threadview import frame_line, map_threads, progname_if_needed, thread_title, uses_new_quotes
 
 
 class BtCommand(Command):
@@ -56,12 +56,13 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
                 self._print_stats(dbg, threads, walked, stats)
             return
         new_quotes = uses_new_quotes(version)
+        progname = progname_if_needed(session, (f for t in threads for f in t["frames"]))
         out = []
         for t in threads:
             out.append(thread_title(t) + ":")
             if not t["frames"] and not t["error"]:
                 out.append("    (no Ruby frames)")
-            out.extend("    " + frame_line(f, new_quotes) for f in t["frames"])
+            out.extend("    " + frame_line(f, new_quotes, progname) for f in t["frames"])
             if t["truncated"]:
                 out.append("    ... (cut at %d frames; use --max-frames)" % len(t["frames"]))
             if t["error"]:

@@ -43,9 +43,19 @@ def map_threads(dbg, threads, session=None, snapshot=None):
     return threads
 
 
-def frame_line(frame, new_quotes):
-    """One frame as Ruby prints it in a backtrace."""
-    loc = frame["path"] or "(unknown)"
+def progname_if_needed(session, frames):
+    """The program's name, which frames with a nil path print as; read only
+    when one of frames has such a path."""
+    if any(f["path"] is None for f in frames):
+        return session.describe().get("progname")
+    return None
+
+
+def frame_line(frame, new_quotes, progname):
+    """One frame as Ruby prints it in a backtrace. A frame whose path is nil
+    (a C method with no Ruby frame below it) shows the program's name, as
+    Thread::Backtrace::Location#to_s does."""
+    loc = frame["path"] if frame["path"] is not None else (progname or "(unknown)")
     if frame["lineno"]:
         loc += ":%d" % frame["lineno"]
     quote = "'%s'" if new_quotes else "`%s'"
