@@ -124,6 +124,65 @@ def check_census(doc, version):
     return names
 
 
+def core_3_0_0(workdir):
+    """rbspy's ci/ruby-programs/infinite.rb under Ruby 3.0.0 (rbenv's build),
+    stopped in sleep. Its source, by line:
+
+        1  def aaa()
+        2      sleep(0.5)
+        5  def bbb()
+        6      aaa()
+        9  def ccc()
+       10      bbb()
+       13  loop do
+       14      ccc()
+
+    Before 3.4 labels are bare method names; a C method (sleep, loop) is
+    reported at its caller's path and line; a block's label is "block in"
+    its method's. rbspy's own expectations read one past these lines."""
+    path = "ci/ruby-programs/infinite.rb"
+    expected = [
+        ("sleep", path, 2, "cfunc"),
+        ("aaa", path, 2, "ruby"),
+        ("bbb", path, 6, "ruby"),
+        ("ccc", path, 10, "ruby"),
+        ("block in <main>", path, 14, "ruby"),
+        ("loop", path, 13, "cfunc"),
+        ("<main>", path, 13, "ruby"),
+    ]
+    core = unpack_core("3.0.0", workdir)
+    vm = read_u64(core, readme_vm_pointer("3.0.0"))
+    check_stack(rbpeek_bt(core), "3.0.0", expected, "rbpeek-bt, nothing given")
+    check_stack(rbpeek_bt(core, "--vm", "0x%x" % vm, "--ruby-version", "3.0.0"), "3.0.0", expected,
+                "rbpeek-bt --vm 0x%x --ruby-version 3.0.0" % vm)
+    check_stack(gdb_json(core, workdir, "ruby bt --json --vm 0x%x" % vm), "3.0.0", expected, "gdb ruby bt --vm")
+
+    doc = gdb_json(core, workdir, "ruby heap --json")
+    names = check_census(doc, "3.0.0")
+    # Ruby 3.0 keeps one slot size (40-byte RVALUEs) on 16 KiB pages.
+    sizes = [s["slot_size"] for s in doc["heap"]["slot_sizes"]]
+    if sizes != [40]:
+        raise Failure("heap: slot sizes %s; Ruby 3.0 has only 40-byte slots" % sizes)
+    # A Ruby that booted RubyGems and runs one thread: its classes are named
+    # (before 3.3 from each class's __classpath__ ivar), one Thread, the
+    # main Ractor, STDIN/OUT/ERR's IO.
+    for cls in ("String", "Array", "Hash", "Class", "Module", "Encoding", "Gem::Specification", "Thread::Mutex",
+                "Monitor", "IO", "Ractor"):
+        if cls not in names:
+            raise Failure("heap: no %s among the classes: %s" % (cls, sorted(names)))
+    for cls, count in (("Thread", 1), ("Ractor", 1), ("IO", 3)):
+        if names[cls]["count"] != count:
+            raise Failure("heap: %d %s objects, expected %d" % (names[cls]["count"], cls, count))
+    harness.log("heap: the census adds up, over %d named classes" % len(names))
+
+    locks = gdb_json(core, workdir, "ruby locks --json")
+    # sleep(0.5): Kernel#sleep with a duration, which can't deadlock
+    waits = [(t["waiting_on"]["kind"], t["waiting_on"]["timeout"]) for t in locks["threads"]]
+    if waits != [("sleep", True)] or locks["deadlocks"] or locks["never_released"]:
+        raise Failure("locks: expected one thread in a timed sleep, got %s" % json.dumps(locks)[:1000])
+    harness.log("locks: the main thread sleeps with a duration; no deadlock")
+
+
 def core_4_0_0(workdir):
     """rbspy's ci/ruby-programs/infinite_on_cpu.rb under Ruby 4.0.0, stopped in
     sleep. Its source, by line:
@@ -181,6 +240,7 @@ def core_4_0_0(workdir):
 
 
 CORE_TESTS = {
+    "3.0.0": core_3_0_0,
     "4.0.0": core_4_0_0,
 }
 
