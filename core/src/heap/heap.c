@@ -79,6 +79,22 @@ static bool read_u(rbpeek_session *s, const uint8_t *hdr, rbp_field_id id, uint6
     return true;
 }
 
+/* 3.4+ (the modular GC's default): a page names its rb_heap_t, which is
+ * one of the objspace's heaps[] and has the page's slot size. True when
+ * the layout can't tell (earlier versions, or members it lacks). */
+static bool page_in_its_heap(rbp_heap *h, const uint8_t *hdr, uint64_t slot)
+{
+    rbpeek_session *s = h->s;
+    const rbp_layout *L = &s->layout;
+    uint64_t heap = 0, heap_slot = 0;
+    if (!rbp_has(L, RBP_L_page_heap) || !rbp_has(L, RBP_L_objspace_heaps) || !rbp_has(L, RBP_L_gc_heap_slot_size))
+        return true;
+    uint64_t first = h->objspace + (uint64_t)rbp_off(L, RBP_L_objspace_heaps);
+    uint64_t end = first + (uint64_t)(L->f[RBP_L_objspace_heaps].size > 0 ? L->f[RBP_L_objspace_heaps].size : 0);
+    if (!read_u(s, hdr, RBP_L_page_heap, &heap) || heap < first || heap >= end) return false;
+    return rbp_read_field(s, heap, RBP_L_gc_heap_slot_size, &heap_slot) && heap_slot == slot;
+}
+
 /* Reads and checks one page header; false if it doesn't describe a page:
  * its slots must fit its aligned body, and the body must begin with the
  * heap_page_header that points back to this header (GET_HEAP_PAGE, the
@@ -97,6 +113,7 @@ static bool read_page(rbp_heap *h, uint64_t header, uint32_t default_slot, rbp_h
     uint64_t body = start & ~(uint64_t)(h->page_align - 1), back = 0;
     if (start + total * slot > body + h->page_align) return false;
     if (rbp_mem_u64(s->mem, body, &back) && back != header) return false;
+    if (!page_in_its_heap(h, hdr, slot)) return false;
     *out = (rbp_heap_page){header, start, (uint32_t)slot, (uint32_t)total};
     return true;
 }

@@ -421,6 +421,64 @@ static void test_walk_synthetic(void)
     image_free(&im);
 }
 
+/* 3.4+ (the modular GC's default): each page names its rb_heap_t, one of
+ * the objspace's heaps[], whose slot size is the page's. A page whose heap
+ * is elsewhere or of another slot size breaks that invariant. */
+static void test_walk_heaps(void)
+{
+    enum { HEAPS = 64, HEAP_SIZE = 32, DARRAY = 0x5000 };
+    image im = {0};
+    uint8_t *vm = add_region(&im, VM, 64);
+    uint8_t *os = add_region(&im, OBJSPACE, 256);
+    uint8_t *da = add_region(&im, DARRAY, 64);
+    uint8_t *hdr = add_region(&im, HDRS, 0x400);
+    uint8_t *b1 = add_region(&im, BODY1, 0x10000);
+    uint8_t *b2 = add_region(&im, BODY2, 0x10000);
+    uint64_t heap40 = OBJSPACE + HEAPS, heap80 = OBJSPACE + HEAPS + HEAP_SIZE;
+    uint64_t h1 = HDRS, h2 = HDRS + 0x100;
+    put64(vm + 8, OBJSPACE);
+    put64(os + 16, DARRAY);
+    put16(os + HEAPS, 40), put16(os + HEAPS + HEAP_SIZE, 80); /* rb_heap_t.slot_size */
+    put64(da, 2), put64(da + 8, 2), put64(da + 16, h1), put64(da + 24, h2); /* rb_darray {size, capa, ...} */
+    /* heap_page: slot_size@0, total_slots@2, heap@16, start@40; bodies point back */
+    put16(hdr + 0x000, 40), put16(hdr + 0x002, 100), put64(hdr + 0x010, heap40), put64(hdr + 0x028, BODY1 + 16);
+    put16(hdr + 0x100, 80), put16(hdr + 0x102, 100), put64(hdr + 0x110, heap80), put64(hdr + 0x128, BODY2 + 16);
+    put64(b1, h1), put64(b2, h2);
+
+    rbpeek_session *s = image_session(&im, 4, 0, "4.0.0");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    s->vm = VM;
+    set_field(&s->layout, RBP_L_vm_gc_objspace, 8, 8);
+    set_field(&s->layout, RBP_L_objspace_pages_sorted, 16, 8);
+    set_field(&s->layout, RBP_L_objspace_heaps, HEAPS, 2 * HEAP_SIZE);
+    set_field(&s->layout, RBP_L_gc_heap_slot_size, 0, 2);
+    set_field(&s->layout, RBP_L_page_slot_size, 0, 2);
+    set_field(&s->layout, RBP_L_page_total_slots, 2, 2);
+    set_field(&s->layout, RBP_L_page_heap, 16, 8);
+    set_field(&s->layout, RBP_L_page_start, 40, 8);
+
+    rbp_heap h;
+    CU_ASSERT_EQUAL_FATAL(rbp_heap_open(s, &h), RBPEEK_OK);
+    CU_ASSERT_EQUAL(h.npages, 2);
+    CU_ASSERT_EQUAL(h.rejected, 0);
+    rbp_heap_close(&h);
+    /* the 40-byte page naming the 80-byte heap is no page of this heap */
+    put64(hdr + 0x010, heap80);
+    rbpeek_session_invalidate(s);
+    CU_ASSERT_EQUAL_FATAL(rbp_heap_open(s, &h), RBPEEK_OK);
+    CU_ASSERT_EQUAL(h.npages, 1);
+    CU_ASSERT_EQUAL(h.rejected, 1);
+    rbp_heap_close(&h);
+    /* heaps[] where the layout does not put them: no page fits, the layout is refused */
+    put64(hdr + 0x010, heap40);
+    set_field(&s->layout, RBP_L_objspace_heaps, HEAPS + 2 * HEAP_SIZE, 2 * HEAP_SIZE);
+    rbpeek_session_invalidate(s);
+    CU_ASSERT_EQUAL(rbp_heap_open(s, &h), RBPEEK_ERR_NO_LAYOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbpeek_session_error(s), "break the GC's page invariants"));
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test TESTS[] = {
     {"census rows: merged by real class, internal grouped", test_census_rows},
     {"census render: text and JSON", test_census_render},
@@ -428,6 +486,7 @@ static const rbp_cu_test TESTS[] = {
     {"dump: line format across versions", test_dump_lines},
     {"dump: a 3 MiB value is streamed", test_dump_big_value},
     {"walk: garbage pages and slots are counted, not followed", test_walk_synthetic},
+    {"walk: 3.4+ pages belong to one of the objspace's heaps[]", test_walk_heaps},
     {NULL, NULL},
 };
 
