@@ -54,6 +54,11 @@ static void set_consts(rbp_heap *h)
     }
     c->ary_embed_len_mask = rbp_ver_ge(s, 3, 2) ? 0x7f : 0x3;
     c->struct_embed_len_mask = rbp_ver_ge(s, 3, 2) ? 0x7f : 0x3;
+    /* 4.0 inverted the flag: an object's fields are in its slot unless
+     * ROBJECT_HEAP (on the 4.0.0 core: set exactly on the objects whose
+     * first field word points to malloc'd memory) */
+    c->robject_embed = rbp_ver_ge(s, 4, 0) ? 0 : RBP_FL_USER(1);
+    c->robject_heap = rbp_ver_ge(s, 4, 0) ? RBP_FL_USER(4) : 0;
     c->shapes = rbp_ver_ge(s, 3, 2) && rbp_has(&s->layout, RBP_L_shape_next_iv_index);
 }
 

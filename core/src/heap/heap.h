@@ -35,6 +35,8 @@ typedef struct rbp_heap_consts {
     uint64_t iclass_is_origin, iclass_origin_shared_mtbl;
     uint64_t ary_embed_len_mask;    /* after shifting by FL_USHIFT+3 */
     uint64_t struct_embed_len_mask; /* after shifting by FL_USHIFT+1 */
+    uint64_t robject_embed;     /* ROBJECT_EMBED: FL_USER1 before 4.0, else 0 */
+    uint64_t robject_heap;      /* 4.0: ROBJECT_HEAP, FL_USER4 (fields malloc'd), else 0 */
     bool shapes;                /* 3.2+: ivars are counted by the object's shape */
 } rbp_heap_consts;
 

@@ -24,7 +24,7 @@ bool rbp_object_ivars(rbp_heap *h, const rbp_obj *o, uint64_t *ptr, uint64_t *n,
                          uint64_t *table)
 {
     *table = 0;
-    bool embed = o->flags & ROBJECT_EMBED;
+    bool embed = robject_embedded(h, o->flags);
     if (h->c.shapes) {
         rbp_shape sh;
         if (!rbp_shape_of(h, o->flags, &sh)) return false;

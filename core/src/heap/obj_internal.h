@@ -30,7 +30,6 @@ enum {
 };
 
 #define L(h) (&(h)->s->layout)
-#define ROBJECT_EMBED RBP_FL_USER(1)
 #define STR_NOEMBED RBP_FL_USER(1)
 #define STR_NOFREE RBP_FL_USER(18)
 #define RSTRING_FSTR RBP_FL_USER(17)
@@ -62,6 +61,13 @@ static inline bool rd(rbp_heap *h, const rbp_obj *o, uint64_t base, rbp_field_id
 }
 
 static inline uint64_t off(rbp_heap *h, rbp_field_id id) { return (uint64_t)rbp_off(L(h), id); }
+
+/* Whether a T_OBJECT keeps its fields in its slot (ROBJECT_EMBED before
+ * 4.0, no ROBJECT_HEAP from 4.0). */
+static inline bool robject_embedded(rbp_heap *h, uint64_t flags)
+{
+    return h->c.robject_heap ? !(flags & h->c.robject_heap) : (flags & h->c.robject_embed) != 0;
+}
 
 /* --- st tables, id tables and shapes (obj_tables.c) --------------------- */
 

@@ -48,7 +48,7 @@ uint64_t rbp_obj_extra_bytes(rbp_heap *h, const rbp_obj *o)
             rbp_st_hdr t;
             return rbp_st_read(h, NULL, table, &t) ? rbp_st_memsize(h, &t) : 0;
         }
-        return (o->flags & ROBJECT_EMBED) || !ptr ? 0 : capa * 8;
+        return robject_embedded(h, o->flags) || !ptr ? 0 : capa * 8;
     }
     case RBP_T_CLASS:
     case RBP_T_MODULE:
