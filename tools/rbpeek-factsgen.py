@@ -133,6 +133,17 @@ class Facts:
             seen = seen or t == "rb_jmpbuf_t"
         return False
 
+    def kind_after(self, agg, comps):
+        """'struct' or 'union': the aggregate reached from agg through the
+        member names comps (None if a component is not an aggregate)."""
+        cur = agg
+        for c in comps:
+            t = next((t for f, t in self.aggs[cur][1] if f == c), None)
+            cur = self.aggregate(t) if t else None
+            if cur is None:
+                return None
+        return self.aggs[cur][0]
+
     def resolve(self, type_name, member):
         """'covered' with (root aggregate, place, bitfield) when the facts know
         where member lives; 'absent' when they know it does not exist;
@@ -170,22 +181,53 @@ def vkey(v):
     return tuple(int(x) for x in v.split("."))
 
 
+def overlaps(facts, plan_places, computed):
+    """Pairs of members of one struct that share bytes without being
+    alternatives of a union: a generator or facts defect, never a layout."""
+    spans = {}
+    for fid, (agg, comps, bit) in plan_places.items():
+        vals = computed.get(fid, "").split()
+        if len(vals) < 3:
+            continue
+        off, size = int(vals[1]), int(vals[2])
+        lo = off * 8 + (int(vals[3]) if bit else 0)
+        hi = lo + (int(vals[4]) if bit else size * 8)
+        spans.setdefault(agg, []).append((fid, comps, lo, hi))
+    bad = []
+    for agg, members in spans.items():
+        for i, (fa, ca, la, ha) in enumerate(members):
+            for fb, cb, lb, hb in members[i + 1:]:
+                if la >= hb or lb >= ha or la == ha or lb == hb:
+                    continue
+                k = 0
+                while k < min(len(ca), len(cb)) and ca[k] == cb[k]:
+                    k += 1
+                if facts.kind_after(agg, ca[:k]) == "union":
+                    continue
+                bad.append("%s and %s overlap in %s" % (fa, fb, agg))
+    return bad
+
+
 def rust_program(releases, fields):
-    """One program printing 'VERSION id offset size [bit_offset bit_size]' per covered member."""
+    """One program printing 'VERSION id offset size [bit_offset bit_size]' per
+    covered member; also returns each release's plan (what the facts say of
+    each member) and places (where each covered member is)."""
     out = ["#![allow(warnings)]",
            "fn sz<T>(_: *const T) -> usize { std::mem::size_of::<T>() }"]
-    plan = {}
+    plan, places = {}, {}
     for ver, path, facts in releases:
         mod = "r_" + ver.replace(".", "_")
         out.append("mod %s { include!(\"%s\"); }" % (mod, path))
         lines = ["fn dump_%s() { unsafe {" % mod[2:]]
-        plan[ver] = {}
+        plan[ver], places[ver] = {}, {}
         for fid, tname, member in fields:
             state, where = facts.resolve(tname, member)
             plan[ver][fid] = state
             if state != "covered":
                 continue
             agg, place, bit = where
+            if member is not None:
+                places[ver][fid] = (agg, [c for c in place.split(".") if c] + ([bit[0]] if bit else []), bit)
             ty = "%s::%s" % (mod, agg)
             if member is None:
                 lines.append('println!("%s %s 0 {}", std::mem::size_of::<%s>());' % (ver, fid, ty))
@@ -212,7 +254,7 @@ def rust_program(releases, fields):
     out.append("fn main() {")
     out.extend("  dump_%s();" % ver.replace(".", "_") for ver, _, _ in releases)
     out.append("}")
-    return "\n".join(out) + "\n", plan
+    return "\n".join(out) + "\n", plan, places
 
 
 def run_rust(source):
@@ -335,7 +377,7 @@ def main():
     if not releases:
         sys.exit("rbpeek-factsgen: no ruby_X_Y_Z.rs facts in %s" % a.facts)
     fields = read_fields_def()
-    source, plan = rust_program(releases, fields)
+    source, plan, places = rust_program(releases, fields)
     computed = {}
     for line in run_rust(source).splitlines():
         ver, rest = line.split(" ", 1)
@@ -343,7 +385,10 @@ def main():
         computed.setdefault(ver, {})[key] = rest
 
     stale = 0
-    for ver, path, _ in releases:
+    for ver, path, facts in releases:
+        bad = overlaps(facts, places[ver], computed.get(ver, {}))
+        if bad:
+            sys.exit("rbpeek-factsgen: %s: %s" % (ver, "; ".join(bad)))
         sup_path = os.path.join(a.out, "lines", ".".join(ver.split(".")[:2]) + ".layout")
         text, missing = render(ver, path, fields, plan[ver], computed.get(ver, {}), read_supplement(sup_path),
                                sup_path)

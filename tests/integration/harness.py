@@ -75,6 +75,10 @@ class Target:
         with open(os.path.join(self.workdir, name), encoding="utf-8") as f:
             return json.load(f)
 
+    def ruby_version(self):
+        """RUBY_VERSION as the target itself reported it in expected.json."""
+        return self.expected()["ruby_version"]
+
     def state(self):
         """The kernel's one-letter process state ('S' sleeping, 't' traced-stopped...)."""
         with open("/proc/%d/stat" % self.pid) as f:

@@ -4,7 +4,9 @@ Python traceback, a usable debugger, and a target left running.
     test_errors.py DEBUGGER        (gdb or lldb)
 
 Cases: a non-Ruby process; a Ruby with no usable layout (forced unknown
-version, missing and garbage --layout files); a garbage --vm address
+version, missing and garbage --layout files); a layout of another release
+line forced with --ruby-version, which every command must refuse before it
+prints anything; a release newer than any table; a garbage --vm address
 (unreadable memory); bad arguments; `ruby bt` on a thread that is not a
 Ruby thread; and a core with corrupted memory pages, which must never
 crash, hang or raise, whatever is read.
@@ -93,16 +95,37 @@ def test_ruby_cases(debugger, workdir):
             still_usable(debugger, out, what)
             target.assert_left_running()
 
-        # Another patch release of a known minor line: the nearest table, with
-        # one warning line, and the backtrace still printed.
-        rc, out = harness.run_debugger(debugger, then_marker(debugger, "ruby bt -a --ruby-version 3.1.4"),
+        # A patch release newer than any table of its line: the line's newest
+        # table, which validation accepts, with one warning line, and the
+        # backtrace still printed.
+        version = target.ruby_version()
+        line = version.rsplit(".", 1)[0]
+        newest = max((f[:-len(".layout")] for f in os.listdir(os.path.join(harness.REPO, "layouts"))
+                      if f.startswith(line + ".") and f.endswith(".layout")), key=lambda v: int(v.split(".")[2]))
+        rc, out = harness.run_debugger(debugger, then_marker(debugger, "ruby bt -a --ruby-version %s.99" % line),
                                        pid=target.pid)
         harness.assert_no_traceback(out)
-        warnings = [l for l in rbpeek_lines(out) if "warning" in l]
-        if len(warnings) != 1 or "nearest table (3.1.2)" not in warnings[0] or "in `park_forever'" not in out:
-            raise Failure("--ruby-version 3.1.4: expected one nearest-table warning and a backtrace:\n"
-                          + out[-2000:])
-        harness.log("ok   %-34s %s" % ("nearest patch release", warnings[0].strip()[:150]))
+        warnings = [l for l in rbpeek_lines(out) if "warning" in l and "nearest" in l]
+        if len(warnings) != 1 or "nearest table (%s)" % newest not in warnings[0] or "in `park_forever'" not in out:
+            raise Failure("--ruby-version %s.99: expected one nearest-table warning and a backtrace:\n%s"
+                          % (line, out[-2000:]))
+        harness.log("ok   %-34s %s" % ("newer patch release", warnings[0].strip()[:150]))
+
+        # A table of another release line, forced: refused in one line that
+        # names the version the target reports, by every command.
+        others = ["2.7.8", "3.0.7", "3.1.7", "3.2.11", "3.3.12", "3.4.10", "4.0.6"]
+        refusal = r"does not fit this process \(it reports Ruby %s\)" % re.escape(version)
+        for other in (v for v in others if not v.startswith(line + ".")):
+            rc, out = harness.run_debugger(debugger, then_marker(debugger, "ruby threads --ruby-version " + other),
+                                           pid=target.pid)
+            expect_one_line(out, refusal, "threads --ruby-version " + other)
+            still_usable(debugger, out, "forced " + other)
+        for cmd in ("ruby bt -a", "ruby locks", "ruby heap", "ruby sample 5"):
+            rc, out = harness.run_debugger(debugger, then_marker(debugger, cmd + " --ruby-version 3.3.12"),
+                                           pid=target.pid)
+            expect_one_line(out, refusal, cmd + " --ruby-version 3.3.12")
+            still_usable(debugger, out, cmd + " forced")
+        target.assert_left_running()
 
         # Select the native thread the program started with pthread_create(pause):
         # it is the only thread whose innermost frame is in pause().
