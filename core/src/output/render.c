@@ -140,6 +140,8 @@ rbpeek_status rbpeek_session_describe(rbpeek_session *s, char **out)
     rbp_sb_json_str(&b, s->layout_source);
     rbp_sb_puts(&b, ", \"target_version\": ");
     rbp_sb_json_str(&b, s->target_version[0] ? s->target_version : NULL);
+    rbp_sb_puts(&b, ", \"version_found_by\": ");
+    rbp_sb_json_str(&b, s->version_override[0] ? "--ruby-version" : s->version_how);
     /* Where each group of members came from: a built-in table's public
      * facts and its line's supplement, or one unnamed group (DWARF, a file). */
     rbp_sb_puts(&b, ", \"layout_groups\": [");

@@ -28,7 +28,8 @@ found, the memory source, and read statistics."""
         d = self.sessions.get(dbg, args).describe()
         memory = {"proc": "/proc/%s/mem (direct)" % dbg.live_pid(), "callback": "through the debugger",
                   "core": "core file"}.get(d["memory_source"], d["memory_source"])
-        lines = ["Ruby version:  %s" % d["ruby_version"],
+        lines = ["Ruby version:  %s%s" % (d["ruby_version"],
+                                         " (from %s)" % d["version_found_by"] if d["version_found_by"] else ""),
                  "Layout:        %s" % d["layout_source"]]
         # Where each group of members came from, when the layout names more than one.
         if len(d["layout_groups"]) > 1:
