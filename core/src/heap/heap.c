@@ -60,17 +60,28 @@ static void set_consts(rbp_heap *h)
     c->robject_embed = rbp_ver_ge(s, 4, 0) ? 0 : RBP_FL_USER(1);
     c->robject_heap = rbp_ver_ge(s, 4, 0) ? RBP_FL_USER(4) : 0;
     c->shapes = rbp_ver_ge(s, 3, 2) && rbp_has(&s->layout, RBP_L_shape_next_iv_index);
+    /* 3.2's shape types (root, ivar, frozen, capacity change, initial
+     * capacity, T_OBJECT) have no "too complex": objects whose ivars live in
+     * an st_table came in 3.3, as its type 4. */
+    c->shape_too_complex = rbp_ver_ge(s, 3, 3) ? 4 : UINT64_MAX;
 }
 
-/* The shape table, when this Ruby has one and the symbol can be found. */
+/* The shape table, when this Ruby has one: in the VM in 3.2
+ * (vm->shape_list), behind the rb_shape_tree_ptr symbol from 3.3. */
 static void find_shapes(rbp_heap *h)
 {
     rbpeek_session *s = h->s;
+    const rbp_layout *L = &s->layout;
     uint64_t sym = 0, tree = 0, list = 0;
-    if (!h->c.shapes || !rbp_has(&s->layout, RBP_L_shape_tree_list)) return;
+    if (!h->c.shapes) return;
+    if (rbp_has(L, RBP_L_vm_shape_list)) {
+        if (rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(L, RBP_L_vm_shape_list), &list) && list) h->shape_list = list;
+        return;
+    }
+    if (!rbp_has(L, RBP_L_shape_tree_list)) return;
     if (!rbp_symbol_lookup(s, "rb_shape_tree_ptr", &sym, NULL)) return;
     if (rbp_mem_u64(s->mem, sym, &tree) && tree &&
-        rbp_mem_u64(s->mem, tree + (uint64_t)rbp_off(&s->layout, RBP_L_shape_tree_list), &list))
+        rbp_mem_u64(s->mem, tree + (uint64_t)rbp_off(L, RBP_L_shape_tree_list), &list))
         h->shape_list = list;
 }
 

@@ -38,6 +38,7 @@ typedef struct rbp_heap_consts {
     uint64_t robject_embed;     /* ROBJECT_EMBED: FL_USER1 before 4.0, else 0 */
     uint64_t robject_heap;      /* 4.0: ROBJECT_HEAP, FL_USER4 (fields malloc'd), else 0 */
     bool shapes;                /* 3.2+: ivars are counted by the object's shape */
+    uint64_t shape_too_complex; /* enum shape_type SHAPE_OBJ_TOO_COMPLEX: 4 from 3.3; 3.2 has none */
 } rbp_heap_consts;
 
 typedef struct rbp_heap {
@@ -49,7 +50,7 @@ typedef struct rbp_heap {
     size_t listed;              /* page pointers in the objspace's table */
     size_t rejected;            /* ...whose header was unreadable or implausible */
     rbp_heap_consts c;
-    uint64_t shape_list;        /* rb_shape_tree_ptr->shape_list, 0 if none */
+    uint64_t shape_list;        /* the shapes: vm->shape_list (3.2), rb_shape_tree_ptr->shape_list; 0 if none */
     /* the decoders' caches for one walk (freed by rbp_heap_close) */
     rbp_addrmap klass_ok;       /* klass -> (void*)1 valid, (void*)2 invalid */
     rbp_addrmap names;          /* class -> malloc'd name */

@@ -15,7 +15,8 @@
 bool rbp_obj_too_complex(rbp_heap *h, const rbp_obj *o)
 {
     rbp_shape sh;
-    return o->type == RBP_T_OBJECT && h->c.shapes && rbp_shape_of(h, o->flags, &sh) && sh.type == SHAPE_TOO_COMPLEX;
+    return o->type == RBP_T_OBJECT && h->c.shapes && rbp_shape_of(h, o->flags, &sh) &&
+           sh.type == h->c.shape_too_complex;
 }
 
 /* --- T_OBJECT, Array, Hash, Struct ---------------------------------------- */
@@ -28,7 +29,7 @@ bool rbp_object_ivars(rbp_heap *h, const rbp_obj *o, uint64_t *ptr, uint64_t *n,
     if (h->c.shapes) {
         rbp_shape sh;
         if (!rbp_shape_of(h, o->flags, &sh)) return false;
-        if (sh.type == SHAPE_TOO_COMPLEX) {
+        if (sh.type == h->c.shape_too_complex) {
             if (!rd(h, o, o->addr, RBP_L_robject_ivptr, table)) return false;
             *ptr = *n = *capa = 0;
             return true;

@@ -65,9 +65,10 @@ bool rbp_obj_at(rbp_heap *h, uint64_t addr, uint8_t *buf, size_t bufsize, rbp_ob
     return o->flags != 0;
 }
 
-/* A class ivar by name: the shape-indexed iv_ptr can't be searched by name
- * without walking the shape tree, so this is only for the versions that keep
- * class ivars in an st_table (before 3.2), where classpaths also live. */
+/* A class ivar by name, for the versions that keep classpaths and a
+ * singleton's attached object as hidden ivars (before 3.3): in the
+ * classext's st_table before 3.2, in its iv_ptr array at the index the
+ * class's shape gives in 3.2. */
 typedef struct ivar_find {
     rbp_heap *h;
     uint64_t *cached_id;
@@ -93,8 +94,12 @@ static void ivar_find_cb(void *ctx, uint64_t key, uint64_t rec)
 
 static bool class_ivar(rbp_heap *h, const rbp_obj *o, const char *name, uint64_t *cached_id, uint64_t *out)
 {
-    uint64_t ext, tbl;
+    uint64_t ext, tbl, index, ivs;
     rbp_st_hdr t;
+    if (h->c.shapes && rbp_has(L(h), RBP_L_classext_iv_ptr))
+        return rbp_shape_ivar_index(h, o->flags, name, cached_id, &index) && rbp_classext(h, o, &ext) &&
+               (ivs = rbp_classext_ptr(h, o, ext, RBP_L_classext_iv_ptr)) &&
+               rbp_mem_u64(h->s->mem, ivs + index * 8, out);
     if (!rbp_has(L(h), RBP_L_classext_iv_tbl) || !rbp_classext(h, o, &ext) ||
         !(tbl = rbp_classext_ptr(h, o, ext, RBP_L_classext_iv_tbl)) || !rbp_st_read(h, NULL, tbl, &t))
         return false;

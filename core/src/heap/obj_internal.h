@@ -23,7 +23,8 @@ enum {
     MAX_TABLE = 1 << 24,        /* entries of one st/id table */
     CHUNK = 1024,               /* VALUEs read per call for long buffers */
     MAX_CLASS_HOPS = 256,       /* singleton/iclass chain in rbp_class_real */
-    SHAPE_TOO_COMPLEX = 4,      /* enum shape_type SHAPE_OBJ_TOO_COMPLEX (3.2+) */
+    SHAPE_IVAR = 1,             /* enum shape_type, 3.2+: the shape adds the ivar edge_name */
+    MAX_SHAPE_DEPTH = 1 << 16,  /* shapes walked from one to the root */
     ST_ENTRY = 24,              /* st_table_entry: hash, key, record */
     ID_ITEM = 16,               /* id_table item_t on 64-bit: u32 key, int collision, VALUE val */
     ID_TABLE_HEADER = 24,       /* sizeof(struct rb_id_table) */
@@ -90,6 +91,9 @@ typedef struct rbp_shape {
 } rbp_shape;
 /* The shape of an object (3.2+) from the shape id in its flags. */
 bool rbp_shape_of(rbp_heap *h, uint64_t flags, rbp_shape *out);
+/* Where ivar `name` is in the ivar array of an object with these flags
+ * (3.2+, by its shape); *cached_id keeps the ivar's ID once found. */
+bool rbp_shape_ivar_index(rbp_heap *h, uint64_t flags, const char *name, uint64_t *cached_id, uint64_t *index);
 
 /* --- classes (obj_class.c) ---------------------------------------------- */
 

@@ -126,7 +126,7 @@ static bool class_refs(rbp_heap *h, const rbp_obj *o, ref_filter *rf)
         rbp_shape sh;
         uint64_t ivp = rbp_classext_ptr(h, o, ext, RBP_L_classext_iv_ptr);
         if (rbp_shape_of(h, o->flags, &sh)) {
-            if (sh.type == SHAPE_TOO_COMPLEX) {
+            if (sh.type == h->c.shape_too_complex) {
                 rbp_st_hdr t;
                 if (ivp && rbp_st_read(h, NULL, ivp, &t)) ok &= rbp_st_each(h, &t, st_value_cb, rf);
             } else if (ivp) {

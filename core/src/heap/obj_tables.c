@@ -114,3 +114,39 @@ bool rbp_shape_of(rbp_heap *h, uint64_t flags, rbp_shape *out)
            rbp_read_field(h->s, base, RBP_L_shape_type, &out->type) && out->next_iv_index <= MAX_VALUES &&
            out->capacity <= MAX_VALUES;
 }
+
+/* The index of ivar `name` in an object's ivar array, found as
+ * rb_shape_get_iv_index finds it: from the object's shape towards the root,
+ * the SHAPE_IVAR shape whose edge is that ivar's ID adds it at
+ * next_iv_index - 1. The ID is cached in *cached_id once a name matches.
+ * Needs the shape members of 3.2+ (edge_name, parent_id). */
+bool rbp_shape_ivar_index(rbp_heap *h, uint64_t flags, const char *name, uint64_t *cached_id, uint64_t *index)
+{
+    const rbp_layout *Ly = L(h);
+    int32_t sz = Ly->f[RBP_L_shape_size].size;
+    if (!h->shape_list || sz <= 0 || !rbp_has(Ly, RBP_L_shape_edge_name) || !rbp_has(Ly, RBP_L_shape_parent_id))
+        return false;
+    uint64_t id = flags >> 32;
+    for (int depth = 0; depth < MAX_SHAPE_DEPTH && id < (UINT64_C(1) << 24); depth++) {
+        uint64_t base = h->shape_list + id * (uint64_t)sz, edge = 0, next = 0, type = 0, parent = 0;
+        if (!rbp_read_field(h->s, base, RBP_L_shape_edge_name, &edge) ||
+            !rbp_read_field(h->s, base, RBP_L_shape_next_iv_index, &next) ||
+            !rbp_read_field(h->s, base, RBP_L_shape_type, &type) ||
+            !rbp_read_field(h->s, base, RBP_L_shape_parent_id, &parent))
+            return false;
+        if (type == SHAPE_IVAR && edge && next > 0) {
+            bool match = *cached_id ? edge == *cached_id : false;
+            if (!*cached_id) {
+                const char *n = rbp_id_name(h->s, edge);
+                if (n && strcmp(n, name) == 0) *cached_id = edge, match = true;
+            }
+            if (match) {
+                *index = next - 1;
+                return next <= MAX_VALUES;
+            }
+        }
+        if (parent == id) return false; /* a shape that is its own parent: garbage */
+        id = parent;                     /* the root's parent is INVALID_SHAPE_ID, past every shape */
+    }
+    return false;
+}
