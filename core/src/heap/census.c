@@ -455,6 +455,10 @@ rbpeek_status rbpeek_heap_census(rbpeek_session *s, rbpeek_census **out)
     rbp_heap h;
     rbpeek_status st = rbp_heap_open(s, &h);
     if (st != RBPEEK_OK) return st;
+    if ((st = rbp_heap_check_decoders(&h)) != RBPEEK_OK) {
+        rbp_heap_close(&h);
+        return st;
+    }
     rbpeek_census *c = rbp_census_new(s->ruby_version);
     if (!c) {
         rbp_heap_close(&h);

@@ -462,6 +462,10 @@ rbpeek_status rbpeek_heap_dump(rbpeek_session *s, const char *path, rbpeek_heap_
     rbp_heap h;
     rbpeek_status st = rbp_heap_open(s, &h);
     if (st != RBPEEK_OK) return st;
+    if ((st = rbp_heap_check_decoders(&h)) != RBPEEK_OK) {
+        rbp_heap_close(&h);
+        return st;
+    }
     FILE *f = fopen(path, "w");
     if (!f) {
         int e = errno;

@@ -87,4 +87,9 @@ bool rbp_class_variation_count(rbp_heap *h, const rbp_obj *o, uint64_t *out);
 /* The superclass of a class/module/iclass (RCLASS_SUPER), 0 if none. */
 uint64_t rbp_class_super(rbp_heap *h, const rbp_obj *o);
 
+/* Checks that classes' method tables and Hashes' tables decode on the
+ * first of each in the heap (obj_check.c); refuses the layout, in attach's
+ * one line, when most do not. Run after rbp_heap_open, before a walk. */
+rbpeek_status rbp_heap_check_decoders(rbp_heap *h);
+
 #endif

@@ -5,7 +5,8 @@
  * attached object are ivars found by walking the class's shape to the
  * root (rb_shape_get_iv_index's way) and read from the inline classext's
  * iv_ptr, and a shape of type 4, 3.2's SHAPE_INITIAL_CAPACITY, is not
- * taken for 3.3's "too complex". The offsets are those of the 3.2 tables
+ * taken for 3.3's "too complex"; a census checks that classes' method
+ * tables decode before it counts. The offsets are those of the 3.2 tables
  * (facts and layouts/lines/3.2.layout); the image's addresses are the
  * test's own.
  */
@@ -17,6 +18,7 @@
 #include "rbpeek.h"
 
 #include "context/context.h"
+#include "heap/census.h"
 #include "heap/heap.h"
 #include "heap/obj.h"
 #include "vm/robject.h"
@@ -189,10 +191,47 @@ static void test_type_4_is_not_too_complex_on_3_2(void)
     image_free(&im);
 }
 
+/* The census runs on this heap; with the classes' m_tbl member misplaced
+ * (pointing at an id table whose values are not method entries), the
+ * layout is refused instead. */
+static void test_census_checks_method_tables(void)
+{
+    image im = {0};
+    rbpeek_session *s = world(&im);
+    uint8_t *mtbl = add_region(&im, 0xd000, 64), *items = add_region(&im, 0xe000, 64);
+    put32(mtbl, 2), put32(mtbl + 4, 1), put64(mtbl + 16, 0xe000); /* capa 2, num 1 */
+    put32(items, 7), put64(items + 8, OBJ);                        /* a T_OBJECT, not a method entry */
+    set_field(&s->layout, RBP_L_id_table_capa, 0, 4);
+    set_field(&s->layout, RBP_L_id_table_num, 4, 4);
+    set_field(&s->layout, RBP_L_id_table_items, 16, 8);
+    rbpeek_census *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_heap_census(s, &c), RBPEEK_OK);
+    rbpeek_census_summary sum;
+    rbpeek_census_get_summary(c, &sum);
+    CU_ASSERT_EQUAL(sum.live, 3);
+    rbpeek_census_free(c);
+
+    put64(im.r[4].bytes + (CLS - BODY) + 24, 0xd000);
+    put64(im.r[4].bytes + (META - BODY) + 24, 0xd000);
+    rbpeek_session_invalidate(s);
+    CU_ASSERT_EQUAL(rbpeek_heap_census(s, &c), RBPEEK_ERR_NO_LAYOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbpeek_session_error(s), "method tables of 2 of the first 2 classes"));
+    /* an entry that is a method entry (imemo_ment) is what a method table holds */
+    uint8_t *ment = add_region(&im, 0xf000, 64);
+    put64(ment, 0x1a | (UINT64_C(6) << 12));
+    put64(items + 8, 0xf000);
+    rbpeek_session_invalidate(s);
+    CU_ASSERT_EQUAL(rbpeek_heap_census(s, &c), RBPEEK_OK);
+    rbpeek_census_free(c);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test TESTS[] = {
     {"3.2: class paths and attached objects by the class's shape", test_names_by_shape},
     {"3.2: a shape without the ivar, and a shape that is its own parent", test_shape_without_the_ivar},
     {"3.2: shape type 4 is SHAPE_INITIAL_CAPACITY, not too complex", test_type_4_is_not_too_complex_on_3_2},
+    {"a census refuses a layout whose classes' method tables do not decode", test_census_checks_method_tables},
     {NULL, NULL},
 };
 
