@@ -329,6 +329,19 @@ bool rbp_heap_is_slot(const rbp_heap *h, uint64_t v)
     return p && (v - p->start) % p->slot_size == 0;
 }
 
+bool rbp_obj_at(rbp_heap *h, uint64_t addr, uint8_t *buf, size_t bufsize, rbp_obj *o)
+{
+    const rbp_heap_page *pg = rbp_heap_page_of(h, addr);
+    if (!pg || (addr - pg->start) % pg->slot_size) return false;
+    size_t n = pg->slot_size < bufsize ? pg->slot_size : bufsize;
+    if (!rbp_mem_read(h->s->mem, addr, buf, n)) return false;
+    *o = (rbp_obj){.addr = addr, .slot = buf, .slot_size = (uint32_t)n};
+    memcpy(&o->flags, buf, 8);
+    memcpy(&o->klass, buf + 8, 8);
+    o->type = (int)(o->flags & RBP_T_MASK);
+    return o->flags != 0;
+}
+
 /* A class pointer is believable when it is a slot of this heap holding a
  * class (or, for an iclass, the module it stands for). */
 static bool klass_valid(rbp_heap *h, uint64_t klass, int type)

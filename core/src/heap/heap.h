@@ -79,6 +79,12 @@ typedef struct rbp_obj {
     uint64_t flags, klass;
 } rbp_obj;
 
+/* A view of the object at addr, read by address rather than by the walk
+ * (a class, a table wrapped in an object): its slot's first bufsize bytes
+ * are read into buf. False when addr is not a slot of the heap or the slot
+ * is free or unreadable. */
+bool rbp_obj_at(rbp_heap *h, uint64_t addr, uint8_t *buf, size_t bufsize, rbp_obj *o);
+
 /* Per-page tallies of a walk. */
 typedef struct rbp_walk_page_stats {
     uint32_t live, free, unreadable;

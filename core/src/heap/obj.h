@@ -32,9 +32,6 @@ uint64_t rbp_obj_extra_bytes(rbp_heap *h, const rbp_obj *o);
 typedef void (*rbp_ref_fn)(void *ctx, uint64_t ref);
 bool rbp_obj_refs(rbp_heap *h, const rbp_obj *o, rbp_ref_fn fn, void *ctx);
 
-/* A view of an object in the heap read by address (for classes). */
-bool rbp_obj_at(rbp_heap *h, uint64_t addr, uint8_t *buf, size_t bufsize, rbp_obj *o);
-
 /* The class Ruby's obj.class would give for an object whose klass is this:
  * singleton classes and iclasses skipped. 0 if it can't be told. Cached. */
 uint64_t rbp_class_real(rbp_heap *h, uint64_t klass);

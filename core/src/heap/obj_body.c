@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm/rdata.h"
 
 bool rbp_obj_too_complex(rbp_heap *h, const rbp_obj *o)
 {
@@ -131,23 +130,6 @@ bool rbp_struct_body(rbp_heap *h, const rbp_obj *o, uint64_t *ptr, uint64_t *len
 }
 
 /* --- T_DATA, T_FILE, T_FLOAT ----------------------------------------------- */
-
-typedef struct slot_words {
-    rbp_heap *h;
-    const rbp_obj *o;
-} slot_words;
-
-static bool slot_word(void *ctx, rbp_field_id id, uint64_t *out)
-{
-    const slot_words *w = ctx;
-    return rd(w->h, w->o, w->o->addr, id, out);
-}
-
-bool rbp_obj_typed_data(rbp_heap *h, const rbp_obj *o, uint64_t *type, uint64_t *data)
-{
-    slot_words w = {h, o};
-    return rbp_typed_data_decode(h->s, o->addr, o->flags, slot_word, &w, type, data);
-}
 
 const char *rbp_data_struct_name(rbp_heap *h, const rbp_obj *o)
 {

@@ -52,19 +52,6 @@ uint64_t rbp_class_super(rbp_heap *h, const rbp_obj *o)
     return v;
 }
 
-bool rbp_obj_at(rbp_heap *h, uint64_t addr, uint8_t *buf, size_t bufsize, rbp_obj *o)
-{
-    const rbp_heap_page *pg = rbp_heap_page_of(h, addr);
-    if (!pg || (addr - pg->start) % pg->slot_size) return false;
-    size_t n = pg->slot_size < bufsize ? pg->slot_size : bufsize;
-    if (!rbp_mem_read(h->s->mem, addr, buf, n)) return false;
-    *o = (rbp_obj){.addr = addr, .slot = buf, .slot_size = (uint32_t)n};
-    memcpy(&o->flags, buf, 8);
-    memcpy(&o->klass, buf + 8, 8);
-    o->type = (int)(o->flags & RBP_T_MASK);
-    return o->flags != 0;
-}
-
 /* A class ivar by name, for the versions that keep classpaths and a
  * singleton's attached object as hidden ivars (before 3.3): in the
  * classext's st_table before 3.2, in its iv_ptr array at the index the

@@ -16,6 +16,7 @@
 #include "context/context.h"
 #include "heap/heap.h"
 #include "heap/obj.h"
+#include "vm/rdata.h"
 #include "vm/robject.h"
 
 enum {
@@ -62,6 +63,25 @@ static inline bool rd(rbp_heap *h, const rbp_obj *o, uint64_t base, rbp_field_id
 }
 
 static inline uint64_t off(rbp_heap *h, rbp_field_id id) { return (uint64_t)rbp_off(L(h), id); }
+
+/* A typed T_DATA's rb_data_type_t and C struct (vm/rdata.h), its words
+ * read through the walk's slot copy (rd). */
+typedef struct rbp_slot_words {
+    rbp_heap *h;
+    const rbp_obj *o;
+} rbp_slot_words;
+
+static inline bool rbp_slot_word(void *ctx, rbp_field_id id, uint64_t *out)
+{
+    const rbp_slot_words *w = ctx;
+    return rd(w->h, w->o, w->o->addr, id, out);
+}
+
+static inline bool rbp_obj_typed_data(rbp_heap *h, const rbp_obj *o, uint64_t *type, uint64_t *data)
+{
+    rbp_slot_words w = {h, o};
+    return rbp_typed_data_decode(h->s, o->addr, o->flags, rbp_slot_word, &w, type, data);
+}
 
 /* Whether a T_OBJECT keeps its fields in its slot (ROBJECT_EMBED before
  * 4.0, no ROBJECT_HEAP from 4.0). */
@@ -119,11 +139,5 @@ bool rbp_struct_body(rbp_heap *h, const rbp_obj *o, uint64_t *ptr, uint64_t *len
 
 /* The terminator length of an encoding (1 for unknown ones). */
 int rbp_enc_termlen(rbp_heap *h, int idx);
-
-/* --- typed data (obj_body.c) --------------------------------------------- */
-
-/* A typed T_DATA's rb_data_type_t and C struct (vm/rdata.h), read through
- * the walk's slot copy. */
-bool rbp_obj_typed_data(rbp_heap *h, const rbp_obj *o, uint64_t *type, uint64_t *data);
 
 #endif
