@@ -13,8 +13,4 @@ rbpeek_status rbp_discover_version(rbpeek_session *s);
 rbpeek_status rbp_discover_layout(rbpeek_session *s);
 rbpeek_status rbp_discover_vm(rbpeek_session *s);
 
-/* A VM is plausible if its main thread points back at it (under the
- * session's layout); why says what failed. */
-bool rbp_vm_plausible(rbpeek_session *s, uint64_t vm, char *why, size_t whylen);
-
 #endif

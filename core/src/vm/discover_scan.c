@@ -13,11 +13,37 @@
  */
 #include "vm/discover_scan.h"
 
-#include "vm/discover.h"
 #include "vm/robject.h"
 
 #include <stdio.h>
 #include <string.h>
+
+bool rbp_vm_plausible(rbpeek_session *s, uint64_t vm, char *why, size_t whylen)
+{
+    const rbp_layout *L = &s->layout;
+    uint64_t main_th = 0, back = 0;
+    rbp_field_id main_field = rbp_has(L, RBP_L_vm_ractor_main_thread) ? RBP_L_vm_ractor_main_thread
+                                                                       : RBP_L_vm_main_thread;
+    if (!rbp_has(L, main_field)) {
+        snprintf(why, whylen, "layout has no main thread member");
+        return false;
+    }
+    if (!rbp_mem_u64(s->mem, vm + (uint64_t)rbp_off(L, main_field), &main_th)) {
+        snprintf(why, whylen, "VM at 0x%llx is not readable", (unsigned long long)vm);
+        return false;
+    }
+    if (!main_th) {
+        snprintf(why, whylen, "VM at 0x%llx has no main thread (Ruby not started yet?)", (unsigned long long)vm);
+        return false;
+    }
+    if (rbp_has(L, RBP_L_th_vm) && (!rbp_mem_u64(s->mem, main_th + (uint64_t)rbp_off(L, RBP_L_th_vm), &back) ||
+                                    back != vm)) {
+        snprintf(why, whylen, "0x%llx does not look like a Ruby VM (its main thread does not point back to it)",
+                 (unsigned long long)vm);
+        return false;
+    }
+    return true;
+}
 
 /* .bss of libruby is a few hundred KiB; 4 MiB past the image's last
  * mapping bounds the scan should an anonymous mapping follow it. */

@@ -33,4 +33,9 @@ uint64_t rbp_scan_image_data_for(rbpeek_session *s, uint64_t value);
  * address, or returns 0. */
 uint64_t rbp_scan_image_data_for_vm(rbpeek_session *s, uint64_t *where);
 
+/* A VM is plausible if its main thread points back at it (under the
+ * session's layout); why says what failed. The check every VM candidate
+ * passes, found by symbol, by --vm or by a scan. */
+bool rbp_vm_plausible(rbpeek_session *s, uint64_t vm, char *why, size_t whylen);
+
 #endif
