@@ -55,6 +55,15 @@ TWINS = {"rb_callable_method_entry_struct": "rb_method_entry_struct"}
 # have two possible offsets; the table lists the other as an `alt` line and
 # rbpeek settles which one the target uses at attach.
 JMPBUF_BUILTIN_SIZE = 40
+JMPBUF_GLIBC_SIZE = 200
+
+# Members of private structs (so not in the facts) that follow an
+# rb_jmpbuf_t: rb_fiber_struct.status comes after cont.jmpbuf (cont.c). Our
+# DWARF builds use __builtin_setjmp (2.7.4's rb_thread_t.name shows it), as
+# Debian's do; a build with glibc's jmp_buf (Ubuntu's gcc, -fcf-protection)
+# puts them 160 bytes further, so a supplement made from our DWARF lists
+# that placement too, as an `alt` line for attach to settle.
+JMPBUF_FOLLOWERS = ("fiber_status",)
 
 
 def read_fields_def(path=FIELDS_DEF):
@@ -339,6 +348,11 @@ def write_supplement(table, facts_dir, out):
             continue
         if fid in dwarf:
             body.append(dwarf[fid])
+            if fid in JMPBUF_FOLLOWERS:
+                name, off, rest = dwarf[fid].split(" ", 2)
+                body.append("# %s follows rb_jmpbuf_t: %d bytes further with glibc's jmp_buf" %
+                            (fid, JMPBUF_GLIBC_SIZE - JMPBUF_BUILTIN_SIZE))
+                body.append("alt %s %d %s" % (name, int(off) + JMPBUF_GLIBC_SIZE - JMPBUF_BUILTIN_SIZE, rest))
         else:
             absent.append(fid)
     dest = os.path.join(out, "lines", line + ".layout")
