@@ -93,6 +93,11 @@ RBPEEK_API rbpeek_status rbpeek_session_use_lookup(rbpeek_session *s, rbpeek_loo
  * a callback source should be told. path may be NULL or "". */
 RBPEEK_API rbpeek_status rbpeek_session_add_region(rbpeek_session *s, uint64_t start, uint64_t end,
                                         uint64_t file_offset, const char *path);
+/* Adds the files a core file says were mapped (its NT_FILE note) as
+ * regions, for a callback source whose debugger does not list them: lldb
+ * knows no modules for a core whose binaries are not on this machine, yet
+ * the mapped files' names and places are what finds the Ruby in it. */
+RBPEEK_API rbpeek_status rbpeek_session_add_core_regions(rbpeek_session *s, const char *core_path);
 
 /* Overrides, all optional, applied by attach. */
 RBPEEK_API rbpeek_status rbpeek_session_set_vm(rbpeek_session *s, uint64_t vm_addr);

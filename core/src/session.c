@@ -127,6 +127,16 @@ rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path)
     return RBPEEK_OK;
 }
 
+rbpeek_status rbpeek_session_add_core_regions(rbpeek_session *s, const char *core_path)
+{
+    if (!s || !core_path) return rbp_fail(s, RBPEEK_ERR_ARG, "add_core_regions: no core file given");
+    rbp_region *r = NULL;
+    size_t n = rbp_source_core_regions(core_path, &r);
+    if (!n) return rbp_fail(s, RBPEEK_ERR_IO, "%s lists no mapped files (not an ELF core?)", core_path);
+    adopt_regions(s, r, n);
+    return RBPEEK_OK;
+}
+
 rbpeek_status rbpeek_session_use_lookup(rbpeek_session *s, rbpeek_lookup_fn fn, void *ctx)
 {
     if (!s) return RBPEEK_ERR_ARG;

@@ -34,6 +34,12 @@ class DebuggerAdapter:
         """Paths of loaded libruby/ruby images (they may carry DWARF)."""
         return []
 
+    def core_file(self):
+        """The core file's path when the target is a core whose mapped files
+        the debugger cannot list (its binaries are not on this machine), so
+        the core library reads the list from the core itself; else None."""
+        return None
+
     def threads(self):
         """[{"num": debugger thread number, "tid": kernel TID, "pthread": pthread_t or None}]"""
         raise NotImplementedError

@@ -68,15 +68,15 @@ def rbpeek_bt(core, *options):
     return json.loads(r.stdout)
 
 
-def gdb_json(core, workdir, command):
-    """Runs `command -o FILE` (a --json command) in gdb on the core alone and
-    returns the document."""
-    out = os.path.join(workdir, re.sub(r"\W+", "_", command) + ".json")
-    rc, text = harness.run_debugger("gdb", ["%s -o %s" % (command, out)], core=core)
+def debugger_json(debugger, core, workdir, command):
+    """Runs `command -o FILE` (a --json command) in gdb or lldb on the core
+    alone and returns the document."""
+    out = os.path.join(workdir, debugger + "_" + re.sub(r"\W+", "_", command) + ".json")
+    rc, text = harness.run_debugger(debugger, ["%s -o %s" % (command, out)], core=core)
     harness.assert_no_traceback(text)
-    errors = [l for l in text.splitlines() if l.startswith("rbpeek:") and not l.startswith("rbpeek: wrote ")]
+    errors = [l for l in text.splitlines() if "rbpeek:" in l and "rbpeek: wrote " not in l]
     if errors or not os.path.exists(out):
-        raise Failure("gdb `%s` on the core failed:\n%s" % (command, text[-2000:]))
+        raise Failure("%s `%s` on the core failed:\n%s" % (debugger, command, text[-2000:]))
     with open(out) as f:
         return json.load(f)
 
@@ -155,9 +155,14 @@ def core_3_0_0(workdir):
     check_stack(rbpeek_bt(core), "3.0.0", expected, "rbpeek-bt, nothing given")
     check_stack(rbpeek_bt(core, "--vm", "0x%x" % vm, "--ruby-version", "3.0.0"), "3.0.0", expected,
                 "rbpeek-bt --vm 0x%x --ruby-version 3.0.0" % vm)
-    check_stack(gdb_json(core, workdir, "ruby bt --json --vm 0x%x" % vm), "3.0.0", expected, "gdb ruby bt --vm")
+    check_stack(debugger_json("gdb", core, workdir, "ruby bt --json --vm 0x%x" % vm), "3.0.0", expected, "gdb ruby bt --vm")
+    # Both debuggers find everything themselves, lldb without a module to go
+    # by (it lists none for a core whose binaries are elsewhere).
+    for debugger in ("gdb", "lldb"):
+        check_stack(debugger_json(debugger, core, workdir, "ruby bt --json"), "3.0.0", expected,
+                    debugger + " ruby bt, nothing given")
 
-    doc = gdb_json(core, workdir, "ruby heap --json")
+    doc = debugger_json("gdb", core, workdir, "ruby heap --json")
     names = check_census(doc, "3.0.0")
     # Ruby 3.0 keeps one slot size (40-byte RVALUEs) on 16 KiB pages.
     sizes = [s["slot_size"] for s in doc["heap"]["slot_sizes"]]
@@ -175,7 +180,7 @@ def core_3_0_0(workdir):
             raise Failure("heap: %d %s objects, expected %d" % (names[cls]["count"], cls, count))
     harness.log("heap: the census adds up, over %d named classes" % len(names))
 
-    locks = gdb_json(core, workdir, "ruby locks --json")
+    locks = debugger_json("gdb", core, workdir, "ruby locks --json")
     # sleep(0.5): Kernel#sleep with a duration, which can't deadlock
     waits = [(t["waiting_on"]["kind"], t["waiting_on"]["timeout"]) for t in locks["threads"]]
     if waits != [("sleep", True)] or locks["deadlocks"] or locks["never_released"]:
@@ -215,9 +220,16 @@ def core_4_0_0(workdir):
     check_stack(rbpeek_bt(core), "4.0.0", expected, "rbpeek-bt, nothing given")
     check_stack(rbpeek_bt(core, "--vm", "0x%x" % vm, "--ruby-version", "4.0.0"), "4.0.0", expected,
                 "rbpeek-bt --vm 0x%x --ruby-version 4.0.0" % vm)
-    check_stack(gdb_json(core, workdir, "ruby bt --json --vm 0x%x" % vm), "4.0.0", expected, "gdb ruby bt --vm")
+    check_stack(debugger_json("gdb", core, workdir, "ruby bt --json --vm 0x%x" % vm), "4.0.0", expected, "gdb ruby bt --vm")
+    # Both debuggers find everything themselves, lldb without a module to go
+    # by (it lists none for a core whose binaries are elsewhere).
+    for debugger in ("gdb", "lldb"):
+        check_stack(debugger_json(debugger, core, workdir, "ruby bt --json"), "4.0.0", expected,
+                    debugger + " ruby bt, nothing given")
 
-    names = check_census(gdb_json(core, workdir, "ruby heap --json"), "4.0.0")
+    names = check_census(debugger_json("gdb", core, workdir, "ruby heap --json"), "4.0.0")
+    if check_census(debugger_json("lldb", core, workdir, "ruby heap --json"), "4.0.0") != names:
+        raise Failure("heap: lldb's census differs from gdb's on the same core")
     # A Ruby that booted RubyGems and runs one thread: its classes are named,
     # classes and modules counted under Class and Module (a singleton's real
     # class is found through 4.0's classext), one Thread, STDIN/OUT/ERR's IO.
@@ -231,7 +243,7 @@ def core_4_0_0(workdir):
         raise Failure("heap: %d IO objects; STDIN, STDOUT and STDERR are three" % names["IO"]["count"])
     harness.log("heap: the census adds up, over %d named classes" % len(names))
 
-    locks = gdb_json(core, workdir, "ruby locks --json")
+    locks = debugger_json("gdb", core, workdir, "ruby locks --json")
     # sleep($sleep_time): Kernel#sleep with a duration, which can't deadlock
     waits = [(t["waiting_on"]["kind"], t["waiting_on"]["timeout"]) for t in locks["threads"]]
     if waits != [("sleep", True)] or locks["deadlocks"] or locks["never_released"]:

@@ -40,6 +40,9 @@ class Sessions:
             s.use_reader(dbg.read_memory)
             for start, end, offset, path in dbg.regions():
                 s.add_region(start, end, offset, path)
+            core = dbg.core_file()
+            if core:
+                s.add_core_regions(core)
         s.use_lookup(dbg.lookup_symbol)
         for path in dbg.debug_files():
             s.add_debug_file(path)

@@ -58,6 +58,7 @@ def lib():
         "rbpeek_session_use_core": (st, [vp, cp]),
         "rbpeek_session_use_lookup": (st, [vp, LOOKUP_FN, vp]),
         "rbpeek_session_add_region": (st, [vp, u64, u64, u64, cp]),
+        "rbpeek_session_add_core_regions": (st, [vp, cp]),
         "rbpeek_session_set_vm": (st, [vp, u64]),
         "rbpeek_session_set_layout_file": (st, [vp, cp]),
         "rbpeek_session_set_ruby_version": (st, [vp, cp]),

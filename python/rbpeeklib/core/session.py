@@ -120,6 +120,9 @@ class Session(Owned):
     def add_region(self, start, end, offset, path):
         lib().rbpeek_session_add_region(self._h, start, end, offset, path.encode() if path else None)
 
+    def add_core_regions(self, core_path):
+        self._check(lib().rbpeek_session_add_core_regions(self._h, core_path.encode()))
+
     def add_debug_file(self, path):
         lib().rbpeek_session_add_debug_file(self._h, path.encode())
 
