@@ -6,7 +6,7 @@
 The facts are bindgen renderings of each release's own headers, one Rust
 file per release (../shared/facts/ruby-structs/ruby_X_Y_Z.rs). This tool
 reads them as data: it parses the struct, union and alias declarations,
-resolves every member of core/src/layout_fields.def to a place in them
+resolves every member of core/src/layout/layout_fields.def to a place in them
 (through bindgen's anonymous members, renamed keywords and bitfield
 accessors), and has rustc compute offsets and sizes, since rustc lays out a
 #[repr(C)] struct exactly as the C compiler did. One Rust program covers
