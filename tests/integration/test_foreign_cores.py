@@ -124,6 +124,44 @@ def check_census(doc, version):
     return names
 
 
+def check_stacks(version, expected, workdir):
+    """Unpacks the core and checks its one stack every way rbpeek can be
+    asked: rbpeek-bt with nothing given and with the README's VM and the
+    version, and both debuggers with --vm and with nothing given (lldb has
+    no module to go by: it lists none for a core whose binaries are
+    elsewhere). Returns the core's path."""
+    core = unpack_core(version, workdir)
+    vm = read_u64(core, readme_vm_pointer(version))
+    check_stack(rbpeek_bt(core), version, expected, "rbpeek-bt, nothing given")
+    check_stack(rbpeek_bt(core, "--vm", "0x%x" % vm, "--ruby-version", version), version, expected,
+                "rbpeek-bt --vm 0x%x --ruby-version %s" % (vm, version))
+    for debugger in ("gdb", "lldb"):
+        check_stack(debugger_json(debugger, core, workdir, "ruby bt --json --vm 0x%x" % vm), version, expected,
+                    debugger + " ruby bt --vm")
+        check_stack(debugger_json(debugger, core, workdir, "ruby bt --json"), version, expected,
+                    debugger + " ruby bt, nothing given")
+    return core
+
+
+def check_census_both(core, version, workdir):
+    """The census in gdb, which must add up (check_census), and the same
+    census in lldb. Returns gdb's document and its classes by name."""
+    doc = debugger_json("gdb", core, workdir, "ruby heap --json")
+    names = check_census(doc, version)
+    if check_census(debugger_json("lldb", core, workdir, "ruby heap --json"), version) != names:
+        raise Failure("heap: lldb's census differs from gdb's on the same core")
+    return doc, names
+
+
+def check_timed_sleep(core, workdir):
+    """Both programs sleep with a duration in Kernel#sleep, which can't deadlock."""
+    locks = debugger_json("gdb", core, workdir, "ruby locks --json")
+    waits = [(t["waiting_on"]["kind"], t["waiting_on"]["timeout"]) for t in locks["threads"]]
+    if waits != [("sleep", True)] or locks["deadlocks"] or locks["never_released"]:
+        raise Failure("locks: expected one thread in a timed sleep, got %s" % json.dumps(locks)[:1000])
+    harness.log("locks: the main thread sleeps with a duration; no deadlock")
+
+
 def core_3_0_0(workdir):
     """rbspy's ci/ruby-programs/infinite.rb under Ruby 3.0.0 (rbenv's build),
     stopped in sleep. Its source, by line:
@@ -150,20 +188,9 @@ def core_3_0_0(workdir):
         ("loop", path, 13, "cfunc"),
         ("<main>", path, 13, "ruby"),
     ]
-    core = unpack_core("3.0.0", workdir)
-    vm = read_u64(core, readme_vm_pointer("3.0.0"))
-    check_stack(rbpeek_bt(core), "3.0.0", expected, "rbpeek-bt, nothing given")
-    check_stack(rbpeek_bt(core, "--vm", "0x%x" % vm, "--ruby-version", "3.0.0"), "3.0.0", expected,
-                "rbpeek-bt --vm 0x%x --ruby-version 3.0.0" % vm)
-    check_stack(debugger_json("gdb", core, workdir, "ruby bt --json --vm 0x%x" % vm), "3.0.0", expected, "gdb ruby bt --vm")
-    # Both debuggers find everything themselves, lldb without a module to go
-    # by (it lists none for a core whose binaries are elsewhere).
-    for debugger in ("gdb", "lldb"):
-        check_stack(debugger_json(debugger, core, workdir, "ruby bt --json"), "3.0.0", expected,
-                    debugger + " ruby bt, nothing given")
+    core = check_stacks("3.0.0", expected, workdir)
 
-    doc = debugger_json("gdb", core, workdir, "ruby heap --json")
-    names = check_census(doc, "3.0.0")
+    doc, names = check_census_both(core, "3.0.0", workdir)
     # Ruby 3.0 keeps one slot size (40-byte RVALUEs) on 16 KiB pages.
     sizes = [s["slot_size"] for s in doc["heap"]["slot_sizes"]]
     if sizes != [40]:
@@ -180,12 +207,7 @@ def core_3_0_0(workdir):
             raise Failure("heap: %d %s objects, expected %d" % (names[cls]["count"], cls, count))
     harness.log("heap: the census adds up, over %d named classes" % len(names))
 
-    locks = debugger_json("gdb", core, workdir, "ruby locks --json")
-    # sleep(0.5): Kernel#sleep with a duration, which can't deadlock
-    waits = [(t["waiting_on"]["kind"], t["waiting_on"]["timeout"]) for t in locks["threads"]]
-    if waits != [("sleep", True)] or locks["deadlocks"] or locks["never_released"]:
-        raise Failure("locks: expected one thread in a timed sleep, got %s" % json.dumps(locks)[:1000])
-    harness.log("locks: the main thread sleeps with a duration; no deadlock")
+    check_timed_sleep(core, workdir)  # sleep(0.5)
 
 
 def core_4_0_0(workdir):
@@ -215,21 +237,9 @@ def core_4_0_0(workdir):
         ("Kernel#loop", path, 19, "cfunc"),
         ("<main>", path, 19, "ruby"),
     ]
-    core = unpack_core("4.0.0", workdir)
-    vm = read_u64(core, readme_vm_pointer("4.0.0"))
-    check_stack(rbpeek_bt(core), "4.0.0", expected, "rbpeek-bt, nothing given")
-    check_stack(rbpeek_bt(core, "--vm", "0x%x" % vm, "--ruby-version", "4.0.0"), "4.0.0", expected,
-                "rbpeek-bt --vm 0x%x --ruby-version 4.0.0" % vm)
-    check_stack(debugger_json("gdb", core, workdir, "ruby bt --json --vm 0x%x" % vm), "4.0.0", expected, "gdb ruby bt --vm")
-    # Both debuggers find everything themselves, lldb without a module to go
-    # by (it lists none for a core whose binaries are elsewhere).
-    for debugger in ("gdb", "lldb"):
-        check_stack(debugger_json(debugger, core, workdir, "ruby bt --json"), "4.0.0", expected,
-                    debugger + " ruby bt, nothing given")
+    core = check_stacks("4.0.0", expected, workdir)
 
-    names = check_census(debugger_json("gdb", core, workdir, "ruby heap --json"), "4.0.0")
-    if check_census(debugger_json("lldb", core, workdir, "ruby heap --json"), "4.0.0") != names:
-        raise Failure("heap: lldb's census differs from gdb's on the same core")
+    _doc, names = check_census_both(core, "4.0.0", workdir)
     # A Ruby that booted RubyGems and runs one thread: its classes are named,
     # classes and modules counted under Class and Module (a singleton's real
     # class is found through 4.0's classext), one Thread, STDIN/OUT/ERR's IO.
@@ -243,12 +253,7 @@ def core_4_0_0(workdir):
         raise Failure("heap: %d IO objects; STDIN, STDOUT and STDERR are three" % names["IO"]["count"])
     harness.log("heap: the census adds up, over %d named classes" % len(names))
 
-    locks = debugger_json("gdb", core, workdir, "ruby locks --json")
-    # sleep($sleep_time): Kernel#sleep with a duration, which can't deadlock
-    waits = [(t["waiting_on"]["kind"], t["waiting_on"]["timeout"]) for t in locks["threads"]]
-    if waits != [("sleep", True)] or locks["deadlocks"] or locks["never_released"]:
-        raise Failure("locks: expected one thread in a timed sleep, got %s" % json.dumps(locks)[:1000])
-    harness.log("locks: the main thread sleeps with a duration; no deadlock")
+    check_timed_sleep(core, workdir)  # sleep($sleep_time)
 
 
 CORE_TESTS = {
