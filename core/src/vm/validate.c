@@ -178,41 +178,46 @@ static bool settle_alts(rbpeek_session *s, char *why, size_t n)
     const rbp_thread_raw *main = NULL;
     for (size_t i = 0; i < nt && !main; i++)
         if (t[i].is_main) main = &t[i];
-    int builtin = -1; /* __builtin_setjmp's placements: 1 yes, 0 no, -1 not known yet */
+
+    /* Gather the evidence first, then decide once: every placement follows
+     * the one setjmp choice, so the member that tells decides for all.
+     * builtin: 1 if the smaller offsets (__builtin_setjmp's) are the
+     * target's, 0 if the larger are, -1 while nothing tells. */
+    int builtin = -1;
     bool ok = true;
     for (int a = 0; a < L->nalt && ok; a++) {
         rbp_layout_alt *alt = &L->alt[a];
-        if (alt->id != RBP_L_th_name) continue;
-        bool primary = thread_name_fits(s, t, nt, &L->f[alt->id]);
-        bool other = thread_name_fits(s, t, nt, &alt->f);
-        if (!primary && other) {
-            swap_alt(L, alt);
-        } else if (!primary) {
-            snprintf(why, n, "rb_thread_t.name holds neither nil nor a String at offset %d or %d",
-                     L->f[alt->id].offset, alt->f.offset);
-            ok = false;
-            break;
-        }
-        builtin = L->f[alt->id].offset < alt->f.offset;
-    }
-    for (int a = 0; a < L->nalt && ok; a++) {
-        rbp_layout_alt *alt = &L->alt[a];
-        if (alt->id == RBP_L_th_name) continue;
-        if (alt->id != RBP_L_fiber_status) {
+        bool small_is_primary = L->f[alt->id].offset < alt->f.offset;
+        if (alt->id == RBP_L_th_name) {
+            /* Both can fit when no thread has a name and the other word
+             * happens to read nil: then the name does not tell. */
+            bool primary = thread_name_fits(s, t, nt, &L->f[alt->id]);
+            bool other = thread_name_fits(s, t, nt, &alt->f);
+            if (!primary && !other) {
+                snprintf(why, n, "rb_thread_t.name holds neither nil nor a String at offset %d or %d",
+                         L->f[alt->id].offset, alt->f.offset);
+                ok = false;
+            } else if (primary != other && builtin < 0) {
+                builtin = primary == small_is_primary;
+            }
+        } else if (alt->id == RBP_L_fiber_status) {
+            int primary = fiber_resumed_at(s, main, &L->f[alt->id]);
+            int other = fiber_resumed_at(s, main, &alt->f);
+            if (primary >= 0 && other >= 0 && primary != other && builtin < 0)
+                builtin = (primary == 1) == small_is_primary;
+        } else {
             snprintf(why, n, "the layout lists an alternative for %s, which rbpeek cannot settle",
                      rbp_field_name(alt->id));
             ok = false;
-            break;
         }
+    }
+    for (int a = 0; a < L->nalt && ok; a++) {
+        rbp_layout_alt *alt = &L->alt[a];
         if (builtin < 0) {
-            int primary = fiber_resumed_at(s, main, &L->f[alt->id]);
-            int other = fiber_resumed_at(s, main, &alt->f);
-            if (primary == 1 && other == 0) builtin = L->f[alt->id].offset < alt->f.offset;
-            if (primary == 0 && other == 1) builtin = alt->f.offset < L->f[alt->id].offset;
-        }
-        if (builtin < 0) {
-            /* Neither placement tells: not knowing beats reading the wrong word. */
-            L->f[alt->id].offset = -1;
+            /* Nothing told. The name is kept where the table puts it (it
+             * fits there); the fiber's status is not read at all: not
+             * knowing beats reading the wrong word. */
+            if (alt->id != RBP_L_th_name) L->f[alt->id].offset = -1;
             continue;
         }
         if ((L->f[alt->id].offset < alt->f.offset) != (builtin == 1)) swap_alt(L, alt);

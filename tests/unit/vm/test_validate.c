@@ -141,6 +141,25 @@ static void test_status_left_unknown_when_nothing_tells(void)
     done(&w);
 }
 
+/* No thread has a name and the other word reads nil too: the name does not
+ * tell, so the fiber's status decides for both. */
+static void test_fiber_decides_when_both_names_fit(void)
+{
+    world w;
+    make(&w, NAME_BUILTIN, STATUS_BUILTIN, true, true);
+    put64(w.th + NAME_GLIBC, QNIL);
+    CU_ASSERT_EQUAL_FATAL(rbp_validate_layout(w.s), RBPEEK_OK);
+    CU_ASSERT_EQUAL(w.s->layout.f[RBP_L_th_name].offset, NAME_BUILTIN);
+    CU_ASSERT_EQUAL(w.s->layout.f[RBP_L_fiber_status].offset, STATUS_BUILTIN);
+    done(&w);
+    make(&w, NAME_GLIBC, STATUS_GLIBC, true, true);
+    put64(w.th + NAME_BUILTIN, QNIL);
+    CU_ASSERT_EQUAL_FATAL(rbp_validate_layout(w.s), RBPEEK_OK);
+    CU_ASSERT_EQUAL(w.s->layout.f[RBP_L_th_name].offset, NAME_GLIBC);
+    CU_ASSERT_EQUAL(w.s->layout.f[RBP_L_fiber_status].offset, STATUS_GLIBC);
+    done(&w);
+}
+
 static void test_name_that_fits_nowhere_is_refused(void)
 {
     world w;
@@ -156,6 +175,7 @@ static const rbp_cu_test TESTS[] = {
     {"th_name settles glibc's placement; fiber_status follows", test_name_settles_glibc_and_status_follows},
     {"without a th_name alternative, the running fiber settles fiber_status", test_status_settled_by_the_running_fiber},
     {"fiber_status is left unknown when nothing tells", test_status_left_unknown_when_nothing_tells},
+    {"both names fit: the running fiber decides for both", test_fiber_decides_when_both_names_fit},
     {"a thread name that fits neither placement refuses the layout", test_name_that_fits_nowhere_is_refused},
     {NULL, NULL},
 };
