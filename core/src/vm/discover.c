@@ -47,14 +47,16 @@ rbpeek_status rbp_discover_version(rbpeek_session *s)
         if (s->version_override[0]) parse_version(s, s->version_override);
         return RBPEEK_OK;
     }
-    if (s->version_override[0] && parse_version(s, s->version_override)) return RBPEEK_OK;
     /* A core without its binaries lacks .rodata, where ruby_version's bytes
-     * are; the mapped file's name still says which release it is. */
-    if (rbp_version_from_image_name(s, buf, sizeof buf) && parse_version(s, buf)) {
-        snprintf(s->target_version, sizeof s->target_version, "%s", s->ruby_version);
+     * are; the mapped file's name still says which release it is (and a
+     * refusal of --ruby-version can name it). */
+    bool named = rbp_version_from_image_name(s, s->target_version, sizeof s->target_version);
+    if (s->version_override[0] && parse_version(s, s->version_override)) return RBPEEK_OK;
+    if (named && parse_version(s, s->target_version)) {
         s->version_how = "the name of the mapped libruby";
         return RBPEEK_OK;
     }
+    s->target_version[0] = '\0';
     if (addr)
         return rbp_fail(s, RBPEEK_ERR_READ,
                         "found symbol ruby_version at 0x%llx but could not read a version there; "
