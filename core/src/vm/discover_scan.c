@@ -18,13 +18,18 @@
 #include <stdio.h>
 #include <string.h>
 
+rbp_field_id rbp_vm_main_thread_field(const rbp_layout *L)
+{
+    if (rbp_has(L, RBP_L_vm_ractor_main_thread)) return RBP_L_vm_ractor_main_thread;
+    return rbp_has(L, RBP_L_vm_main_thread) ? RBP_L_vm_main_thread : RBP_L_COUNT;
+}
+
 bool rbp_vm_plausible(rbpeek_session *s, uint64_t vm, char *why, size_t whylen)
 {
     const rbp_layout *L = &s->layout;
     uint64_t main_th = 0, back = 0;
-    rbp_field_id main_field = rbp_has(L, RBP_L_vm_ractor_main_thread) ? RBP_L_vm_ractor_main_thread
-                                                                       : RBP_L_vm_main_thread;
-    if (!rbp_has(L, main_field)) {
+    rbp_field_id main_field = rbp_vm_main_thread_field(L);
+    if (main_field == RBP_L_COUNT) {
         snprintf(why, whylen, "layout has no main thread member");
         return false;
     }
@@ -52,27 +57,27 @@ bool rbp_vm_plausible(rbpeek_session *s, uint64_t vm, char *why, size_t whylen)
  * before it is larger but holds no pointer we look for. */
 #define DATA_SCAN_MAX (UINT64_C(8) << 20)
 
+/* The file name of a path ("" for NULL). */
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path ? path : "";
+}
+
 bool rbp_is_ruby_image_path(const char *path)
 {
-    if (!path) return false;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
+    const char *base = base_name(path);
     return strncmp(base, "libruby", 7) == 0 || strncmp(base, "ruby", 4) == 0;
 }
 
-static bool is_libruby(const char *path)
-{
-    const char *base = path ? strrchr(path, '/') : NULL;
-    base = base ? base + 1 : path;
-    return base && strncmp(base, "libruby", 7) == 0;
-}
+static bool is_libruby(const char *path) { return strncmp(base_name(path), "libruby", 7) == 0; }
 
 bool rbp_version_from_image_name(const rbpeek_session *s, char *out, size_t n)
 {
     for (size_t i = 0; i < s->nregions; i++) {
         const char *p = s->regions[i].path;
         if (!is_libruby(p)) continue;
-        const char *so = strstr(strrchr(p, '/') ? strrchr(p, '/') : p, ".so.");
+        const char *so = strstr(base_name(p), ".so.");
         int a, b, c, len = 0;
         /* libruby.so.3.0.0 names the release; libruby-3.1.so.3.1 only its line. */
         if (so && sscanf(so, ".so.%d.%d.%d%n", &a, &b, &c, &len) == 3 && so[len] == '\0' && a >= 1 && a <= 9) {

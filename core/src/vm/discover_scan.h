@@ -38,4 +38,8 @@ uint64_t rbp_scan_image_data_for_vm(rbpeek_session *s, uint64_t *where);
  * passes, found by symbol, by --vm or by a scan. */
 bool rbp_vm_plausible(rbpeek_session *s, uint64_t vm, char *why, size_t whylen);
 
+/* The VM's member that points to its main thread: ractor.main_thread from
+ * 3.0, main_thread before; RBP_L_COUNT when the layout has neither. */
+rbp_field_id rbp_vm_main_thread_field(const rbp_layout *L);
+
 #endif

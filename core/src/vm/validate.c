@@ -20,6 +20,7 @@
  */
 #include "vm/validate.h"
 
+#include "vm/discover_scan.h"
 #include "vm/robject.h"
 #include "vm/threads.h"
 
@@ -38,10 +39,9 @@ static bool read_u64(rbpeek_session *s, uint64_t addr, uint64_t *out) { return r
 
 static uint64_t main_thread(rbpeek_session *s)
 {
-    const rbp_layout *L = &s->layout;
-    rbp_field_id f = rbp_has(L, RBP_L_vm_ractor_main_thread) ? RBP_L_vm_ractor_main_thread : RBP_L_vm_main_thread;
+    rbp_field_id f = rbp_vm_main_thread_field(&s->layout);
     uint64_t th = 0;
-    if (!rbp_has(L, f) || !read_u64(s, s->vm + (uint64_t)rbp_off(L, f), &th)) return 0;
+    if (f == RBP_L_COUNT || !read_u64(s, s->vm + (uint64_t)rbp_off(&s->layout, f), &th)) return 0;
     return th;
 }
 
