@@ -280,17 +280,14 @@ def run_rust(source):
 
 
 def read_supplement(path):
-    """A line supplement: {'note': [...], 'fields': {id: text}, 'alts': {id: text}, 'absent': set}.
+    """A line supplement: {'fields': {id: text}, 'alts': {id: text}, 'absent': set}.
     An `alt ID ...` line gives a member's other placement when it follows an
-    rb_jmpbuf_t (see JMPBUF_BUILTIN_SIZE); rbpeek settles it at attach."""
-    sup = {"note": [], "fields": {}, "alts": {}, "absent": set()}
+    rb_jmpbuf_t (see JMPBUF_BUILTIN_SIZE); rbpeek settles it at attach.
+    Comments (the values' provenance) are for readers of the file."""
+    sup = {"fields": {}, "alts": {}, "absent": set()}
     if not os.path.exists(path):
         return sup
-    for raw in open(path):
-        line = raw.rstrip("\n")
-        if line.startswith("#"):
-            sup["note"].append(line[1:].strip())
-            continue
+    for line in open(path):
         body = line.split("#", 1)[0].split()
         if not body:
             continue
