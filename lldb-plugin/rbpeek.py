@@ -9,7 +9,6 @@ knowledge of Ruby's structs.
 
 import os
 import signal
-import struct
 import sys
 
 import lldb
@@ -22,34 +21,7 @@ from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
 from rbpeeklib.commands import registry  # noqa: E402
 from rbpeeklib.commands.sessions import Sessions  # noqa: E402
 from rbpeeklib.core import RbpeekError  # noqa: E402
-
-
-def _core_pid(path):
-    """The pid in an ELF core's first NT_PRSTATUS note, or None for anything
-    that is not a readable x86-64 ELF core."""
-    try:
-        with open(path, "rb") as f:
-            eh = f.read(64)
-            if len(eh) < 64 or eh[:4] != b"\x7fELF" or eh[4] != 2 or struct.unpack_from("<H", eh, 16)[0] != 4:
-                return None
-            phoff, = struct.unpack_from("<Q", eh, 32)
-            phentsize, phnum = struct.unpack_from("<HH", eh, 54)
-            for i in range(min(phnum, 65535)):
-                f.seek(phoff + i * phentsize)
-                p_type, _flags, off, _va, _pa, filesz = struct.unpack("<IIQQQQ", f.read(40))
-                if p_type != 4:  # PT_NOTE
-                    continue
-                f.seek(off)
-                notes, pos = f.read(min(filesz, 1 << 20)), 0
-                while pos + 12 <= len(notes):
-                    namesz, descsz, ntype = struct.unpack_from("<III", notes, pos)
-                    desc = pos + 12 + ((namesz + 3) & ~3)
-                    if ntype == 1 and descsz >= 36:  # NT_PRSTATUS: pr_pid at 32
-                        return struct.unpack_from("<i", notes, desc + 32)[0]
-                    pos = desc + ((descsz + 3) & ~3)
-    except (OSError, struct.error):
-        return None
-    return None
+from rbpeeklib.elfcore import core_pid as _core_pid  # noqa: E402
 
 
 class LldbAdapter(DebuggerAdapter):

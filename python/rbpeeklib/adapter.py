@@ -17,6 +17,13 @@ class DebuggerAdapter:
         """The pid when the target is a live local process, else None."""
         raise NotImplementedError
 
+    def own_source(self):
+        """("pid", PID) or ("core", PATH) when there is no debugger and rbpeek
+        reads the target by itself (the rbpeek command line, cli.py): the
+        session then uses the core library's own readers and ELF symbols.
+        None under a debugger."""
+        return None
+
     def read_memory(self, addr, size):
         """bytes of target memory; raises on unreadable memory."""
         raise NotImplementedError

@@ -18,17 +18,27 @@ import shlex
 
 from ..core import RbpeekError
 
-__all__ = ["Command", "RbpeekError", "add_output_options", "json_text", "parse_args", "write_output"]
+__all__ = ["Command", "RbpeekError", "UsageError", "add_output_options", "json_text", "parse_args", "write_output"]
+
+
+class UsageError(RbpeekError):
+    """A command given wrong arguments. Shown as one line like any
+    RbpeekError; the command line (cli.py) also exits with status 2 for it
+    and points to its own --help instead of the debugger's help."""
+
+    def __init__(self, command, message):
+        self.command, self.message = command, message
+        super().__init__("ruby %s: %s (see 'help ruby %s')" % (command, message, command))
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports errors as RbpeekError instead of exiting."""
+    """argparse that reports errors as UsageError instead of exiting."""
 
     def error(self, message):
-        raise RbpeekError("%s: %s (see 'help ruby %s')" % (self.prog, message, self.prog.split()[-1]))
+        raise UsageError(self.prog.split()[-1], message)
 
     def exit(self, status=0, message=None):
-        raise RbpeekError(message.strip() if message else "%s: invalid arguments" % self.prog)
+        raise UsageError(self.prog.split()[-1], message.strip() if message else "invalid arguments")
 
 
 def _parse_addr(text):
@@ -56,7 +66,7 @@ def parse_args(prog, argv, build):
         try:
             argv = shlex.split(argv)
         except ValueError as e:
-            raise RbpeekError("ruby %s: %s" % (prog, e))
+            raise UsageError(prog, str(e))
     return p.parse_args(argv)
 
 

@@ -3,7 +3,7 @@ them, as the target Ruby prints its own, or as JSON."""
 
 import time
 
-from .base import Command, RbpeekError, add_output_options, json_text, parse_args, write_output
+from .base import Command, RbpeekError, UsageError, add_output_options, json_text, parse_args, write_output
 from .threadview import frame_line, map_threads, progname_if_needed, thread_title, uses_new_quotes
 
 
@@ -36,7 +36,7 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
 
         args = parse_args(self.name, argv, build)
         if args.max_frames < 0:
-            raise RbpeekError("ruby bt: --max-frames must be positive")
+            raise UsageError(self.name, "--max-frames must be positive")
         session = self.sessions.get(dbg, args)
         version = session.info()["ruby_version"]
         session.reset_read_stats()

@@ -5,7 +5,7 @@ import json
 import time
 
 from ..core import FORMAT_JSON, FORMAT_TEXT
-from .base import Command, RbpeekError, add_output_options, json_text, parse_args, write_output
+from .base import Command, RbpeekError, UsageError, add_output_options, json_text, parse_args, write_output
 
 
 class HeapCommand(Command):
@@ -37,9 +37,9 @@ array buffers, hash tables, ivar buffers...). Nothing runs in the target.
 
         args = parse_args(self.name, argv, build)
         if args.top is not None and args.top < 1:
-            raise RbpeekError("ruby heap: --top must be at least 1")
+            raise UsageError(self.name, "--top must be at least 1")
         if args.dump and (args.json or args.output or args.top is not None):
-            raise RbpeekError("ruby heap: --dump writes its own file; it takes no --json, -o or --top")
+            raise UsageError(self.name, "--dump writes its own file; it takes no --json, -o or --top")
         session = self.sessions.get(dbg, args)
         started = time.monotonic()
         if args.dump:

@@ -30,7 +30,7 @@ from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
 from ..sampling.traced import run_traced
 from ..sampling.via_debugger import run_via_debugger
-from .base import Command, RbpeekError, parse_args
+from .base import Command, RbpeekError, UsageError, parse_args
 from .threadview import map_threads
 
 
@@ -96,13 +96,16 @@ Frames are named "label (path:line)". See docs/sampling.md."""
 
         args = parse_args(self.name, argv, build)
         if args.count is not None and args.count <= 0:
-            raise RbpeekError("ruby sample: N must be a positive number of samples")
+            raise UsageError(self.name, "N must be a positive number of samples")
         if args.max_frames < 0:
-            raise RbpeekError("ruby sample: --max-frames must be positive")
+            raise UsageError(self.name, "--max-frames must be positive")
         interval = 1.0 / args.rate if args.rate else (args.interval / 1000.0 if args.interval else 0.01)
         if interval < 1e-5:
-            raise RbpeekError("ruby sample: at most 100000 samples per second")
+            raise UsageError(self.name, "at most 100000 samples per second")
 
+        if args.via_debugger and dbg.own_source():
+            raise UsageError(self.name, "--via-debugger needs a debugger; without one rbpeek traces the target "
+                                        "itself")
         if dbg.target_key() is None:
             raise RbpeekError("no process to sample: attach to a live Ruby process first")
         if dbg.is_core():

@@ -28,22 +28,28 @@ class Sessions:
             return self._session
         self._session = None
         s = Session()
+        own = dbg.own_source()
         pid = dbg.live_pid()
         used_pid = False
-        if pid:
+        if own and own[0] == "core":
+            s.use_core(own[1])   # the core library reads the core and its mapped files
+        elif pid:
             try:
                 s.use_pid(pid)  # direct /proc/PID/mem: far faster than the debugger's reads
                 used_pid = True
             except RbpeekError:
                 used_pid = False
-        if not used_pid:
+        if own and not used_pid and own[0] == "pid":
+            raise RbpeekError("cannot read the memory of process %d: %s" % (pid, s.error()))
+        if not used_pid and not own:
             s.use_reader(dbg.read_memory)
             for start, end, offset, path in dbg.regions():
                 s.add_region(start, end, offset, path)
             core = dbg.core_file()
             if core:
                 s.add_core_regions(core)
-        s.use_lookup(dbg.lookup_symbol)
+        if not own:   # without a debugger, symbols come from the ELF images themselves
+            s.use_lookup(dbg.lookup_symbol)
         for path in dbg.debug_files():
             s.add_debug_file(path)
         if args.vm:

@@ -1,0 +1,162 @@
+"""`rbpeek`: the shared commands without a debugger.
+
+    rbpeek COMMAND (--pid PID | --core CORE [--exe PATH]) [OPTIONS]
+    rbpeek COMMAND --help
+
+Each COMMAND is the module that serves `ruby COMMAND` in gdb and lldb
+(commands/registry.py), run here through the no-debugger adapter
+(standalone.py), so options, text, JSON and output files are the same.
+This file only picks the target out of the arguments, prints help, and
+turns the outcome into an exit status: 0 done, 1 failed (one `rbpeek:`
+line on stderr), 2 wrong usage, 130 interrupted outside sampling (a
+sample ended by Ctrl-C still writes what it collected and exits 0).
+"""
+
+import os
+import re
+import sys
+
+from .commands import registry
+from .commands.base import UsageError
+from .commands.sessions import Sessions
+from .core import RbpeekError
+from .standalone import StandaloneAdapter
+
+PROG = "rbpeek"
+TARGET_USAGE = "(--pid PID | --core CORE [--exe PATH])"
+TARGET_HELP = """Target (one of):
+  --pid PID          a live process: read through /proc/PID/mem (root, or
+                     the same user with ptrace allowed); not stopped, except
+                     by `sample`, which traces it while it samples
+  --core CORE        a core file (gcore, or the kernel's); pages it lacks
+                     are read from the files it mapped, at their paths
+  --exe PATH         with --core: the Ruby executable, read for its DWARF
+                     as `gdb PATH CORE` would"""
+
+
+def _commands():
+    return registry.all_commands(Sessions())
+
+
+def _main_help(commands):
+    width = max(len(c.name) for c in commands)
+    lines = ["usage: %s COMMAND %s [OPTIONS]" % (PROG, TARGET_USAGE), "",
+             "Inspect a CRuby process or core file without running code in it, and without a debugger.", ""]
+    lines += ["  %-*s  %s" % (width, c.name, c.summary) for c in commands]
+    lines += ["", "'%s COMMAND --help' shows the options of a command; they are those of the" % PROG,
+              "debuggers' 'ruby COMMAND' (docs/usage.md)."]
+    return "\n".join(lines) + "\n"
+
+
+def command_help(command):
+    """A command's usage text in the command line's terms."""
+    text = re.sub(r"^ruby %s\b" % re.escape(command.name), "%s %s %s" % (PROG, command.name, TARGET_USAGE),
+                  command.usage, count=1)
+    # Continuation lines of the synopsis stay under the options' column.
+    shift = len(PROG) - len("ruby")
+    lines = text.split("\n")
+    for i in range(1, len(lines)):
+        if not lines[i].strip():
+            break
+        lines[i] = " " * shift + lines[i]
+    text = "\n".join(lines).replace("the debugger's output", "standard output")
+    return text + "\n\n" + TARGET_HELP + "\n"
+
+
+def _take_option(argv, names):
+    """Removes '--name VALUE' / '--name=VALUE' from argv: (value or None, rest).
+    Given twice, or without a value: UsageError."""
+    value, rest, i = None, [], 0
+    while i < len(argv):
+        a = argv[i]
+        hit = next((n for n in names if a == n or a.startswith(n + "=")), None)
+        if a == "--":
+            rest += argv[i:]
+            break
+        if hit is None:
+            rest.append(a)
+            i += 1
+            continue
+        if value is not None:
+            raise UsageError(None, "%s given twice" % hit)
+        if a == hit:
+            if i + 1 >= len(argv):
+                raise UsageError(None, "%s needs a value" % hit)
+            value = argv[i + 1]
+            i += 2
+        else:
+            value = a[len(hit) + 1:]
+            i += 1
+    return value, rest
+
+
+def parse_target(argv):
+    """(StandaloneAdapter, the command's own arguments) from argv."""
+    pid, argv = _take_option(argv, ["--pid", "-p"])
+    core, argv = _take_option(argv, ["--core", "-c"])
+    exe, argv = _take_option(argv, ["--exe"])
+    if (pid is None) == (core is None):
+        raise UsageError(None, "give the target: --pid PID (a live process) or --core CORE (a core file)")
+    if exe is not None and core is None:
+        raise UsageError(None, "--exe goes with --core (a live process names its own executable)")
+    if pid is not None:
+        if not pid.isdigit() or int(pid) <= 0:
+            raise UsageError(None, "--pid wants a process id, not %r" % pid)
+        pid = int(pid)
+        if not os.path.exists("/proc/%d" % pid):
+            raise RbpeekError("no process %d" % pid)
+        return StandaloneAdapter(pid=pid), argv
+    if not os.path.isfile(core):
+        raise RbpeekError("--core: no such file: %s" % core)
+    if exe is not None and not os.path.isfile(exe):
+        raise RbpeekError("--exe: no such file: %s" % exe)
+    return StandaloneAdapter(core=os.path.abspath(core), exe=exe and os.path.abspath(exe)), argv
+
+
+def _usage_line(e, name):
+    where = "%s %s --help" % (PROG, name) if name else "%s --help" % PROG
+    return "%s%s: %s (see '%s')\n" % (PROG, " " + name if name else "", e.message, where)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = _commands()
+    by_name = {c.name: c for c in commands}
+    if not argv or argv[0] in ("-h", "--help", "help") and len(argv) == 1:
+        sys.stdout.write(_main_help(commands))
+        return 0 if argv else 2
+    if argv[0] == "help" and len(argv) == 2 and argv[1] in by_name:
+        argv = [argv[1], "--help"]
+    name = argv[0]
+    command = by_name.get(name)
+    if command is None:
+        sys.stderr.write("%s: no command %r; one of: %s (see '%s --help')\n"
+                         % (PROG, name, ", ".join(by_name), PROG))
+        return 2
+    rest = argv[1:]
+    if "-h" in rest or "--help" in rest:
+        sys.stdout.write(command_help(command))
+        return 0
+    try:
+        dbg, rest = parse_target(rest)
+        command.run(dbg, rest)
+    except UsageError as e:
+        sys.stderr.write(_usage_line(e, name))
+        return 2
+    except RbpeekError as e:
+        sys.stderr.write("%s: %s\n" % (PROG, e))
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("%s: interrupted\n" % PROG)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`rbpeek bt ... | head`): nothing left to say.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 1
+    except Exception as e:  # noqa: BLE001 - one line, never a traceback
+        sys.stderr.write("%s: internal error: %s: %s (please report it)\n" % (PROG, type(e).__name__, e))
+        return 1
+    return 0
