@@ -66,13 +66,13 @@ STEPS = ["rbpeek_session_attach", "rbp_discover_version", "rbp_discover_layout",
 
 
 def instructions(core):
-    """{step: instructions} of one attach to core, from rbpeek-bt under callgrind."""
-    tool = os.path.join(os.environ.get("RBPEEK_BUILD_DIR", os.path.join(HERE, "..", "..", "build")),
-                        "bin", "rbpeek-bt")
-    if not shutil.which("valgrind") or not os.path.exists(tool):
+    """{step: instructions} of one attach to core, from `rbpeek bt` under callgrind."""
+    tool = os.path.join(HERE, "..", "..", "tools", "rbpeek")
+    if not shutil.which("valgrind"):
         return {}
     with tempfile.NamedTemporaryFile(suffix=".cg") as out:
-        subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out.name, tool, "--core", core],
+        subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out.name, sys.executable, tool, "bt",
+                        "-a", "--core", core],
                        capture_output=True)
         text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out.name], capture_output=True,
                               text=True).stdout

@@ -9,7 +9,7 @@ then measure, in gdb and lldb, live and on a gcore'd core:
     dropped, as on every command), timed inside the debugger;
   - the walk alone and its reads, from `ruby bt --stats`.
 And, debugger-free, the instructions per frame of the walk under callgrind
-(rbpeek-bt on the core), which unlike wall time is stable on a busy machine.
+(`rbpeek bt -a` on the core), which unlike wall time is stable on a busy machine.
 """
 
 import os
@@ -56,15 +56,17 @@ def measure(debugger, pid=None, exe=None, core=None):
 
 
 def callgrind(core, build_dir):
-    tool = os.path.join(build_dir, "bin", "rbpeek-bt")
-    if not shutil.which("valgrind") or not os.path.exists(tool):
+    tool = os.path.join(harness.REPO, "tools", "rbpeek")
+    if not shutil.which("valgrind"):
         return None
     out_file = tempfile.mktemp(prefix="callgrind.")
-    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file, tool, "--core", core,
-                        "--json"], capture_output=True, text=True)
+    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file, sys.executable, tool, "bt",
+                        "-a", "--core", core, "--json"], capture_output=True, text=True,
+                       env=dict(os.environ, RBPEEK_LIBRARY=os.path.join(build_dir, "lib", "librbpeek.so")))
     m = re.search(r"Collected : (\d+)", r.stderr)
     anno = subprocess.run(["callgrind_annotate", "--inclusive=yes", out_file], capture_output=True, text=True).stdout
     os.unlink(out_file)
+    # "total" includes Python's start; the walk is rbpeek_snapshot_take's.
     # The inclusive cost of the call ("N (x%)  => path/frames.c:rbpeek_snapshot_take (1x)"),
     # not the source line of the call site, which mentions it too.
     snap = re.search(r"^\s*([\d,]+) \([^)]*\)\s+=> \S*:rbpeek_snapshot_take \(", anno, re.M)

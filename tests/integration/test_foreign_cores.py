@@ -61,10 +61,11 @@ def read_u64(core, addr):
 
 
 def rbpeek_bt(core, *options):
-    exe = os.path.join(os.environ.get("RBPEEK_BUILD_DIR", os.path.join(harness.REPO, "build")), "bin", "rbpeek-bt")
-    r = subprocess.run([exe, "--core", core, "--json"] + list(options), capture_output=True, text=True, timeout=300)
+    """`rbpeek bt -a --json` on the core alone (the command line, no debugger)."""
+    argv = [sys.executable, harness.RBPEEK_CLI, "bt", "-a", "--json", "--core", core] + list(options)
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
-        raise Failure("rbpeek-bt %s failed (%d): %s" % (" ".join(options), r.returncode, r.stderr.strip()))
+        raise Failure("rbpeek bt %s failed (%d): %s" % (" ".join(options), r.returncode, r.stderr.strip()))
     return json.loads(r.stdout)
 
 
@@ -126,15 +127,15 @@ def check_census(doc, version):
 
 def check_stacks(version, expected, workdir):
     """Unpacks the core and checks its one stack every way rbpeek can be
-    asked: rbpeek-bt with nothing given and with the README's VM and the
+    asked: the rbpeek command line with nothing given and with the README's VM and the
     version, and both debuggers with --vm and with nothing given (lldb has
     no module to go by: it lists none for a core whose binaries are
     elsewhere). Returns the core's path."""
     core = unpack_core(version, workdir)
     vm = read_u64(core, readme_vm_pointer(version))
-    check_stack(rbpeek_bt(core), version, expected, "rbpeek-bt, nothing given")
+    check_stack(rbpeek_bt(core), version, expected, "rbpeek bt, nothing given")
     check_stack(rbpeek_bt(core, "--vm", "0x%x" % vm, "--ruby-version", version), version, expected,
-                "rbpeek-bt --vm 0x%x --ruby-version %s" % (vm, version))
+                "rbpeek bt --vm 0x%x --ruby-version %s" % (vm, version))
     for debugger in ("gdb", "lldb"):
         check_stack(debugger_json(debugger, core, workdir, "ruby bt --json --vm 0x%x" % vm), version, expected,
                     debugger + " ruby bt --vm")
