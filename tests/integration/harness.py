@@ -22,6 +22,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 PROGRAMS = os.path.join(HERE, "programs")
 GDB_PLUGIN = os.path.join(REPO, "gdb-plugin", "rbpeek.py")
 LLDB_PLUGIN = os.path.join(REPO, "lldb-plugin", "rbpeek.py")
+RBPEEK_CLI = os.path.join(REPO, "tools", "rbpeek")   # the command line, no debugger
 LLDB = shutil.which("lldb-16") or "lldb-16"
 SKIP = 77
 
@@ -159,6 +160,14 @@ def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300)
     r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env,
                        errors="replace")
     return r.returncode, r.stdout + r.stderr
+
+
+def run_cli(args, timeout=300):
+    """Runs the rbpeek command line (no debugger) with args; returns
+    (returncode, stdout, stderr)."""
+    r = subprocess.run([sys.executable, RBPEEK_CLI] + list(args), capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL, errors="replace")
+    return r.returncode, r.stdout, r.stderr
 
 
 def assert_no_traceback(output):
