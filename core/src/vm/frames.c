@@ -93,6 +93,11 @@ const char *rbp_cframes_read(rbpeek_session *s, uint64_t ec, size_t max, rbp_cfr
         /* Keep what could be read: the innermost frames are the useful ones. */
         nraw = got / cfp_size;
         err = "part of its control frame array is unreadable";
+        if (nraw == 0) { /* nothing to hand back: the array goes now, not with the caller */
+            free(raw);
+            rbp_cframes_free(out);
+            return "its control frame array is unreadable";
+        }
     }
     for (uint64_t i = 0; i < nraw; i++) {
         const uint8_t *f = raw + i * cfp_size;
@@ -126,7 +131,10 @@ const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, r
     /* Read every frame even past max_frames' reported ones: frames Ruby does
      * not report (ifuncs, frames without a pc) do not count against it. */
     const char *err = rbp_cframes_read(s, ec, SIZE_MAX, &cf);
-    if (cf.n == 0) return err;
+    if (cf.n == 0) {
+        rbp_cframes_free(&cf); /* empty, but the caller's contract is to free: keep it whatever read does */
+        return err;
+    }
     size_t nraw = cf.n;
     pending *p = calloc(nraw + 1, sizeof *p);
     uint8_t *values = NULL;

@@ -9,6 +9,7 @@
  * block, and Array#map! between them); an internal frame with no Ruby
  * frame below it keeps its own location.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -188,7 +189,40 @@ static void test_internal_frames_34(void)
     image_free(&im);
 }
 
+/* Issue #12, defect 1: an execution context whose control frames cannot be
+ * read at all (its VM stack is not mapped) gives no frames and an error,
+ * and keeps no frame array (it leaked 24 KiB per thread per command; the
+ * ASan build's LeakSanitizer also sees the walk's side of it). */
+static void test_unreadable_frames_keep_nothing(void)
+{
+    image im = {0};
+    objs = add_region(&im, OBJS, 0x1000);
+    next_obj = OBJS;
+    uint64_t ec = alloc_obj(24), stack = 0x900000; /* nothing mapped there */
+    put64(objs + (ec - OBJS), stack);
+    put64(objs + (ec - OBJS) + 8, STACK_SIZE / 8);
+    put64(objs + (ec - OBJS) + 16, stack + STACK_SIZE - 3 * CFP);
+    rbpeek_session *s = session(&im, 3, 4, "3.4.5");
+    rbp_cframes cf;
+    const char *err = rbp_cframes_read(s, ec, SIZE_MAX, &cf);
+    CU_ASSERT_PTR_NOT_NULL(err);
+    CU_ASSERT_EQUAL(cf.n, 0);
+    CU_ASSERT_PTR_NULL(cf.frames);
+    rbp_cframes_free(&cf);
+
+    rbp_arena a;
+    memset(&a, 0, sizeof a);
+    rbpeek_thread t;
+    memset(&t, 0, sizeof t);
+    CU_ASSERT_PTR_NOT_NULL(rbp_frames_walk(s, ec, 100, &a, &t));
+    CU_ASSERT_EQUAL(t.nframes, 0);
+    rbp_arena_free(&a);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test tests[] = {
+    {"unreadable control frames: an error, no frames, nothing kept", test_unreadable_frames_keep_nothing},
     {"4.0: internal frames report like C methods, one per run", test_internal_frames_40},
     {"3.4: the same stack shows every internal frame", test_internal_frames_34},
     {NULL, NULL},
