@@ -72,6 +72,9 @@ bool rbp_read_field(rbpeek_session *s, uint64_t base, rbp_field_id id, uint64_t 
     const rbp_field *f = &s->layout.f[id];
     if (f->offset < 0) return false;
     size_t n = f->bit_size ? (size_t)(f->bit_offset + f->bit_size + 7) / 8 : (size_t)(f->size > 0 && f->size <= 8 ? f->size : 8);
+    /* Bits spanning more than a word fit no storage unit: attach refuses
+     * such a layout (rbp_layout_check), and raw holds one word. */
+    if (n > 8) return false;
     uint8_t raw[8] = {0};
     if (!rbp_mem_read(s->mem, base + (uint64_t)f->offset, raw, n)) return false;
     rbp_field rel = *f;

@@ -159,7 +159,8 @@ static int fiber_resumed_at(rbpeek_session *s, const rbp_thread_raw *main, const
         !read_u64(s, main->ec + (uint64_t)rbp_off(L, RBP_L_ec_fiber_ptr), &fiber) || !fiber ||
         !read_u64(s, fiber + (uint64_t)f->offset, &word))
         return -1;
-    uint64_t status = f->bit_size ? (word >> f->bit_offset) & ((UINT64_C(1) << f->bit_size) - 1) : word;
+    uint64_t status = f->bit_size ? word >> f->bit_offset : word;
+    if (f->bit_size && f->bit_size < 64) status &= (UINT64_C(1) << f->bit_size) - 1;
     return status == FIBER_RESUMED;
 }
 

@@ -6,6 +6,7 @@
  * there exactly as anywhere else; a layout that puts a header field past
  * the smallest slot is refused instead of read.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -143,7 +144,33 @@ static void test_id_name_with_table_in_last_slot(void)
     image_free(&im);
 }
 
+/* Issue #12, defect 3: a bitfield whose bits span more than a word (a
+ * layout line `ec_vm_stack 0 8 63 64`) made rbp_read_field copy up to 16
+ * bytes into an 8-byte buffer on the stack. Attach refuses such a layout
+ * (rbp_layout_check); the reader refuses the read on its own as well. */
+static void test_bitfield_wider_than_a_word(void)
+{
+    image im = {0};
+    uint8_t *p = add_region(&im, PAGE, 64);
+    memset(p, 0xff, 64);
+    rbpeek_session *s = session_on(&im);
+    rbp_field *f = &s->layout.f[RBP_L_ec_vm_stack];
+    *f = (rbp_field){.offset = 0, .size = 8, .bit_offset = 63, .bit_size = 64};
+    uint64_t v = 0;
+    CU_ASSERT_FALSE(rbp_read_field(s, PAGE, RBP_L_ec_vm_stack, &v));
+    /* the widest that fits a word still reads, all 64 bits of it */
+    *f = (rbp_field){.offset = 8, .size = 8, .bit_offset = 0, .bit_size = 64};
+    CU_ASSERT(rbp_read_field(s, PAGE, RBP_L_ec_vm_stack, &v));
+    CU_ASSERT_EQUAL(v, UINT64_MAX);
+    *f = (rbp_field){.offset = 8, .size = 4, .bit_offset = 3, .bit_size = 2};
+    CU_ASSERT(rbp_read_field(s, PAGE, RBP_L_ec_vm_stack, &v));
+    CU_ASSERT_EQUAL(v, 3);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test TESTS[] = {
+    {"a bitfield wider than a word is refused, not read past its buffer", test_bitfield_wider_than_a_word},
     {"an Array in a page's last slot", test_array_in_last_slot},
     {"a String in a page's last slot", test_string_in_last_slot},
     {"ID names with the ID table in a page's last slot", test_id_name_with_table_in_last_slot},
