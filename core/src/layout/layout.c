@@ -61,6 +61,68 @@ uint64_t rbp_field_extract(const rbp_layout *l, rbp_field_id id, const uint8_t *
     return v;
 }
 
+/* Bytes a reader takes at a member's offset: a bitfield's storage unit
+ * (what the bits span, at most 8), else the member up to one word (wider
+ * members are addressed, and their first word read). */
+static int64_t read_span(const rbp_field *f)
+{
+    if (f->bit_size > 0) return (f->bit_offset + f->bit_size + 7) / 8;
+    return f->size > 0 && f->size <= 8 ? f->size : 8;
+}
+
+/* The RBP_SIZE entry that gives the size of the struct member id lies in,
+ * RBP_L_COUNT when the member list has none for that type. */
+static rbp_field_id size_of_type(rbp_field_id id)
+{
+    const char *type = META[id].type;
+    for (int i = 0; i < RBP_L_COUNT; i++)
+        if (META[i].member == NULL && strcmp(META[i].type, type) == 0) return (rbp_field_id)i;
+    return RBP_L_COUNT;
+}
+
+static bool check_field(const rbp_layout *l, rbp_field_id id, const rbp_field *f, const char *how, char *why,
+                        size_t n)
+{
+    const char *name = META[id].name;
+    if (f->offset < 0) return true; /* absent */
+    if (META[id].member == NULL) {
+        if (f->size <= 0) {
+            snprintf(why, n, "%s%s gives %s a size of %d bytes", how, name, META[id].type, f->size);
+            return false;
+        }
+        return true;
+    }
+    if (f->bit_size > 0) {
+        /* The bits are read from their storage unit and nowhere else: a
+         * unit of 1, 2, 4 or 8 bytes that holds all of them. */
+        if ((f->size != 1 && f->size != 2 && f->size != 4 && f->size != 8) ||
+            f->bit_offset + f->bit_size > 8 * f->size) {
+            snprintf(why, n, "%sbitfield %s (bits %d..%d) does not fit its %d-byte storage unit", how, name,
+                     f->bit_offset, f->bit_offset + f->bit_size - 1, f->size);
+            return false;
+        }
+    }
+    rbp_field_id sz = size_of_type(id);
+    if (sz == RBP_L_COUNT || l->f[sz].offset < 0 || l->f[sz].size <= 0) return true; /* struct size unknown */
+    int64_t end = (int64_t)f->offset + (f->size > read_span(f) ? f->size : read_span(f));
+    if (end > l->f[sz].size) {
+        snprintf(why, n, "%s%s (offset %d, %lld bytes) lies past the end of %s (%s %d)", how, name, f->offset,
+                 (long long)(end - f->offset), META[id].type, META[sz].name, l->f[sz].size);
+        return false;
+    }
+    return true;
+}
+
+bool rbp_layout_check(const rbp_layout *l, char *why, size_t n)
+{
+    for (int i = 0; i < RBP_L_COUNT; i++)
+        if (!check_field(l, (rbp_field_id)i, &l->f[i], "", why, n)) return false;
+    for (int a = 0; a < l->nalt; a++)
+        if (l->alt[a].id >= RBP_L_COUNT || !check_field(l, l->alt[a].id, &l->alt[a].f, "alternative of ", why, n))
+            return false;
+    return true;
+}
+
 static void set_err(char *err, size_t errlen, const char *fmt, int line, const char *what)
 {
     if (err && errlen) snprintf(err, errlen, fmt, line, what);

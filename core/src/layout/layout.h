@@ -76,6 +76,16 @@ static inline int32_t rbp_off(const rbp_layout *l, rbp_field_id id)
     return l->f[id].offset;
 }
 
+/* Checks that every member can be read where the layout puts it, whichever
+ * source the layout came from (a table, DWARF, --layout): a bitfield's bits
+ * lie inside its storage unit (1, 2, 4 or 8 bytes), and a member lies
+ * inside its struct wherever the member list gives that struct's size
+ * (RBP_SIZE), e.g. every control-frame member within cfp_size, so the
+ * readers that copy a struct and extract members from the copy stay inside
+ * it. Alternative placements are checked too. Returns false with one line
+ * naming the first member that does not fit in why. */
+bool rbp_layout_check(const rbp_layout *l, char *why, size_t n);
+
 /* Extracts a bitfield (or a plain integer field up to 8 bytes) from the
  * bytes of the containing struct, given as base (at least offset+8 bytes or
  * offset+size bytes must be readable). */

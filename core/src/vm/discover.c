@@ -90,6 +90,24 @@ static const char *layout_missing(const rbp_layout *l)
     return NULL;
 }
 
+/* The one gate every layout passes, from a file, DWARF or a built-in table:
+ * it has what the walker needs, and every member lies where it can be read
+ * (layout.c's bounds check). False with why set to "<source> ...". */
+static bool layout_usable(const rbp_layout *l, const char *source, char *why, size_t whylen)
+{
+    const char *missing = layout_missing(l);
+    if (missing) {
+        snprintf(why, whylen, "%s lacks %s", source, missing);
+        return false;
+    }
+    char bad[200];
+    if (!rbp_layout_check(l, bad, sizeof bad)) {
+        snprintf(why, whylen, "%s: %s", source, bad);
+        return false;
+    }
+    return true;
+}
+
 static bool try_layout_text(rbpeek_session *s, const char *text, const char *source, char *why, size_t whylen)
 {
     rbp_layout l;
@@ -98,11 +116,7 @@ static bool try_layout_text(rbpeek_session *s, const char *text, const char *sou
         snprintf(why, whylen, "%s: %s", source, err);
         return false;
     }
-    const char *missing = layout_missing(&l);
-    if (missing) {
-        snprintf(why, whylen, "%s lacks %s", source, missing);
-        return false;
-    }
+    if (!layout_usable(&l, source, why, whylen)) return false;
     s->layout = l;
     snprintf(s->layout_source, sizeof s->layout_source, "%s", source);
     return true;
@@ -143,11 +157,9 @@ static bool try_dwarf(rbpeek_session *s, const char *path, char *why, size_t why
         snprintf(why, whylen, "%s", err);
         return false;
     }
-    const char *missing = layout_missing(&l);
-    if (missing) {
-        snprintf(why, whylen, "DWARF of %s lacks %s", path, missing);
-        return false;
-    }
+    char source[600];
+    snprintf(source, sizeof source, "DWARF of %s", path);
+    if (!layout_usable(&l, source, why, whylen)) return false;
     s->layout = l;
     snprintf(s->layout_source, sizeof s->layout_source, "dwarf:%s", path);
     return true;

@@ -227,7 +227,51 @@ static void test_builtin(void)
     CU_ASSERT_EQUAL(rbp_builtin_layout_find(NULL, &exact), -1);
 }
 
+/* Issue #12, defects 3 and 4, and their class: a layout whose members do
+ * not lie where they can be read is refused by rbp_layout_check, the gate
+ * every layout passes at attach (file, DWARF or built-in), with one line
+ * naming the member. */
+static void expect_refused(const char *text, const char *field)
+{
+    rbp_layout l;
+    char err[256] = "", why[256] = "";
+    CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&l, text, err, sizeof err), 0);
+    CU_ASSERT_FALSE(rbp_layout_check(&l, why, sizeof why));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, field));
+    CU_ASSERT_PTR_NULL(strchr(why, '\n'));
+}
+
+static void test_bounds_check(void)
+{
+    /* a bitfield wider than its storage unit (robject.c read 16 bytes into 8) */
+    expect_refused("ec_vm_stack 0 8 63 64\n", "ec_vm_stack");
+    expect_refused("th_status 240 4 30 4\n", "th_status");
+    expect_refused("th_status 240 3 0 2\n", "th_status"); /* no such storage unit */
+    /* a control-frame member past the frame (frames.c read past its array) */
+    expect_refused("cfp_size 0 64\ncfp_iseq 96 8\n", "cfp_iseq");
+    expect_refused("cfp_size 0 56\ncfp_ep 52 8\n", "cfp_ep");
+    /* members of other structs of known size, and alternative placements */
+    expect_refused("shape_size 0 32\nshape_parent_id 32 4\n", "shape_parent_id");
+    expect_refused("cfp_size 0 56\ncfp_pc 0 8\nalt cfp_pc 56 8\n", "cfp_pc");
+    expect_refused("cfp_size 0 0\n", "cfp_size");
+
+    /* what fits passes: members up to the struct's end, bitfields filling their unit */
+    rbp_layout l;
+    char err[256], why[256] = "";
+    CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&l, "cfp_size 0 56\ncfp_ep 48 8\nth_status 8 8 0 64\nmdef_type 0 4 28 4\n",
+                                           err, sizeof err), 0);
+    CU_ASSERT(rbp_layout_check(&l, why, sizeof why));
+    /* and so does every built-in table */
+    for (size_t i = 0; i < rbp_builtin_layout_count(); i++) {
+        CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&l, rbp_builtin_layout_text(i), err, sizeof err), 0);
+        bool ok = rbp_layout_check(&l, why, sizeof why);
+        if (!ok) fprintf(stderr, "built-in %s: %s\n", rbp_builtin_layout_version(i), why);
+        CU_ASSERT(ok);
+    }
+}
+
 static const rbp_cu_test tests[] = {
+    {"bounds check: members where they can be read", test_bounds_check},
     {"field metadata", test_metadata},
     {"parse", test_parse},
     {"parse errors", test_parse_errors},
