@@ -74,7 +74,13 @@ rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_
         const char *err = rbp_frames_walk(s, r->ec, max_frames, &snap->arena, t);
         if (err) t->error = rbp_arena_strdup(&snap->arena, err);
     }
-    if (warning && n) snap->threads[n - 1].error = rbp_arena_strdup(&snap->arena, warning);
+    if (warning && n) { /* the list was cut after the last thread: say so there, keeping its own error */
+        rbpeek_thread *last = &snap->threads[n - 1];
+        size_t len = strlen(warning) + (last->error ? strlen(last->error) + 2 : 0) + 1;
+        char *both = rbp_arena_alloc(&snap->arena, len);
+        if (both) snprintf(both, len, "%s%s%s", last->error ? last->error : "", last->error ? "; " : "", warning);
+        last->error = both;
+    }
     free(raw);
     *out = snap;
     return RBPEEK_OK;

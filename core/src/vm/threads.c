@@ -3,8 +3,11 @@
  * living threads; from 3.0 the VM keeps a list of ractors and each ractor a
  * list of its threads. Both are ccan-style circular lists whose node sits
  * inside the element, so each step is "read next, subtract the node offset".
- * Walks are bounded by a hard limit and stop at the first unreadable or
- * self-referencing node, so a corrupt list cannot loop forever.
+ * Every step goes through the shared walk guard (base/walkguard.h): a
+ * list that loops anywhere, not only onto itself or its head, is cut where
+ * the loop is found, as is one longer than its limit; and a thread met a
+ * second time (a node pointing into another ractor's list) ends the list
+ * it was met in, so no thread is listed twice. Each cut sets the warning.
  */
 #include "vm/threads.h"
 
@@ -12,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/addrmap.h"
+#include "base/walkguard.h"
 #include "vm/robject.h"
 
 #define MAX_RACTORS 10000
@@ -19,11 +24,16 @@
 typedef struct list_walk {
     uint64_t head, cur;
     int32_t node_off;
-    size_t steps;
+    rbp_walkguard guard;
 } list_walk;
 
+static list_walk list_start(uint64_t head, int32_t node_off, size_t limit)
+{
+    return (list_walk){.head = head, .node_off = node_off, .guard = rbp_walkguard_start(limit, NULL)};
+}
+
 /* Returns the next element of a circular list, or 0 at the end / on damage. */
-static uint64_t list_next(rbpeek_session *s, list_walk *w, size_t limit, const char **warning)
+static uint64_t list_next(rbpeek_session *s, list_walk *w, const char **warning)
 {
     uint64_t next = 0;
     uint64_t from = w->cur ? w->cur + (uint64_t)w->node_off : w->head;
@@ -32,8 +42,18 @@ static uint64_t list_next(rbpeek_session *s, list_walk *w, size_t limit, const c
         return 0;
     }
     if (next == w->head) return 0;
-    if (!next || next == from || ++w->steps > limit) {
-        *warning = "a thread list is damaged (null, self-loop or too long); the list is cut there";
+    if (!next) {
+        *warning = "a thread list holds a null link; the list is cut there";
+        return 0;
+    }
+    switch (rbp_walkguard_step(&w->guard, next)) {
+    case RBP_WALK_OK:
+        break;
+    case RBP_WALK_CYCLE:
+        *warning = "a thread list loops without returning to its head; the list is cut there";
+        return 0;
+    default:
+        *warning = "a thread list is implausibly long; the list is cut there";
         return 0;
     }
     w->cur = next - (uint64_t)w->node_off;
@@ -79,11 +99,24 @@ static bool push(rbp_thread_raw **arr, size_t *n, size_t *cap, const rbp_thread_
 }
 
 static void walk_thread_list(rbpeek_session *s, uint64_t head, int32_t node_off, uint64_t ractor, int ractor_index,
-                             uint64_t main_th, rbp_thread_raw **arr, size_t *n, size_t *cap, const char **warning)
+                             uint64_t main_th, rbp_addrmap *seen, rbp_thread_raw **arr, size_t *n, size_t *cap,
+                             const char **warning)
 {
-    list_walk w = {.head = head, .node_off = node_off};
+    list_walk w = list_start(head, node_off, RBP_MAX_THREADS);
     uint64_t th;
-    while ((th = list_next(s, &w, RBP_MAX_THREADS, warning)) != 0) {
+    while ((th = list_next(s, &w, warning)) != 0) {
+        if (*n >= RBP_MAX_THREADS) {
+            *warning = "more threads than rbpeek lists; the list is cut there";
+            return;
+        }
+        if (rbp_addrmap_get(seen, th)) {
+            *warning = "a thread list leads into a thread already listed; the list is cut there";
+            return;
+        }
+        if (!rbp_addrmap_put(seen, th, (void *)1)) {
+            *warning = "out of memory while listing threads";
+            return;
+        }
         rbp_thread_raw t;
         read_thread(s, th, &t);
         if (!t.ractor) t.ractor = ractor;
@@ -104,22 +137,25 @@ rbpeek_status rbp_threads_collect(rbpeek_session *s, rbp_thread_raw **out, size_
     *n = 0;
     *warning = NULL;
     uint64_t main_th = 0;
+    rbp_addrmap seen; /* every thread listed so far, across ractors */
+    rbp_addrmap_init(&seen, (size_t)RBP_MAX_THREADS * 2, NULL);
 
     if (rbp_has(L, RBP_L_vm_ractor_set)) {
         rbp_read_field(s, s->vm, RBP_L_vm_ractor_main_thread, &main_th);
-        list_walk rw = {.head = s->vm + (uint64_t)rbp_off(L, RBP_L_vm_ractor_set),
-                        .node_off = rbp_off(L, RBP_L_ractor_vmlr_node)};
+        list_walk rw =
+            list_start(s->vm + (uint64_t)rbp_off(L, RBP_L_vm_ractor_set), rbp_off(L, RBP_L_ractor_vmlr_node), MAX_RACTORS);
         uint64_t r;
         int index = 0;
-        while ((r = list_next(s, &rw, MAX_RACTORS, warning)) != 0) {
+        while ((r = list_next(s, &rw, warning)) != 0) {
             walk_thread_list(s, r + (uint64_t)rbp_off(L, RBP_L_ractor_threads_set), rbp_off(L, RBP_L_th_lt_node), r,
-                             index++, main_th, out, n, &cap, warning);
+                             index++, main_th, &seen, out, n, &cap, warning);
         }
     } else {
         rbp_read_field(s, s->vm, RBP_L_vm_main_thread, &main_th);
         walk_thread_list(s, s->vm + (uint64_t)rbp_off(L, RBP_L_vm_living_threads), rbp_off(L, RBP_L_th_vmlt_node), 0,
-                         0, main_th, out, n, &cap, warning);
+                         0, main_th, &seen, out, n, &cap, warning);
     }
+    rbp_addrmap_destroy(&seen);
     if (*n == 0)
         return rbp_fail(s, RBPEEK_ERR_CORRUPT, "the Ruby VM at 0x%llx lists no threads%s%s",
                         (unsigned long long)s->vm, *warning ? ": " : "", *warning ? *warning : "");
