@@ -24,6 +24,14 @@ void lk_note(lk_ctx *c, const char *fmt, ...)
     rbp_sb_json_str(&c->notes, buf);
 }
 
+bool lk_list_step(lk_ctx *c, rbp_walkguard *g, uint64_t node, const char *what)
+{
+    rbp_walk_verdict v = rbp_walkguard_step(g, node);
+    if (v == RBP_WALK_OK) return true;
+    lk_note(c, "%s was cut (%s): what depends on it is partial", what, rbp_walk_verdict_str(v));
+    return false;
+}
+
 bool lk_need(lk_ctx *c, const char *what, rbp_field_id a, rbp_field_id b)
 {
     rbp_field_id missing = !rbp_has(c->L, a) ? a : (b != RBP_L_COUNT && !rbp_has(c->L, b)) ? b : RBP_L_COUNT;

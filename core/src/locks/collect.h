@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/addrmap.h"
+#include "base/walkguard.h"
 #include "context/context.h"
 #include "locks/locks_model.h"
 #include "vm/robject.h"
@@ -21,6 +22,13 @@
 #define CLASSIFY_DEPTH 3        /* innermost frames that can say what a thread waits in */
 #define MAX_LIST 100000         /* bound on every list walk */
 #define MAX_STACK_WORDS 65536   /* bound on the VM stack words scanned per thread */
+/* Bounds on the whole analysis, whatever the number of threads: the walks
+ * are pairwise (every thread's join list and held Mutexes, every wait
+ * queue; every thread's stack for Mutex objects), so per-list bounds alone
+ * would let n damaged lists cost n * MAX_LIST reads. A real process needs
+ * a small fraction of each; when one runs out the analysis says it was cut. */
+#define LK_LIST_BUDGET 1000000
+#define LK_STACK_WORDS_BUDGET (UINT64_C(4) << 20)
 
 enum { FIBER_TERMINATED = 3 };
 
@@ -49,6 +57,13 @@ static inline bool lk_read_u64_at(lk_ctx *c, uint64_t base, rbp_field_id id, uin
 
 /* Adds a note (once) to the document's list of what could not be told. */
 void lk_note(lk_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A step of a walk over a target list (keeping_mutexes, a join list, a
+ * wait queue): what the shared guard says, and when it says stop, a note
+ * that what (e.g. "a thread's join list") was cut and the result is
+ * partial. The guard is made with lk_guard, which draws on the analysis'
+ * list budget. */
+static inline rbp_walkguard lk_guard(lk_ctx *c) { return rbp_walkguard_start(MAX_LIST, &c->list_budget); }
+bool lk_list_step(lk_ctx *c, rbp_walkguard *g, uint64_t node, const char *what);
 /* True if the layout has every listed field (b may be RBP_L_COUNT);
  * otherwise notes what is unknown on this Ruby and why. */
 bool lk_need(lk_ctx *c, const char *what, rbp_field_id a, rbp_field_id b);

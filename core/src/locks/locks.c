@@ -71,6 +71,12 @@ static void scan_stacks_for_mutexes(lk_ctx *c)
             continue;
         uint64_t nwords = (sp - vm_stack) / 8;
         if (nwords > MAX_STACK_WORDS) nwords = MAX_STACK_WORDS;
+        if (nwords > c->stack_budget) {
+            nwords = c->stack_budget;
+            lk_note(c, "the search of the VM stacks for Mutex objects was cut (its read budget is spent): some "
+                       "held Mutexes may be shown by address only");
+        }
+        c->stack_budget -= nwords;
         nwords = rbp_mem_read_partial(c->s->mem, vm_stack, words, (size_t)(nwords * 8)) / 8;
         for (uint64_t w = 0; w < nwords && unresolved; w++) {
             uint64_t v = words[w];
@@ -114,7 +120,8 @@ static void match_receivers(lk_ctx *c)
 rbpeek_status rbp_locks_json(rbpeek_session *s, const rbpeek_snapshot *snap, char **out)
 {
     *out = NULL;
-    lk_ctx c = {.s = s, .L = &s->layout, .n = rbpeek_snapshot_thread_count(snap)};
+    lk_ctx c = {.s = s, .L = &s->layout, .n = rbpeek_snapshot_thread_count(snap), .list_budget = LK_LIST_BUDGET,
+                .stack_budget = LK_STACK_WORDS_BUDGET};
     rbp_addrmap_init(&c.by_th, SIZE_MAX, NULL);
     rbp_addrmap_init(&c.by_value, SIZE_MAX, NULL);
     rbp_addrmap_init(&c.by_data, SIZE_MAX, NULL);

@@ -88,6 +88,8 @@ typedef struct lk_ctx {
     rbp_strbuf notes;
     size_t nnotes;
     bool have_join_lists;     /* the layout lets us read th->join_list */
+    size_t list_budget;       /* list nodes every walk of this analysis may still read (collect.h) */
+    size_t stack_budget;      /* VM stack words the Mutex search may still read */
 } lk_ctx;
 
 typedef struct gvl_info {

@@ -91,9 +91,12 @@ static const waitq *waitq_get(lk_ctx *c, uint64_t head)
     uint64_t cur = 0;
     size_t cap = 0;
     if (!rbp_mem_u64(c->s->mem, head, &cur)) return q; /* head->n.next */
+    rbp_walkguard g = lk_guard(c);
     while (cur != head) {
         uint64_t wth = 0;
-        if (!cur || q->n >= MAX_LIST || !rbp_mem_u64(c->s->mem, cur - node_off + th_off, &wth)) return q;
+        if (!cur || !lk_list_step(c, &g, cur, "a wait queue") ||
+            !rbp_mem_u64(c->s->mem, cur - node_off + th_off, &wth))
+            return q;
         if (q->n == cap) {
             size_t nc = cap ? cap * 2 : 8;
             uint64_t *nt = realloc(q->ths, nc * sizeof *nt);

@@ -224,10 +224,15 @@ void lk_walk_keeping(lk_ctx *c, size_t i)
 {
     lk_thread *t = &c->th[i];
     uint64_t m = t->keeping;
-    for (size_t n = 0; m && n < MAX_LIST; n++) {
+    rbp_walkguard g = lk_guard(c);
+    while (m && lk_list_step(c, &g, m, "a thread's list of held Mutexes")) {
         long k = lk_mutex_add(c, m);
         if (k < 0) return;
-        if (c->mx[k].listed_by >= 0) return; /* a loop: the list is damaged */
+        if (c->mx[k].listed_by >= 0) { /* a Mutex listed twice: the lists loop or cross */
+            lk_note(c, "a thread's list of held Mutexes was cut (it leads into a Mutex already listed): what "
+                       "depends on it is partial");
+            return;
+        }
         c->mx[k].listed_by = (long)i;
         if (!lk_read_u64_at(c, m, RBP_L_mutex_next_mutex, &m)) return;
     }
@@ -243,7 +248,8 @@ void lk_walk_join_list(lk_ctx *c, size_t i)
     if (!rbp_has(L, next_f) || !rbp_has(L, th_f)) return;
     uint64_t node = 0;
     if (!lk_read_u64_at(c, c->th[i].th, RBP_L_th_join_list, &node)) return;
-    for (size_t n = 0; node && n < MAX_LIST; n++) {
+    rbp_walkguard g = lk_guard(c);
+    while (node && lk_list_step(c, &g, node, "a thread's join list")) {
         uint64_t wth = 0;
         if (!lk_read_u64_at(c, node, th_f, &wth)) return;
         long w = lk_idx_get(&c->by_th, wth);
