@@ -19,7 +19,7 @@ foreach(layer ${RBPEEK_LAYERS})
         continue()
       endif()
       string(REPLACE ";" ", " sees "${layer};${RBPEEK_SEES_${layer}}")
-      string(REGEX MATCH "^([a-z_]+)/[A-Za-z0-9_.]+$" m "${inc}")
+      string(REGEX MATCH "^([a-z_]+)/[A-Za-z0-9_.-]+$" m "${inc}")   # "-": protoc-c's .pb-c.h
       set(to "${CMAKE_MATCH_1}")
       if(NOT m OR inc MATCHES "\\.\\.")
         string(APPEND bad "  ${rel}: #include \"${inc}\" (name it as \"<layer>/<header>\")\n")

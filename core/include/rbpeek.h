@@ -263,6 +263,23 @@ RBPEEK_API rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const
 /* speedscope's file format (https://www.speedscope.app/file-format-schema.json). */
 RBPEEK_API rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const char *path);
 
+/* pprof's profile.proto, gzip'd: what `go tool pprof`, Pyroscope, Parca and
+ * Cloud Profiler read. Two sample types: [samples, count] and [cpu or wall,
+ * nanoseconds] (count x period_ns); period_type [cpu or wall, nanoseconds];
+ * one location per frame name, one function per (label, file), split from
+ * "label (path:line)" names as the speedscope writer does; the meta "title"
+ * as a comment. opt may be NULL (wall, 10 ms period, no times). */
+typedef struct rbpeek_pprof_options {
+    uint64_t period_ns;         /* time one sample stands for (the sampling
+                                 * interval); 0: 10,000,000 (100 Hz) */
+    int on_cpu;                 /* nonzero: samples of on-CPU threads ("cpu"),
+                                 * else of every thread ("wall") */
+    int64_t time_nanos;         /* start of sampling, ns since the epoch (0: unknown) */
+    int64_t duration_nanos;     /* how long it sampled (0: unknown) */
+} rbpeek_pprof_options;
+RBPEEK_API rbpeek_status rbpeek_profile_write_pprof(const rbpeek_profile *p, const char *path,
+                                                    const rbpeek_pprof_options *opt);
+
 /* Adds the stacks of a folded file ("a;b;c 123": the count follows the LAST
  * space, frames may contain spaces). Malformed lines are skipped and counted;
  * the call fails only if the file cannot be read, or if it had lines and

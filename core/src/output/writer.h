@@ -1,5 +1,5 @@
 /*
- * What the profile writers (folded.c, speedscope.c, top.c, flamegraph.c)
+ * What the profile writers (folded.c, speedscope.c, pprof.c, top.c, flamegraph.c)
  * share: opening and closing the output file with every write error turned
  * into a status, numbers formatted without the locale, and UTF-8-safe text
  * for XML.
@@ -7,6 +7,7 @@
 #ifndef RBP_OUTPUT_WRITER_H
 #define RBP_OUTPUT_WRITER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -34,5 +35,12 @@ size_t rbp_utf8_length(const char *s);
  * whose decimal separator follows LC_NUMERIC: a host that called
  * setlocale() (debuggers do) must not get "12,5" inside SVG or JSON. */
 void rbp_fmt_fixed(char *buf, size_t cap, double v, int decimals);
+
+/* Splits a frame name of the shape "label (path:line)" (the sampler's) into
+ * the label's length, the path's offset and length, and the line; false for
+ * any other shape. Labels may hold parentheses ("block (2 levels) in foo").
+ * (speedscope.c, pprof.c) */
+bool rbp_split_frame(const char *name, size_t len, size_t *label_len, size_t *file_off, size_t *file_len,
+                     long *line);
 
 #endif

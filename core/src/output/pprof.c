@@ -1,0 +1,336 @@
+/*
+ * The pprof writer (rbpeek_profile_write_pprof): the profile as pprof's
+ * gzip'd protocol buffer (perftools.profiles.Profile), which `go tool
+ * pprof`, Pyroscope, Parca and Cloud Profiler read. The message is
+ * filled in and packed by protobuf-c's code generated from pprof.proto
+ * (the subset of the format rbpeek writes), then gzip'd with zlib.
+ *
+ * Shape: two sample types, [samples, count] and [cpu or wall, nanoseconds]
+ * (a sample counts for one sampling period of that clock); the period and
+ * its type; one sample per distinct stack, its locations leaf first; one
+ * location per distinct frame name, with one line, in one mapping (the
+ * Ruby program: meta "program", else "ruby", marked symbolized so pprof
+ * looks for no binary); one function per
+ * distinct (label, file), named by the label. A frame name is split as the
+ * speedscope writer splits it ("label (path:line)": function label in file
+ * path, line); any other name (a thread's root frame, a frame without a
+ * line) is a function of that name with no file. The frames the profile
+ * keeps do not say where a method starts, so a function's start_line is
+ * the smallest line the profile saw it at (pprof uses it to place a
+ * function's source listing).
+ */
+#include "output/writer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "base/addrmap.h"
+#include "output/pprof.pb-c.h"
+#include "profile/profile.h"
+
+typedef Perftools__Profiles__Profile PbProfile;
+typedef Perftools__Profiles__Sample PbSample;
+typedef Perftools__Profiles__Location PbLocation;
+typedef Perftools__Profiles__Line PbLine;
+typedef Perftools__Profiles__Function PbFunction;
+typedef Perftools__Profiles__ValueType PbValueType;
+
+#define GZ_CHUNK 65536
+
+typedef struct pp_build {
+    const rbpeek_profile *p;
+    rbpeek_profile *strings;    /* a scratch profile: its interner is the string table */
+    rbp_addrmap funcs;          /* (name, file) string ids -> function id */
+    PbFunction *functions;
+    size_t nfunctions;
+    PbLocation *locations;      /* one per frame name: id = frame id + 1 */
+    PbLine *lines;
+    PbLine **line_ptrs;
+    PbSample *samples;
+    size_t nsamples, samples_cap;
+    uint64_t *loc_pool;         /* every sample's location ids, one after another */
+    size_t *loc_off;            /* sample i's ids start at loc_pool + loc_off[i] */
+    size_t pool_len, pool_cap;
+    int64_t *values;            /* 2 per sample */
+    uint32_t *path;             /* frame ids of the walk, root first */
+    int64_t period;
+    bool failed;
+} pp_build;
+
+/* The string table index of s[0..len). -1 when out of memory. */
+static int64_t pp_str(pp_build *b, const char *s, size_t len)
+{
+    char small[256];
+    char *buf = len < sizeof small ? small : malloc(len + 1);
+    if (!buf) return -1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    uint32_t id = rbp_intern(b->strings, buf);
+    if (buf != small) free(buf);
+    return id == UINT32_MAX ? -1 : (int64_t)id;
+}
+
+/* Function and location of frame name i. */
+static bool pp_frame(pp_build *b, uint32_t i)
+{
+    const char *name = b->p->names[i];
+    size_t len = b->p->name_lens[i], label_len = len, file_off = 0, file_len = 0;
+    long line = 0;
+    if (!rbp_split_frame(name, len, &label_len, &file_off, &file_len, &line)) {
+        label_len = len;
+        file_len = 0;
+        line = 0;
+    }
+    int64_t fn_name = pp_str(b, name, label_len);
+    int64_t fn_file = file_len ? pp_str(b, name + file_off, file_len) : 0;
+    if (fn_name < 0 || fn_file < 0) return false;
+    uint64_t key = ((uint64_t)fn_name << 32 | (uint64_t)fn_file) + 1;
+    uint64_t fid = (uint64_t)(uintptr_t)rbp_addrmap_get(&b->funcs, key);
+    if (!fid) {
+        PbFunction *f = &b->functions[b->nfunctions];
+        perftools__profiles__function__init(f);
+        fid = ++b->nfunctions;
+        f->id = fid;
+        f->name = f->system_name = fn_name;
+        f->filename = fn_file;
+        f->start_line = line;
+        if (!rbp_addrmap_put(&b->funcs, key, (void *)(uintptr_t)fid)) return false;
+    } else if (line > 0 && (b->functions[fid - 1].start_line == 0 || line < b->functions[fid - 1].start_line)) {
+        b->functions[fid - 1].start_line = line;
+    }
+    PbLine *ln = &b->lines[i];
+    perftools__profiles__line__init(ln);
+    ln->function_id = fid;
+    ln->line = line;
+    b->line_ptrs[i] = ln;
+    PbLocation *loc = &b->locations[i];
+    perftools__profiles__location__init(loc);
+    loc->id = (uint64_t)i + 1;
+    loc->mapping_id = 1;
+    loc->n_line = 1;
+    loc->line = &b->line_ptrs[i];
+    return true;
+}
+
+/* One sample per node whose stack ends there, its locations leaf first. */
+static int pp_visit(void *ctx, uint32_t node, bool entering)
+{
+    pp_build *b = ctx;
+    if (!entering || node == 0) return 0;
+    const rbp_pnode *n = &b->p->nodes[node];
+    b->path[n->depth - 1] = n->frame;
+    if (n->self == 0) return 0;
+    if (b->nsamples == b->samples_cap) {
+        size_t cap = b->samples_cap ? b->samples_cap * 2 : 256;
+        size_t *no = realloc(b->loc_off, cap * sizeof *no);
+        if (!no) goto oom;
+        b->loc_off = no;
+        int64_t *nv = realloc(b->values, 2 * cap * sizeof *nv);
+        if (!nv) goto oom;
+        b->values = nv;
+        b->samples_cap = cap;
+    }
+    if (b->pool_len + n->depth > b->pool_cap) {
+        size_t cap = b->pool_cap ? b->pool_cap : 4096;
+        while (cap < b->pool_len + n->depth) cap *= 2;
+        uint64_t *np = realloc(b->loc_pool, cap * sizeof *np);
+        if (!np) goto oom;
+        b->loc_pool = np;
+        b->pool_cap = cap;
+    }
+    b->loc_off[b->nsamples] = b->pool_len;
+    for (uint32_t d = n->depth; d > 0; d--) b->loc_pool[b->pool_len++] = (uint64_t)b->path[d - 1] + 1;
+    b->values[2 * b->nsamples] = (int64_t)n->self;
+    b->values[2 * b->nsamples + 1] = (int64_t)n->self * b->period;
+    b->nsamples++;
+    return 0;
+oom:
+    rbp_profile_fail(b->p, RBPEEK_ERR_NOMEM, "out of memory writing the pprof profile");
+    return -1;
+}
+
+/* gzip's framing around a raw deflate of data, to f. */
+static rbpeek_status pp_gzip(const rbpeek_profile *p, FILE *f, const uint8_t *data, size_t len)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "zlib: cannot start compressing");
+    unsigned char out[GZ_CHUNK];
+    rbpeek_status st = RBPEEK_OK;
+    size_t done = 0;
+    int rc;
+    do {
+        /* Feed at most 1 GiB at a time: avail_in is an unsigned int. */
+        if (z.avail_in == 0 && done < len) {
+            size_t n = len - done < (1u << 30) ? len - done : (1u << 30);
+            z.next_in = (Bytef *)(data + done);
+            z.avail_in = (uInt)n;
+            done += n;
+        }
+        z.next_out = out;
+        z.avail_out = sizeof out;
+        rc = deflate(&z, done == len ? Z_FINISH : Z_NO_FLUSH);
+        if (rc == Z_STREAM_ERROR) {
+            st = rbp_profile_fail(p, RBPEEK_ERR_IO, "zlib: compression failed");
+            break;
+        }
+        size_t have = sizeof out - z.avail_out;
+        if (have && fwrite(out, 1, have, f) != have) {
+            st = rbp_profile_fail(p, RBPEEK_ERR_IO, "error writing the pprof profile: %s", strerror(errno));
+            break;
+        }
+    } while (rc != Z_STREAM_END);
+    deflateEnd(&z);
+    return st;
+}
+
+static void pp_free(pp_build *b)
+{
+    rbpeek_profile_free(b->strings);
+    rbp_addrmap_destroy(&b->funcs);
+    free(b->functions);
+    free(b->locations);
+    free(b->lines);
+    free(b->line_ptrs);
+    free(b->samples);
+    free(b->loc_pool);
+    free(b->loc_off);
+    free(b->values);
+    free(b->path);
+}
+
+rbpeek_status rbpeek_profile_write_pprof(const rbpeek_profile *p, const char *path, const rbpeek_pprof_options *opt)
+{
+    if (!p) return RBPEEK_ERR_ARG;
+    rbp_profile_clear_error(p);
+    rbpeek_pprof_options o = {0};
+    if (opt) o = *opt;
+    if (o.period_ns == 0) o.period_ns = 10000000;   /* ruby sample's default: 100 Hz */
+    if (o.period_ns > INT64_MAX / 2) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "pprof: period out of range");
+
+    pp_build b = {.p = p, .period = (int64_t)o.period_ns};
+    rbp_addrmap_init(&b.funcs, 0, NULL);
+    b.strings = rbpeek_profile_new();
+    size_t nn = p->nnames ? p->nnames : 1;
+    b.functions = calloc(nn, sizeof *b.functions);
+    b.locations = calloc(nn, sizeof *b.locations);
+    b.lines = calloc(nn, sizeof *b.lines);
+    b.line_ptrs = calloc(nn, sizeof *b.line_ptrs);
+    b.path = malloc(((size_t)p->max_depth + 1) * sizeof *b.path);
+    rbpeek_status st = RBPEEK_OK;
+    uint8_t *packed = NULL;
+    PbSample **sample_ptrs = NULL;
+    PbLocation **loc_ptrs = NULL;
+    PbFunction **fn_ptrs = NULL;
+    rbp_children ch = {0};
+    bool have_children = false;
+    if (!b.strings || !b.functions || !b.locations || !b.lines || !b.line_ptrs || !b.path) goto oom;
+
+    /* The strings every profile has, so they are at fixed places: "" must be 0. */
+    const char *fixed[] = {"", "samples", "count", o.on_cpu ? "cpu" : "wall", "nanoseconds"};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        if (rbp_intern(b.strings, fixed[i]) != i) goto oom;
+    for (uint32_t i = 0; i < p->nnames; i++)
+        if (!pp_frame(&b, i)) goto oom;
+
+    st = rbp_children_build(p, &ch);
+    if (st != RBPEEK_OK) goto out;
+    have_children = true;
+    st = rbp_profile_walk(p, &ch, pp_visit, &b);
+    if (st != RBPEEK_OK) goto out;
+
+    /* Pointers into the pools, now that they no longer move. */
+    b.samples = calloc(b.nsamples ? b.nsamples : 1, sizeof *b.samples);
+    sample_ptrs = calloc(b.nsamples ? b.nsamples : 1, sizeof *sample_ptrs);
+    loc_ptrs = calloc(nn, sizeof *loc_ptrs);
+    fn_ptrs = calloc(nn, sizeof *fn_ptrs);
+    if (!b.samples || !sample_ptrs || !loc_ptrs || !fn_ptrs) goto oom;
+    for (size_t i = 0; i < b.nsamples; i++) {
+        PbSample *s = &b.samples[i];
+        perftools__profiles__sample__init(s);
+        size_t end = i + 1 < b.nsamples ? b.loc_off[i + 1] : b.pool_len;
+        s->n_location_id = end - b.loc_off[i];
+        s->location_id = b.loc_pool + b.loc_off[i];
+        s->n_value = 2;
+        s->value = b.values + 2 * i;
+        sample_ptrs[i] = s;
+    }
+    for (uint32_t i = 0; i < p->nnames; i++) loc_ptrs[i] = &b.locations[i];
+    for (size_t i = 0; i < b.nfunctions; i++) fn_ptrs[i] = &b.functions[i];
+
+    const char *title = rbpeek_profile_meta(p, "title");
+    int64_t title_idx = title ? pp_str(&b, title, strlen(title)) : 0;
+    if (title_idx < 0) goto oom;
+
+    PbValueType types[2], period_type;
+    PbValueType *type_ptrs[2] = {&types[0], &types[1]};
+    for (int i = 0; i < 2; i++) perftools__profiles__value_type__init(&types[i]);
+    perftools__profiles__value_type__init(&period_type);
+    types[0].type = 1;      /* samples */
+    types[0].unit = 2;      /* count */
+    types[1].type = 3;      /* cpu or wall */
+    types[1].unit = 4;      /* nanoseconds */
+    period_type = types[1];
+
+    /* One mapping, the Ruby program, marked as already symbolized, so that
+     * pprof names a main binary and never tries to symbolize addresses. */
+    const char *program = rbpeek_profile_meta(p, "program");
+    int64_t program_idx = pp_str(&b, program ? program : "ruby", strlen(program ? program : "ruby"));
+    if (program_idx < 0) goto oom;
+    Perftools__Profiles__Mapping mapping, *mapping_ptr = &mapping;
+    perftools__profiles__mapping__init(&mapping);
+    mapping.id = 1;
+    mapping.filename = program_idx;
+    mapping.has_functions = mapping.has_filenames = mapping.has_line_numbers = 1;
+
+    PbProfile prof;
+    perftools__profiles__profile__init(&prof);
+    prof.n_mapping = 1;
+    prof.mapping = &mapping_ptr;
+    prof.n_sample_type = 2;
+    prof.sample_type = type_ptrs;
+    prof.n_sample = b.nsamples;
+    prof.sample = sample_ptrs;
+    prof.n_location = p->nnames;
+    prof.location = loc_ptrs;
+    prof.n_function = b.nfunctions;
+    prof.function = fn_ptrs;
+    prof.n_string_table = b.strings->nnames;
+    prof.string_table = b.strings->names;
+    prof.time_nanos = o.time_nanos;
+    prof.duration_nanos = o.duration_nanos;
+    prof.period_type = &period_type;
+    prof.period = b.period;
+    prof.default_sample_type = 3;
+    int64_t comment = title_idx;
+    if (title) {
+        prof.n_comment = 1;
+        prof.comment = &comment;
+    }
+
+    size_t len = perftools__profiles__profile__get_packed_size(&prof);
+    packed = malloc(len ? len : 1);
+    if (!packed) goto oom;
+    if (perftools__profiles__profile__pack(&prof, packed) != len) {
+        st = rbp_profile_fail(p, RBPEEK_ERR_IO, "pprof: the profile packed to an unexpected size");
+        goto out;
+    }
+    FILE *f = rbp_profile_open_out(p, path, &st);
+    if (!f) goto out;
+    st = pp_gzip(p, f, packed, len);
+    st = rbp_profile_close_out(p, f, path, st);
+    goto out;
+oom:
+    st = rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "out of memory writing the pprof profile");
+out:
+    if (have_children) rbp_children_free(&ch);
+    free(packed);
+    free(sample_ptrs);
+    free(loc_ptrs);
+    free(fn_ptrs);
+    pp_free(&b);
+    return st;
+}
