@@ -1,0 +1,279 @@
+/*
+ * Tests of the pprof writer (pprof.c): every file written is gunzipped with
+ * zlib and decoded with protobuf-c's own unpacker, and what it says is
+ * compared with the stacks that went in: sample types and units, period,
+ * each stack (leaf first) with its count and time, functions named by
+ * their labels with their files and start lines, locations with lines,
+ * names that do not split, the title comment, the times; also an empty
+ * profile and write errors.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "cu_main.h"
+#include "fixture_files.h"
+#include "rbpeek.h"
+
+#include "output/pprof.pb-c.h"
+
+typedef Perftools__Profiles__Profile Prof;
+
+/* The file at path, gunzipped and unpacked (NULL on any failure). */
+static Prof *read_pprof(const char *path)
+{
+    gzFile gz = gzopen(path, "rb");
+    if (!gz) return NULL;
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *buf = malloc(cap);
+    int n;
+    while (buf && (n = gzread(gz, buf + len, (unsigned)(cap - len))) > 0) {
+        len += (size_t)n;
+        if (len == cap) buf = realloc(buf, cap *= 2);
+    }
+    gzclose(gz);
+    if (!buf) return NULL;
+    Prof *p = perftools__profiles__profile__unpack(NULL, len, buf);
+    free(buf);
+    return p;
+}
+
+static const char *str(const Prof *p, int64_t i)
+{
+    return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "(out of range)";
+}
+
+static const Perftools__Profiles__Location *location(const Prof *p, uint64_t id)
+{
+    for (size_t i = 0; i < p->n_location; i++)
+        if (p->location[i]->id == id) return p->location[i];
+    return NULL;
+}
+
+static const Perftools__Profiles__Function *function(const Prof *p, uint64_t id)
+{
+    for (size_t i = 0; i < p->n_function; i++)
+        if (p->function[i]->id == id) return p->function[i];
+    return NULL;
+}
+
+/* Sample s's stack, root first, as "func@file:line;..." */
+static void stack_text(const Prof *p, const Perftools__Profiles__Sample *s, char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (size_t k = s->n_location_id; k > 0; k--) {
+        const Perftools__Profiles__Location *loc = location(p, s->location_id[k - 1]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(loc);
+        CU_ASSERT_EQUAL_FATAL(loc->n_line, 1);
+        CU_ASSERT_EQUAL(loc->mapping_id, 1);
+        const Perftools__Profiles__Function *f = function(p, loc->line[0]->function_id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used, "%s%s@%s:%lld", k == s->n_location_id ? "" : ";", str(p, f->name),
+                 str(p, f->filename), (long long)loc->line[0]->line);
+    }
+}
+
+/* The sample whose stack reads want, or NULL. */
+static const Perftools__Profiles__Sample *find_sample(const Prof *p, const char *want)
+{
+    char buf[1024];
+    for (size_t i = 0; i < p->n_sample; i++) {
+        stack_text(p, p->sample[i], buf, sizeof buf);
+        if (strcmp(buf, want) == 0) return p->sample[i];
+    }
+    return NULL;
+}
+
+static const Perftools__Profiles__Function *function_named(const Prof *p, const char *name, const char *file)
+{
+    for (size_t i = 0; i < p->n_function; i++)
+        if (strcmp(str(p, p->function[i]->name), name) == 0 && strcmp(str(p, p->function[i]->filename), file) == 0)
+            return p->function[i];
+    return NULL;
+}
+
+static void test_round_trip(void)
+{
+    rbpeek_profile *pr = rbpeek_profile_new();
+    const char *a[] = {"<main> (app.rb:30)", "Object#work (app.rb:12)", "Integer#times (<internal:numeric>:237)",
+                       "block in Object#work (app.rb:14)"};
+    const char *b[] = {"<main> (app.rb:30)", "Object#work (app.rb:16)", "block (2 levels) in idle (lib/x.rb:3)"};
+    const char *c[] = {"Thread \"worker\" (tid 77)", "sleep"};
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, a, 4, 7), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, b, 3, 2), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, b, 2, 1), RBPEEK_OK);   /* a stack ending inside another */
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, c, 2, 5), RBPEEK_OK);
+    rbpeek_profile_set_meta(pr, "title", "ruby sample: pid 42");
+    char path[512];
+    tmp_path(path, sizeof path, "pprof", "rt.pb.gz");
+    rbpeek_pprof_options opt = {.period_ns = 5000000, .on_cpu = 0, .time_nanos = 1700000000123456789LL,
+                                .duration_nanos = 2500000000LL};
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, &opt), RBPEEK_OK);
+
+    /* gzip magic first: pprof files are always compressed. */
+    size_t raw_len = 0;
+    char *raw = slurp(path, &raw_len);
+    CU_ASSERT_TRUE_FATAL(raw && raw_len > 2 && (unsigned char)raw[0] == 0x1f && (unsigned char)raw[1] == 0x8b);
+    free(raw);
+
+    Prof *p = read_pprof(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_TRUE_FATAL(p->n_string_table > 0);
+    CU_ASSERT_STRING_EQUAL(p->string_table[0], "");
+    CU_ASSERT_EQUAL_FATAL(p->n_sample_type, 2);
+    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[0]->type), "samples");
+    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[0]->unit), "count");
+    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[1]->type), "wall");
+    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[1]->unit), "nanoseconds");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p->period_type);
+    CU_ASSERT_STRING_EQUAL(str(p, p->period_type->type), "wall");
+    CU_ASSERT_STRING_EQUAL(str(p, p->period_type->unit), "nanoseconds");
+    CU_ASSERT_EQUAL(p->period, 5000000);
+    CU_ASSERT_EQUAL(p->time_nanos, 1700000000123456789LL);
+    CU_ASSERT_EQUAL(p->duration_nanos, 2500000000LL);
+    CU_ASSERT_STRING_EQUAL(str(p, p->default_sample_type), "wall");
+    CU_ASSERT_EQUAL_FATAL(p->n_comment, 1);
+    CU_ASSERT_STRING_EQUAL(str(p, p->comment[0]), "ruby sample: pid 42");
+    CU_ASSERT_EQUAL_FATAL(p->n_mapping, 1);
+    CU_ASSERT_STRING_EQUAL(str(p, p->mapping[0]->filename), "ruby");
+    CU_ASSERT_TRUE(p->mapping[0]->has_functions && p->mapping[0]->has_filenames && p->mapping[0]->has_line_numbers);
+
+    /* Every stack, with its count and count x period. */
+    CU_ASSERT_EQUAL(p->n_sample, 4);
+    struct { const char *stack; int64_t count; } want[] = {
+        {"<main>@app.rb:30;Object#work@app.rb:12;Integer#times@<internal:numeric>:237;"
+         "block in Object#work@app.rb:14", 7},
+        {"<main>@app.rb:30;Object#work@app.rb:16;block (2 levels) in idle@lib/x.rb:3", 2},
+        {"<main>@app.rb:30;Object#work@app.rb:16", 1},
+        {"Thread \"worker\" (tid 77)@:0;sleep@:0", 5},
+    };
+    int64_t total = 0;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const Perftools__Profiles__Sample *s = find_sample(p, want[i].stack);
+        CU_ASSERT_PTR_NOT_NULL(s);
+        if (!s) {
+            fprintf(stderr, "missing stack: %s\n", want[i].stack);
+            continue;
+        }
+        CU_ASSERT_EQUAL_FATAL(s->n_value, 2);
+        CU_ASSERT_EQUAL(s->value[0], want[i].count);
+        CU_ASSERT_EQUAL(s->value[1], want[i].count * 5000000);
+        total += s->value[0];
+    }
+    CU_ASSERT_EQUAL(total, (int64_t)rbpeek_profile_total(pr));
+
+    /* One function per (label, file): Object#work at two lines is one
+     * function starting at the smaller line, with two locations. */
+    const Perftools__Profiles__Function *work = function_named(p, "Object#work", "app.rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(work);
+    CU_ASSERT_EQUAL(work->start_line, 12);
+    CU_ASSERT_STRING_EQUAL(str(p, work->system_name), "Object#work");
+    size_t work_locs = 0;
+    for (size_t i = 0; i < p->n_location; i++)
+        if (p->location[i]->line[0]->function_id == work->id) work_locs++;
+    CU_ASSERT_EQUAL(work_locs, 2);
+    const Perftools__Profiles__Function *blk = function_named(p, "block (2 levels) in idle", "lib/x.rb");
+    CU_ASSERT_PTR_NOT_NULL(blk);
+    CU_ASSERT_PTR_NOT_NULL(function_named(p, "sleep", ""));
+    /* 8 distinct frame names, 7 distinct functions, ids unique and nonzero. */
+    CU_ASSERT_EQUAL(p->n_location, 8);
+    CU_ASSERT_EQUAL(p->n_function, 7);
+    for (size_t i = 0; i < p->n_location; i++) {
+        CU_ASSERT_NOT_EQUAL(p->location[i]->id, 0);
+        for (size_t j = i + 1; j < p->n_location; j++) CU_ASSERT_NOT_EQUAL(p->location[i]->id, p->location[j]->id);
+    }
+
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    unlink(path);
+    rbpeek_profile_free(pr);
+}
+
+static void test_on_cpu_defaults_and_empty(void)
+{
+    rbpeek_profile *pr = rbpeek_profile_new();
+    char path[512];
+    tmp_path(path, sizeof path, "pprof", "empty.pb.gz");
+    rbpeek_pprof_options opt = {.on_cpu = 1};
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, &opt), RBPEEK_OK);
+    Prof *p = read_pprof(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->n_sample, 0);
+    CU_ASSERT_EQUAL(p->n_location, 0);
+    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[1]->type), "cpu");
+    CU_ASSERT_EQUAL(p->period, 10000000);   /* 0 means ruby sample's default, 100 Hz */
+    CU_ASSERT_EQUAL(p->n_comment, 0);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+
+    /* NULL options: wall, 10 ms. */
+    const char *f[] = {"x (a.rb:1)"};
+    rbpeek_profile_add_stack(pr, f, 1, 3);
+    rbpeek_profile_set_meta(pr, "program", "/usr/bin/ruby3.1");
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, NULL), RBPEEK_OK);
+    p = read_pprof(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[1]->type), "wall");
+    CU_ASSERT_EQUAL_FATAL(p->n_sample, 1);
+    CU_ASSERT_EQUAL(p->sample[0]->value[1], 30000000);
+    CU_ASSERT_STRING_EQUAL(str(p, p->mapping[0]->filename), "/usr/bin/ruby3.1");
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    unlink(path);
+
+    CU_ASSERT_EQUAL(rbpeek_profile_write_pprof(pr, "/nonexistent-dir/x.pb.gz", NULL), RBPEEK_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbpeek_profile_error(pr), "/nonexistent-dir/x.pb.gz"));
+    CU_ASSERT_EQUAL(rbpeek_profile_write_pprof(NULL, path, NULL), RBPEEK_ERR_ARG);
+    CU_ASSERT_EQUAL(rbpeek_profile_write_pprof(pr, "", NULL), RBPEEK_ERR_ARG);
+    rbpeek_profile_free(pr);
+}
+
+/* A deep recursion and many stacks: every sample decodes back. */
+static void test_large(void)
+{
+    enum { DEPTH = 3000, STACKS = 2000 };
+    rbpeek_profile *pr = rbpeek_profile_new();
+    static char names[DEPTH][48];
+    const char *frames[DEPTH];
+    for (int i = 0; i < DEPTH; i++) {
+        snprintf(names[i], sizeof names[i], "fib (r.rb:%d)", 1 + i % 7);
+        frames[i] = names[i];
+    }
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, frames, DEPTH, 2), RBPEEK_OK);
+    char leaf[64];
+    for (int i = 0; i < STACKS; i++) {
+        const char *st[] = {"<main> (m.rb:1)", leaf};
+        snprintf(leaf, sizeof leaf, "m%d (m.rb:%d)", i, 10 + i);
+        CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, st, 2, 1), RBPEEK_OK);
+    }
+    char path[512];
+    tmp_path(path, sizeof path, "pprof", "large.pb.gz");
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, NULL), RBPEEK_OK);
+    Prof *p = read_pprof(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->n_sample, STACKS + 1);
+    int64_t total = 0;
+    size_t deepest = 0;
+    for (size_t i = 0; i < p->n_sample; i++) {
+        total += p->sample[i]->value[0];
+        if (p->sample[i]->n_location_id > deepest) deepest = p->sample[i]->n_location_id;
+    }
+    CU_ASSERT_EQUAL(total, STACKS + 2);
+    CU_ASSERT_EQUAL(deepest, DEPTH);
+    const Perftools__Profiles__Function *fib = function_named(p, "fib", "r.rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fib);
+    CU_ASSERT_EQUAL(fib->start_line, 1);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    unlink(path);
+    rbpeek_profile_free(pr);
+}
+
+static const rbp_cu_test tests[] = {
+    {"round trip: types, period, stacks, functions, locations", test_round_trip},
+    {"on-CPU, defaults, empty profile, errors", test_on_cpu_defaults_and_empty},
+    {"deep and wide profile", test_large},
+    {NULL, NULL},
+};
+
+RBP_CU_MAIN("pprof", tests)
