@@ -23,6 +23,7 @@ and what was collected is written (sampling/report.py).
 """
 
 import argparse
+import time
 
 from ..core import Profile, SampleOptions
 from ..sampling.report import check_outputs, summary_text, write_outputs
@@ -49,7 +50,7 @@ class SampleCommand(Command):
     summary = "Sampling profiler: stop the target N times a second, record every Ruby stack; flamegraph out."
     usage = """ruby sample [N] [--rate HZ | --interval MS] [--duration S] [--threads all|current]
             [--on-cpu] [--per-thread] [--folded FILE] [--svg FILE] [--speedscope FILE]
-            [--max-frames N] [--via-debugger] [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
+            [--pprof FILE] [--max-frames N] [--via-debugger] [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
 
 Samples the live target: lets it run for one interval, stops it, records the
 Ruby stack of every thread, resumes it. Ends after N samples, after
@@ -69,12 +70,15 @@ collected is written. Not available on core files.
   --folded FILE      folded stacks ("root;...;leaf count"), for flamegraph.pl
   --svg FILE         an interactive SVG flamegraph
   --speedscope FILE  speedscope JSON (https://www.speedscope.app)
+  --pprof FILE       pprof's gzip'd profile.proto (go tool pprof, Pyroscope,
+                     Parca): samples/count and wall (cpu with --on-cpu)
+                     nanoseconds, one sampling interval per sample
   --max-frames N     cut each stack after N frames
   --via-debugger     stop and resume the target through the debugger (slower,
                      but its breakpoints stay active); by default the debugger
                      detaches while rbpeek traces the target itself, and then
                      attaches again
-Without --folded/--svg/--speedscope it writes rbpeek-PID-TIME.folded and
+Without --folded/--svg/--speedscope/--pprof it writes rbpeek-PID-TIME.folded and
 rbpeek-PID-TIME.svg in the current directory.
 Frames are named "label (path:line)". See docs/sampling.md."""
 
@@ -91,6 +95,7 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             p.add_argument("--folded", metavar="FILE")
             p.add_argument("--svg", metavar="FILE")
             p.add_argument("--speedscope", metavar="FILE")
+            p.add_argument("--pprof", metavar="FILE")
             p.add_argument("--max-frames", type=int, default=0)
             p.add_argument("--via-debugger", action="store_true")
 
@@ -158,7 +163,9 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         title = "ruby sample: pid %d, Ruby %s, %d samples at %s Hz%s" % (
             pid, version, st.samples, fmt_rate(rate), " (on-CPU)" if args.on_cpu else "")
         profile.set_meta("title", title)
-        written = write_outputs(dbg, profile, outputs, title)
+        facts = {"period_s": interval, "on_cpu": args.on_cpu, "duration": st.elapsed(),
+                 "start": time.time() - (time.perf_counter() - st.t_start) if st.t_start else 0.0}
+        written = write_outputs(dbg, profile, outputs, title, facts)
         summary = summary_text(st, profile, pid, version, interval, rate, end, written, args, only)
         if end.startswith("interrupted"):
             # lldb drops the result of an interrupted command: print it now.

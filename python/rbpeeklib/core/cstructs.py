@@ -76,6 +76,11 @@ class SampleResult(ctypes.Structure):
                 ("empty", ctypes.c_uint32), ("tid_unknown", ctypes.c_uint32)]
 
 
+class PprofOptions(ctypes.Structure):
+    _fields_ = [("period_ns", ctypes.c_uint64), ("on_cpu", ctypes.c_int), ("time_nanos", ctypes.c_int64),
+                ("duration_nanos", ctypes.c_int64)]
+
+
 class SvgOptions(ctypes.Structure):
     _fields_ = [("width", ctypes.c_int), ("min_width_px", ctypes.c_double), ("title", ctypes.c_char_p),
                 ("inverted", ctypes.c_int)]

@@ -8,8 +8,8 @@ one-line message.
 import ctypes
 import os
 
-from .cstructs import (LOOKUP_FN, READ_FN, CensusSummary, HeapDumpStats, ReadStats, SampleOptions, SampleResult,
-                       SvgOptions, Thread, TraceConfig, TraceStats)
+from .cstructs import (LOOKUP_FN, READ_FN, CensusSummary, HeapDumpStats, PprofOptions, ReadStats, SampleOptions,
+                       SampleResult, SvgOptions, Thread, TraceConfig, TraceStats)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
@@ -100,6 +100,7 @@ def lib():
     sigs["rbpeek_profile_write_folded"] = (st, [vp, cp])
     sigs["rbpeek_profile_write_svg"] = (st, [vp, cp, ctypes.POINTER(SvgOptions)])
     sigs["rbpeek_profile_write_speedscope"] = (st, [vp, cp])
+    sigs["rbpeek_profile_write_pprof"] = (st, [vp, cp, ctypes.POINTER(PprofOptions)])
     sigs["rbpeek_profile_add_snapshot"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(SampleResult)])
     sigs["rbpeek_snapshot_resolve_tids"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_int,
                                                  ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,

@@ -4,7 +4,7 @@ signal timer of the loop through the debugger (Kicker)."""
 
 import ctypes
 
-from .cstructs import SampleResult, SvgOptions, TraceStats
+from .cstructs import PprofOptions, SampleResult, SvgOptions, TraceStats
 from .lib import Owned, RbpeekError, decode, lib, take_text
 
 
@@ -45,6 +45,12 @@ class Profile(Owned):
 
     def write_speedscope(self, path):
         self._check(lib().rbpeek_profile_write_speedscope(self._h, path.encode()))
+
+    def write_pprof(self, path, period_s, on_cpu=False, start=0.0, duration=0.0):
+        """pprof's gzip'd profile.proto; period_s: the time one sample
+        stands for; start: time.time() when sampling began."""
+        opt = PprofOptions(int(period_s * 1e9), 1 if on_cpu else 0, int(start * 1e9), int(duration * 1e9))
+        self._check(lib().rbpeek_profile_write_pprof(self._h, path.encode(), ctypes.byref(opt)))
 
 
 class Sampler:

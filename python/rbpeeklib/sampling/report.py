@@ -13,7 +13,7 @@ def check_outputs(args, pid):
     """[(kind, path)] of the files to write (rbpeek-PID-TIME.folded and .svg
     by default), each checked to be writable before sampling starts."""
     outs = [(kind, path) for kind, path in (("folded", args.folded), ("svg", args.svg),
-                                             ("speedscope", args.speedscope)) if path]
+                                             ("speedscope", args.speedscope), ("pprof", args.pprof)) if path]
     if not outs:
         base = "rbpeek-%d-%s" % (pid, time.strftime("%Y%m%d-%H%M%S"))
         outs = [("folded", base + ".folded"), ("svg", base + ".svg")]
@@ -26,9 +26,10 @@ def check_outputs(args, pid):
     return outs
 
 
-def write_outputs(dbg, profile, outputs, title):
+def write_outputs(dbg, profile, outputs, title, pprof_facts=None):
     """Writes each output; one that fails is reported and the rest still
-    written. Returns the paths written."""
+    written. pprof_facts: the keyword arguments of Profile.write_pprof
+    (period_s, on_cpu, start, duration). Returns the paths written."""
     written = []
     for kind, path in outputs:
         try:
@@ -36,6 +37,8 @@ def write_outputs(dbg, profile, outputs, title):
                 profile.write_folded(path)
             elif kind == "svg":
                 profile.write_svg(path, title)
+            elif kind == "pprof":
+                profile.write_pprof(path, **(pprof_facts or {"period_s": 0.01}))
             else:
                 profile.write_speedscope(path)
             written.append(path)
