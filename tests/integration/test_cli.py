@@ -2,7 +2,8 @@
 
     test_cli.py bt RUBY       bt -a --json, --pid and --core, vs backtrace_locations
     test_cli.py heap RUBY     heap --json and --dump, --pid and --core, vs ObjectSpace
-    test_cli.py sample RUBY   sample --pid vs the target's own CPU split; --core refused
+    test_cli.py sample RUBY   sample --pid vs the target's own CPU split, also as go tool
+                              pprof -top reads the --pprof file; --core refused
     test_cli.py usage         --help, exit codes, one-line errors
 
 The comparisons are those of test_bt.py, test_heap.py and test_sample.py,
@@ -123,9 +124,10 @@ def test_sample_cmd(spec, workdir):
         folded = os.path.join(workdir, "all.folded")
         svg = os.path.join(workdir, "all.svg")
         ss = os.path.join(workdir, "all.speedscope.json")
+        pprof = os.path.join(workdir, "all.pb.gz")
         n = test_sample.SAMPLES
         out, err = cli(["sample", "--pid", str(target.pid), str(n), "--rate", str(test_sample.RATE),
-                        "--folded", folded, "--svg", svg, "--speedscope", ss])
+                        "--folded", folded, "--svg", svg, "--speedscope", ss, "--pprof", pprof])
         target.assert_left_running()
         if not err.startswith("rbpeek: sampling pid %d" % target.pid):
             raise Failure("no progress line on stderr: %r" % err[:300])
@@ -133,7 +135,9 @@ def test_sample_cmd(spec, workdir):
             raise Failure("expected a summary of %d samples:\n%s" % (n, out[-3000:]))
         stacks = test_sample.parse_folded(folded)
         start, end = test_sample.sampling_window(out, folded)
-        test_sample.check_accuracy(stacks, target.split_between(start, end), "rbpeek sample --pid (%s)" % spec)
+        split = target.split_between(start, end)
+        test_sample.check_accuracy(stacks, split, "rbpeek sample --pid (%s)" % spec)
+        test_sample.check_pprof(pprof, stacks, split, "rbpeek sample --pprof (%s)" % spec)
         ET.parse(svg)
         with open(ss, encoding="utf-8") as f:
             prof = json.load(f)["profiles"][0]

@@ -11,8 +11,10 @@ clock and logs it every 50 ms. Live:
      sampled (sampling disturbs caches, so the split is not quite the same
      before and during sampling: the program measures during),
      record the two idle threads (sleeper, reader) in every sample, and write
-     folded stacks, an SVG that parses as XML and speedscope JSON whose
-     sample count equals the folded total.
+     folded stacks, an SVG that parses as XML, speedscope JSON whose
+     sample count equals the folded total, and a pprof file that `go tool
+     pprof -top` reads as a wall-time profile of the same samples, with the
+     same hot method and split.
   2. `--threads current --per-thread` (the main thread is selected after
      attaching) records only the main thread, under its thread root frame.
   3. With a second CPU-bound thread (so one of the two always waits for the
@@ -27,6 +29,7 @@ target must be left running in every case.
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -124,6 +127,45 @@ def check_accuracy(stacks, split, what):
                       % (what, got, want, TOLERANCE))
 
 
+def check_pprof(path, stacks, split, what, clock="wall"):
+    """The pprof file as `go tool pprof -top` reads it: the default sample
+    type is the clock (wall, or cpu with --on-cpu) in time units, the
+    sample counts add up to the folded total, and the hot method by its own
+    flat count is the one the target measured as hot, with the alpha/beta
+    split within TOLERANCE of the target's own."""
+    def top(*opts):
+        r = subprocess.run(["go", "tool", "pprof", "-top"] + list(opts) + [path], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ, HOME=os.environ.get("HOME", "/tmp")))
+        if r.returncode != 0:
+            raise Failure("%s: go tool pprof -top %s rejected %s:\n%s" % (what, " ".join(opts), path, r.stderr[-2000:]))
+        return r.stdout + r.stderr
+    out = top()
+    if not re.search(r"^Type: %s$" % clock, out, re.M) or not re.search(r"Total samples = [0-9.]+m?s", out):
+        raise Failure("%s: go tool pprof -top: not a %s-time profile:\n%s" % (what, clock, out[-2000:]))
+    out = top("-sample_index=samples")
+    m = re.search(r"Total samples = (\d+)", out)
+    total = sum(c for _f, c in stacks)
+    if not m or int(m.group(1)) != total:
+        raise Failure("%s: pprof counts %s samples, the folded file %d:\n%s" % (what, m and m.group(1), total,
+                                                                               out[-2000:]))
+    flat = {}
+    for line in out.splitlines():
+        row = re.match(r"^\s*(\d+)\s+[0-9.]+%\s+[0-9.]+%\s+(\d+)\s+[0-9.]+%\s+(.+)$", line)
+        if row:
+            flat[row.group(3).strip()] = int(row.group(1))
+    alpha = sum(v for k, v in flat.items() if k in ("alpha", "Object#alpha"))
+    beta = sum(v for k, v in flat.items() if k in ("beta", "Object#beta"))
+    a_cpu, b_cpu = split
+    want = 100.0 * a_cpu / (a_cpu + b_cpu)
+    got = 100.0 * alpha / (alpha + beta) if alpha + beta else 0.0
+    hot = "alpha" if a_cpu > b_cpu else "beta"
+    harness.log("%s: go tool pprof -top: alpha %d, beta %d flat samples (%.1f%%; the target measured %.1f%%)"
+                % (what, alpha, beta, got, want))
+    if (alpha > beta) != (hot == "alpha") or abs(got - want) > TOLERANCE:
+        raise Failure("%s: go tool pprof shows alpha %.1f%% (%d/%d), the target measured %.1f%% (%s is hot)"
+                      % (what, got, alpha, alpha + beta, want, hot))
+
+
 def is_main_stack(frames):
     return label(frames[0]) == "<main>"
 
@@ -142,13 +184,15 @@ def live_all_threads(ruby_spec, ruby, debugger, workdir):
         folded_a = os.path.join(workdir, "all.folded")
         svg_a = os.path.join(workdir, "all.svg")
         ss_a = os.path.join(workdir, "all.speedscope.json")
+        pprof_a = os.path.join(workdir, "all.pb.gz")
         folded_b = os.path.join(workdir, "current.folded")
-        cmds = ["ruby sample %d --rate %d --folded %s --svg %s --speedscope %s" % (SAMPLES, RATE, folded_a, svg_a, ss_a),
+        cmds = ["ruby sample %d --rate %d --folded %s --svg %s --speedscope %s --pprof %s"
+                % (SAMPLES, RATE, folded_a, svg_a, ss_a, pprof_a),
                 "ruby sample 200 --rate %d --threads current --per-thread --folded %s" % (RATE, folded_b)]
         rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
         harness.assert_no_traceback(output)
         target.assert_left_running()
-        for path in (folded_a, svg_a, ss_a, folded_b):
+        for path in (folded_a, svg_a, ss_a, pprof_a, folded_b):
             if not os.path.exists(path):
                 raise Failure("%s was not written; debugger output:\n%s" % (path, output[-3000:]))
         counts = samples_reported(output)
@@ -158,7 +202,9 @@ def live_all_threads(ruby_spec, ruby, debugger, workdir):
         # 1. accuracy, and every thread in every sample.
         stacks = parse_folded(folded_a)
         start, end = sampling_window(output, folded_a)
-        check_accuracy(stacks, target.split_between(start, end), "%s %s all threads" % (ruby_spec, debugger))
+        split = target.split_between(start, end)
+        check_accuracy(stacks, split, "%s %s all threads" % (ruby_spec, debugger))
+        check_pprof(pprof_a, stacks, split, "%s %s --pprof" % (ruby_spec, debugger))
         main = sum(c for frames, c in stacks if is_main_stack(frames))
         sleeper = sum(c for frames, c in stacks if leaf_is(frames, SLEEP_LEAVES) and not is_main_stack(frames))
         reader = sum(c for frames, c in stacks if leaf_is(frames, READ_LEAVES) and not is_main_stack(frames))
