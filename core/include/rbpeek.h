@@ -358,6 +358,16 @@ typedef struct rbpeek_heap_dump_stats {
 RBPEEK_API rbpeek_status rbpeek_heap_dump(rbpeek_session *s, const char *path, rbpeek_heap_dump_stats *out);
 
 /* ---------------------------------------------------------------------------
+ * GC: the collector's counters and state, read from the objspace, named as
+ * GC.stat and GC.stat_heap name them (docs/inspect.md): counts, slots,
+ * per-heap (size pool) figures, whether a GC is running and in which phase,
+ * GC.disable and GC.stress.
+ * ------------------------------------------------------------------------- */
+
+/* Text or JSON; *out is released with rbpeek_free. */
+RBPEEK_API rbpeek_status rbpeek_gc_render(rbpeek_session *s, rbpeek_format format, char **out);
+
+/* ---------------------------------------------------------------------------
  * Sampling: the fast path of `ruby sample`. The debugger stops the target,
  * the caller takes a snapshot, and this turns every selected thread's stack
  * into one profile stack, so the caller does O(1) work per sample whatever

@@ -2,13 +2,14 @@
 and the help of the `ruby` prefix. Only the plugins import this module."""
 
 from .bt import BtCommand
+from .gc import GcCommand
 from .heap import HeapCommand
 from .info import InfoCommand
 from .locks import LocksCommand
 from .sample import SampleCommand
 from .threads import ThreadsCommand
 
-COMMANDS = [BtCommand, ThreadsCommand, LocksCommand, InfoCommand, SampleCommand, HeapCommand]
+COMMANDS = [BtCommand, ThreadsCommand, LocksCommand, InfoCommand, SampleCommand, HeapCommand, GcCommand]
 
 
 def all_commands(sessions):

@@ -88,6 +88,7 @@ def lib():
     sigs["rbpeek_census_free"] = (None, [vp])
     sigs["rbpeek_census_get_summary"] = (None, [vp, ctypes.POINTER(CensusSummary)])
     sigs["rbpeek_census_render"] = (st, [vp, st, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)])
+    sigs["rbpeek_gc_render"] = (st, [vp, st, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_heap_dump"] = (st, [vp, cp, ctypes.POINTER(HeapDumpStats)])
     # --- sampling ---
     sigs["rbpeek_profile_new"] = (vp, [])

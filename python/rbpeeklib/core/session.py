@@ -176,6 +176,12 @@ class Session(Owned):
         self._check(lib().rbpeek_heap_census(self._h, ctypes.byref(h)))
         return Census(h.value)
 
+    def gc_render(self, fmt):
+        """The GC's counters and state as text or JSON (rbpeek_gc_render)."""
+        out = ctypes.c_void_p()
+        self._check(lib().rbpeek_gc_render(self._h, fmt, ctypes.byref(out)))
+        return take_text(out)
+
     def heap_dump(self, path):
         """Streams the heap to path in ObjectSpace.dump_all's format; returns counts."""
         st = HeapDumpStats()

@@ -1,0 +1,179 @@
+# encoding: utf-8
+# Test target for `ruby gc`, `ruby p` and `ruby bt --locals`: with the GC
+# disabled, it builds objects of every core type and records, for each, the
+# address ObjectSpace.dump gives and its own #inspect; parks its main thread
+# inside a block of a method that has locals of every kind, recording each
+# visible local's #inspect and self's; and, last thing before parking, takes
+# GC.stat. A debugger then attaches (or gcores it) and compares.
+#
+#   ruby inspect_scenarios.rb OUT_DIR
+#
+# Writes OUT_DIR/expected.json, OUT_DIR/gc_stat.json, then OUT_DIR/ready.
+# Runs unchanged on Ruby 2.7 to 3.4 and uses no gems (json is written by hand).
+require "objspace"
+
+OUT = ARGV[0] or abort("usage: inspect_scenarios.rb OUT_DIR")
+
+3.times { GC.start }
+GC.disable # nothing moves or dies from here on: the recorded addresses stay valid
+
+def json_str(s)
+  return "null" if s.nil?
+  s = s.to_s.dup.force_encoding(Encoding::UTF_8)
+  s = s.scrub("\uFFFD") unless s.valid_encoding?
+  out = +'"'
+  s.each_char do |c|
+    out << case c
+           when '"' then '\\"'
+           when "\\" then "\\\\"
+           when "\n" then "\\n"
+           else c.ord < 0x20 || c.ord == 0x7f ? format("\\u%04x", c.ord) : c
+           end
+  end
+  out << '"'
+end
+
+module Zoo
+  class Keeper
+    def initialize(name, age)
+      @name = name
+      @age = age
+    end
+  end
+end
+
+class NoIvars; end
+
+class ManyIvars
+  def initialize
+    10.times { |i| instance_variable_set("@v#{i}", i * i) }
+  end
+end
+
+class Holder
+  def initialize
+    @items = [1, :two, "three"]
+  end
+
+  def parked_frame(req, opt = "optional", *rest, post, kw:, kwopt: :default, **kwrest, &blk)
+    local_str = "a local ü"
+    local_nil = nil
+    [3.25].each do |blockparam; blocklocal|
+      blocklocal = { nested: [local_str, req] }
+      $record.call(binding, self)
+      sleep
+    end
+  end
+end
+
+Point = Struct.new(:x, :y)
+Anon = Struct.new(:a)
+
+objects = []
+add = ->(label, obj) { objects << [label, obj] }
+
+# Strings: escapes and encodings
+add.("str plain", "hello")
+add.("str escapes", "q\"b\\s\n\t\r\e\a\b\f\v\x01\x7f end")
+add.("str interpolation marks", "#" + "{x} #" + "$y #" + "@z #x")
+add.("str utf8", "ünïcödé 方法 😀")
+add.("str utf8 nonprint", "line\u2028sep\u0085")
+add.("str utf8 invalid", "ok\xff\xfeok".dup.force_encoding("UTF-8"))
+add.("str binary", "\xff\x00abc\"".b)
+add.("str usascii", "plain ascii".dup.force_encoding("US-ASCII"))
+add.("str usascii high", "a\xe9b".dup.force_encoding("US-ASCII"))
+add.("str long", "x" * 300)
+add.("str empty", +"")
+# Symbols: static (literals) and dynamic (made at run time)
+add.("symbols", [:foo, :"foo bar", :foo=, :[], :[]=, :+, :<=>, :@iv, :@@cv, :$gv, :Foo, :foo?, :bar!, :"9x", :"", :ünï])
+add.("dynamic symbol", ("dyn" + "amic_sym").to_sym)
+add.("dynamic symbol odd", ("dyn amic" + "-sym").to_sym)
+# Numbers
+add.("fixnums", [0, 1, -1, 42, 2**62 - 1, -(2**62)])
+add.("bignum", 2**64)
+add.("bignum negative", -(10**40))
+add.("floats", [1.0, 0.1, -2.5, 1.0 / 3, 100.0, 1e15, 1e16, 1e20, 123456789.123, 1e-4, 1e-5, 2.5e-10,
+                Float::INFINITY, -Float::INFINITY, Float::NAN, 0.0])
+add.("float heap", 1e300)
+add.("float heap negzero", -0.0)
+add.("float heap tiny", 5e-324)
+add.("rational", Rational(1, 3))
+add.("complex", Complex(1, 2))
+add.("specials", [nil, true, false])
+# Containers
+rec = [1]
+rec << rec
+add.("array empty", [])
+add.("array mixed", [1, "a", :b, nil, 2.5, [3, [4]]])
+add.("array recursive", rec)
+add.("array long", (1..20).to_a)
+add.("hash empty", {})
+add.("hash small", { a: 1, "b" => 2, 3 => [4], nil => nil, :"x y" => 5 })
+add.("hash big", (1..12).to_h { |i| ["k#{i}", i] })
+rh = { k: 1 }
+rh[:self] = rh
+add.("hash recursive", rh)
+add.("range", 1..10)
+add.("range exclusive", 1...10)
+add.("range strings", "a".."z")
+add.("struct", Point.new(1, "two"))
+add.("struct anonymous", Anon.new(nil))
+add.("data", Data.define(:lat, :lng).new(lat: 1, lng: 2)) if defined?(Data) && Data.respond_to?(:define)
+# Objects, classes, modules
+add.("object no ivars", NoIvars.new)
+add.("object ivars", Zoo::Keeper.new("Ann", 41))
+add.("object many ivars", ManyIvars.new)
+removed = Zoo::Keeper.new("Bob", 7)
+removed.remove_instance_variable(:@name)
+add.("object removed ivar", removed)
+add.("class", String)
+add.("class nested", Zoo::Keeper)
+add.("module", Comparable)
+add.("class anonymous", Class.new)
+add.("exception", RuntimeError.new("boom"))
+add.("exception no message", StandardError.new)
+
+def fixnum_value(n)
+  format("0x%x", (n << 1) | 1)
+end
+
+docs = objects.map do |label, obj|
+  addr = nil
+  dump = ObjectSpace.dump(obj)
+  heap = dump[/"address":"(0x[0-9a-f]+)"/, 1]
+  if heap
+    addr = heap
+  elsif obj.is_a?(Integer)
+    addr = fixnum_value(obj)
+  end
+  bits = obj.is_a?(Float) ? [obj].pack("D").unpack1("Q").to_s : nil
+  %({"label": #{json_str(label)}, "address": #{json_str(addr)}, "float_bits": #{json_str(bits)}, ) +
+    %("class": #{json_str(obj.class.to_s)}, "inspect": #{json_str(obj.inspect)}})
+end
+
+$record = lambda do |b, slf|
+  locals = b.local_variables.map do |n|
+    %(#{json_str(n)}: #{json_str(b.local_variable_get(n).inspect)})
+  end
+  File.write(File.join(OUT, "expected.json"),
+             %({"ruby_version": #{json_str(RUBY_VERSION)}, "pid": #{Process.pid},\n) +
+             %( "self": #{json_str(slf.inspect)}, "owner": "Holder",\n) +
+             %( "locals": {#{locals.join(', ')}},\n) +
+             %( "objects": [#{docs.join(",\n  ")}]}\n))
+  # GC.stat last, into a hash made beforehand, written through files opened
+  # beforehand, so that the recording adds (almost) nothing after it
+  stat = {}
+  GC.stat(stat)
+  gc_file = File.open(File.join(OUT, "gc_stat.json"), "w")
+  ready_file = File.open(File.join(OUT, "ready.tmp"), "w")
+  gc_file.write("{")
+  ready_file.write(Process.pid.to_s)
+  state = GC.latest_gc_info(:state)
+  GC.stat(stat)
+  gc_file.write(stat.map { |k, v| %("#{k}": #{v}) }.join(", ") + %(, "state": "#{state}", "stress": #{GC.stress}}\n))
+  gc_file.close
+  ready_file.close
+  File.rename(File.join(OUT, "ready.tmp"), File.join(OUT, "ready"))
+end
+
+Holder.new.parked_frame(:required, "opt given", 1, 2, :post, kw: "kw value", extra: [1]) { |x| x }

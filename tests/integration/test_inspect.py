@@ -1,0 +1,123 @@
+"""`ruby gc`, `ruby p` and `ruby bt --locals` against the target's own view.
+
+    test_inspect.py RUBY          e.g. test_inspect.py 3.4.5
+
+One parked program per Ruby (programs/inspect_scenarios.rb) serves every
+check, in gdb and lldb, live and on one gcore'd core (four debugger runs):
+
+  gc      `ruby gc --json` against GC.stat, taken with the GC disabled as the
+          program's last act: count, major_gc_count, minor_gc_count,
+          heap_allocated_pages, heap_available_slots and heap_final_slots
+          exactly; total_allocated_objects may be higher by what the program
+          allocated after recording (at most ALLOC_SLACK objects), and
+          total_freed_objects by what it freed without a GC (2.7's
+          rb_gc_force_recycle, also at most ALLOC_SLACK); heap_live_slots and
+          heap_free_slots must then differ by exactly that net number;
+          malloc_increase_bytes and
+          oldmalloc_increase_bytes within MALLOC_SLACK bytes; GC.disable
+          shown as disabled, GC.stress's value, and GC.latest_gc_info's
+          state as the phase.
+
+The live target must be left running after each live run.
+"""
+
+import json
+import os
+import sys
+
+import harness
+from harness import Failure
+
+ALLOC_SLACK = 2000
+MALLOC_SLACK = 256 * 1024
+EXACT = ("count", "major_gc_count", "minor_gc_count", "heap_allocated_pages", "heap_available_slots",
+         "heap_final_slots")
+
+
+def load_json(path, what):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise Failure("%s: cannot read %s: %s" % (what, path, e))
+
+
+def check_gc(want, got):
+    problems = []
+    for k in EXACT:
+        if got.get(k) != want[k]:
+            problems.append("%s: %s, GC.stat says %s" % (k, got.get(k), want[k]))
+    grew = got.get("total_allocated_objects", -1) - want["total_allocated_objects"]
+    if not 0 <= grew <= ALLOC_SLACK:
+        problems.append("total_allocated_objects: %s, GC.stat says %s" % (got.get("total_allocated_objects"),
+                                                                          want["total_allocated_objects"]))
+    freed = got.get("total_freed_objects", -1) - want["total_freed_objects"]
+    if not 0 <= freed <= ALLOC_SLACK:
+        problems.append("total_freed_objects: %s, GC.stat says %s" % (got.get("total_freed_objects"),
+                                                                      want["total_freed_objects"]))
+    net = grew - freed
+    if got.get("heap_live_slots") != want["heap_live_slots"] + net:
+        problems.append("heap_live_slots: %s, GC.stat says %s (%+d objects since)"
+                        % (got.get("heap_live_slots"), want["heap_live_slots"], net))
+    if got.get("heap_free_slots") != want["heap_free_slots"] - net:
+        problems.append("heap_free_slots: %s, GC.stat says %s (%+d objects since)"
+                        % (got.get("heap_free_slots"), want["heap_free_slots"], net))
+    for k in ("malloc_increase_bytes", "oldmalloc_increase_bytes"):
+        if abs(got.get(k, -10**12) - want[k]) > MALLOC_SLACK:
+            problems.append("%s: %s, GC.stat says %s" % (k, got.get(k), want[k]))
+    if got.get("disabled") is not True:
+        problems.append("disabled: %s, but the program called GC.disable" % got.get("disabled"))
+    if got.get("stress") != want["stress"]:
+        problems.append("stress: %s, GC.stress is %s" % (got.get("stress"), want["stress"]))
+    if got.get("phase") != want["state"] or got.get("during_gc") is not False:
+        problems.append("phase %s (during_gc %s), GC.latest_gc_info says %s"
+                        % (got.get("phase"), got.get("during_gc"), want["state"]))
+    heaps = got.get("heaps") or []
+    if sum(h["heap_eden_slots"] + h.get("heap_tomb_slots", 0) for h in heaps) != want["heap_available_slots"]:
+        problems.append("the heaps' slots do not add up to heap_available_slots")
+    if sum(h["heap_eden_pages"] + h.get("heap_tomb_pages", 0) for h in heaps) != want["heap_allocated_pages"]:
+        problems.append("the heaps' pages do not add up to heap_allocated_pages")
+    if problems:
+        raise Failure("ruby gc: " + "; ".join(problems))
+    return grew
+
+
+def run_checks(target, debugger, mode, core, ruby):
+    out_dir = os.path.join(target.workdir, "%s-%s" % (debugger, mode))
+    os.makedirs(out_dir, exist_ok=True)
+    gc_json = os.path.join(out_dir, "gc.json")
+    cmds = ["ruby gc --json -o " + gc_json, "ruby gc"]
+    if mode == "live":
+        rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
+    else:
+        rc, output = harness.run_debugger(debugger, cmds, exe=ruby, core=core)
+    harness.assert_no_traceback(output)
+    if "GC: " not in output:
+        raise Failure("%s %s: `ruby gc` printed no state line:\n%s" % (debugger, mode, output[-3000:]))
+    grew = check_gc(target.expected("gc_stat.json"), load_json(gc_json, "ruby gc --json"))
+    harness.log("  %s %s: gc agrees with GC.stat (+%d objects allocated after recording)" % (debugger, mode, grew))
+    if mode == "live":
+        target.assert_left_running()
+
+
+def test(ruby_spec, workdir):
+    ruby = harness.ruby_binary(ruby_spec)
+    if not os.path.exists(ruby):
+        raise Failure("no Ruby at %s (build the matrix: scripts/build-rubies.sh)" % ruby)
+    target = harness.Target(ruby, "inspect_scenarios.rb", workdir)
+    try:
+        for debugger in ("gdb", "lldb"):
+            run_checks(target, debugger, "live", None, ruby)
+        core = target.gcore()
+        for debugger in ("gdb", "lldb"):
+            run_checks(target, debugger, "core", core, ruby)
+        harness.log("%s: gc agrees with the program's own record in gdb and lldb, live and core" % ruby_spec)
+    finally:
+        target.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print(__doc__)
+        sys.exit(2)
+    harness.main(lambda wd: test(sys.argv[1], wd))
