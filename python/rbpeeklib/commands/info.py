@@ -1,6 +1,7 @@
 """`ruby info`: what rbpeek found in the target: Ruby version, where the
 struct layout came from, the VM and how it was found, the memory source."""
 
+from ..core import library_path
 from .base import Command, parse_args
 
 
@@ -21,7 +22,7 @@ class InfoCommand(Command):
 
 Shows what rbpeek found: the target's Ruby version, the source of the struct
 layout (DWARF, a built-in table, or --layout), the VM address and how it was
-found, the memory source, and read statistics."""
+found, the memory source, the librbpeek file in use, and read statistics."""
 
     def run(self, dbg, argv):
         args = parse_args(self.name, argv, lambda p: None)
@@ -37,7 +38,8 @@ found, the memory source, and read statistics."""
                       for g in d["layout_groups"]]
         lines += ["Verified:      %s" % d["layout_checks"],
                  "VM:            0x%x (%s)" % (d["vm"], d["vm_found_by"]),
-                 "Memory:        %s" % memory]
+                 "Memory:        %s" % memory,
+                 "Library:       %s" % library_path()]
         for name, sym in d["symbols"].items():
             where = "0x%x  (%s)" % (sym["address"], sym["found_by"]) if sym["address"] else "not found"
             lines.append("Symbol:        %-20s %s" % (name, where))

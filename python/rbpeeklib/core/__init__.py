@@ -4,7 +4,7 @@ This package knows the C API (core/include/rbpeek.h) and nothing about
 Ruby's structs: every byte of interpreter state is decoded by the C core.
 Callers import from here, never from the modules inside:
 
-lib.py       loading the library, its signatures, RbpeekError, Owned
+lib.py       finding and loading the library, its signatures, RbpeekError, Owned
 cstructs.py  ctypes mirrors of the API's structs and constants
 session.py   Session (one target) and Snapshot (its threads and frames)
 heap.py      Census (the heap census)
@@ -13,10 +13,10 @@ profile.py   Profile, Sampler, Trace, Kicker (`ruby sample`)
 
 from .cstructs import FORMAT_JSON, FORMAT_TEXT, TRACE_ENDS, SampleOptions, SampleResult, TraceConfig, TraceStats
 from .heap import Census
-from .lib import REPO_ROOT, RbpeekError, lib
+from .lib import REPO_ROOT, RbpeekError, lib, library_path
 from .profile import Kicker, Profile, Sampler, Trace
 from .session import Session, Snapshot, resolve_tids
 
 __all__ = ["FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT", "TRACE_ENDS", "Census", "Kicker", "Profile", "RbpeekError",
            "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
-           "lib", "resolve_tids"]
+           "lib", "library_path", "resolve_tids"]

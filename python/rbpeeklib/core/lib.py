@@ -23,6 +23,18 @@ def _find_library():
     env = os.environ.get("RBPEEK_LIBRARY")
     if env:
         return env
+    # Installed (cmake --install, the .deb): install_paths.py, written at
+    # install time, names the library relative to this directory.
+    try:
+        from . import install_paths
+    except ImportError:
+        install_paths = None
+    if install_paths is not None:
+        path = os.path.normpath(os.path.join(_HERE, install_paths.LIBRARY))
+        if not os.path.exists(path):
+            raise RbpeekError("the installed librbpeek is missing (%s): reinstall rbpeek, "
+                              "or set RBPEEK_LIBRARY=/path/to/librbpeek.so" % path)
+        return path
     for build in ("build", "build-main"):
         cand = os.path.join(REPO_ROOT, build, "lib", "librbpeek.so")
         if os.path.exists(cand):
@@ -31,12 +43,18 @@ def _find_library():
         "librbpeek.so not found: build it first (see README.md), or set RBPEEK_LIBRARY=/path/to/librbpeek.so")
 
 
+def library_path():
+    """The librbpeek file in use (or that would be loaded): `ruby info` shows it."""
+    return _lib_path or _find_library()
+
+
 _lib = None
+_lib_path = None
 
 
 def lib():
     """Loads librbpeek once and declares the signatures we use."""
-    global _lib
+    global _lib, _lib_path
     if _lib is not None:
         return _lib
     path = _find_library()
@@ -128,7 +146,7 @@ def lib():
     if missing:
         raise RbpeekError("%s is older than the plugin (it lacks %s); rebuild it: cmake --build build"
                           % (path, ", ".join(missing[:3])))
-    _lib = L
+    _lib, _lib_path = L, path
     return L
 
 

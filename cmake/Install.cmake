@@ -1,0 +1,118 @@
+# What `cmake --install` puts under the prefix, and how the installed pieces
+# find each other. Every path between them is relative, so an installed tree
+# works under any prefix, and still works after being moved (docs/install.md):
+#
+#   lib/librbpeek.so.0, lib/librbpeek.a, include/rbpeek.h, lib/pkgconfig/rbpeek.pc
+#   bin/<tool> and share/man/man1/<tool>.1 for each tool in RBPEEK_INSTALL_TOOLS
+#   share/rbpeek/{python/rbpeeklib,gdb-plugin,lldb-plugin}: the source tree's own
+#       layout, so the plugins find python/ the same way installed or not;
+#       rbpeeklib/core/install_paths.py tells the binding where librbpeek is
+#   share/gdb/auto-load/<objfile>-gdb.py: stubs gdb runs when it loads a Ruby
+#   lib/python3/dist-packages/rbpeek.py: lldb's `command script import rbpeek`
+include(GNUInstallDirs)
+
+set(RBPEEK_INSTALL_DATADIR "${CMAKE_INSTALL_DATADIR}/rbpeek" CACHE STRING
+    "Where the Python package and the debugger plugins go (relative to the prefix)")
+set(RBPEEK_GDB_AUTOLOAD_DIR "${CMAKE_INSTALL_DATADIR}/gdb/auto-load" CACHE STRING
+    "gdb's \$datadir/auto-load (relative to the prefix); empty: no auto-load stubs")
+set(RBPEEK_PYTHON_MODULE_DIR "lib/python3/dist-packages" CACHE STRING
+    "A directory on the Python path of lldb (relative to the prefix); empty: no `rbpeek` module")
+
+# rbpeek_relpath(VAR FROM_DIR TO): TO as seen from FROM_DIR, both relative to
+# the prefix. An absolute one (a cache variable set so) makes TO absolute:
+# that tree then works at its configured prefix only.
+function(rbpeek_relpath var from to)
+  if(IS_ABSOLUTE "${from}" OR IS_ABSOLUTE "${to}")
+    if(IS_ABSOLUTE "${to}")
+      set(${var} "${to}" PARENT_SCOPE)
+    else()
+      set(${var} "${CMAKE_INSTALL_PREFIX}/${to}" PARENT_SCOPE)
+    endif()
+    return()
+  endif()
+  file(RELATIVE_PATH rel "/PREFIX/${from}" "/PREFIX/${to}")
+  string(REGEX REPLACE "/$" "" rel "${rel}")
+  set(${var} "${rel}" PARENT_SCOPE)
+endfunction()
+
+set(RBPEEK_INSTALL_GEN ${CMAKE_BINARY_DIR}/install-gen)
+file(REMOVE_RECURSE ${RBPEEK_INSTALL_GEN})  # no stubs left over from an earlier configure
+
+# --- the C library -----------------------------------------------------------
+install(TARGETS rbpeek LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS rbpeek_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/core/include/rbpeek.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# What a static link needs besides librbpeek.a. Debian 12's libdwarf-dev has
+# no libdwarf.pc: then it is named in Libs.private.
+if(LIBDWARF_FOUND)
+  set(RBPEEK_PC_REQUIRES "libelf libdwarf libprotobuf-c zlib")
+  set(RBPEEK_PC_LIBS "-lm")
+else()
+  set(RBPEEK_PC_REQUIRES "libelf libprotobuf-c zlib")
+  set(RBPEEK_PC_LIBS "-ldwarf -lm")
+endif()
+rbpeek_relpath(RBPEEK_PC_PREFIX "${CMAKE_INSTALL_LIBDIR}/pkgconfig" "")
+configure_file(${CMAKE_SOURCE_DIR}/cmake/rbpeek.pc.in ${RBPEEK_INSTALL_GEN}/rbpeek.pc @ONLY)
+install(FILES ${RBPEEK_INSTALL_GEN}/rbpeek.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# --- tools and their man pages -------------------------------------------------
+# tools/rbpeek-factsgen.py is not installed: it makes this tree's layouts/
+# from the bindgen facts and needs rustc; users never run it (docs/install.md).
+set(RBPEEK_INSTALL_TOOLS rbpeek-bt rbpeek-flamegraph rbpeek-layoutgen)
+foreach(tool ${RBPEEK_INSTALL_TOOLS})
+  install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(FILES ${CMAKE_SOURCE_DIR}/docs/man/${tool}.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+endforeach()
+
+# --- the Python package and the plugins -------------------------------------------
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/python/rbpeeklib DESTINATION ${RBPEEK_INSTALL_DATADIR}/python
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+install(FILES ${CMAKE_SOURCE_DIR}/gdb-plugin/rbpeek.py DESTINATION ${RBPEEK_INSTALL_DATADIR}/gdb-plugin)
+install(FILES ${CMAKE_SOURCE_DIR}/lldb-plugin/rbpeek.py DESTINATION ${RBPEEK_INSTALL_DATADIR}/lldb-plugin)
+
+rbpeek_relpath(RBPEEK_LIBRARY_REL "${RBPEEK_INSTALL_DATADIR}/python/rbpeeklib/core"
+               "${CMAKE_INSTALL_LIBDIR}/librbpeek.so.${PROJECT_VERSION_MAJOR}")
+configure_file(${CMAKE_SOURCE_DIR}/cmake/install_paths.py.in ${RBPEEK_INSTALL_GEN}/install_paths.py @ONLY)
+install(FILES ${RBPEEK_INSTALL_GEN}/install_paths.py DESTINATION ${RBPEEK_INSTALL_DATADIR}/python/rbpeeklib/core)
+
+# lldb imports modules from its Python's path: a module named rbpeek there
+# makes `command script import rbpeek` work (lldb 16 reads no system-wide
+# lldbinit, so this one line, or the plugin's full path, is the lldb route).
+if(RBPEEK_PYTHON_MODULE_DIR)
+  rbpeek_relpath(RBPEEK_LLDB_PLUGIN_REL "${RBPEEK_PYTHON_MODULE_DIR}"
+                 "${RBPEEK_INSTALL_DATADIR}/lldb-plugin/rbpeek.py")
+  configure_file(${CMAKE_SOURCE_DIR}/cmake/lldb-module.py.in ${RBPEEK_INSTALL_GEN}/rbpeek.py @ONLY)
+  install(FILES ${RBPEEK_INSTALL_GEN}/rbpeek.py DESTINATION ${RBPEEK_PYTHON_MODULE_DIR})
+endif()
+
+# --- gdb auto-load stubs ------------------------------------------------------------
+# gdb looks for <auto-load dir>/<realpath of each objfile>-gdb.py. The ruby
+# binaries of Debian and Ubuntu (/usr/bin/rubyX.Y) keep their name across
+# patch releases; their libruby's real name carries the patch release
+# (libruby-3.1.so.3.1.7), so there is a stub for every release rbpeek has a
+# table for (embedders load libruby without a ruby binary). /usr/local/bin/ruby
+# is where a Ruby built from source installs by default.
+if(RBPEEK_GDB_AUTOLOAD_DIR)
+  set(objfiles /usr/local/bin/ruby)
+  set(lines "")
+  foreach(table ${RBPEEK_LAYOUT_FILES})
+    get_filename_component(release ${table} NAME_WLE)
+    if(release MATCHES "^([0-9]+)\\.([0-9]+)\\.([0-9]+)$")
+      set(line "${CMAKE_MATCH_1}.${CMAKE_MATCH_2}")
+      list(APPEND objfiles "/usr/lib/x86_64-linux-gnu/libruby-${line}.so.${release}")
+      list(APPEND lines ${line})
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES lines)
+  foreach(line ${lines})
+    list(APPEND objfiles "/usr/bin/ruby${line}")
+  endforeach()
+  foreach(objfile ${objfiles})
+    get_filename_component(dir "${RBPEEK_GDB_AUTOLOAD_DIR}${objfile}" DIRECTORY)
+    rbpeek_relpath(RBPEEK_GDB_PLUGIN_REL "${dir}" "${RBPEEK_INSTALL_DATADIR}/gdb-plugin/rbpeek.py")
+    set(RBPEEK_AUTOLOAD_OBJFILE "${objfile}")
+    configure_file(${CMAKE_SOURCE_DIR}/cmake/gdb-autoload.py.in ${RBPEEK_INSTALL_GEN}/auto-load${objfile}-gdb.py @ONLY)
+  endforeach()
+  install(DIRECTORY ${RBPEEK_INSTALL_GEN}/auto-load/ DESTINATION ${RBPEEK_GDB_AUTOLOAD_DIR})
+endif()

@@ -1,0 +1,34 @@
+# The Debian package: `cpack -G DEB` in the build directory packs what
+# `cmake --install --prefix /usr` installs (cmake/Install.cmake) into
+# rbpeek_<version>_amd64.deb. Library dependencies come from dpkg-shlibdeps
+# (libc6, libdwarf1, libelf1); python3 is named here. gdb is recommended
+# (installed with it, the ruby binaries' auto-load stubs make `ruby ...`
+# appear in every gdb session on a Ruby); lldb-16 is only suggested.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME rbpeek)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Ruby backtraces, profiles, heap and lock views from gdb and lldb")
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "Ruby backtraces, profiles, heap and lock views from gdb and lldb
+ rbpeek decodes CRuby's interpreter state (stacks of every thread, Mutex
+ owners and waiters, a heap census) from raw memory reads only, on live
+ processes and core files, for CRuby 2.7 to 4.0, including stripped distro
+ Rubies. It never runs code in the target. gdb loads its `ruby` commands by
+ itself when it debugs a Ruby; in lldb-16, `command script import rbpeek`.
+ .
+ Also: librbpeek (shared, static, pkg-config), rbpeek-bt (backtraces without
+ a debugger), rbpeek-flamegraph and rbpeek-layoutgen.")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)  # x86-64 only, like rbpeek
+set(CPACK_DEBIAN_PACKAGE_SECTION debug)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(RBPEEK_DEB_MAINTAINER "rbpeek maintainers <rbpeek@localhost>" CACHE STRING "The .deb's Maintainer field")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${RBPEEK_DEB_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "gdb")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "lldb-16, python3-lldb-16")
+# A shlibs file and the ldconfig trigger, for the shared library.
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_STRIP_FILES ON)
+include(CPack)

@@ -1,0 +1,105 @@
+"""The Debian package: `cpack -G DEB` from the build, then
+
+- its control fields: Depends names libc6, libdwarf, libelf and python3 (the
+  library ones from dpkg-shlibdeps), Recommends gdb, Suggests lldb-16;
+- its file list: everything under /usr, and `dpkg -x` into a scratch root
+  gives the installcheck file list;
+- gdb as installed: the scratch root's usr/share/gdb/auto-load stands in
+  for gdb's default $datadir/auto-load (scripts-directory and safe-path set
+  to it, nothing else), NO source command: attached to Debian's ruby3.1,
+  `ruby bt -a` must equal what the target records of itself, and the
+  script gdb ran must be the stub for /usr/bin/ruby3.1 in the root;
+- lldb-16 as installed: the root's usr/lib/python3/dist-packages put on
+  lldb's Python path (where Debian's /usr/lib/python3/dist-packages is),
+  then the one documented line `command script import rbpeek`.
+
+    test_install_deb.py BUILD_DIR LAYOUT_JSON CPACK
+"""
+
+import glob
+import os
+import subprocess
+import sys
+
+import installcheck
+from installcheck import Failure, harness
+
+
+def deb_field(deb, name):
+    r = subprocess.run(["dpkg-deb", "-f", deb, name], capture_output=True, text=True)
+    return r.stdout.strip()
+
+
+def check_control(deb):
+    depends = deb_field(deb, "Depends")
+    names = [alt.split()[0] for dep in depends.split(",") for alt in dep.split("|") if alt.strip()]
+    for want in ("libc6", "libdwarf", "libelf", "python3"):
+        if not any(n == want or n.startswith(want) and n[len(want):].isdigit() for n in names):
+            raise Failure("Depends lacks %s: %r" % (want, depends))
+    for field, want in (("Recommends", "gdb"), ("Suggests", "lldb-16"), ("Architecture", "amd64"),
+                        ("Package", "rbpeek")):
+        if want not in [v.strip().split()[0] for v in deb_field(deb, field).split(",") if v.strip()]:
+            raise Failure("%s lacks %s: %r" % (field, want, deb_field(deb, field)))
+    harness.log("control: Depends: %s; Recommends: %s; Suggests: %s"
+                % (depends, deb_field(deb, "Recommends"), deb_field(deb, "Suggests")))
+
+
+def check_contents(deb):
+    listing = subprocess.run(["dpkg-deb", "-c", deb], capture_output=True, text=True, check=True).stdout
+    paths = [line.split(None, 5)[5].split(" -> ")[0] for line in listing.splitlines() if line.strip()]
+    outside = [p for p in paths if not (p in ("./", "./usr/") or p.startswith("./usr/"))]
+    if outside:
+        raise Failure("files outside /usr in the package:\n  %s" % "\n  ".join(outside))
+    harness.log("contents: %d entries, all under /usr" % len(paths))
+
+
+def test(build, layout_path, cpack, workdir):
+    layout = installcheck.load_layout(layout_path)
+    target = installcheck.start_target(workdir)
+    try:
+        out_dir = os.path.join(workdir, "deb")
+        rc, out = installcheck.run([cpack, "-G", "DEB", "--config", os.path.join(build, "CPackConfig.cmake"),
+                                    "-B", out_dir], installcheck.clean_env(), workdir)
+        debs = glob.glob(os.path.join(out_dir, "*.deb"))
+        if rc != 0 or len(debs) != 1:
+            raise Failure("cpack -G DEB made %s:\n%s" % (debs, out[-3000:]))
+        deb = debs[0]
+        harness.log("built %s (%d kB)" % (os.path.basename(deb), os.path.getsize(deb) // 1024))
+        check_control(deb)
+        check_contents(deb)
+        root = os.path.join(workdir, "root")
+        subprocess.run(["dpkg", "-x", deb, root], check=True)
+        installcheck.check_tree(os.path.join(root, "usr"), layout)
+
+        env = installcheck.clean_env()
+        autoload = os.path.join(root, "usr", layout["autoload"])
+        out_json = os.path.join(workdir, "gdb.json")
+        rc, out = installcheck.run(["gdb", "-q", "-nx", "-batch", "-ex", "set pagination off",
+                                    "-iex", "set auto-load scripts-directory " + autoload,
+                                    "-iex", "set auto-load safe-path " + autoload,
+                                    "-p", str(target.pid), "-ex", "ruby bt -a --json -o " + out_json,
+                                    "-ex", "ruby info", "-ex", "info auto-load python-scripts"], env, workdir)
+        stub = autoload + os.path.realpath(installcheck.RUBY) + "-gdb.py"
+        if not any(ln.split()[:2] == ["Yes", stub] for ln in out.splitlines()):
+            raise Failure("gdb did not auto-load %s:\n%s" % (stub, out[-3000:]))
+        harness.log("gdb auto-loaded %s" % os.path.relpath(stub, root))
+        installcheck.check_bt(target, out_json, out, "gdb with the package's auto-load stubs, no source command")
+        installcheck.check_library(out, root, "gdb")
+
+        pymodules = os.path.join(root, "usr", layout["pymodules"])
+        out_json = os.path.join(workdir, "lldb.json")
+        rc, out = installcheck.run([harness.LLDB, "--no-lldbinit", "-b", "-p", str(target.pid),
+                                    "-o", "command script import rbpeek",
+                                    "-o", "ruby bt -a --json -o " + out_json, "-o", "ruby info"],
+                                   installcheck.clean_env(PYTHONPATH=pymodules), workdir)
+        installcheck.check_bt(target, out_json, out, "lldb with `command script import rbpeek`")
+        installcheck.check_library(out, root, "lldb")
+        target.assert_left_running()
+    finally:
+        target.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3], wd))
