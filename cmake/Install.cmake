@@ -4,8 +4,9 @@
 #
 #   lib/librbpeek.so.0, lib/librbpeek.a, include/rbpeek.h, lib/pkgconfig/rbpeek.pc
 #   bin/<tool> and share/man/man1/<tool>.1 for each tool in RBPEEK_INSTALL_TOOLS
-#   share/rbpeek/{python/rbpeeklib,gdb-plugin,lldb-plugin}: the source tree's own
-#       layout, so the plugins find python/ the same way installed or not;
+#   share/rbpeek/{python/rbpeeklib,gdb-plugin,lldb-plugin,tools/rbpeek}: the source tree's own
+#       layout, so the plugins and the command line find python/ the same way installed or not
+#       (bin/rbpeek is a link to tools/rbpeek);
 #       rbpeeklib/core/install_paths.py tells the binding where librbpeek is
 #   share/gdb/auto-load/<objfile>-gdb.py: stubs gdb runs when it loads a Ruby
 #   lib/python3/dist-packages/rbpeek.py: lldb's `command script import rbpeek`
@@ -59,11 +60,24 @@ install(FILES ${RBPEEK_INSTALL_GEN}/rbpeek.pc DESTINATION ${CMAKE_INSTALL_LIBDIR
 # --- tools and their man pages -------------------------------------------------
 # tools/rbpeek-factsgen.py is not installed: it makes this tree's layouts/
 # from the bindgen facts and needs rustc; users never run it (docs/install.md).
-set(RBPEEK_INSTALL_TOOLS rbpeek-bt rbpeek-flamegraph rbpeek-layoutgen)
-foreach(tool ${RBPEEK_INSTALL_TOOLS})
+set(RBPEEK_INSTALL_TOOLS rbpeek rbpeek-flamegraph rbpeek-layoutgen)
+foreach(tool rbpeek-flamegraph rbpeek-layoutgen)
   install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endforeach()
+foreach(tool ${RBPEEK_INSTALL_TOOLS})
   install(FILES ${CMAKE_SOURCE_DIR}/docs/man/${tool}.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 endforeach()
+# The rbpeek command line finds python/ beside its real path (tools/../python),
+# so it goes where it is in the source tree, relative to python/, and bin/
+# holds a relative symbolic link to it.
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/tools/rbpeek DESTINATION ${RBPEEK_INSTALL_DATADIR}/tools)
+rbpeek_relpath(RBPEEK_CLI_REL "${CMAKE_INSTALL_BINDIR}" "${RBPEEK_INSTALL_DATADIR}/tools/rbpeek")
+install(CODE "
+  set(link \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/rbpeek\")
+  message(STATUS \"Installing: \${link} -> ${RBPEEK_CLI_REL}\")
+  file(MAKE_DIRECTORY \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
+  file(CREATE_LINK \"${RBPEEK_CLI_REL}\" \"\${link}\" SYMBOLIC)
+")
 
 # --- the Python package and the plugins -------------------------------------------
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/python/rbpeeklib DESTINATION ${RBPEEK_INSTALL_DATADIR}/python

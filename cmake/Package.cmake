@@ -15,8 +15,8 @@ set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "Ruby backtraces, profiles, heap and lock v
  Rubies. It never runs code in the target. gdb loads its `ruby` commands by
  itself when it debugs a Ruby; in lldb-16, `command script import rbpeek`.
  .
- Also: librbpeek (shared, static, pkg-config), rbpeek-bt (backtraces without
- a debugger), rbpeek-flamegraph and rbpeek-layoutgen.")
+ Also: the same commands without a debugger (rbpeek), librbpeek (shared,
+ static, pkg-config), rbpeek-flamegraph and rbpeek-layoutgen.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)  # x86-64 only, like rbpeek

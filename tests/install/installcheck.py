@@ -99,6 +99,18 @@ def check_bt(target, out_json, output, what):
     harness.log("%s: ruby bt -a identical to the target's backtrace_locations (%d frames)" % (what, n))
 
 
+def check_cli(prefix, layout, target, workdir):
+    """The installed `rbpeek bt -a --json --pid` must equal the target's record."""
+    out_json = os.path.join(workdir, "cli.json")
+    cli = os.path.join(prefix, layout["bindir"], "rbpeek")
+    rc, out = run([cli, "bt", "-a", "--json", "-o", out_json, "--pid", str(target.pid)], clean_env(), workdir)
+    if rc != 0:
+        raise Failure("%s bt failed (exit %d):\n%s" % (cli, rc, out[-2000:]))
+    check_bt(target, out_json, out, "the installed rbpeek command line")
+    rc, out = run([cli, "info", "--pid", str(target.pid)], clean_env(), workdir)
+    check_library(out, prefix, "rbpeek info")
+
+
 def check_library(output, prefix, what):
     """`ruby info` must name the installed librbpeek under prefix."""
     lines = [ln for ln in output.splitlines() if ln.startswith("Library:")]

@@ -11,7 +11,8 @@
   script gdb ran must be the stub for /usr/bin/ruby3.1 in the root;
 - lldb-16 as installed: the root's usr/lib/python3/dist-packages put on
   lldb's Python path (where Debian's /usr/lib/python3/dist-packages is),
-  then the one documented line `command script import rbpeek`.
+  then the one documented line `command script import rbpeek`;
+- /usr/bin/rbpeek from the root: `rbpeek bt -a --json --pid` too.
 
     test_install_deb.py BUILD_DIR LAYOUT_JSON CPACK
 """
@@ -94,6 +95,7 @@ def test(build, layout_path, cpack, workdir):
                                    installcheck.clean_env(PYTHONPATH=pymodules), workdir)
         installcheck.check_bt(target, out_json, out, "lldb with `command script import rbpeek`")
         installcheck.check_library(out, root, "lldb")
+        installcheck.check_cli(os.path.join(root, "usr"), layout, target, workdir)
         target.assert_left_running()
     finally:
         target.close()

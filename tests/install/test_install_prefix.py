@@ -7,9 +7,11 @@ elsewhere (an installed tree must not depend on its prefix), then used:
   lldb-16 with `command script import <prefix>/.../lldb-plugin/rbpeek.py`:
   `ruby bt -a` equals what Debian's ruby3.1 records of itself, and
   `ruby info` names the librbpeek under the moved prefix;
-- pkg-config: tools/rbpeek-bt.c (public API only) built against the prefix,
-  once with the shared and once with the static library, reads the same
-  process: its JSON equals the target's record too.
+- bin/rbpeek (the command line, a link into share/rbpeek/tools): `rbpeek bt
+  -a --json --pid` equals the target's record too;
+- pkg-config: public_api_bt.c (rbpeek.h's API only) built against the
+  prefix, once with the shared and once with the static library, reads the
+  same process: its JSON equals the target's record too.
 
     test_install_prefix.py BUILD_DIR LAYOUT_JSON [CPACK]
 """
@@ -33,7 +35,7 @@ def pkg_config(prefix, layout, *args):
 
 
 def check_pkg_config(prefix, layout, target, workdir):
-    src = os.path.join(installcheck.REPO, "tools", "rbpeek-bt.c")
+    src = os.path.join(installcheck.HERE, "public_api_bt.c")
     cflags = pkg_config(prefix, layout, "--cflags")
     libdir = os.path.join(prefix, layout["libdir"])
     builds = {
@@ -43,22 +45,22 @@ def check_pkg_config(prefix, layout, target, workdir):
                             for w in (["-Wl,-Bstatic", a, "-Wl,-Bdynamic"] if a == "-lrbpeek" else [a])],
     }
     for kind, flags in builds.items():
-        exe = os.path.join(workdir, "rbpeek-bt-" + kind)
+        exe = os.path.join(workdir, "public_api_bt-" + kind)
         argv = ["cc", "-std=c11", "-o", exe, src] + flags
         rc, out = installcheck.run(argv, installcheck.clean_env(), workdir)
         if rc != 0:
-            raise Failure("building rbpeek-bt.c against the install (%s) failed:\n%s" % (kind, out[-3000:]))
+            raise Failure("building public_api_bt.c against the install (%s) failed:\n%s" % (kind, out[-3000:]))
         needed = subprocess.run(["ldd", exe], capture_output=True, text=True).stdout
         uses_so = "librbpeek.so" in needed
         if uses_so != (kind == "shared") or (uses_so and libdir not in needed):
-            raise Failure("rbpeek-bt built %s links librbpeek wrongly:\n%s" % (kind, needed))
+            raise Failure("public_api_bt built %s links librbpeek wrongly:\n%s" % (kind, needed))
         out_json = os.path.join(workdir, "bt-%s.json" % kind)
         with open(out_json, "w") as f:
-            r = subprocess.run([exe, "--pid", str(target.pid), "--json"], stdout=f, stderr=subprocess.PIPE,
+            r = subprocess.run([exe, str(target.pid)], stdout=f, stderr=subprocess.PIPE,
                                text=True, env=installcheck.clean_env(), timeout=120)
         if r.returncode != 0:
-            raise Failure("rbpeek-bt built %s against the install failed: %s" % (kind, r.stderr.strip()))
-        installcheck.check_bt(target, out_json, r.stderr, "rbpeek-bt.c via pkg-config (%s)" % kind)
+            raise Failure("public_api_bt built %s against the install failed: %s" % (kind, r.stderr.strip()))
+        installcheck.check_bt(target, out_json, r.stderr, "public_api_bt.c via pkg-config (%s)" % kind)
 
 
 def test(build, layout_path, workdir):
@@ -90,6 +92,7 @@ def test(build, layout_path, workdir):
         installcheck.check_bt(target, out_json, out, "lldb, plugin imported from the prefix")
         installcheck.check_library(out, prefix, "lldb")
 
+        installcheck.check_cli(prefix, layout, target, workdir)
         check_pkg_config(prefix, layout, target, workdir)
         target.assert_left_running()
     finally:
