@@ -1,7 +1,9 @@
 """The Debian package: `cpack -G DEB` from the build, then
 
-- its control fields: Depends names libc6, libdwarf, libelf and python3 (the
-  library ones from dpkg-shlibdeps), Recommends gdb, Suggests lldb-16;
+- its control fields: Depends names python3 and the package of every shared
+  library its ELF files need (as this machine's dpkg says: libc6, libdwarf1,
+  libelf1, ...; CPack has them from dpkg-shlibdeps), Recommends gdb,
+  Suggests lldb-16;
 - its file list: everything under /usr, and `dpkg -x` into a scratch root
   gives the installcheck file list;
 - gdb as installed: the scratch root's usr/share/gdb/auto-load stands in
@@ -31,18 +33,52 @@ def deb_field(deb, name):
     return r.stdout.strip()
 
 
-def check_control(deb):
+def owner(path):
+    """The Debian package holding a library ldd resolved (dpkg knows a
+    merged-/usr path under one of its two names)."""
+    for cand in (path, "/usr" + path, path[len("/usr"):] if path.startswith("/usr/") else None):
+        if cand:
+            r = subprocess.run(["dpkg", "-S", cand], capture_output=True, text=True)
+            if r.returncode == 0:
+                return r.stdout.split(":")[0].split(",")[0].strip()
+    return None
+
+
+def needed_packages(root):
+    """The packages of the shared libraries the package's ELF files need."""
+    pkgs = {}
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            path = os.path.join(dirpath, n)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as f:
+                if f.read(4) != b"\x7fELF":
+                    continue
+            ldd = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+            for line in ldd.splitlines():
+                parts = line.split("=>")
+                lib = parts[1].split("(")[0].strip() if len(parts) == 2 else ""
+                if lib.startswith("/") and not lib.startswith(root):
+                    pkgs.setdefault(owner(lib) or "?" + lib, os.path.relpath(path, root))
+    return pkgs
+
+
+def check_control(deb, root):
     depends = deb_field(deb, "Depends")
-    names = [alt.split()[0] for dep in depends.split(",") for alt in dep.split("|") if alt.strip()]
-    for want in ("libc6", "libdwarf", "libelf", "python3"):
-        if not any(n == want or n.startswith(want) and n[len(want):].isdigit() for n in names):
-            raise Failure("Depends lacks %s: %r" % (want, depends))
+    names = {alt.split()[0] for dep in depends.split(",") for alt in dep.split("|") if alt.strip()}
+    needed = needed_packages(root)
+    missing = ["%s (for %s)" % (p, f) for p, f in sorted(needed.items()) if p not in names]
+    if "python3" not in names:
+        missing.append("python3")
+    if missing:
+        raise Failure("Depends (%r) lacks: %s" % (depends, ", ".join(missing)))
     for field, want in (("Recommends", "gdb"), ("Suggests", "lldb-16"), ("Architecture", "amd64"),
                         ("Package", "rbpeek")):
         if want not in [v.strip().split()[0] for v in deb_field(deb, field).split(",") if v.strip()]:
             raise Failure("%s lacks %s: %r" % (field, want, deb_field(deb, field)))
-    harness.log("control: Depends: %s; Recommends: %s; Suggests: %s"
-                % (depends, deb_field(deb, "Recommends"), deb_field(deb, "Suggests")))
+    harness.log("control: Depends: %s (covers %s); Recommends: %s; Suggests: %s"
+                % (depends, ", ".join(sorted(needed)), deb_field(deb, "Recommends"), deb_field(deb, "Suggests")))
 
 
 def check_contents(deb):
@@ -66,10 +102,10 @@ def test(build, layout_path, cpack, workdir):
             raise Failure("cpack -G DEB made %s:\n%s" % (debs, out[-3000:]))
         deb = debs[0]
         harness.log("built %s (%d kB)" % (os.path.basename(deb), os.path.getsize(deb) // 1024))
-        check_control(deb)
         check_contents(deb)
         root = os.path.join(workdir, "root")
         subprocess.run(["dpkg", "-x", deb, root], check=True)
+        check_control(deb, root)
         installcheck.check_tree(os.path.join(root, "usr"), layout)
 
         env = installcheck.clean_env()
