@@ -8,6 +8,7 @@ debugger that is given no path into the source tree.
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -109,6 +110,29 @@ def check_cli(prefix, layout, target, workdir):
     check_bt(target, out_json, out, "the installed rbpeek command line")
     rc, out = run([cli, "info", "--pid", str(target.pid)], clean_env(), workdir)
     check_library(out, prefix, "rbpeek info")
+
+
+def check_man_pages(prefix, layout):
+    """Each installed tool's man page names every option its --help lists
+    (and, for rbpeek, every command), so the pages cannot silently fall
+    behind the tools."""
+    problems = []
+    for tool in layout["tools"]:
+        rc, help_text = run([os.path.join(prefix, layout["bindir"], tool), "--help"], clean_env(), prefix)
+        if rc != 0:
+            problems.append("%s --help exited %d" % (tool, rc))
+            continue
+        with open(os.path.join(prefix, layout["mandir"], "man1", tool + ".1"), encoding="utf-8") as f:
+            page = f.read().replace("\\-", "-")
+        words = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", help_text))
+        if tool == "rbpeek":  # the command list: "  NAME  summary" lines
+            words |= {m for m in re.findall(r"^  ([a-z]+)  ", help_text, re.M)}
+        missing = sorted(w for w in words if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(w), page))
+        if missing:
+            problems.append("%s.1 lacks %s" % (tool, ", ".join(missing)))
+    if problems:
+        raise Failure("man pages behind their tools: " + "; ".join(problems))
+    harness.log("man pages: every option (and command) of %s is in its page" % ", ".join(layout["tools"]))
 
 
 def check_library(output, prefix, what):

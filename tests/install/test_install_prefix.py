@@ -1,7 +1,8 @@
 """`cmake --install --prefix` into a temporary directory, then moved
 elsewhere (an installed tree must not depend on its prefix), then used:
 
-- the file list (installcheck.check_tree);
+- the file list (installcheck.check_tree), and each man page naming every
+  option of its tool's --help;
 - gdb with `source <prefix>/share/rbpeek/gdb-plugin/rbpeek.py` (the line
   docs/install.md gives for Rubies the auto-load stubs do not name), and
   lldb-16 with `command script import <prefix>/.../lldb-plugin/rbpeek.py`:
@@ -74,6 +75,7 @@ def test(build, layout_path, workdir):
         prefix = os.path.join(workdir, "moved prefix")  # a space, too
         shutil.move(first, prefix)
         installcheck.check_tree(prefix, layout)
+        installcheck.check_man_pages(prefix, layout)
 
         env = installcheck.clean_env()
         gdb_plugin = os.path.join(prefix, layout["datadir"], "gdb-plugin", "rbpeek.py")
