@@ -14,8 +14,16 @@ import sys
 import gdb
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(os.path.expanduser(__file__))))
-if os.path.join(_REPO, "python") not in sys.path:
-    sys.path.insert(0, os.path.join(_REPO, "python"))
+_PYTHON = os.path.join(_REPO, "python")
+if sys.path[:1] != [_PYTHON]:
+    sys.path.insert(0, _PYTHON)
+# A copy of rbpeeklib loaded from elsewhere (an installed one, which gdb
+# auto-loads with a Ruby: docs/install.md) gives way to this file's own, so
+# the plugin sourced last is the one in use.
+_other = getattr(sys.modules.get("rbpeeklib"), "__file__", None)
+if _other and os.path.dirname(os.path.dirname(os.path.abspath(_other))) != os.path.abspath(_PYTHON):
+    for _name in [n for n in sys.modules if n == "rbpeeklib" or n.startswith("rbpeeklib.")]:
+        del sys.modules[_name]
 
 from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
 from rbpeeklib.commands import registry  # noqa: E402

@@ -11,6 +11,8 @@
   to it, nothing else), NO source command: attached to Debian's ruby3.1,
   `ruby bt -a` must equal what the target records of itself, and the
   script gdb ran must be the stub for /usr/bin/ruby3.1 in the root;
+- a source tree's plugin `source`d in such a gdb (after the stub ran) is
+  the one in use: its rbpeeklib replaces the installed one;
 - lldb-16 as installed: the root's usr/lib/python3/dist-packages put on
   lldb's Python path (where Debian's /usr/lib/python3/dist-packages is),
   then the one documented line `command script import rbpeek`;
@@ -122,6 +124,23 @@ def test(build, layout_path, cpack, workdir):
         harness.log("gdb auto-loaded %s" % os.path.relpath(stub, root))
         installcheck.check_bt(target, out_json, out, "gdb with the package's auto-load stubs, no source command")
         installcheck.check_library(out, root, "gdb")
+
+        # A developer's tree plugin, sourced once the installed one is auto-loaded.
+        tree_plugin = os.path.join(installcheck.REPO, "gdb-plugin", "rbpeek.py")
+        out_json = os.path.join(workdir, "gdb-tree.json")
+        rc, out = installcheck.run(["gdb", "-q", "-nx", "-batch", "-ex", "set pagination off",
+                                    "-iex", "set auto-load scripts-directory " + autoload,
+                                    "-iex", "set auto-load safe-path " + autoload,
+                                    "-p", str(target.pid), "-ex", "source " + tree_plugin,
+                                    "-ex", "python print('rbpeeklib from', sys.modules['rbpeeklib'].__file__)",
+                                    "-ex", "ruby bt -a --json -o " + out_json],
+                                   installcheck.clean_env(RBPEEK_LIBRARY=os.path.join(build, "lib", "librbpeek.so")),
+                                   workdir)
+        want = os.path.join(installcheck.REPO, "python", "rbpeeklib", "__init__.py")
+        if "rbpeeklib from " + want not in out:
+            raise Failure("the tree's plugin sourced after the auto-loaded one still uses another rbpeeklib:\n"
+                          + out[-2000:])
+        installcheck.check_bt(target, out_json, out, "gdb, the tree's plugin sourced over the auto-loaded one")
 
         pymodules = os.path.join(root, "usr", layout["pymodules"])
         out_json = os.path.join(workdir, "lldb.json")
