@@ -332,7 +332,7 @@ static bool value_written(rbp_heap *h, const rbp_str_info *si, bool *broken)
 
 static void string_fields(rbp_heap *h, const rbp_str_info *si, rbp_dump_rec *r, value_src *vs)
 {
-    bool broken;
+    bool broken = false; /* value_written is not asked for a shared string */
     r->embedded = si->embedded;
     r->fstring = si->fstring;
     r->chilled = si->chilled;
