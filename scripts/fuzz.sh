@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs every fuzz harness of tests/fuzz/ for SECONDS each (default 60),
+# starting from the committed seed corpora, in a clang-16 build with
+# libFuzzer, ASan and UBSan (-fno-sanitize-recover=undefined). Prints each
+# harness's executions and findings; exits 1 on any finding (a crash, a
+# sanitizer report, a leak, an input slower than 10 s, memory over 2 GiB),
+# 77 when clang-16 or its libFuzzer runtime (libclang-rt-16-dev) is missing.
+#
+#   bash scripts/fuzz.sh [--build DIR] [--only NAME] [SECONDS]
+#
+# DIR (default build-fuzz) keeps the build, the grown corpora (DIR/corpus/
+# NAME, reused by the next run) and any finding (DIR/findings/NAME/, with
+# the harness's log). Reproduce a finding with
+#   DIR/fuzz/fuzz_NAME DIR/findings/NAME/crash-...
+# and RBPEEK_FUZZ_VERBOSE=1 to see what each operation returned.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=build-fuzz
+ONLY=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    *) break ;;
+    esac
+done
+SECONDS_EACH=${1:-60}
+HARNESSES=(memimage core layout dwarf)
+[ -n "$ONLY" ] && HARNESSES=("$ONLY")
+
+CC=${FUZZ_CC:-clang-16}
+if ! command -v "$CC" >/dev/null 2>&1; then
+    echo "fuzz: SKIPPED: $CC is not installed (bash scripts/install-deps.sh installs clang-16 and libclang-rt-16-dev)"
+    exit 77
+fi
+if [ ! -f "$("$CC" -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] &&
+   [ ! -f "$("$CC" -print-runtime-dir 2>/dev/null)/libclang_rt.fuzzer.a" ]; then
+    echo "fuzz: SKIPPED: $CC has no libFuzzer runtime (install libclang-rt-16-dev: bash scripts/install-deps.sh)"
+    exit 77
+fi
+
+echo "fuzz: building the harnesses in $BUILD ($CC, libFuzzer + ASan + UBSan)"
+CC=$CC cmake -S . -B "$BUILD" -DRBPEEK_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$BUILD.cmake.log" 2>&1 ||
+    { cat "$BUILD.cmake.log"; exit 2; }
+rm -f "$BUILD.cmake.log"
+targets=()
+for h in "${HARNESSES[@]}"; do targets+=("fuzz_$h"); done
+cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$BUILD/build.log" 2>&1 ||
+    { tail -40 "$BUILD/build.log"; exit 2; }
+
+# Input sizes: patch lists and edit lists stay short; layout files and
+# ELF files as big as the seeds need.
+declare -A MAXLEN=([memimage]=2048 [core]=1024 [layout]=16384 [dwarf]=32768)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Known defects being fixed elsewhere (see the file) are not findings.
+SUPP=tests/fuzz/known-defects.supp
+if grep -q '^[a-z]' "$SUPP" 2>/dev/null; then
+    export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/$SUPP:print_suppressions=0}
+    echo "fuzz: known defects not counted as findings: $(grep '^[a-z]' "$SUPP" | tr '\n' ' ')"
+fi
+total=0
+failed=0
+for h in "${HARNESSES[@]}"; do
+    corpus=$BUILD/corpus/$h
+    findings=$BUILD/findings/$h
+    mkdir -p "$corpus" "$findings"
+    log=$findings/fuzz.log
+    rc=0
+    # The grown corpus first (new inputs are written there), then the
+    # committed seeds, which are only read.
+    nice -n 10 "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+        -max_len="${MAXLEN[$h]}" -print_final_stats=1 -artifact_prefix="$findings/" \
+        "$corpus" "tests/fuzz/corpus/$h" >"$log" 2>&1 || rc=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    execs=${execs:-0}
+    total=$((total + execs))
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+    found=$(find "$findings" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+        -o -name 'oom-*' -o -name 'slow-unit-*' \) | wc -l)
+    if [ "$rc" -ne 0 ] || [ "$found" -ne 0 ]; then
+        failed=1
+        echo "fuzz: $h: $execs executions (${rate:-?}/s), FINDING (exit $rc, $found input(s) in $findings):"
+        grep -E "ERROR: |SUMMARY: |runtime error|Test unit written" "$log" | head -8 | sed 's/^/    /'
+    else
+        echo "fuzz: $h: $execs executions (${rate:-?}/s), no findings, corpus $(ls "$corpus" | wc -l) inputs"
+    fi
+done
+rm -rf /tmp/rbpeek-fuzz-dwarf-* 2>/dev/null || true
+echo "fuzz: $total executions in total; $([ $failed = 0 ] && echo "no findings" || echo "FINDINGS, see $BUILD/findings/")"
+exit $failed

@@ -1,0 +1,84 @@
+/*
+ * A recorded memory image of a real Ruby process, for the fuzz harnesses:
+ * the pages one run of every reader touched (tests/fuzz/record_image.c
+ * makes it from a gcore'd Ruby), the answers the symbol lookups got, and a
+ * reader and a lookup that serve them back through rbpeek's public callback
+ * API, as a debugger would. On top, the patches a fuzz input makes to the
+ * image (words, pointers, lengths, missing pages), undone after each run so
+ * one loaded image serves every execution.
+ *
+ * File format (gzip-compressed): "RBPIMG01", u32 nsyms, then per symbol u16
+ * name length, name, u64 address (0: not found); u32 npages, then per page
+ * u64 address (4 KiB aligned), u32 readable bytes from its start, the bytes.
+ * Little-endian throughout.
+ */
+#ifndef RBP_FUZZ_IMAGE_H
+#define RBP_FUZZ_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rbpeek.h"
+
+#define IMG_PAGE 4096u
+
+typedef struct img_sym {
+    char *name;
+    uint64_t addr;
+} img_sym;
+
+typedef struct img_page {
+    uint64_t addr;
+    uint32_t valid;     /* readable bytes from addr (the recording's), 0..4096 */
+    uint32_t live;      /* readable now: a patch may hide the page */
+    uint8_t *data;      /* IMG_PAGE bytes, the tail past valid zeroed */
+} img_page;
+
+typedef struct img_undo {
+    uint8_t *where;     /* a patched word, or NULL for a page's live count */
+    uint32_t *live;
+    uint64_t old;
+    uint32_t old_live;
+} img_undo;
+
+typedef struct image {
+    img_sym *syms;
+    size_t nsyms;
+    img_page *pages;    /* sorted by address */
+    size_t npages;
+    uint32_t *ptr_words;    /* global word indexes whose value points into the image */
+    size_t nptr_words;
+    img_undo *undo;
+    size_t nundo, undo_cap;
+    const char *hidden_sym;     /* a lookup the reader pretends to fail, or NULL */
+} image;
+
+/* Loads path (gzip or plain); false with a message on stderr. */
+bool img_load(image *img, const char *path);
+void img_free(image *img);
+
+/* Adds a page (recording). data may be NULL for an unreadable page. Pages
+ * must be added in any order; img_finish sorts them and indexes pointers. */
+bool img_add_page(image *img, uint64_t addr, const uint8_t *data, uint32_t valid);
+bool img_add_sym(image *img, const char *name, uint64_t addr);
+void img_finish(image *img);
+bool img_save(const image *img, const char *path);
+
+/* The callbacks: ctx is the image. */
+long img_read(void *ctx, uint64_t addr, void *buf, size_t len);
+int img_lookup(void *ctx, const char *name, uint64_t *addr);
+
+/* Words: the image seen as one array of 8-byte words, page after page. */
+size_t img_nwords(const image *img);
+uint64_t img_word_addr(const image *img, size_t w);
+/* Patches, each undoable: */
+void img_set_word(image *img, size_t w, uint64_t v);
+uint64_t img_get_word(const image *img, size_t w);
+void img_set_byte(image *img, size_t w, unsigned byte, uint8_t v);
+void img_hide_page(image *img, size_t page);
+/* Applies the patch list of a fuzz input (12 bytes a patch, see image.c). */
+void img_apply_patches(image *img, const uint8_t *data, size_t size);
+void img_undo_all(image *img);
+
+#endif

@@ -1,0 +1,41 @@
+# The Ruby whose memory the fuzz harnesses replay (scripts/fuzz-record.sh
+# gcores it and records the pages rbpeek's readers touch): one of each
+# thing the readers decode, kept small so the image stays small. Named
+# threads in sleep, a Mutex held and waited for, a Queue, a
+# ConditionVariable, a Thread#join, a deadlock pair, a Fiber, a 40-frame
+# recursion, blocks and a C method calling back into Ruby. Writes
+# OUT_DIR/ready once everything is parked.
+OUT = ARGV[0]
+PARKED = Queue.new
+
+def deep(n)
+  n.zero? ? (PARKED << 1; sleep) : deep(n - 1)
+end
+
+held = Mutex.new
+a = Mutex.new
+b = Mutex.new
+cv_lock = Mutex.new
+cv = ConditionVariable.new
+q = Queue.new
+threads = []
+threads << Thread.new { Thread.current.name = "deep"; deep(40) }
+threads << Thread.new { Thread.current.name = "holder"; held.lock; PARKED << 1; sleep }
+sleep 0.05 until held.locked?
+threads << Thread.new { Thread.current.name = "waiter"; PARKED << 1; held.lock }
+threads << Thread.new { Thread.current.name = "queue"; PARKED << 1; q.pop }
+threads << Thread.new { Thread.current.name = "condvar"; cv_lock.synchronize { PARKED << 1; cv.wait(cv_lock) } }
+threads << Thread.new { Thread.current.name = "joiner"; PARKED << 1; threads[0].join }
+threads << Thread.new { Thread.current.name = "dead-a"; a.lock; sleep 0.2; PARKED << 1; b.lock }
+threads << Thread.new { Thread.current.name = "dead-b"; b.lock; sleep 0.2; PARKED << 1; a.lock }
+threads << Thread.new do
+  Thread.current.name = "callbacks"
+  fiber = Fiber.new { Fiber.yield 1 }
+  fiber.resume
+  [1, 2].each { |x| 2.times { (PARKED << 1; sleep) if x == 2 } }
+end
+threads.size.times { PARKED.pop }
+sleep 0.1 until threads.all? { |t| t.status == "sleep" }
+sleep 0.2
+File.write(File.join(OUT, "ready"), Process.pid.to_s)
+sleep

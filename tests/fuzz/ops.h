@@ -1,0 +1,172 @@
+/*
+ * The operations a fuzz run drives through rbpeek's public API, the way the
+ * gdb and lldb plugins do: attach, snapshot, render (text and JSON), the
+ * sampler's profile_add_snapshot, threads and locks, session describe, heap
+ * census and its rendering, heap dump, and a second snapshot after an
+ * invalidation. The recorder runs them all (so the image holds every page
+ * any of them touches); a fuzz input picks a subset with a bit mask.
+ * Header-only: the recorder and every harness include it once.
+ */
+#ifndef RBP_FUZZ_OPS_H
+#define RBP_FUZZ_OPS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context/context.h"
+#include "memory/elf_symbols.h"
+#include "rbpeek.h"
+#include "vm/robject.h"
+#include "vm/symbolize.h"
+
+enum {
+    OP_RENDER_TEXT = 1 << 0,
+    OP_RENDER_JSON = 1 << 1,
+    OP_LOCKS = 1 << 2,
+    OP_PROFILE = 1 << 3,
+    OP_DESCRIBE = 1 << 4,
+    OP_CENSUS = 1 << 5,
+    OP_DUMP = 1 << 6,
+    OP_RETAKE = 1 << 7,
+    OP_ALL = 0xff,
+};
+
+/* Reads every string a snapshot hands out, so a dangling or unterminated
+ * one is caught by ASan here and not only by a writer that skips it. */
+static inline size_t fuzz_touch_snapshot(const rbpeek_snapshot *snap)
+{
+    size_t sum = 0;
+    size_t n = rbpeek_snapshot_thread_count(snap);
+    for (size_t i = 0; i < n; i++) {
+        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
+        if (t->name) sum += strlen(t->name);
+        if (t->error) sum += strlen(t->error);
+        for (size_t k = 0; k < t->nframes; k++) {
+            const rbpeek_frame *f = &t->frames[k];
+            sum += strlen(f->label);
+            if (f->path) sum += strlen(f->path);
+            if (f->absolute_path) sum += strlen(f->absolute_path);
+        }
+    }
+    return sum;
+}
+
+/* RBPEEK_FUZZ_VERBOSE=1 prints what each operation got (to check that a
+ * replay reproduces the recording, or to read a crash's input). */
+static inline int fuzz_verbose(void)
+{
+    static int v = -1;
+    if (v < 0) v = getenv("RBPEEK_FUZZ_VERBOSE") != NULL;
+    return v;
+}
+
+static inline void fuzz_say(rbpeek_session *s, const char *op, rbpeek_status st, const char *what)
+{
+    if (fuzz_verbose())
+        fprintf(stderr, "fuzz: %-8s %s%s%s\n", op, st == RBPEEK_OK ? "ok " : rbpeek_status_name(st),
+                st == RBPEEK_OK ? what : ": ", st == RBPEEK_OK ? "" : rbpeek_session_error(s));
+}
+
+/* Attaches; a failure must come with its one-line message. */
+static inline int fuzz_attach(rbpeek_session *s)
+{
+    rbpeek_status st = rbpeek_session_attach(s);
+    fuzz_say(s, "attach", st, rbpeek_session_layout_source(s));
+    if (st != RBPEEK_OK && rbpeek_session_error(s)[0] == '\0') abort();
+    return st == RBPEEK_OK;
+}
+
+/* Runs the selected operations on an attached session. Failures are
+ * expected (that is what the input is for) and only end that operation. */
+static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_frames)
+{
+    rbpeek_snapshot *snap = NULL;
+    char *out = NULL;
+    char what[96];
+    rbpeek_status st = rbpeek_snapshot_take(s, max_frames, &snap);
+    if (st == RBPEEK_OK) {
+        size_t frames = 0;
+        for (size_t i = 0; i < rbpeek_snapshot_thread_count(snap); i++) frames += rbpeek_snapshot_thread(snap, i)->nframes;
+        snprintf(what, sizeof what, "%zu threads, %zu frames", rbpeek_snapshot_thread_count(snap), frames);
+        fuzz_say(s, "snapshot", st, what);
+        fuzz_touch_snapshot(snap);
+        if ((ops & OP_RENDER_TEXT) && rbpeek_snapshot_render(s, snap, RBPEEK_FORMAT_TEXT, -1, &out) == RBPEEK_OK) {
+            rbpeek_free(out);
+            out = NULL;
+        }
+        if ((ops & OP_RENDER_JSON) && rbpeek_snapshot_render(s, snap, RBPEEK_FORMAT_JSON, 0, &out) == RBPEEK_OK) {
+            rbpeek_free(out);
+            out = NULL;
+        }
+        if ((ops & OP_LOCKS) && (st = rbpeek_locks_render_json(s, snap, &out)) == RBPEEK_OK) {
+            snprintf(what, sizeof what, "%zu bytes of JSON", strlen(out));
+            fuzz_say(s, "locks", st, what);
+            rbpeek_free(out);
+            out = NULL;
+        } else if (ops & OP_LOCKS) {
+            fuzz_say(s, "locks", st, "");
+        }
+        if (ops & OP_PROFILE) {
+            rbpeek_profile *p = rbpeek_profile_new();
+            rbpeek_sample_options opt = {.per_thread = 1};
+            if (p) rbpeek_profile_add_snapshot(p, snap, &opt, NULL);
+            rbpeek_profile_free(p);
+        }
+        rbpeek_snapshot_free(snap);
+    } else {
+        fuzz_say(s, "snapshot", st, "");
+    }
+    if ((ops & OP_DESCRIBE) && rbpeek_session_describe(s, &out) == RBPEEK_OK) {
+        rbpeek_free(out);
+        out = NULL;
+    }
+    if (ops & OP_CENSUS) {
+        rbpeek_census *c = NULL;
+        st = rbpeek_heap_census(s, &c);
+        if (st == RBPEEK_OK) {
+            rbpeek_census_summary sum;
+            rbpeek_census_get_summary(c, &sum);
+            snprintf(what, sizeof what, "%llu live objects on %llu pages", (unsigned long long)sum.live,
+                     (unsigned long long)sum.pages);
+        }
+        fuzz_say(s, "census", st, what);
+        if (st == RBPEEK_OK) {
+            if (rbpeek_census_render(c, RBPEEK_FORMAT_JSON, 0, 1, &out) == RBPEEK_OK) rbpeek_free(out);
+            out = NULL;
+            if (rbpeek_census_render(c, RBPEEK_FORMAT_TEXT, 5, 0, &out) == RBPEEK_OK) rbpeek_free(out);
+            out = NULL;
+        }
+        rbpeek_census_free(c);
+    }
+    if (ops & OP_DUMP) {
+        rbpeek_heap_dump_stats ds = {0};
+        st = rbpeek_heap_dump(s, "/dev/null", &ds);
+        snprintf(what, sizeof what, "%llu objects", (unsigned long long)ds.objects);
+        fuzz_say(s, "dump", st, what);
+    }
+    if (ops & OP_RETAKE) {
+        rbpeek_session_invalidate(s);
+        if (rbpeek_snapshot_take(s, max_frames, &snap) == RBPEEK_OK) {
+            fuzz_touch_snapshot(snap);
+            rbpeek_snapshot_free(snap);
+        }
+    }
+}
+
+/* Drops the caches a reused session keeps until its next attach (as
+ * attach itself does), so that an input leaves nothing allocated: libFuzzer
+ * then skips its per-input leak scan, which costs more than the run, and
+ * LeakSanitizer still sees every block an input really leaks. */
+static inline void fuzz_end_run(rbpeek_session *s)
+{
+    rbp_symcache_free(s->symcache);
+    s->symcache = NULL;
+    rbp_idcache_free(s->idcache);
+    s->idcache = NULL;
+    rbp_elfcache_free(s->elfcache);
+    s->elfcache = NULL;
+}
+
+#endif
