@@ -8,6 +8,8 @@
 #
 #   bash scripts/fuzz.sh [--build DIR] [--only NAME] [SECONDS]
 #
+# FUZZ_SEED=N fixes libFuzzer's random seed (CI's smoke run does, so that
+# it explores the same inputs each time); unset, each run differs.
 # DIR (default build-fuzz) keeps the build, the grown corpora (DIR/corpus/
 # NAME, reused by the next run) and any finding (DIR/findings/NAME/, with
 # the harness's log). Reproduce a finding with
@@ -70,7 +72,7 @@ for h in "${HARNESSES[@]}"; do
     # The grown corpus first (new inputs are written there), then the
     # committed seeds, which are only read.
     nice -n 10 "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
-        -max_len="${MAXLEN[$h]}" -print_final_stats=1 -artifact_prefix="$findings/" \
+        -max_len="${MAXLEN[$h]}" -seed="${FUZZ_SEED:-0}" -print_final_stats=1 -artifact_prefix="$findings/" \
         "$corpus" "tests/fuzz/corpus/$h" >"$log" 2>&1 || rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     execs=${execs:-0}
