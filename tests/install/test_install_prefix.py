@@ -4,7 +4,8 @@ elsewhere (an installed tree must not depend on its prefix), then used:
 - the file list (installcheck.check_tree), and each man page naming every
   option of its tool's --help;
 - gdb with `source <prefix>/share/rbpeek/gdb-plugin/rbpeek.py` (the line
-  docs/install.md gives for Rubies the auto-load stubs do not name), and
+  docs/install.md gives for Rubies the auto-load stubs do not name), gdb
+  with the prefix's auto-load directory added (its other route), and
   lldb-16 with `command script import <prefix>/.../lldb-plugin/rbpeek.py`:
   `ruby bt -a` equals what Debian's ruby3.1 records of itself, and
   `ruby info` names the librbpeek under the moved prefix;
@@ -85,6 +86,16 @@ def test(build, layout_path, workdir):
                                     "-ex", "ruby bt -a --json -o " + out_json, "-ex", "ruby info"], env, workdir)
         installcheck.check_bt(target, out_json, out, "gdb, plugin sourced from the prefix")
         installcheck.check_library(out, prefix, "gdb")
+
+        if layout["autoload"]:
+            # docs/install.md's other route: gdb's auto-loading pointed at the prefix.
+            autoload = os.path.join(prefix, layout["autoload"])
+            out_json = os.path.join(workdir, "gdb-autoload.json")
+            rc, out = installcheck.run(["gdb", "-q", "-nx", "-batch", "-ex", "set pagination off",
+                                        "-iex", "add-auto-load-scripts-directory " + autoload,
+                                        "-iex", "add-auto-load-safe-path " + autoload, "-p", str(target.pid),
+                                        "-ex", "ruby bt -a --json -o " + out_json], env, workdir)
+            installcheck.check_bt(target, out_json, out, "gdb, auto-loading from the prefix's stubs")
 
         lldb_plugin = os.path.join(prefix, layout["datadir"], "lldb-plugin", "rbpeek.py")
         out_json = os.path.join(workdir, "lldb.json")
