@@ -8,15 +8,17 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME rbpeek)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Ruby backtraces, profiles, heap and lock views from gdb and lldb")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "Ruby backtraces, profiles, heap and lock views from gdb and lldb
- rbpeek decodes CRuby's interpreter state (stacks of every thread, Mutex
- owners and waiters, a heap census) from raw memory reads only, on live
- processes and core files, for CRuby 2.7 to 4.0, including stripped distro
- Rubies. It never runs code in the target. gdb loads its `ruby` commands by
- itself when it debugs a Ruby; in lldb-16, `command script import rbpeek`.
- .
- Also: the same commands without a debugger (rbpeek), librbpeek (shared,
- static, pkg-config), rbpeek-flamegraph and rbpeek-layoutgen.")
+# The long description: plain lines, which CPack indents (and whose empty
+# line it writes as " ."); the summary above is its first line.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "rbpeek decodes CRuby's interpreter state (stacks of every thread, Mutex
+owners and waiters, a heap census) from raw memory reads only, on live
+processes and core files, for CRuby 2.7 to 4.0, including stripped distro
+Rubies. It never runs code in the target. gdb loads its `ruby` commands by
+itself when it debugs a Debian or Ubuntu Ruby; in lldb-16, `command script
+import rbpeek`.
+
+Also: the same commands without a debugger (rbpeek), librbpeek (shared,
+static, pkg-config), rbpeek-flamegraph and rbpeek-layoutgen.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)  # x86-64 only, like rbpeek
