@@ -113,7 +113,12 @@ uint64_t rbp_class_real(rbp_heap *h, uint64_t klass)
     if (hit) return (uint64_t)(uintptr_t)hit - 1;
     uint64_t cl = klass;
     uint8_t buf[64];
-    for (int i = 0; cl && i < MAX_CLASS_HOPS; i++) {
+    rbp_walkguard g = rbp_walkguard_start(MAX_CLASS_HOPS, NULL);
+    while (cl) {
+        if (rbp_walkguard_step(&g, cl) != RBP_WALK_OK) { /* a loop, or an implausibly long chain */
+            cl = 0;
+            break;
+        }
         rbp_obj o;
         if (!rbp_obj_at(h, cl, buf, sizeof buf, &o)) {
             cl = 0;
@@ -122,7 +127,6 @@ uint64_t rbp_class_real(rbp_heap *h, uint64_t klass)
         bool singleton = o.type == RBP_T_CLASS && (o.flags & h->c.fl_singleton);
         if (!singleton && o.type != RBP_T_ICLASS) break;
         cl = rbp_class_super(h, &o);
-        if (i == MAX_CLASS_HOPS - 1) cl = 0;
     }
     rbp_addrmap_put(&h->real, klass, (void *)(uintptr_t)(cl + 1));
     return cl;

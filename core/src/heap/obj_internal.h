@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/walkguard.h"
 #include "context/context.h"
 #include "heap/heap.h"
 #include "heap/obj.h"

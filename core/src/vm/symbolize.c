@@ -14,6 +14,8 @@
  */
 #include "vm/symbolize.h"
 
+#include "base/walkguard.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,7 +280,8 @@ static uint64_t check_method_entry(rbpeek_session *s, uint64_t obj, bool can_be_
 
 uint64_t rbp_frame_method_entry(rbpeek_session *s, uint64_t ep)
 {
-    for (int hop = 0; hop < MAX_PARENT_HOPS && ep; hop++) {
+    rbp_walkguard g = rbp_walkguard_start(MAX_PARENT_HOPS, NULL);
+    for (; ep && rbp_walkguard_step(&g, ep) == RBP_WALK_OK;) {
         uint64_t env[3]; /* ep[-2] me_cref, ep[-1] specval, ep[0] flags */
         if (!rbp_mem_read(s->mem, ep - 16, env, sizeof env)) return 0;
         if (env[2] & VM_ENV_FLAG_LOCAL) return check_method_entry(s, env[0], true);
@@ -339,10 +342,19 @@ static void gen_method_name(rbpeek_session *s, uint64_t owner, const char *name,
     if (path && permanent) snprintf(out, outlen, "%s#%s", path, name);
 }
 
-/* 3.4's calculate_iseq_label. */
-static void iseq_label_34(rbpeek_session *s, const rbp_iseq_info *in, uint64_t owner, char *out, size_t outlen)
+/* 3.4's calculate_iseq_label. It recurses once per block nesting (a
+ * block's label is built on its local iseq's); every hop and every level
+ * draws on one budget of MAX_PARENT_HOPS, so garbage iseqs whose parents
+ * and local iseqs point at each other cannot recurse without end; and the
+ * recursion, which takes a label buffer per level, stops at MAX_LABEL_DEPTH
+ * (a real block's local iseq is a method, class or top-level iseq: one
+ * level). */
+#define MAX_LABEL_DEPTH 8
+static void iseq_label_34_at(rbpeek_session *s, const rbp_iseq_info *in, uint64_t owner, char *out, size_t outlen,
+                             size_t *budget, int depth)
 {
-    for (int hop = 0; hop < MAX_PARENT_HOPS && in; hop++) {
+    rbp_walkguard g = rbp_walkguard_start(MAX_PARENT_HOPS, budget);
+    for (; in && rbp_walkguard_step(&g, in->iseq) == RBP_WALK_OK;) {
         switch (in->type) {
         case RBP_ISEQ_TOP:
         case RBP_ISEQ_CLASS:
@@ -357,21 +369,22 @@ static void iseq_label_34(rbpeek_session *s, const rbp_iseq_info *in, uint64_t o
             int level = 0;
             const rbp_iseq_info *orig = in, *cur = in;
             if (orig->parent_iseq) {
-                int guard = 0;
-                while (cur && orig->local_iseq != cur->iseq && guard++ < MAX_PARENT_HOPS) {
+                rbp_walkguard up = rbp_walkguard_start(MAX_PARENT_HOPS, budget);
+                bool ok = true;
+                while (cur && orig->local_iseq != cur->iseq && (ok = rbp_walkguard_step(&up, cur->iseq) == RBP_WALK_OK)) {
                     if (cur->type == RBP_ISEQ_BLOCK) level++;
                     cur = rbp_iseq_get(s, cur->parent_iseq);
                 }
-                if (!cur || guard >= MAX_PARENT_HOPS) {
+                if (!cur || !ok) {
                     snprintf(out, outlen, "%s", orig->label);
                     return;
                 }
             }
             char inner[LABEL_MAX - 64]; /* room for the "block (N levels) in " prefix */
-            if (cur == orig) /* no parent: Ruby would recurse forever; report the raw label */
+            if (cur == orig || depth >= MAX_LABEL_DEPTH) /* no parent: Ruby would recurse forever; report the raw label */
                 snprintf(inner, sizeof inner, "%s", orig->label);
             else
-                iseq_label_34(s, cur, owner, inner, sizeof inner);
+                iseq_label_34_at(s, cur, owner, inner, sizeof inner, budget, depth + 1);
             if (level <= 1)
                 snprintf(out, outlen, "block in %s", inner);
             else
@@ -389,6 +402,12 @@ static void iseq_label_34(rbpeek_session *s, const rbp_iseq_info *in, uint64_t o
         }
     }
     snprintf(out, outlen, "?");
+}
+
+static void iseq_label_34(rbpeek_session *s, const rbp_iseq_info *in, uint64_t owner, char *out, size_t outlen)
+{
+    size_t budget = MAX_PARENT_HOPS;
+    iseq_label_34_at(s, in, owner, out, outlen, &budget, 0);
 }
 
 static uint64_t pair_key(uint64_t a, uint64_t b)

@@ -221,7 +221,48 @@ static void test_unreadable_frames_keep_nothing(void)
     image_free(&im);
 }
 
+/* Garbage iseqs whose parent and local iseqs point at each other: 3.4's
+ * label computation follows the local iseq of a block recursively, and
+ * recursed without end (a stack overflow) on such a pair. The walk must
+ * finish with some label for the frame. */
+static void test_iseqs_pointing_at_each_other(void)
+{
+    image im = {0};
+    uint8_t *stack = add_region(&im, STACK, STACK_SIZE);
+    objs = add_region(&im, OBJS, 0x4000);
+    next_obj = OBJS;
+    uint64_t pc_a, pc_b;
+    uint64_t a = iseq(RBP_ISEQ_BLOCK, "t.rb", "a", 1, &pc_a), b = iseq(RBP_ISEQ_BLOCK, "t.rb", "b", 2, &pc_b);
+    uint64_t body_a = 0, body_b = 0;
+    memcpy(&body_a, objs + (a - OBJS) + 16, 8);
+    memcpy(&body_b, objs + (b - OBJS) + 16, 8);
+    put64(objs + (body_a - OBJS) + 48, b), put64(objs + (body_a - OBJS) + 56, b); /* parent, local */
+    put64(objs + (body_b - OBJS) + 48, a), put64(objs + (body_b - OBJS) + 56, a);
+    uint64_t cfp0 = STACK + STACK_SIZE - 2 * CFP;
+    put64(stack + 0x40, 0x2);
+    put64(stack + (cfp0 - STACK), pc_a);
+    put64(stack + (cfp0 - STACK) + 16, a);
+    put64(stack + (cfp0 - STACK) + 32, STACK + 0x40);
+    uint64_t ec = alloc_obj(24);
+    put64(objs + (ec - OBJS), STACK);
+    put64(objs + (ec - OBJS) + 8, STACK_SIZE / 8);
+    put64(objs + (ec - OBJS) + 16, cfp0);
+    rbpeek_session *s = session(&im, 3, 4, "3.4.5");
+    set_field(&s->layout, RBP_L_body_parent_iseq, 48, 8);
+    set_field(&s->layout, RBP_L_body_local_iseq, 56, 8);
+    rbp_arena ar;
+    memset(&ar, 0, sizeof ar);
+    rbpeek_thread t;
+    walk(s, ec, &ar, &t);
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t.frames[0].label, "a"));
+    rbp_arena_free(&ar);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test tests[] = {
+    {"3.4: iseqs whose parent and local iseqs point at each other", test_iseqs_pointing_at_each_other},
     {"unreadable control frames: an error, no frames, nothing kept", test_unreadable_frames_keep_nothing},
     {"4.0: internal frames report like C methods, one per run", test_internal_frames_40},
     {"3.4: the same stack shows every internal frame", test_internal_frames_34},
