@@ -227,6 +227,7 @@ static rbpeek_snapshot *snapshot_of(const char *path, rbpeek_session **out_s, do
  * damage them, from the pristine core and its layout. */
 typedef struct deep_addrs {
     uint64_t th, ec, cfp, node;
+    uint64_t ractor_list; /* the VM's list of ractors (3.0+): another list a thread node can point into */
     int32_t ec_cfp_off, ec_stack_size_off;
     uint64_t eps[6];
     size_t neps;
@@ -245,6 +246,7 @@ static bool locate_deep(deep_addrs *d)
         const rbp_layout *L = &s->layout;
         ok = rbp_read_field(s, d->th, RBP_L_th_ec, &d->ec) && rbp_read_field(s, d->ec, RBP_L_ec_cfp, &d->cfp);
         d->node = d->th + (uint64_t)rbp_off(L, RBP_L_th_lt_node);
+        d->ractor_list = rbp_has(L, RBP_L_vm_ractor_set) ? s->vm + (uint64_t)rbp_off(L, RBP_L_vm_ractor_set) : 0;
         d->ec_cfp_off = rbp_off(L, RBP_L_ec_cfp);
         d->ec_stack_size_off = rbp_off(L, RBP_L_ec_vm_stack_size);
         uint64_t cfp_size = (uint64_t)L->f[RBP_L_cfp_size].size;
@@ -271,6 +273,8 @@ static void check_damage(const char *what, const patch *p, size_t n, const char 
     fprintf(stderr, "  %-22s %.2fs, %zu threads", what, secs, snap ? rbpeek_snapshot_thread_count(snap) : 0);
     CU_ASSERT(secs < 10.0);
     CU_ASSERT_PTR_NOT_NULL(snap);
+    /* the target has a handful of threads: damage must not conjure thousands */
+    CU_ASSERT(!snap || rbpeek_snapshot_thread_count(snap) <= 64);
     if (snap) {
         const rbpeek_thread *t = damaged_thread ? find_thread(snap, damaged_thread) : NULL;
         if (t) fprintf(stderr, ", %s: %zu frames, error: %s", damaged_thread, t->nframes, t->error ? t->error : "-");
@@ -295,6 +299,11 @@ static void test_corrupted_cores(void)
 
     /* A thread list node pointing at itself: the list walk must stop. */
     check_damage("cyclic-thread-list", word_patch(&p[0], d.node, d.node), 1, NULL);
+    /* A thread's list node pointing into another (intact, circular) list,
+     * the VM's ractor list: the walk went round that list to the 100,000-
+     * thread limit (issue #12, defect 2). */
+    CU_ASSERT_FATAL(d.ractor_list != 0);
+    check_damage("node-into-ractor-list", word_patch(&p[0], d.node, d.ractor_list), 1, NULL);
     /* A wild current frame pointer: that thread reports an error. */
     check_damage("wild-cfp", word_patch(&p[0], d.ec + (uint64_t)d.ec_cfp_off, UINT64_C(0xdeadbeef000)), 1, "deep");
     /* An absurd VM stack size. */
@@ -320,7 +329,45 @@ static void test_corrupted_cores(void)
     check_damage("cyclic-ep-chain", p, n, "deep");
 }
 
+/* The built-in table of the core's Ruby with one line appended (a later
+ * line overrides an earlier one), as --layout: attach must refuse it with
+ * one line naming the member (issue #12, defects 3 and 4). */
+static void expect_layout_refused(const char *line, const char *field)
+{
+    bool exact = false;
+    long idx = rbp_builtin_layout_find(g_version, &exact);
+    CU_ASSERT_FATAL(idx >= 0);
+    char path[700];
+    snprintf(path, sizeof path, "%s/bad.layout", g_dir);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%s\n%s\n", rbp_builtin_layout_text((size_t)idx), line);
+    fclose(f);
+    rbpeek_session *s = rbpeek_session_new();
+    CU_ASSERT_EQUAL(rbpeek_session_use_core(s, g_core), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_session_set_layout_file(s, path), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_session_attach(s), RBPEEK_ERR_NO_LAYOUT);
+    const char *err = rbpeek_session_error(s);
+    fprintf(stderr, "  %s: %s\n", line, err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, field));
+    CU_ASSERT_PTR_NULL(strchr(err, '\n'));
+    rbpeek_session_free(s);
+    unlink(path);
+}
+
+static void test_layouts_that_do_not_fit_are_refused(void)
+{
+    if (!setup()) {
+        CU_PASS("skipped: needs /usr/bin/ruby3.1 and gcore");
+        return;
+    }
+    expect_layout_refused("ec_vm_stack 0 8 63 64", "ec_vm_stack");
+    expect_layout_refused("cfp_iseq 96 8", "cfp_iseq");
+    expect_layout_refused("th_status 240 4 30 4", "th_status");
+}
+
 static const rbp_cu_test TESTS[] = {
+    {"layouts whose members do not fit are refused at attach", test_layouts_that_do_not_fit_are_refused},
     {"pristine core matches Ruby's backtrace_locations", test_pristine_core_matches_ruby},
     {"corrupted cores: no crash, no hang, damage reported", test_corrupted_cores},
     {NULL, NULL},
