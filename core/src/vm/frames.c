@@ -125,12 +125,26 @@ bool rbp_cframe_is_cfunc(rbpeek_session *s, const rbp_cframe *f)
     return rbp_mem_u64(s->mem, f->ep, &flags) && (flags & VM_FRAME_MAGIC_MASK) == VM_FRAME_MAGIC_CFUNC;
 }
 
-const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out)
+const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out,
+                            size_t *raw_budget)
 {
     rbp_cframes cf;
+    if (raw_budget && *raw_budget == 0) {
+        out->truncated = 1;
+        return "not walked: the snapshot's budget of control frames is spent (the result is partial)";
+    }
     /* Read every frame even past max_frames' reported ones: frames Ruby does
      * not report (ifuncs, frames without a pc) do not count against it. */
-    const char *err = rbp_cframes_read(s, ec, SIZE_MAX, &cf);
+    size_t max_raw = raw_budget ? *raw_budget : SIZE_MAX;
+    const char *err = rbp_cframes_read(s, ec, max_raw, &cf);
+    if (raw_budget) {
+        *raw_budget -= cf.n;
+        if (cf.n == max_raw && !err) {
+            /* possibly more frames than the budget left: say the walk may be cut */
+            out->truncated = 1;
+            err = "cut: the snapshot's budget of control frames is spent (the result is partial)";
+        }
+    }
     if (cf.n == 0) {
         rbp_cframes_free(&cf); /* empty, but the caller's contract is to free: keep it whatever read does */
         return err;

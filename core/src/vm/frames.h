@@ -42,7 +42,11 @@ bool rbp_cframe_is_cfunc(rbpeek_session *s, const rbp_cframe *f);
 /* Walks the execution context ec: fills out->frames (at most max_frames,
  * allocated in a) with what Thread#backtrace_locations would report.
  * Returns NULL, or why the walk stopped early (the frames read so far are
- * kept). */
-const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out);
+ * kept). raw_budget, when given, is the number of control frames that the
+ * walks sharing it (a snapshot's threads) may still read; the walk takes
+ * what it reads from it, and when it runs out the walk is cut, marked
+ * truncated and says so. */
+const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out,
+                            size_t *raw_budget);
 
 #endif

@@ -16,6 +16,10 @@
 #include "vm/threads.h"
 
 #define DEFAULT_MAX_FRAMES 100000
+/* Control frames one snapshot reads over all its threads (threads x frames
+ * is a pairwise walk): 8 Mi frames is 500 threads each at the deepest
+ * stack Ruby's default 1 MiB VM stack holds, and at most ~512 MiB read. */
+#define SNAPSHOT_FRAME_BUDGET ((size_t)8 << 20)
 
 struct rbpeek_snapshot {
     rbp_arena arena;
@@ -57,6 +61,7 @@ rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_
         return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     }
     snap->nthreads = n;
+    size_t frame_budget = SNAPSHOT_FRAME_BUDGET;
     for (size_t i = 0; i < n; i++) {
         rbpeek_thread *t = &snap->threads[i];
         const rbp_thread_raw *r = &raw[i];
@@ -71,7 +76,7 @@ rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_
         char name[1024];
         if (rbp_obj_type(s, r->name) == RBP_T_STRING && rbp_string_read(s, r->name, name, sizeof name, NULL) >= 0)
             t->name = rbp_arena_strdup(&snap->arena, name);
-        const char *err = rbp_frames_walk(s, r->ec, max_frames, &snap->arena, t);
+        const char *err = rbp_frames_walk(s, r->ec, max_frames, &snap->arena, t, &frame_budget);
         if (err) t->error = rbp_arena_strdup(&snap->arena, err);
     }
     if (warning && n) { /* the list was cut after the last thread: say so there, keeping its own error */

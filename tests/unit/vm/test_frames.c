@@ -134,7 +134,7 @@ static uint64_t build(image *im)
 static void walk(rbpeek_session *s, uint64_t ec, rbp_arena *a, rbpeek_thread *t)
 {
     memset(t, 0, sizeof *t);
-    const char *err = rbp_frames_walk(s, ec, 100, a, t);
+    const char *err = rbp_frames_walk(s, ec, 100, a, t, NULL);
     CU_ASSERT_PTR_NULL(err);
 }
 
@@ -214,7 +214,7 @@ static void test_unreadable_frames_keep_nothing(void)
     memset(&a, 0, sizeof a);
     rbpeek_thread t;
     memset(&t, 0, sizeof t);
-    CU_ASSERT_PTR_NOT_NULL(rbp_frames_walk(s, ec, 100, &a, &t));
+    CU_ASSERT_PTR_NOT_NULL(rbp_frames_walk(s, ec, 100, &a, &t, NULL));
     CU_ASSERT_EQUAL(t.nframes, 0);
     rbp_arena_free(&a);
     rbpeek_session_free(s);
@@ -261,7 +261,43 @@ static void test_iseqs_pointing_at_each_other(void)
     image_free(&im);
 }
 
+/* A snapshot's threads share one budget of control frames (threads x
+ * frames is a pairwise walk): a walk that meets its end is cut, marked
+ * truncated and says so; the next is not walked at all and says so. */
+static void test_frame_budget(void)
+{
+    image im = {0};
+    uint64_t ec = build(&im);
+    rbpeek_session *s = session(&im, 3, 4, "3.4.5");
+    rbp_arena a;
+    memset(&a, 0, sizeof a);
+    rbpeek_thread t;
+    memset(&t, 0, sizeof t);
+    size_t budget = 3; /* of the stack's six frames */
+    const char *err = rbp_frames_walk(s, ec, 100, &a, &t, &budget);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "budget"));
+    CU_ASSERT(t.truncated);
+    CU_ASSERT_EQUAL(budget, 0);
+    CU_ASSERT(t.nframes >= 1 && t.nframes <= 3);
+    memset(&t, 0, sizeof t);
+    err = rbp_frames_walk(s, ec, 100, &a, &t, &budget);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "not walked"));
+    CU_ASSERT_EQUAL(t.nframes, 0);
+    /* a budget that suffices changes nothing */
+    budget = 1000;
+    memset(&t, 0, sizeof t);
+    CU_ASSERT_PTR_NULL(rbp_frames_walk(s, ec, 100, &a, &t, &budget));
+    CU_ASSERT_EQUAL(t.nframes, 6);
+    CU_ASSERT_EQUAL(budget, 1000 - 6);
+    rbp_arena_free(&a);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test tests[] = {
+    {"a snapshot's budget of control frames cuts walks and says so", test_frame_budget},
     {"3.4: iseqs whose parent and local iseqs point at each other", test_iseqs_pointing_at_each_other},
     {"unreadable control frames: an error, no frames, nothing kept", test_unreadable_frames_keep_nothing},
     {"4.0: internal frames report like C methods, one per run", test_internal_frames_40},
