@@ -187,6 +187,7 @@ static bool find_page_table(rbp_heap *h, uint32_t default_slot, uint64_t *table,
 rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
 {
     memset(h, 0, sizeof *h);
+    h->ref_budget = RBP_HEAP_REF_BUDGET;
     h->s = s;
     if (!s || !s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "heap: attach to a Ruby first");
     const rbp_layout *L = &s->layout;

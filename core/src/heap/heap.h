@@ -41,6 +41,10 @@ typedef struct rbp_heap_consts {
     uint64_t shape_too_complex; /* enum shape_type SHAPE_OBJ_TOO_COMPLEX: 4 from 3.3; 3.2 has none */
 } rbp_heap_consts;
 
+/* The references a walk reads over all its objects, at most: 256 Mi, some
+ * 25 times what a heap of a million objects holds. */
+#define RBP_HEAP_REF_BUDGET (UINT64_C(256) << 20)
+
 typedef struct rbp_heap {
     rbpeek_session *s;
     uint64_t objspace;
@@ -51,6 +55,10 @@ typedef struct rbp_heap {
     size_t rejected;            /* ...whose header was unreadable or implausible */
     rbp_heap_consts c;
     uint64_t shape_list;        /* the shapes: vm->shape_list (3.2), rb_shape_tree_ptr->shape_list; 0 if none */
+    /* References one walk may still read over all its objects (objects x
+     * references is a pairwise walk): an object whose references would
+     * overrun it gets none more and counts as incomplete. */
+    uint64_t ref_budget;
     /* the decoders' caches for one walk (freed by rbp_heap_close) */
     rbp_addrmap klass_ok;       /* klass -> (void*)1 valid, (void*)2 invalid */
     rbp_addrmap names;          /* class -> malloc'd name */

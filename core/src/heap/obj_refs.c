@@ -13,7 +13,8 @@
 /* Calls fn on each of n VALUEs at addr (from the slot copy if inside it). */
 static bool each_value(rbp_heap *h, const rbp_obj *o, uint64_t addr, uint64_t n, rbp_ref_fn fn, void *ctx)
 {
-    if (n > MAX_VALUES) return false;
+    if (n > MAX_VALUES || n > h->ref_budget) return false; /* the walk's budget: this object is incomplete */
+    h->ref_budget -= n;
     if (o && addr >= o->addr && addr - o->addr + n * 8 <= o->slot_size) {
         for (uint64_t i = 0; i < n; i++) {
             uint64_t v;

@@ -479,7 +479,50 @@ static void test_walk_heaps(void)
     image_free(&im);
 }
 
+/* objects x references is a pairwise walk: one heap walk reads at most
+ * h->ref_budget references over all its objects; an object that would
+ * overrun it gets none and counts as incomplete (the dump says how many). */
+static void count_ref(void *ctx, uint64_t v)
+{
+    (void)v;
+    ++*(size_t *)ctx;
+}
+
+static void test_reference_budget(void)
+{
+    enum { ELEMS = 0x700000 };
+    image im = {0};
+    uint8_t *elems = add_region(&im, ELEMS, 64);
+    for (int i = 0; i < 8; i++) put64(elems + 8 * i, 0x800000 + 0x40 * (uint64_t)i);
+    rbpeek_session *s = image_session(&im, 3, 3, "3.3.8");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    set_field(&s->layout, RBP_L_rarray_heap_len, 16, 8);
+    set_field(&s->layout, RBP_L_rarray_heap_ptr, 32, 8);
+    rbp_heap h;
+    memset(&h, 0, sizeof h);
+    h.s = s;
+    h.c.elts_shared = RBP_FL_USER(2);
+    CU_ASSERT_EQUAL(RBP_HEAP_REF_BUDGET, UINT64_C(256) << 20);
+    h.ref_budget = 10;
+    uint8_t slot[40] = {0};
+    put64(slot, RBP_T_ARRAY);
+    put64(slot + 16, 8);     /* a heap Array of 8 elements */
+    put64(slot + 32, ELEMS);
+    rbp_obj o = {.addr = 0x900000, .slot = slot, .slot_size = 40, .type = RBP_T_ARRAY, .flags = RBP_T_ARRAY};
+    size_t n = 0;
+    CU_ASSERT(rbp_obj_refs(&h, &o, count_ref, &n));
+    CU_ASSERT_EQUAL(n, 8);
+    CU_ASSERT_EQUAL(h.ref_budget, 2);
+    n = 0;
+    CU_ASSERT_FALSE(rbp_obj_refs(&h, &o, count_ref, &n)); /* 8 more would overrun the 2 left */
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(h.ref_budget, 2);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test TESTS[] = {
+    {"a walk's budget of references: an object that would overrun it is incomplete", test_reference_budget},
     {"census rows: merged by real class, internal grouped", test_census_rows},
     {"census render: text and JSON", test_census_render},
     {"dump: dump_all's string escaping", test_dump_escape},
