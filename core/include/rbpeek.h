@@ -160,6 +160,8 @@ typedef struct rbpeek_frame {
     int32_t lineno;
     int32_t kind;               /* rbpeek_frame_kind */
     uint64_t iseq;              /* iseq address, or 0 for C frames */
+    int32_t first_lineno;       /* where the frame's method or block starts (its
+                                 * iseq's first line), 0 for C frames or unknown */
 } rbpeek_frame;
 
 typedef struct rbpeek_thread {

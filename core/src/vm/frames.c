@@ -55,6 +55,7 @@ static bool emit(rbp_arena *a, pending *p, size_t *n, size_t max, int kind, cons
     e->f.absolute_path = arena_str(a, abspath);
     e->f.lineno = lineno;
     e->f.iseq = iseq;
+    e->f.first_lineno = 0;
     e->is_ruby_loc = kind == RBPEEK_FRAME_RUBY;
     return e->f.label != NULL;
 }
@@ -226,8 +227,10 @@ const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, r
             int lineno = rbp_iseq_lineno(s, in, pc);
             const char *path = arena_str(a, in->path), *abspath = arena_str(a, in->abspath);
             uint64_t iseq_addr = in->iseq;
+            int first = in->first_lineno;
             const char *label = rbp_iseq_frame_label(s, in, owner);
             if (!emit(a, p, &n, limit, RBPEEK_FRAME_RUBY, label, path, abspath, lineno, iseq_addr)) break;
+            p[n - 1].f.first_lineno = first;
             borrowing = 0;
         } else {
             if (!rbp_cframe_is_cfunc(s, &cf.frames[i])) continue;

@@ -98,6 +98,22 @@ static uint64_t u64_at(const rbp_layout *L, rbp_field_id id, const uint8_t *base
     return rbp_has(L, id) ? rbp_field_extract(L, id, base) : 0;
 }
 
+/* location.first_lineno: a Fixnum VALUE (8 bytes) before Ruby 3.3's int (4
+ * bytes); 0 when absent or not a plausible line. */
+static int first_lineno(const rbp_layout *L, const uint8_t *body)
+{
+    if (!rbp_has(L, RBP_L_body_first_lineno)) return 0;
+    uint64_t v = rbp_field_extract(L, RBP_L_body_first_lineno, body);
+    int64_t line;
+    if (L->f[RBP_L_body_first_lineno].size == 8) {
+        if (!(v & 1)) return 0;   /* not a Fixnum */
+        line = (int64_t)v >> 1;
+    } else {
+        line = (int32_t)(uint32_t)v;
+    }
+    return line > 0 && line < (1 << 30) ? (int)line : 0;
+}
+
 /* rb_iseq_path / rb_iseq_realpath: pathobj is a String (both) or [path, realpath]. */
 static void read_pathobj(rbpeek_session *s, uint64_t pathobj, char **path, char **abspath)
 {
@@ -148,6 +164,7 @@ const rbp_iseq_info *rbp_iseq_get(rbpeek_session *s, uint64_t iseq)
         RBP_L_body_type, RBP_L_body_iseq_size, RBP_L_body_iseq_encoded, RBP_L_body_pathobj,
         RBP_L_body_label, RBP_L_body_insns_body, RBP_L_body_insns_positions, RBP_L_body_insns_size,
         RBP_L_body_insns_succ, RBP_L_body_parent_iseq, RBP_L_body_local_iseq, RBP_L_body_builtin_attrs,
+        RBP_L_body_first_lineno,
     };
     for (size_t i = 0; i < sizeof BODY_FIELDS / sizeof BODY_FIELDS[0]; i++)
         if (rbp_has(L, BODY_FIELDS[i]) && rbp_off(L, BODY_FIELDS[i]) + 8 > span)
@@ -171,6 +188,7 @@ const rbp_iseq_info *rbp_iseq_get(rbpeek_session *s, uint64_t iseq)
     in->parent_iseq = u64_at(L, RBP_L_body_parent_iseq, buf);
     in->local_iseq = u64_at(L, RBP_L_body_local_iseq, buf);
     in->builtin_attrs = (uint32_t)u64_at(L, RBP_L_body_builtin_attrs, buf);
+    in->first_lineno = first_lineno(L, buf);
     e->label = rbp_string_dup(s, u64_at(L, RBP_L_body_label, buf));
     if (!e->label) e->label = literal_label(s, u64_at(L, RBP_L_body_label, buf), in->type);
     read_pathobj(s, u64_at(L, RBP_L_body_pathobj, buf), &e->path, &e->abspath);

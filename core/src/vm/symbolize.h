@@ -26,6 +26,7 @@ typedef struct rbp_iseq_info {
     const char *label;        /* location.label */
     const char *path;         /* rb_iseq_path; "" if unreadable */
     const char *abspath;      /* rb_iseq_realpath, or NULL (nil) */
+    int first_lineno;         /* location.first_lineno; 0 if unknown */
     uint64_t parent_iseq, local_iseq;
     uint32_t builtin_attrs;
     uint64_t iseq_encoded;
