@@ -10,23 +10,24 @@
  * its type; one sample per distinct stack, its locations leaf first; one
  * location per distinct frame name, with one line, in one mapping (the
  * Ruby program: meta "program", else "ruby", marked symbolized so pprof
- * looks for no binary); one function per
- * distinct (label, file), named by the label. A frame name is split as the
- * speedscope writer splits it ("label (path:line)": function label in file
- * path, line); any other name (a thread's root frame, a frame without a
- * line) is a function of that name with no file. The frames the profile
- * keeps do not say where a method starts, so a function's start_line is
- * the smallest line the profile saw it at (pprof uses it to place a
- * function's source listing).
+ * looks for no binary); one function per distinct (label, file, start
+ * line), named by the label. A frame name is split as the speedscope
+ * writer splits it ("label (path:line)": function label in file path,
+ * line); any other name (a thread's root frame, a frame without a line) is
+ * a function of that name with no file. A function's start_line is where
+ * its method or block starts (the iseq's first line, which the sampler
+ * notes beside each frame: rbp_profile_note_start_line); for stacks that
+ * came as names alone (a folded file) and C methods, the smallest line the
+ * profile saw it at.
  */
 #include "output/writer.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
-#include "base/addrmap.h"
 #include "output/pprof.pb-c.h"
 #include "profile/profile.h"
 
@@ -42,7 +43,7 @@ typedef Perftools__Profiles__ValueType PbValueType;
 typedef struct pp_build {
     const rbpeek_profile *p;
     rbpeek_profile *strings;    /* a scratch profile: its interner is the string table */
-    rbp_addrmap funcs;          /* (name, file) string ids -> function id */
+    rbpeek_profile *fkeys;      /* another scratch interner: "name file start" -> function index */
     PbFunction *functions;
     size_t nfunctions;
     PbLocation *locations;      /* one per frame name: id = frame id + 1 */
@@ -86,20 +87,27 @@ static bool pp_frame(pp_build *b, uint32_t i)
     int64_t fn_name = pp_str(b, name, label_len);
     int64_t fn_file = file_len ? pp_str(b, name + file_off, file_len) : 0;
     if (fn_name < 0 || fn_file < 0) return false;
-    uint64_t key = ((uint64_t)fn_name << 32 | (uint64_t)fn_file) + 1;
-    uint64_t fid = (uint64_t)(uintptr_t)rbp_addrmap_get(&b->funcs, key);
-    if (!fid) {
-        PbFunction *f = &b->functions[b->nfunctions];
+    /* A function is a (label, file, start line): two blocks of one method
+     * share a label but not a start. The key's id in fkeys is dense, in
+     * order of first use, so it is the function's index. */
+    int32_t start = rbp_profile_start_line(b->p, i);
+    char key[64];
+    snprintf(key, sizeof key, "%lld\x1f%lld\x1f%d", (long long)fn_name, (long long)fn_file, (int)start);
+    uint32_t k = rbp_intern(b->fkeys, key);
+    if (k == UINT32_MAX) return false;
+    if (k == b->nfunctions) {
+        PbFunction *f = &b->functions[b->nfunctions++];
         perftools__profiles__function__init(f);
-        fid = ++b->nfunctions;
-        f->id = fid;
+        f->id = (uint64_t)k + 1;
         f->name = f->system_name = fn_name;
         f->filename = fn_file;
-        f->start_line = line;
-        if (!rbp_addrmap_put(&b->funcs, key, (void *)(uintptr_t)fid)) return false;
-    } else if (line > 0 && (b->functions[fid - 1].start_line == 0 || line < b->functions[fid - 1].start_line)) {
-        b->functions[fid - 1].start_line = line;
+        f->start_line = start;
     }
+    /* Without a noted start (stacks that came as names alone: a folded
+     * file, a C method), the smallest line the function was seen at. */
+    PbFunction *f = &b->functions[k];
+    if (start <= 0 && line > 0 && (f->start_line == 0 || line < f->start_line)) f->start_line = line;
+    uint64_t fid = f->id;
     PbLine *ln = &b->lines[i];
     perftools__profiles__line__init(ln);
     ln->function_id = fid;
@@ -190,7 +198,7 @@ static rbpeek_status pp_gzip(const rbpeek_profile *p, FILE *f, const uint8_t *da
 static void pp_free(pp_build *b)
 {
     rbpeek_profile_free(b->strings);
-    rbp_addrmap_destroy(&b->funcs);
+    rbpeek_profile_free(b->fkeys);
     free(b->functions);
     free(b->locations);
     free(b->lines);
@@ -212,7 +220,7 @@ rbpeek_status rbpeek_profile_write_pprof(const rbpeek_profile *p, const char *pa
     if (o.period_ns > INT64_MAX / 2) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "pprof: period out of range");
 
     pp_build b = {.p = p, .period = (int64_t)o.period_ns};
-    rbp_addrmap_init(&b.funcs, 0, NULL);
+    b.fkeys = rbpeek_profile_new();
     b.strings = rbpeek_profile_new();
     size_t nn = p->nnames ? p->nnames : 1;
     b.functions = calloc(nn, sizeof *b.functions);
@@ -227,7 +235,7 @@ rbpeek_status rbpeek_profile_write_pprof(const rbpeek_profile *p, const char *pa
     PbFunction **fn_ptrs = NULL;
     rbp_children ch = {0};
     bool have_children = false;
-    if (!b.strings || !b.functions || !b.locations || !b.lines || !b.line_ptrs || !b.path) goto oom;
+    if (!b.strings || !b.fkeys || !b.functions || !b.locations || !b.lines || !b.line_ptrs || !b.path) goto oom;
 
     /* The strings every profile has, so they are at fixed places: "" must be 0. */
     const char *fixed[] = {"", "samples", "count", o.on_cpu ? "cpu" : "wall", "nanoseconds"};

@@ -62,7 +62,29 @@ void rbpeek_profile_free(rbpeek_profile *p)
         free(p->meta[i].value);
     }
     free(p->meta);
+    free(p->start_lines);
     free(p);
+}
+
+bool rbp_profile_note_start_line(rbpeek_profile *p, uint32_t id, int32_t first_lineno)
+{
+    if (first_lineno <= 0 || id >= p->nnames) return true;
+    if (id >= p->start_lines_len) {
+        uint32_t len = p->start_lines_len ? p->start_lines_len : 256;
+        while (len <= id) len *= 2;
+        int32_t *n = realloc(p->start_lines, (size_t)len * sizeof *n);
+        if (!n) return false;
+        memset(n + p->start_lines_len, 0, (size_t)(len - p->start_lines_len) * sizeof *n);
+        p->start_lines = n;
+        p->start_lines_len = len;
+    }
+    if (!p->start_lines[id]) p->start_lines[id] = first_lineno;
+    return true;
+}
+
+int32_t rbp_profile_start_line(const rbpeek_profile *p, uint32_t id)
+{
+    return id < p->start_lines_len ? p->start_lines[id] : 0;
 }
 
 const char *rbpeek_profile_error(const rbpeek_profile *p)

@@ -68,6 +68,12 @@ struct rbpeek_profile {
     rbp_meta *meta;
     size_t nmeta;
 
+    /* Where each frame's method or block starts (its iseq's first line),
+     * by frame id, 0 where unknown; as long as the sampler has told
+     * (start_lines_len entries). For the pprof writer's functions. */
+    int32_t *start_lines;
+    uint32_t start_lines_len;
+
     uint64_t skipped_lines;         /* malformed lines read_folded skipped */
 };
 
@@ -105,5 +111,16 @@ void rbp_profile_clear_error(const rbpeek_profile *p);
 /* intern.c: the id of a frame name, added if new; UINT32_MAX when out of
  * memory. */
 uint32_t rbp_intern(rbpeek_profile *p, const char *name);
+
+/* tree.c: rbpeek_profile_add_stack, also giving each frame's id in ids
+ * (nframes entries) when ids is not NULL and count > 0. */
+rbpeek_status rbp_profile_add_stack_ids(rbpeek_profile *p, const char *const *frames, size_t nframes,
+                                        uint64_t count, uint32_t *ids);
+
+/* profile.c: notes where frame id's method starts (first_lineno > 0); the
+ * first note for an id stands. false when out of memory. */
+bool rbp_profile_note_start_line(rbpeek_profile *p, uint32_t id, int32_t first_lineno);
+/* The start line noted for frame id, or 0. */
+int32_t rbp_profile_start_line(const rbpeek_profile *p, uint32_t id);
 
 #endif

@@ -38,8 +38,12 @@ void rbp_sample_scratch_free(rbp_sample_scratch *s)
     rbp_sb_free(&s->text);
     free(s->offsets);
     free(s->names);
+    free(s->ids);
+    free(s->starts);
     s->offsets = NULL;
     s->names = NULL;
+    s->ids = NULL;
+    s->starts = NULL;
     s->cap = 0;
 }
 
@@ -54,6 +58,12 @@ static bool scratch_reserve(rbp_sample_scratch *s, size_t n)
     const char **nn = realloc(s->names, cap * sizeof *nn);
     if (!nn) return false;
     s->names = nn;
+    uint32_t *ni = realloc(s->ids, cap * sizeof *ni);
+    if (!ni) return false;
+    s->ids = ni;
+    int32_t *ns = realloc(s->starts, cap * sizeof *ns);
+    if (!ns) return false;
+    s->starts = ns;
     s->cap = cap;
     return true;
 }
@@ -161,11 +171,13 @@ rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
     s->text.len = 0;
     size_t k = 0;
     if (per_thread) {
+        s->starts[k] = 0;
         push_name_start(s, k++);
         thread_frame_name(s, t);
         end_name(s);
     }
     for (size_t i = t->nframes; i-- > 0;) {   /* innermost first -> root first */
+        s->starts[k] = t->frames[i].first_lineno;
         push_name_start(s, k++);
         frame_name(s, &t->frames[i]);
         end_name(s);
@@ -176,8 +188,13 @@ rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
         return RBP_SAMPLE_NOMEM;
     }
     for (size_t i = 0; i < n; i++) s->names[i] = s->text.buf + s->offsets[i];
-    rbpeek_status st = rbpeek_profile_add_stack(p, s->names, n, 1);
-    return st == RBPEEK_OK ? RBP_SAMPLE_ADDED : RBP_SAMPLE_NOMEM;
+    rbpeek_status st = rbp_profile_add_stack_ids(p, s->names, n, 1, s->ids);
+    if (st != RBPEEK_OK) return RBP_SAMPLE_NOMEM;
+    /* Where each method starts, for the pprof writer: a frame name holds
+     * the line being run, not the method's first. */
+    for (size_t i = 0; i < n; i++)
+        if (s->starts[i] > 0 && !rbp_profile_note_start_line(p, s->ids[i], s->starts[i])) return RBP_SAMPLE_NOMEM;
+    return RBP_SAMPLE_ADDED;
 }
 
 rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,

@@ -23,7 +23,9 @@ typedef struct rbp_sample_scratch {
     rbp_strbuf text;        /* every frame name of the stack, NUL-separated */
     size_t *offsets;        /* start of each name in text */
     const char **names;     /* root first, pointers into text */
-    size_t cap;             /* entries of offsets and names */
+    uint32_t *ids;          /* the profile's ids of names */
+    int32_t *starts;        /* each frame's first_lineno (0: none) */
+    size_t cap;             /* entries of offsets, names, ids and starts */
 } rbp_sample_scratch;
 
 void rbp_sample_scratch_free(rbp_sample_scratch *s);

@@ -57,6 +57,12 @@ static uint32_t rbp_child(rbpeek_profile *p, uint32_t parent, uint32_t frame)
 rbpeek_status rbpeek_profile_add_stack(rbpeek_profile *p, const char *const *frames,
                                        size_t nframes, uint64_t count)
 {
+    return rbp_profile_add_stack_ids(p, frames, nframes, count, NULL);
+}
+
+rbpeek_status rbp_profile_add_stack_ids(rbpeek_profile *p, const char *const *frames, size_t nframes,
+                                        uint64_t count, uint32_t *ids)
+{
     if (!p) return RBPEEK_ERR_ARG;
     if (!frames || nframes == 0)
         return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_stack: empty stack");
@@ -75,6 +81,7 @@ rbpeek_status rbpeek_profile_add_stack(rbpeek_profile *p, const char *const *fra
         uint32_t f = rbp_intern(p, frames[i]);
         if (f == UINT32_MAX)
             return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "add_stack: out of memory");
+        if (ids) ids[i] = f;
         node = rbp_child(p, node, f);
         if (node == RBP_NO_NODE)
             return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "add_stack: out of memory");

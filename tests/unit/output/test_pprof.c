@@ -3,7 +3,8 @@
  * zlib and decoded with protobuf-c's own unpacker, and what it says is
  * compared with the stacks that went in: sample types and units, period,
  * each stack (leaf first) with its count and time, functions named by
- * their labels with their files and start lines, locations with lines,
+ * their labels with their files and start lines (noted by the sampler, or
+ * guessed from the lines seen), locations with lines,
  * names that do not split, the title comment, the times; also an empty
  * profile and write errors.
  */
@@ -19,6 +20,7 @@
 #include "rbpeek.h"
 
 #include "output/pprof.pb-c.h"
+#include "profile/profile.h"
 
 typedef Perftools__Profiles__Profile Prof;
 
@@ -229,6 +231,50 @@ static void test_on_cpu_defaults_and_empty(void)
     rbpeek_profile_free(pr);
 }
 
+/* Start lines the sampler notes (the iseq's first line) make the function:
+ * two blocks with one label are two functions, each starting where Ruby
+ * says, whatever lines they were sampled at. */
+static void test_noted_start_lines(void)
+{
+    rbpeek_profile *pr = rbpeek_profile_new();
+    const char *a[] = {"<main> (s.rb:20)", "block in <main> (s.rb:21)"};
+    const char *b[] = {"<main> (s.rb:30)", "block in <main> (s.rb:33)", "sleep (s.rb:33)"};
+    int32_t sa[] = {1, 20}, sb[] = {1, 31, 0};
+    uint32_t ids[3];
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_stack_ids(pr, a, 2, 4, ids), RBPEEK_OK);
+    for (int i = 0; i < 2; i++) CU_ASSERT_TRUE(rbp_profile_note_start_line(pr, ids[i], sa[i]));
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_stack_ids(pr, b, 3, 1, ids), RBPEEK_OK);
+    for (int i = 0; i < 3; i++) CU_ASSERT_TRUE(rbp_profile_note_start_line(pr, ids[i], sb[i]));
+    CU_ASSERT_EQUAL(rbp_profile_start_line(pr, ids[1]), 31);
+    CU_ASSERT_TRUE(rbp_profile_note_start_line(pr, ids[1], 99));   /* the first note stands */
+    CU_ASSERT_EQUAL(rbp_profile_start_line(pr, ids[1]), 31);
+    char path[512];
+    tmp_path(path, sizeof path, "pprof", "starts.pb.gz");
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, NULL), RBPEEK_OK);
+    Prof *p = read_pprof(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int blocks = 0, mains = 0;
+    for (size_t i = 0; i < p->n_function; i++) {
+        const Perftools__Profiles__Function *f = p->function[i];
+        if (strcmp(str(p, f->name), "block in <main>") == 0) {
+            blocks++;
+            CU_ASSERT_TRUE(f->start_line == 20 || f->start_line == 31);
+        } else if (strcmp(str(p, f->name), "<main>") == 0) {
+            mains++;
+            CU_ASSERT_EQUAL(f->start_line, 1);
+        } else {
+            CU_ASSERT_STRING_EQUAL(str(p, f->name), "sleep");   /* a C method: no start noted */
+            CU_ASSERT_EQUAL(f->start_line, 33);
+        }
+    }
+    CU_ASSERT_EQUAL(blocks, 2);
+    CU_ASSERT_EQUAL(mains, 1);
+    CU_ASSERT_EQUAL(p->n_function, 4);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    unlink(path);
+    rbpeek_profile_free(pr);
+}
+
 /* A deep recursion and many stacks: every sample decodes back. */
 static void test_large(void)
 {
@@ -272,6 +318,7 @@ static void test_large(void)
 static const rbp_cu_test tests[] = {
     {"round trip: types, period, stacks, functions, locations", test_round_trip},
     {"on-CPU, defaults, empty profile, errors", test_on_cpu_defaults_and_empty},
+    {"start lines noted by the sampler", test_noted_start_lines},
     {"deep and wide profile", test_large},
     {NULL, NULL},
 };
