@@ -132,7 +132,8 @@ def check_pprof(path, stacks, split, what, clock="wall"):
     type is the clock (wall, or cpu with --on-cpu) in time units, the
     sample counts add up to the folded total, and the hot method by its own
     flat count is the one the target measured as hot, with the alpha/beta
-    split within TOLERANCE of the target's own."""
+    split within TOLERANCE of the target's own, and (go tool pprof -raw)
+    alpha and beta start at their `def` lines."""
     def top(*opts):
         r = subprocess.run(["go", "tool", "pprof", "-top"] + list(opts) + [path], capture_output=True, text=True,
                            timeout=120, env=dict(os.environ, HOME=os.environ.get("HOME", "/tmp")))
@@ -155,6 +156,17 @@ def check_pprof(path, stacks, split, what, clock="wall"):
             flat[row.group(3).strip()] = int(row.group(1))
     alpha = sum(v for k, v in flat.items() if k in ("alpha", "Object#alpha"))
     beta = sum(v for k, v in flat.items() if k in ("beta", "Object#beta"))
+    # Functions start where the methods are defined: `def alpha` in the
+    # program's source is the line Ruby records as the method's first.
+    with open(os.path.join(harness.PROGRAMS, "cpu_split.rb")) as f:
+        defs = {m.group(1): i + 1 for i, l in enumerate(f) for m in [re.match(r"def (alpha|beta)$", l)] if m}
+    raw = subprocess.run(["go", "tool", "pprof", "-raw", path], capture_output=True, text=True,
+                         timeout=120).stdout
+    starts = {}
+    for m in re.finditer(r"M=\d+ (?:Object#)?(alpha|beta) \S*cpu_split\.rb:\d+ s=(\d+)", raw):
+        starts.setdefault(m.group(1), set()).add(int(m.group(2)))
+    if starts != {k: {v} for k, v in defs.items()}:
+        raise Failure("%s: pprof functions start at %s, the program defines them at %s" % (what, starts, defs))
     a_cpu, b_cpu = split
     want = 100.0 * a_cpu / (a_cpu + b_cpu)
     got = 100.0 * alpha / (alpha + beta) if alpha + beta else 0.0
