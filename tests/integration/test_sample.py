@@ -130,10 +130,10 @@ def check_accuracy(stacks, split, what):
 def check_pprof(path, stacks, split, what, clock="wall"):
     """The pprof file as `go tool pprof -top` reads it: the default sample
     type is the clock (wall, or cpu with --on-cpu) in time units, the
-    sample counts add up to the folded total, and the hot method by its own
-    flat count is the one the target measured as hot, with the alpha/beta
-    split within TOLERANCE of the target's own, and (go tool pprof -raw)
-    alpha and beta start at their `def` lines."""
+    sample counts add up to the folded total and to the folded counts of
+    alpha and beta, the hot method is the one the target measured as hot,
+    with the alpha/beta split within TOLERANCE of the target's own, and
+    (go tool pprof -raw) alpha and beta start at their `def` lines."""
     def top(*opts):
         r = subprocess.run(["go", "tool", "pprof", "-top"] + list(opts) + [path], capture_output=True, text=True,
                            timeout=120, env=dict(os.environ, HOME=os.environ.get("HOME", "/tmp")))
@@ -149,13 +149,19 @@ def check_pprof(path, stacks, split, what, clock="wall"):
     if not m or int(m.group(1)) != total:
         raise Failure("%s: pprof counts %s samples, the folded file %d:\n%s" % (what, m and m.group(1), total,
                                                                                out[-2000:]))
-    flat = {}
+    cum = {}
     for line in out.splitlines():
         row = re.match(r"^\s*(\d+)\s+[0-9.]+%\s+[0-9.]+%\s+(\d+)\s+[0-9.]+%\s+(.+)$", line)
         if row:
-            flat[row.group(3).strip()] = int(row.group(1))
-    alpha = sum(v for k, v in flat.items() if k in ("alpha", "Object#alpha"))
-    beta = sum(v for k, v in flat.items() if k in ("beta", "Object#beta"))
+            cum[row.group(3).strip()] = int(row.group(2))
+    # Samples in each method, callees included: as check_accuracy counts them.
+    alpha = sum(v for k, v in cum.items() if k in ("alpha", "Object#alpha"))
+    beta = sum(v for k, v in cum.items() if k in ("beta", "Object#beta"))
+    f_alpha = sum(c for frames, c in stacks if any(method_is(f, "alpha") for f in frames))
+    f_beta = sum(c for frames, c in stacks if any(method_is(f, "beta") for f in frames))
+    if (alpha, beta) != (f_alpha, f_beta):
+        raise Failure("%s: pprof puts %d samples in alpha and %d in beta, the folded file %d and %d"
+                      % (what, alpha, beta, f_alpha, f_beta))
     # Functions start where the methods are defined: `def alpha` in the
     # program's source is the line Ruby records as the method's first.
     with open(os.path.join(harness.PROGRAMS, "cpu_split.rb")) as f:
@@ -171,7 +177,7 @@ def check_pprof(path, stacks, split, what, clock="wall"):
     want = 100.0 * a_cpu / (a_cpu + b_cpu)
     got = 100.0 * alpha / (alpha + beta) if alpha + beta else 0.0
     hot = "alpha" if a_cpu > b_cpu else "beta"
-    harness.log("%s: go tool pprof -top: alpha %d, beta %d flat samples (%.1f%%; the target measured %.1f%%)"
+    harness.log("%s: go tool pprof -top: alpha %d, beta %d samples (%.1f%%; the target measured %.1f%%)"
                 % (what, alpha, beta, got, want))
     if (alpha > beta) != (hot == "alpha") or abs(got - want) > TOLERANCE:
         raise Failure("%s: go tool pprof shows alpha %.1f%% (%d/%d), the target measured %.1f%% (%s is hot)"
