@@ -513,6 +513,39 @@ RBPEEK_API void rbpeek_trace_get_stats(rbpeek_trace *t, rbpeek_trace_stats *out)
 /* Cancels if still running, waits for the target to be let go, frees. */
 RBPEEK_API void rbpeek_trace_free(rbpeek_trace *t);
 
+/* ---------------------------------------------------------------------------
+ * Allocations (`ruby allocs`, docs/allocations.md).
+ *
+ * rbpeek_watch_probe: whether hardware watchpoints work on this machine, the
+ * mechanism allocation-site sampling needs. It arms a counting write
+ * watchpoint (perf_event_open, PERF_TYPE_BREAKPOINT) on a word of the
+ * calling thread's own stack, writes it, and reads the count: nothing is
+ * armed in any other thread or process, and nothing is left armed. Returns
+ * an rbpeek_watch_support; msg gets one line saying what was found.
+ * ------------------------------------------------------------------------- */
+typedef enum rbpeek_watch_support {
+    RBPEEK_WATCH_FIRES = 0,        /* a watched write trapped */
+    RBPEEK_WATCH_NEVER_FIRES = 1,  /* accepted, but watched writes never trap (e.g. a VM) */
+    RBPEEK_WATCH_FORBIDDEN = 2,    /* perf_event_open refused (perf_event_paranoid, seccomp) */
+    RBPEEK_WATCH_NO_REGISTER = 3,  /* every debug register is in use */
+    RBPEEK_WATCH_UNSUPPORTED = 4   /* the kernel has no breakpoint events */
+} rbpeek_watch_support;
+RBPEEK_API int rbpeek_watch_probe(char *msg, size_t msgsize);
+
+/* rbpeek_alloc_counts_read: the target's allocation counters, read while it
+ * runs (no stop): objects allocated since it started, as
+ * GC.stat(:total_allocated_objects) counts them, per heap from 3.2 on, and
+ * GC.count. Two reads a known time apart give the exact allocation rate. */
+#define RBPEEK_ALLOC_MAX_HEAPS 8
+typedef struct rbpeek_alloc_counts {
+    uint64_t total;             /* objects allocated since boot */
+    uint64_t gc_count;          /* GC.count; UINT64_MAX when the layout does not say */
+    uint32_t nheaps;            /* 3.2+: heaps (size pools) below; 0 before */
+    uint32_t slot_size[RBPEEK_ALLOC_MAX_HEAPS];
+    uint64_t per_heap[RBPEEK_ALLOC_MAX_HEAPS];
+} rbpeek_alloc_counts;
+RBPEEK_API rbpeek_status rbpeek_alloc_counts_read(rbpeek_session *s, rbpeek_alloc_counts *out);
+
 #ifdef __cplusplus
 }
 #endif
