@@ -1,6 +1,7 @@
 """The list of `ruby ...` commands, in the order `help ruby` shows them,
 and the help of the `ruby` prefix. Only the plugins import this module."""
 
+from .allocs import AllocsCommand
 from .bt import BtCommand
 from .gc import GcCommand
 from .heap import HeapCommand
@@ -9,7 +10,8 @@ from .locks import LocksCommand
 from .sample import SampleCommand
 from .threads import ThreadsCommand
 
-COMMANDS = [BtCommand, ThreadsCommand, LocksCommand, InfoCommand, SampleCommand, HeapCommand, GcCommand]
+COMMANDS = [BtCommand, ThreadsCommand, LocksCommand, InfoCommand, SampleCommand, AllocsCommand, HeapCommand,
+            GcCommand]
 
 
 def all_commands(sessions):

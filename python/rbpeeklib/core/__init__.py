@@ -13,10 +13,10 @@ profile.py   Profile, Sampler, Trace, Kicker (`ruby sample`)
 
 from .cstructs import FORMAT_JSON, FORMAT_TEXT, TRACE_ENDS, SampleOptions, SampleResult, TraceConfig, TraceStats
 from .heap import Census
-from .lib import REPO_ROOT, RbpeekError, lib, library_path
+from .lib import REPO_ROOT, RbpeekError, lib, library_path, watch_probe
 from .profile import Kicker, Profile, Sampler, Trace
 from .session import Session, Snapshot, resolve_tids
 
 __all__ = ["FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT", "TRACE_ENDS", "Census", "Kicker", "Profile", "RbpeekError",
            "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
-           "lib", "library_path", "resolve_tids"]
+           "lib", "library_path", "resolve_tids", "watch_probe"]

@@ -44,6 +44,11 @@ class HeapDumpStats(ctypes.Structure):
                 ("incomplete", ctypes.c_uint64), ("bytes_written", ctypes.c_uint64)]
 
 
+class AllocCounts(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_uint64), ("gc_count", ctypes.c_uint64), ("nheaps", ctypes.c_uint32),
+                ("slot_size", ctypes.c_uint32 * 8), ("per_heap", ctypes.c_uint64 * 8)]
+
+
 # --- sampling ---
 
 class SampleOptions(ctypes.Structure):

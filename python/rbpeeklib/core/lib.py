@@ -8,8 +8,8 @@ one-line message.
 import ctypes
 import os
 
-from .cstructs import (LOOKUP_FN, READ_FN, CensusSummary, HeapDumpStats, PprofOptions, ReadStats, SampleOptions,
-                       SampleResult, SvgOptions, Thread, TraceConfig, TraceStats)
+from .cstructs import (LOOKUP_FN, READ_FN, AllocCounts, CensusSummary, HeapDumpStats, PprofOptions, ReadStats,
+                       SampleOptions, SampleResult, SvgOptions, Thread, TraceConfig, TraceStats)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
@@ -108,6 +108,9 @@ def lib():
     sigs["rbpeek_census_render"] = (st, [vp, st, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_gc_render"] = (st, [vp, st, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_heap_dump"] = (st, [vp, cp, ctypes.POINTER(HeapDumpStats)])
+    # --- allocations ---
+    sigs["rbpeek_alloc_counts_read"] = (st, [vp, ctypes.POINTER(AllocCounts)])
+    sigs["rbpeek_watch_probe"] = (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t])
     # --- sampling ---
     sigs["rbpeek_profile_new"] = (vp, [])
     sigs["rbpeek_profile_free"] = (None, [vp])
@@ -185,3 +188,11 @@ class Owned:
     def __del__(self):
         self.close()
 
+
+
+def watch_probe():
+    """(support, message) from rbpeek_watch_probe: support 0 when hardware
+    watchpoints fire on this machine (rbpeek_watch_support)."""
+    buf = ctypes.create_string_buffer(256)
+    support = lib().rbpeek_watch_probe(buf, len(buf))
+    return support, decode(buf.value)

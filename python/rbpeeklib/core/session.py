@@ -9,7 +9,7 @@ import ctypes
 import json
 import threading
 
-from .cstructs import LOOKUP_FN, READ_FN, HeapDumpStats, ReadStats
+from .cstructs import LOOKUP_FN, READ_FN, AllocCounts, HeapDumpStats, ReadStats
 from .heap import Census
 from .lib import Owned, RbpeekError, decode, lib, take_text
 
@@ -181,6 +181,14 @@ class Session(Owned):
         out = ctypes.c_void_p()
         self._check(lib().rbpeek_gc_render(self._h, fmt, ctypes.byref(out)))
         return take_text(out)
+
+    def alloc_counts(self):
+        """The allocation counters, read now (the target may be running):
+        {"total", "gc_count" (None if unknown), "heaps": [(slot_size, count)]}."""
+        c = AllocCounts()
+        self._check(lib().rbpeek_alloc_counts_read(self._h, ctypes.byref(c)))
+        return {"total": c.total, "gc_count": None if c.gc_count == 2 ** 64 - 1 else c.gc_count,
+                "heaps": [(c.slot_size[i], c.per_heap[i]) for i in range(c.nheaps)]}
 
     def heap_dump(self, path):
         """Streams the heap to path in ObjectSpace.dump_all's format; returns counts."""
