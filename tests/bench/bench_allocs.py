@@ -1,0 +1,198 @@
+"""Benchmark: what `ruby allocs` costs an allocation-heavy program, next to
+stackprof's mode: :object (not a test; prints the table of
+docs/performance.md).
+
+    python3 tests/bench/bench_allocs.py [--ruby debian-3.1] [--repeat 3] [--debugger gdb]
+
+The workload (tests/bench/alloc_workload.rb) allocates a few million small
+objects a second on its main thread and logs its own iterations every
+50 ms. In one run of this script, each repeat:
+  1. rbpeek: a fresh workload; after 2 s, `gdb -p PID` (or lldb) runs
+     `ruby allocs --duration 2 --json -o F` at its default settings. The
+     workload's iterations per second while rbpeek counted (the JSON's
+     started_at..ended_at) and over the whole command (the debugger's start
+     to its exit: attach, the detach and attach again included) are
+     compared with the 1.5 s before the debugger started and the 1.5 s
+     after it exited (their mean: other load comes and goes); the debugger
+     holds the target stopped while it attaches and loads, so the whole
+     command's figure depends mostly on the debugger and the machine's load.
+  2. stackprof: a fresh workload with STACKPROF_OBJECT=1 (mode: :object,
+     interval 1, stackprof's default: a sample at every allocation) and
+     again with interval 1000, from 2 s to 4 s of its life, against the
+     1.5 s around that window, in the same process.
+Ratios are "kept": the window's rate over the baseline (1.0 = undisturbed),
+per second of wall-clock time and per second of the workload's own CPU
+time (which other jobs on a loaded machine do not dilute; stops do not
+show in it, and `ruby allocs` makes none while it counts).
+Each figure is the median of --repeat runs; the load average is printed.
+Debian's ruby-stackprof is built for Debian's ruby3.1, hence the default Ruby.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+WORKLOAD = os.path.join(HERE, "alloc_workload.rb")
+GDB_PLUGIN = os.path.join(REPO, "gdb-plugin", "rbpeek.py")
+LLDB_PLUGIN = os.path.join(REPO, "lldb-plugin", "rbpeek.py")
+
+
+def ruby_binary(spec):
+    if spec == "debian-3.1":
+        return "/usr/bin/ruby3.1"
+    return os.path.join(os.environ.get("RBPEEK_RUBIES", "/var/cache/rbpeek/rubies"), spec, "bin", "ruby")
+
+
+def start(ruby, workdir, env_extra=None):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    proc = subprocess.Popen([ruby, WORKLOAD, workdir], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env)
+    for _ in range(600):
+        if os.path.exists(os.path.join(workdir, "ready")):
+            return proc
+        if proc.poll() is not None:
+            raise SystemExit("the workload exited early")
+        time.sleep(0.05)
+    raise SystemExit("the workload never became ready")
+
+
+def read_log(workdir):
+    rows, marks = [], {}
+    with open(os.path.join(workdir, "iter.log")) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 3 and p[1] != "stackprof":
+                rows.append((float(p[0]), int(p[1]), float(p[2])))
+            elif len(p) >= 3 and p[1] == "stackprof":
+                marks[p[2]] = float(p[0])
+    return rows, marks
+
+
+def rate(rows, a, b, cpu=False):
+    """Iterations per second between wall times a and b (log rows inside):
+    per second of wall-clock time, or (cpu) per second of the workload's
+    own CPU time, which other load on the machine does not dilute."""
+    inside = [r for r in rows if a <= r[0] <= b]
+    if len(inside) < 2:
+        return None
+    (t0, i0, c0), (t1, i1, c1) = inside[0], inside[-1]
+    span = (c1 - c0) if cpu else (t1 - t0)
+    return (i1 - i0) / span if span > 0 else None
+
+
+def kept(rows, a, b, span=1.5, base=None, cpu=False):
+    """The rate between a and b over the mean of the span before and the
+    span after base (a, b by default): the undisturbed speed around it."""
+    base_a, base_b = base or (a, b)
+    w, before, after = (rate(rows, a, b, cpu), rate(rows, base_a - span, base_a, cpu),
+                        rate(rows, base_b, base_b + span, cpu))
+    if w is None or before is None or after is None:
+        return None
+    return w / ((before + after) / 2)
+
+
+def run_rbpeek(ruby, debugger, workdir):
+    proc = start(ruby, workdir)
+    try:
+        time.sleep(2.0)
+        out = os.path.join(workdir, "allocs.json")
+        if debugger == "gdb":
+            argv = ["gdb", "-q", "-nx", "-batch", "-p", str(proc.pid), "-ex", "source " + GDB_PLUGIN,
+                    "-ex", "ruby allocs --duration 2 --json -o " + out]
+        else:
+            argv = [shutil.which("lldb-16") or "lldb-16", "--no-lldbinit", "-b", "-p", str(proc.pid), "-o",
+                    "command script import " + LLDB_PLUGIN, "-o", "ruby allocs --duration 2 --json -o " + out]
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        t_cmd0 = time.time()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                       env=env, timeout=120)
+        t_cmd1 = time.time()
+        time.sleep(2.0)
+        r = json.load(open(out))
+        rows, _ = read_log(workdir)
+        # The baseline is outside the whole command: the debugger stops the
+        # target while it attaches, before the count, and after it.
+        return (kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1)), kept(rows, t_cmd0, t_cmd1),
+                r["rate_per_s"], kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=True))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def run_stackprof(ruby, interval, workdir):
+    proc = start(ruby, workdir, {"STACKPROF_OBJECT": str(interval)})
+    try:
+        time.sleep(6.0)
+        rows, marks = read_log(workdir)
+        if "start" not in marks or "stop" not in marks:
+            raise SystemExit("stackprof did not run in the workload (is ruby-stackprof installed for this Ruby?)")
+        return kept(rows, marks["start"], marks["stop"]), kept(rows, marks["start"], marks["stop"], cpu=True)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def fmt(v):
+    return "-" if v is None else "%.1f%%" % (100 * v)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ruby", default="debian-3.1")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--debugger", default="gdb", choices=("gdb", "lldb"))
+    a = ap.parse_args()
+    ruby = ruby_binary(a.ruby)
+    results = {"rbpeek_window": [], "rbpeek_command": [], "sp1": [], "sp1000": [],
+               "rbpeek_window_cpu": [], "sp1_cpu": [], "sp1000_cpu": []}
+    rates = []
+    print("load average before: %s" % open("/proc/loadavg").read().strip())
+    for i in range(a.repeat):
+        for name, fn in (("rbpeek", lambda d: run_rbpeek(ruby, a.debugger, d)),
+                         ("sp1", lambda d: run_stackprof(ruby, 1, d)),
+                         ("sp1000", lambda d: run_stackprof(ruby, 1000, d))):
+            d = tempfile.mkdtemp(prefix="rbpeek-bench-allocs-")
+            try:
+                got = fn(d)
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+            if name == "rbpeek":
+                results["rbpeek_window"].append(got[0])
+                results["rbpeek_command"].append(got[1])
+                rates.append(got[2])
+                results["rbpeek_window_cpu"].append(got[3])
+            else:
+                results[name].append(got[0])
+                results[name + "_cpu"].append(got[1])
+        print("repeat %d: %s" % (i + 1, {k: fmt(v[-1]) for k, v in results.items()}), flush=True)
+    print("load average after: %s" % open("/proc/loadavg").read().strip())
+
+    def med(k):
+        vals = [v for v in results[k] if v is not None]
+        return statistics.median(vals) if vals else None
+
+    print("\nRuby %s, %s, median of %d; the workload allocated %.1f M objects/s (rbpeek's count)\n"
+          % (a.ruby, a.debugger, a.repeat, statistics.median(rates) / 1e6 if rates else 0))
+    print("| profiler | setting | speed kept (wall clock) | speed kept (per CPU second of the workload) |")
+    print("|---|---|---:|---:|")
+    print("| `ruby allocs` | default, while counting | %s | %s |" % (fmt(med("rbpeek_window")),
+                                                                  fmt(med("rbpeek_window_cpu"))))
+    print("| `ruby allocs` | default, whole command (attach, detach, attach again) | %s | - |"
+          % fmt(med("rbpeek_command")))
+    print("| stackprof `mode: :object` | interval 1 (its default) | %s | %s |" % (fmt(med("sp1")), fmt(med("sp1_cpu"))))
+    print("| stackprof `mode: :object` | interval 1000 | %s | %s |" % (fmt(med("sp1000")), fmt(med("sp1000_cpu"))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
