@@ -28,6 +28,13 @@
 
 struct rbp_symcache {
     rbp_addrmap iseqs;   /* iseq address -> iseq_entry */
+    /* While a label is computed (hold > 0) the iseqs it has in hand must
+     * stay valid: an entry that would make the full map clear itself, or
+     * replace a stale entry, is kept here instead and freed when the hold
+     * ends. */
+    int hold;
+    struct iseq_entry **held;
+    size_t nheld, capheld;
     rbp_addrmap labels;  /* hash(iseq, owner) -> label_entry (3.4 labels) */
     rbp_addrmap cfuncs;  /* hash(owner, id) -> label_entry (3.4 C labels) */
 };
@@ -84,9 +91,17 @@ static rbp_symcache *symcache(rbpeek_session *s)
     return s->symcache;
 }
 
+static void release_held(rbp_symcache *c)
+{
+    for (size_t i = 0; i < c->nheld; i++) free_iseq_entry(c->held[i]);
+    c->nheld = 0;
+}
+
 void rbp_symcache_free(rbp_symcache *c)
 {
     if (!c) return;
+    release_held(c);
+    free(c->held);
     rbp_addrmap_destroy(&c->iseqs);
     rbp_addrmap_destroy(&c->labels);
     rbp_addrmap_destroy(&c->cfuncs);
@@ -197,10 +212,26 @@ const rbp_iseq_info *rbp_iseq_get(rbpeek_session *s, uint64_t iseq)
     in->label = e->label;
     in->path = e->path;
     in->abspath = e->abspath;
-    if (!e->label || !e->path || !rbp_addrmap_put(&c->iseqs, iseq, e)) {
-        if (rbp_addrmap_get(&c->iseqs, iseq) != e) free_iseq_entry(e);
+    if (!e->label || !e->path) {
+        free_iseq_entry(e);
         return NULL;
     }
+    bool would_drop = rbp_addrmap_get(&c->iseqs, iseq) != NULL || c->iseqs.len >= c->iseqs.max_entries;
+    if (c->hold && would_drop) { /* keep every entry handed out valid until the hold ends */
+        if (c->nheld == c->capheld) {
+            size_t nc = c->capheld ? c->capheld * 2 : 16;
+            iseq_entry **nh = realloc(c->held, nc * sizeof *nh);
+            if (!nh) {
+                free_iseq_entry(e);
+                return NULL;
+            }
+            c->held = nh;
+            c->capheld = nc;
+        }
+        c->held[c->nheld++] = e;
+        return in;
+    }
+    if (!rbp_addrmap_put(&c->iseqs, iseq, e)) return NULL; /* put freed e */
     return in;
 }
 
@@ -462,9 +493,15 @@ const char *rbp_iseq_frame_label(rbpeek_session *s, const rbp_iseq_info *in, uin
     const char *hit = cached_label(&c->labels, in->iseq, owner);
     if (hit) return hit;
     char buf[LABEL_MAX];
+    c->hold++; /* the iseqs met on the way, in included, stay valid until stored */
     iseq_label_34(s, in, owner, buf, sizeof buf);
     const char *stored = store_label(&c->labels, in->iseq, owner, buf);
-    return stored ? stored : in->label;
+    const char *label = stored ? stored : in->label;
+    if (--c->hold == 0 && c->nheld) {
+        if (!stored) label = "?"; /* in->label may be one of the held entries' */
+        release_held(c);
+    }
+    return label;
 }
 
 const char *rbp_cfunc_label(rbpeek_session *s, const rbp_cme *cme)

@@ -296,7 +296,56 @@ static void test_frame_budget(void)
     image_free(&im);
 }
 
+/* The iseq cache is bounded (2^17 entries) and clears itself when full.
+ * A 3.4 label computation holds the block's iseq while it looks up its
+ * parents; a lookup that filled the cache freed that iseq under it (a
+ * use-after-free the ASan build reports). The cache now keeps every entry
+ * handed out during a label computation until it ends. */
+static void test_label_survives_a_full_iseq_cache(void)
+{
+    enum { ISEQS = 0x1000000, NFILL = (1 << 17) - 1, STRIDE = 32 };
+    image im = {0};
+    uint8_t *stack = add_region(&im, STACK, STACK_SIZE);
+    objs = add_region(&im, OBJS, 0x4000);
+    next_obj = OBJS;
+    uint8_t *fill = add_region(&im, ISEQS, (size_t)NFILL * STRIDE);
+    uint64_t pc_m, pc_b;
+    uint64_t m = iseq(RBP_ISEQ_METHOD, "t.rb", "m", 1, &pc_m), b = iseq(RBP_ISEQ_BLOCK, "t.rb", "b", 2, &pc_b);
+    uint64_t body_b = 0, body_m = 0;
+    memcpy(&body_b, objs + (b - OBJS) + 16, 8);
+    memcpy(&body_m, objs + (m - OBJS) + 16, 8);
+    put64(objs + (body_b - OBJS) + 48, m), put64(objs + (body_b - OBJS) + 56, m); /* parent, local */
+    for (size_t i = 0; i < NFILL; i++) { /* iseqs that share m's body, to fill the cache */
+        put64(fill + i * STRIDE, RBP_T_IMEMO | ((uint64_t)RBP_IMEMO_ISEQ << RBP_FL_USHIFT));
+        put64(fill + i * STRIDE + 16, body_m);
+    }
+    uint64_t cfp0 = STACK + STACK_SIZE - 2 * CFP;
+    put64(stack + 0x40, 0x2);
+    put64(stack + (cfp0 - STACK), pc_b);
+    put64(stack + (cfp0 - STACK) + 16, b);
+    put64(stack + (cfp0 - STACK) + 32, STACK + 0x40);
+    uint64_t ec = alloc_obj(24);
+    put64(objs + (ec - OBJS), STACK);
+    put64(objs + (ec - OBJS) + 8, STACK_SIZE / 8);
+    put64(objs + (ec - OBJS) + 16, cfp0);
+    rbpeek_session *s = session(&im, 3, 4, "3.4.5");
+    set_field(&s->layout, RBP_L_body_parent_iseq, 48, 8);
+    set_field(&s->layout, RBP_L_body_local_iseq, 56, 8);
+    for (size_t i = 0; i < NFILL; i++) CU_ASSERT_PTR_NOT_NULL_FATAL(rbp_iseq_get(s, ISEQS + i * STRIDE));
+    /* the walk's lookup of b fills the cache; the label's lookup of m clears it */
+    rbp_arena ar;
+    memset(&ar, 0, sizeof ar);
+    rbpeek_thread t;
+    walk(s, ec, &ar, &t);
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 1);
+    CU_ASSERT_STRING_EQUAL(t.frames[0].label, "block in m");
+    rbp_arena_free(&ar);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test tests[] = {
+    {"3.4: a label survives the iseq cache clearing itself", test_label_survives_a_full_iseq_cache},
     {"a snapshot's budget of control frames cuts walks and says so", test_frame_budget},
     {"3.4: iseqs whose parent and local iseqs point at each other", test_iseqs_pointing_at_each_other},
     {"unreadable control frames: an error, no frames, nothing kept", test_unreadable_frames_keep_nothing},
