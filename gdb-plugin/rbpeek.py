@@ -70,6 +70,24 @@ class GdbAdapter(DebuggerAdapter):
         except gdb.error:
             return None
 
+    def evaluate(self, expr):
+        # may-call-functions off: an expression that would call a function in
+        # the target is refused by gdb instead of run
+        try:
+            old = gdb.parameter("may-call-functions")
+        except (gdb.error, RuntimeError):
+            old = None
+        try:
+            if old is not None:
+                gdb.execute("set may-call-functions off", to_string=True)
+            value = gdb.parse_and_eval(expr)
+            return int(value.cast(gdb.lookup_type("unsigned long"))) & 0xFFFFFFFFFFFFFFFF
+        except gdb.error as e:
+            raise ValueError("cannot evaluate %r: %s" % (expr, e))
+        finally:
+            if old is not None:
+                gdb.execute("set may-call-functions %s" % ("on" if old else "off"), to_string=True)
+
     def regions(self):
         try:
             text = gdb.execute("info proc mappings", to_string=True)

@@ -125,6 +125,29 @@ class LldbAdapter(DebuggerAdapter):
     def threads(self):
         return [self._describe(t) for t in self.process]
 
+    def evaluate(self, expr):
+        # No EvaluateExpression: it may compile and run code in the target.
+        # An integer, a register ($rdi) or a variable path (a local, a.b[2],
+        # a global) is read without running anything.
+        try:
+            return int(expr, 0) & 0xFFFFFFFFFFFFFFFF
+        except ValueError:
+            pass
+        frame = self.process.GetSelectedThread().GetSelectedFrame() if self.process.IsValid() else None
+        value = None
+        if frame is not None and frame.IsValid():
+            value = frame.FindRegister(expr[1:]) if expr.startswith("$") else frame.GetValueForVariablePath(expr)
+        if (value is None or not value.IsValid()) and not expr.startswith("$"):
+            value = self.target.FindFirstGlobalVariable(expr)
+        if value is None or not value.IsValid():
+            raise ValueError("cannot evaluate %r: lldb knows no register or variable by that name (give the "
+                             "VALUE as 0x..., a $register or a variable)" % expr)
+        err = lldb.SBError()
+        n = value.GetValueAsUnsigned(err, 0)
+        if not err.Success():
+            raise ValueError("cannot evaluate %r: %s" % (expr, err.GetCString()))
+        return n & 0xFFFFFFFFFFFFFFFF
+
     def selected_thread(self):
         t = self.process.GetSelectedThread()
         return self._describe(t) if t.IsValid() else None

@@ -370,6 +370,25 @@ RBPEEK_API rbpeek_status rbpeek_heap_dump(rbpeek_session *s, const char *path, r
 RBPEEK_API rbpeek_status rbpeek_gc_render(rbpeek_session *s, rbpeek_format format, char **out);
 
 /* ---------------------------------------------------------------------------
+ * Values: one VALUE printed as Ruby's own #inspect prints it (`ruby p`;
+ * docs/inspect.md lists the types printed exactly). Never runs code in the
+ * target. A VALUE that is not an immediate or a live object fails with
+ * RBPEEK_ERR_ARG and a message saying what it is ("not a Ruby object: ...").
+ * ------------------------------------------------------------------------- */
+
+typedef struct rbpeek_inspect_options {
+    int32_t depth;          /* containers nested deeper are elided (U+2026); 0: only the top */
+    uint64_t max_length;    /* elements per container and bytes per String shown */
+    int32_t raw;            /* also the object's header: flags, shape, embedded or heap, parts' addresses */
+} rbpeek_inspect_options;
+
+/* Text (the inspect string, then with raw the header lines) or JSON
+ * {"address", "type", "class", "inspect", "elided", "exact"[, "raw"]}. *out
+ * is released with rbpeek_free. */
+RBPEEK_API rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpeek_inspect_options *opt,
+                                              rbpeek_format format, char **out);
+
+/* ---------------------------------------------------------------------------
  * Sampling: the fast path of `ruby sample`. The debugger stops the target,
  * the caller takes a snapshot, and this turns every selected thread's stack
  * into one profile stack, so the caller does O(1) work per sample whatever

@@ -47,6 +47,16 @@ class DebuggerAdapter:
         the core library reads the list from the core itself; else None."""
         return None
 
+    def evaluate(self, expr):
+        """The integer value of a debugger expression (an address, a
+        register, a C variable) as a 64-bit VALUE, evaluated without calling
+        any function in the target; raises ValueError with the reason.
+        Without a debugger, only integer literals are understood."""
+        try:
+            return int(expr, 0) & 0xFFFFFFFFFFFFFFFF
+        except ValueError:
+            raise ValueError("not a number: %r (without a debugger, give the VALUE as 0x...)" % expr)
+
     def threads(self):
         """[{"num": debugger thread number, "tid": kernel TID, "pthread": pthread_t or None}]"""
         raise NotImplementedError

@@ -18,6 +18,14 @@ check, in gdb and lldb, live and on one gcore'd core (four debugger runs):
           shown as disabled, GC.stress's value, and GC.latest_gc_info's
           state as the phase.
 
+  p       `ruby p ADDR --json` of every recorded object (the address
+          ObjectSpace.dump gave) must give exactly the program's own
+          #inspect: Strings with escapes and encodings, Symbols, Integers,
+          Floats, Rational, Complex, Arrays, Hashes, Ranges, Structs, Data,
+          objects with ivars, classes, modules, exceptions; and its class.
+          An address inside a slot (and in gdb one outside every heap page)
+          must be refused with "not a Ruby object" and the reason.
+
 The live target must be left running after each live run.
 """
 
@@ -82,11 +90,37 @@ def check_gc(want, got):
     return grew
 
 
+def check_p(objects, out_dir, output, refusals):
+    problems = []
+    for i, o in enumerate(objects):
+        got = load_json(os.path.join(out_dir, "p%d.json" % i), "ruby p --json of %s" % o["label"])
+        if got.get("inspect") != o["inspect"]:
+            problems.append("%s (%s): %r, Ruby's inspect is %r" % (o["label"], o["address"], got.get("inspect"),
+                                                                 o["inspect"]))
+        elif got.get("class") != o["class"] and not o["class"].startswith("#<"):
+            problems.append("%s: class %r, Ruby says %r" % (o["label"], got.get("class"), o["class"]))
+    for what in refusals:
+        if what not in output:
+            problems.append("no %r in the output" % what)
+    if problems:
+        raise Failure("ruby p: " + "; ".join(problems[:12]) + (" (and %d more)" % (len(problems) - 12)
+                                                              if len(problems) > 12 else ""))
+
+
 def run_checks(target, debugger, mode, core, ruby):
     out_dir = os.path.join(target.workdir, "%s-%s" % (debugger, mode))
     os.makedirs(out_dir, exist_ok=True)
     gc_json = os.path.join(out_dir, "gc.json")
     cmds = ["ruby gc --json -o " + gc_json, "ruby gc"]
+    objects = [o for o in target.expected()["objects"] if o["address"]]
+    for i, o in enumerate(objects):
+        cmds.append("ruby p %s --json --max-length 100000 -o %s" % (o["address"], os.path.join(out_dir, "p%d.json" % i)))
+    inside = int(objects[0]["address"], 16) + 8
+    # lldb -b stops at a command's first error: one refusal, the last command
+    refusals = ["rbpeek: not a Ruby object: 0x%x is inside the slot" % inside]
+    if debugger == "gdb":
+        refusals.insert(0, "rbpeek: not a Ruby object: 0x10 is not in any heap page")
+    cmds += ["ruby p " + r.split()[5] for r in refusals]
     if mode == "live":
         rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
     else:
@@ -96,6 +130,8 @@ def run_checks(target, debugger, mode, core, ruby):
         raise Failure("%s %s: `ruby gc` printed no state line:\n%s" % (debugger, mode, output[-3000:]))
     grew = check_gc(target.expected("gc_stat.json"), load_json(gc_json, "ruby gc --json"))
     harness.log("  %s %s: gc agrees with GC.stat (+%d objects allocated after recording)" % (debugger, mode, grew))
+    check_p(objects, out_dir, output, refusals)
+    harness.log("  %s %s: p agrees with #inspect for all %d objects" % (debugger, mode, len(objects)))
     if mode == "live":
         target.assert_left_running()
 
@@ -111,7 +147,7 @@ def test(ruby_spec, workdir):
         core = target.gcore()
         for debugger in ("gdb", "lldb"):
             run_checks(target, debugger, "core", core, ruby)
-        harness.log("%s: gc agrees with the program's own record in gdb and lldb, live and core" % ruby_spec)
+        harness.log("%s: gc and p agree with the program's own record in gdb and lldb, live and core" % ruby_spec)
     finally:
         target.close()
 

@@ -79,7 +79,7 @@ static void ivar_find_cb(void *ctx, uint64_t key, uint64_t rec)
     f->found = true;
 }
 
-static bool class_ivar(rbp_heap *h, const rbp_obj *o, const char *name, uint64_t *cached_id, uint64_t *out)
+bool rbp_class_ivar(rbp_heap *h, const rbp_obj *o, const char *name, uint64_t *cached_id, uint64_t *out)
 {
     uint64_t ext, tbl, index, ivs;
     rbp_st_hdr t;
@@ -103,7 +103,7 @@ static uint64_t attached_object(rbp_heap *h, const rbp_obj *o)
         if (rbp_classext(h, o, &ext)) rd(h, o, ext, RBP_L_classext_attached_object, &v);
         return v;
     }
-    class_ivar(h, o, "__attached__", &h->id_attached, &v);
+    rbp_class_ivar(h, o, "__attached__", &h->id_attached, &v);
     return v;
 }
 
@@ -146,7 +146,7 @@ const char *rbp_heap_class_path(rbp_heap *h, uint64_t klass)
     rbp_obj o;
     uint64_t str;
     if (!rbp_obj_at(h, klass, buf, sizeof buf, &o) || (o.type != RBP_T_CLASS && o.type != RBP_T_MODULE)) return NULL;
-    if (!class_ivar(h, &o, "__classpath__", &h->id_classpath, &str)) return NULL;
+    if (!rbp_class_ivar(h, &o, "__classpath__", &h->id_classpath, &str)) return NULL;
     char *name = rbp_string_dup(h->s, str);
     if (!name) return NULL;
     rbp_addrmap_put(&h->names, klass | 1, name);
@@ -160,7 +160,7 @@ static char *temporary_path(rbp_heap *h, const rbp_obj *o)
     uint64_t ext, str = 0;
     if (rbp_has(L(h), RBP_L_classext_classpath)) {
         if (!rbp_classext(h, o, &ext) || !rd(h, o, ext, RBP_L_classext_classpath, &str) || !str) return NULL;
-    } else if (!class_ivar(h, o, "__tmp_classpath__", &h->id_tmp_classpath, &str)) {
+    } else if (!rbp_class_ivar(h, o, "__tmp_classpath__", &h->id_tmp_classpath, &str)) {
         return NULL;
     }
     return rbp_string_dup(h->s, str);

@@ -124,6 +124,11 @@ uint64_t rbp_class_m_tbl(rbp_heap *h, const rbp_obj *o, uint64_t ext);
 /* A pointer member of the classext, 0 when absent. */
 uint64_t rbp_classext_ptr(rbp_heap *h, const rbp_obj *o, uint64_t ext, rbp_field_id id);
 
+/* A class's ivar by name (hidden ones too: "__classpath__", "__members__"):
+ * the classext's st_table before 3.2, its iv_ptr at the shape's index after;
+ * *cached_id keeps the ID once found. */
+bool rbp_class_ivar(rbp_heap *h, const rbp_obj *o, const char *name, uint64_t *cached_id, uint64_t *out);
+
 /* --- bodies of objects, arrays, hashes, structs (obj_body.c) ------------ */
 
 /* T_OBJECT's ivars: where they are and how many (too_complex: an st_table). */

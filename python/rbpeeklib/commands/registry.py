@@ -6,12 +6,13 @@ from .bt import BtCommand
 from .gc import GcCommand
 from .heap import HeapCommand
 from .info import InfoCommand
+from .p import PCommand
 from .locks import LocksCommand
 from .sample import SampleCommand
 from .threads import ThreadsCommand
 
 COMMANDS = [BtCommand, ThreadsCommand, LocksCommand, InfoCommand, SampleCommand, AllocsCommand, HeapCommand,
-            GcCommand]
+            GcCommand, PCommand]
 
 
 def all_commands(sessions):

@@ -49,6 +49,11 @@ class AllocCounts(ctypes.Structure):
                 ("slot_size", ctypes.c_uint32 * 8), ("per_heap", ctypes.c_uint64 * 8)]
 
 
+class InspectOptions(ctypes.Structure):
+    """rbpeek_inspect_options: the limits of `ruby p`."""
+    _fields_ = [("depth", ctypes.c_int32), ("max_length", ctypes.c_uint64), ("raw", ctypes.c_int32)]
+
+
 # --- sampling ---
 
 class SampleOptions(ctypes.Structure):

@@ -8,8 +8,8 @@ one-line message.
 import ctypes
 import os
 
-from .cstructs import (LOOKUP_FN, READ_FN, AllocCounts, CensusSummary, HeapDumpStats, PprofOptions, ReadStats,
-                       SampleOptions, SampleResult, SvgOptions, Thread, TraceConfig, TraceStats)
+from .cstructs import (LOOKUP_FN, READ_FN, AllocCounts, CensusSummary, HeapDumpStats, InspectOptions, PprofOptions,
+                       ReadStats, SampleOptions, SampleResult, SvgOptions, Thread, TraceConfig, TraceStats)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
@@ -107,6 +107,7 @@ def lib():
     sigs["rbpeek_census_get_summary"] = (None, [vp, ctypes.POINTER(CensusSummary)])
     sigs["rbpeek_census_render"] = (st, [vp, st, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_gc_render"] = (st, [vp, st, ctypes.POINTER(ctypes.c_void_p)])
+    sigs["rbpeek_value_inspect"] = (st, [vp, u64, ctypes.POINTER(InspectOptions), st, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_heap_dump"] = (st, [vp, cp, ctypes.POINTER(HeapDumpStats)])
     # --- allocations ---
     sigs["rbpeek_alloc_counts_read"] = (st, [vp, ctypes.POINTER(AllocCounts)])

@@ -9,7 +9,7 @@ import ctypes
 import json
 import threading
 
-from .cstructs import LOOKUP_FN, READ_FN, AllocCounts, HeapDumpStats, ReadStats
+from .cstructs import LOOKUP_FN, READ_FN, AllocCounts, HeapDumpStats, InspectOptions, ReadStats
 from .heap import Census
 from .lib import Owned, RbpeekError, decode, lib, take_text
 
@@ -189,6 +189,13 @@ class Session(Owned):
         self._check(lib().rbpeek_alloc_counts_read(self._h, ctypes.byref(c)))
         return {"total": c.total, "gc_count": None if c.gc_count == 2 ** 64 - 1 else c.gc_count,
                 "heaps": [(c.slot_size[i], c.per_heap[i]) for i in range(c.nheaps)]}
+
+    def inspect_value(self, value, depth, max_length, raw, fmt):
+        """A VALUE as Ruby's #inspect prints it (rbpeek_value_inspect)."""
+        opt = InspectOptions(depth, max_length, 1 if raw else 0)
+        out = ctypes.c_void_p()
+        self._check(lib().rbpeek_value_inspect(self._h, value, ctypes.byref(opt), fmt, ctypes.byref(out)))
+        return take_text(out)
 
     def heap_dump(self, path):
         """Streams the heap to path in ObjectSpace.dump_all's format; returns counts."""

@@ -1,0 +1,548 @@
+/*
+ * The value printer: a VALUE as Ruby's own #inspect prints it, byte for
+ * byte, for the core types (immediates, String, Symbol, Integer, Float,
+ * Rational, Complex, Array, Hash, Range, Struct, Data, plain objects and
+ * exceptions with their ivars, classes and modules), following each type's
+ * inspect in the target version's sources. Anything else prints as Ruby's
+ * default Kernel#to_s form, #<Class:0x...>, and is flagged inexact.
+ *
+ * Every VALUE is checked before it is read as an object: it must be an
+ * immediate or the start of a live slot of a heap page whose header is
+ * believable (rbp_heap_classify); otherwise the top-level value gets one
+ * clear line ("not a Ruby object: ...") and a nested one prints as
+ * #<rbpeek: ...>. Nesting, elements per object and objects per value are
+ * bounded (--depth, --max-length, a fixed budget), so a corrupt or cyclic
+ * structure ends, and Ruby's own recursion marks ([...], {...}) are kept.
+ */
+#include "inspect/inspect.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/obj.h"
+#include "heap/obj_values.h"
+#include "inspect/inspect_int.h"
+#include "vm/robject.h"
+
+enum { MAX_SUPER = 64, RAW_ELEMS = 64 };
+
+/* --- checking a VALUE ---------------------------------------------------- */
+
+const char *rbp_insp_check(rbp_heap *h, uint64_t v, uint8_t *buf, size_t bufsize, rbp_obj *o, char *why, size_t n)
+{
+    const rbp_heap_page *pg = rbp_heap_page_of(h, v);
+    if (v & 7) {
+        snprintf(why, n, "not a Ruby object: 0x%" PRIx64 " is neither an immediate nor 8-byte aligned", v);
+        return why;
+    }
+    if (!pg) {
+        snprintf(why, n, "not a Ruby object: 0x%" PRIx64 " is not in any heap page", v);
+        return why;
+    }
+    if ((v - pg->start) % pg->slot_size) {
+        snprintf(why, n, "not a Ruby object: 0x%" PRIx64 " is inside the slot at 0x%" PRIx64 " (page 0x%" PRIx64
+                 ", %u-byte slots), not at its start", v, v - (v - pg->start) % pg->slot_size, pg->start, pg->slot_size);
+        return why;
+    }
+    bool live = rbp_obj_at(h, v, buf, bufsize, o);
+    if (!live && o->flags == 0 && o->addr == v) {
+        snprintf(why, n, "not a Ruby object: 0x%" PRIx64 " is a free slot", v);
+        return why;
+    }
+    if (!live) {
+        snprintf(why, n, "not a Ruby object: the slot at 0x%" PRIx64 " cannot be read", v);
+        return why;
+    }
+    int t = rbp_heap_classify(h, buf, o->slot_size);
+    if (t < 0) {
+        snprintf(why, n, "not a Ruby object: bad flags at 0x%" PRIx64 " (flags 0x%" PRIx64 ", class 0x%" PRIx64
+                 ": an impossible type or a class pointer that is no class)", v, o->flags, o->klass);
+        return why;
+    }
+    if (t == RBP_T_ZOMBIE || t == RBP_T_MOVED || t == RBP_T_IMEMO || t == RBP_T_ICLASS || t == RBP_T_NONE) {
+        snprintf(why, n, "not a Ruby object: 0x%" PRIx64 " is an internal %s", v,
+                 t == RBP_T_ZOMBIE ? "zombie (awaiting its finalizer)" : t == RBP_T_MOVED ? "T_MOVED slot (compaction)"
+                 : t == RBP_T_IMEMO ? "T_IMEMO" : t == RBP_T_ICLASS ? "T_ICLASS (an included module's proxy)" : "slot");
+        return why;
+    }
+    return NULL;
+}
+
+/* --- helpers ------------------------------------------------------------- */
+
+static void puts_(rbp_insp *in, const char *s) { rbp_sb_puts(in->out, s); }
+
+static const char *class_name(rbp_insp *in, uint64_t klass)
+{
+    uint64_t real = rbp_class_real(in->h, klass);
+    return real ? rbp_heap_class_name(in->h, real) : "?";
+}
+
+/* True when klass or a superclass has this permanent path. */
+static bool inherits(rbp_insp *in, uint64_t klass, const char *path)
+{
+    uint8_t buf[64];
+    for (int i = 0; klass && i < MAX_SUPER; i++) {
+        rbp_obj c;
+        if (!rbp_obj_at(in->h, klass, buf, sizeof buf, &c)) return false;
+        const char *p = c.type == RBP_T_CLASS ? rbp_heap_class_path(in->h, klass) : NULL;
+        if (p && strcmp(p, path) == 0) return true;
+        klass = rbp_class_super(in->h, &c);
+    }
+    return false;
+}
+
+static rbp_enc_kind enc_kind(rbp_insp *in, int idx)
+{
+    const char *name = rbp_encoding_name(in->h, idx);
+    if (!name) return RBP_ENC_OTHER;
+    if (!strcmp(name, "UTF-8")) return RBP_ENC_UTF8;
+    if (!strcmp(name, "ASCII-8BIT") || !strcmp(name, "BINARY")) return RBP_ENC_BINARY;
+    if (!strcmp(name, "US-ASCII")) return RBP_ENC_ASCII;
+    return RBP_ENC_OTHER;
+}
+
+/* A String's bytes (at most max) in a malloc'd buffer; NULL if unreadable. */
+static unsigned char *str_bytes(rbp_insp *in, const rbp_obj *o, uint64_t max, size_t *len, bool *cut,
+                                rbp_enc_kind *enc)
+{
+    rbp_str_info si;
+    if (!rbp_str_info_of(in->h, o, &si)) return NULL;
+    uint64_t n = si.len < max ? si.len : max;
+    if (n > RBP_INSP_MAX_STR) n = RBP_INSP_MAX_STR;
+    unsigned char *p = malloc(n + 1);
+    if (!p || (n && !rbp_mem_read(in->s->mem, si.ptr, p, n))) {
+        free(p);
+        return NULL;
+    }
+    *len = (size_t)n;
+    *cut = n < si.len;
+    *enc = enc_kind(in, si.encindex);
+    return p;
+}
+
+/* A String VALUE's bytes when it is a live String; NULL otherwise. */
+static unsigned char *string_value(rbp_insp *in, uint64_t v, size_t *len, rbp_enc_kind *enc)
+{
+    uint8_t buf[RBP_INSP_SLOT];
+    rbp_obj o;
+    char why[200];
+    bool cut;
+    if (!v || (v & 7) || rbp_insp_check(in->h, v, buf, sizeof buf, &o, why, sizeof why) || o.type != RBP_T_STRING)
+        return NULL;
+    return str_bytes(in, &o, RBP_INSP_MAX_STR, len, &cut, enc);
+}
+
+/* --- immediates ------------------------------------------------------------ */
+
+static bool immediate(rbp_insp *in, uint64_t v)
+{
+    if (v & 1) {
+        rbp_sb_printf(in->out, "%" PRId64, (int64_t)v >> 1);
+    } else if ((v & 3) == 2) { /* flonum: rb_float_flonum_value */
+        double d = 0.0;
+        if (v != UINT64_C(0x8000000000000002)) {
+            uint64_t t = (2 - (v >> 63)) | (v & ~UINT64_C(3));
+            t = (t >> 3) | (t << 61);
+            memcpy(&d, &t, sizeof d);
+        }
+        rbp_insp_float(in->out, d);
+    } else if ((v & 0xff) == 0x0c) { /* static Symbol: its ID above the tag */
+        const char *name = rbp_id_name(in->s, v >> 8);
+        if (name)
+            rbp_insp_sym_name(in, (const unsigned char *)name, strlen(name), RBP_ENC_UTF8);
+        else
+            rbp_sb_printf(in->out, "#<rbpeek: Symbol of unknown ID %" PRIu64 ">", v >> 8);
+    } else if (v == in->h->c.qnil) {
+        puts_(in, "nil");
+    } else if (v == in->qtrue) {
+        puts_(in, "true");
+    } else if (v == in->qfalse) {
+        puts_(in, "false");
+    } else if (v == in->h->c.qundef) {
+        puts_(in, "#<rbpeek: Qundef (no value)>");
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* --- containers ------------------------------------------------------------ */
+
+/* Whether o is already being printed (Ruby shows the recursion). */
+static bool on_path(rbp_insp *in, uint64_t v)
+{
+    for (int i = 0; i < in->depth; i++)
+        if (in->path[i] == v) return true;
+    return false;
+}
+
+/* Entering a container: false (and the elided form printed) when the
+ * depth limit is reached. */
+static bool enter(rbp_insp *in, uint64_t v, const char *elided)
+{
+    if (in->depth >= in->max_depth || in->depth >= RBP_INSP_MAX_NEST) {
+        puts_(in, elided);
+        in->cut = true;
+        return false;
+    }
+    in->path[in->depth++] = v;
+    return true;
+}
+
+static bool more_allowed(rbp_insp *in, uint64_t i)
+{
+    if (i < in->max_len && in->budget) return true;
+    puts_(in, i ? ", " RBP_ELLIPSIS : RBP_ELLIPSIS);
+    in->cut = true;
+    return false;
+}
+
+static void values_list(rbp_insp *in, const rbp_obj *o, uint64_t ptr, uint64_t len)
+{
+    uint64_t chunk[128];
+    for (uint64_t i = 0; i < len; i++) {
+        if (!more_allowed(in, i)) return;
+        if (i % 128 == 0) {
+            uint64_t k = len - i < 128 ? len - i : 128, at = ptr + i * 8;
+            if (at >= o->addr && at + k * 8 <= o->addr + o->slot_size) {
+                memcpy(chunk, o->slot + (at - o->addr), k * 8);
+            } else if (!rbp_mem_read(in->s->mem, at, chunk, k * 8)) {
+                puts_(in, i ? ", #<rbpeek: unreadable elements>" : "#<rbpeek: unreadable elements>");
+                return;
+            }
+        }
+        if (i) puts_(in, ", ");
+        rbp_insp_value(in, chunk[i % 128]);
+    }
+}
+
+static void array(rbp_insp *in, const rbp_obj *o)
+{
+    uint64_t ptr, len;
+    if (!rbp_array_values(in->h, o, &ptr, &len)) {
+        puts_(in, "#<rbpeek: Array with an unreadable body>");
+        return;
+    }
+    if (len == 0) {
+        puts_(in, "[]");
+        return;
+    }
+    if (on_path(in, o->addr)) {
+        puts_(in, "[...]");
+        return;
+    }
+    if (!enter(in, o->addr, "[" RBP_ELLIPSIS "]")) return;
+    puts_(in, "[");
+    values_list(in, o, ptr, len);
+    puts_(in, "]");
+    in->depth--;
+}
+
+typedef struct pairs {
+    rbp_insp *in;
+    uint64_t i;
+    bool stop;
+} pairs;
+
+static bool pair_cb(void *ctx, uint64_t key, uint64_t val)
+{
+    pairs *p = ctx;
+    rbp_insp *in = p->in;
+    if (!more_allowed(in, p->i)) return false;
+    if (p->i++) puts_(in, ", ");
+    bool sym = (key & 0xff) == 0x0c || rbp_obj_type(in->s, key) == RBP_T_SYMBOL;
+    if (in->hash_34 && sym) {
+        const char *name = NULL;
+        unsigned char *bytes = NULL;
+        size_t len = 0;
+        rbp_enc_kind enc = RBP_ENC_UTF8;
+        uint64_t fstr = 0;
+        if ((key & 0xff) == 0x0c) name = rbp_id_name(in->s, key >> 8);
+        else if (rbp_read_field(in->s, key, RBP_L_rsymbol_fstr, &fstr)) bytes = string_value(in, fstr, &len, &enc);
+        if (name) rbp_insp_sym_key(in, (const unsigned char *)name, strlen(name), RBP_ENC_UTF8);
+        else if (bytes) rbp_insp_sym_key(in, bytes, len, enc);
+        else {
+            rbp_insp_value(in, key);
+            puts_(in, " => ");
+        }
+        free(bytes);
+    } else {
+        rbp_insp_value(in, key);
+        puts_(in, in->hash_34 ? " => " : "=>");
+    }
+    rbp_insp_value(in, val);
+    return true;
+}
+
+static void hash(rbp_insp *in, const rbp_obj *o)
+{
+    uint64_t n = 0;
+    if (!rbp_hash_count(in->h, o, &n)) {
+        puts_(in, "#<rbpeek: Hash with an unreadable table>");
+        return;
+    }
+    if (n == 0) {
+        puts_(in, "{}");
+        return;
+    }
+    if (on_path(in, o->addr)) {
+        puts_(in, "{...}");
+        return;
+    }
+    if (!enter(in, o->addr, "{" RBP_ELLIPSIS "}")) return;
+    puts_(in, "{");
+    pairs p = {in, 0, false};
+    if (!rbp_hash_each(in->h, o, pair_cb, &p)) puts_(in, p.i ? ", #<rbpeek: unreadable entries>" : "#<rbpeek: unreadable entries>");
+    puts_(in, "}");
+    in->depth--;
+}
+
+static void range(rbp_insp *in, const rbp_obj *o, uint64_t ptr, uint64_t len)
+{
+    uint64_t v[3];
+    if (len != 3 || !rbp_mem_read(in->s->mem, ptr, v, sizeof v)) {
+        puts_(in, "#<rbpeek: Range with an unreadable body>");
+        return;
+    }
+    uint64_t nil = in->h->c.qnil;
+    if (!enter(in, o->addr, "(" RBP_ELLIPSIS ")")) return;
+    if (v[0] != nil || v[1] == nil) rbp_insp_value(in, v[0]);
+    puts_(in, v[2] == in->qfalse || v[2] == nil ? ".." : "...");
+    if (v[0] == nil || v[1] != nil) rbp_insp_value(in, v[1]);
+    in->depth--;
+}
+
+static void structure(rbp_insp *in, const rbp_obj *o)
+{
+    uint64_t ptr, len;
+    if (!rbp_struct_values(in->h, o, &ptr, &len)) {
+        puts_(in, "#<rbpeek: Struct with an unreadable body>");
+        return;
+    }
+    uint64_t real = rbp_class_real(in->h, o->klass);
+    const char *path = real ? rbp_heap_class_path(in->h, real) : NULL;
+    if (path && !strcmp(path, "Range")) {
+        range(in, o, ptr, len);
+        return;
+    }
+    bool data = !inherits(in, real, "Struct") && inherits(in, real, "Data");
+    const char *cname = real ? rbp_heap_class_name(in->h, real) : "?";
+    bool named = cname[0] != '#';
+    puts_(in, data ? "#<data " : "#<struct ");
+    if (on_path(in, o->addr)) {
+        rbp_sb_printf(in->out, "%s:...>", cname);
+        return;
+    }
+    if (named) puts_(in, cname);
+    if (!enter(in, o->addr, named ? " " RBP_ELLIPSIS ">" : RBP_ELLIPSIS ">")) return;
+    uint64_t members = rbp_struct_members(in->h, real);
+    long mlen = 0;
+    uint64_t vals[64], melems = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        if (!more_allowed(in, i)) break;
+        puts_(in, i ? ", " : named ? " " : "");
+        uint64_t sym = 0;
+        const char *mname = NULL;
+        if (members && rbp_array_info(in->s, members, &mlen, &melems) && (long)i < mlen &&
+            rbp_array_at(in->s, members, (long)i, &sym) && (sym & 0xff) == 0x0c)
+            mname = rbp_id_name(in->s, sym >> 8);
+        if (mname && (mname[0] == '_' || ((mname[0] | 0x20) >= 'a' && (mname[0] | 0x20) <= 'z') || (unsigned char)mname[0] >= 0x80))
+            puts_(in, mname);
+        else if (sym)
+            rbp_insp_value(in, sym);
+        else
+            rbp_sb_printf(in->out, "#<rbpeek: member %" PRIu64 ">", i);
+        puts_(in, "=");
+        if (i % 64 == 0 && !rbp_mem_read(in->s->mem, ptr + i * 8, vals, (len - i < 64 ? len - i : 64) * 8)) {
+            puts_(in, "#<rbpeek: unreadable>");
+            break;
+        }
+        rbp_insp_value(in, vals[i % 64]);
+    }
+    puts_(in, ">");
+    in->depth--;
+}
+
+/* --- objects and exceptions -------------------------------------------------- */
+
+typedef struct ivars {
+    rbp_insp *in;
+    uint64_t i;
+    uint64_t mesg;
+    bool want_mesg;
+} ivars;
+
+static bool ivar_cb(void *ctx, uint64_t id, uint64_t value)
+{
+    ivars *w = ctx;
+    rbp_insp *in = w->in;
+    const char *name = rbp_id_name(in->s, id);
+    if (w->want_mesg) {
+        if (name && !strcmp(name, "mesg")) {
+            w->mesg = value;
+            return false;
+        }
+        return true;
+    }
+    if (!name || name[0] != '@' || name[1] == '@') return true; /* rb_is_instance_id */
+    if (!more_allowed(in, w->i)) return false;
+    puts_(in, w->i++ ? ", " : " ");
+    puts_(in, name);
+    puts_(in, "=");
+    rbp_insp_value(in, value);
+    return true;
+}
+
+static void exception(rbp_insp *in, const rbp_obj *o, const char *cname)
+{
+    ivars w = {in, 0, in->h->c.qnil, true};
+    rbp_obj_ivars_each(in->h, o, ivar_cb, &w);
+    size_t len = 0;
+    rbp_enc_kind enc;
+    unsigned char *msg = NULL;
+    if (w.mesg == in->h->c.qnil) { /* exc_to_s: the class name */
+        msg = (unsigned char *)strdup(cname);
+        len = strlen(cname);
+        enc = RBP_ENC_UTF8;
+    } else if (!(msg = string_value(in, w.mesg, &len, &enc))) {
+        rbp_sb_printf(in->out, "#<%s: #<rbpeek: a message that is no String (0x%" PRIx64 ")>>", cname, w.mesg);
+        return;
+    }
+    if (len == 0) {
+        puts_(in, cname);
+    } else {
+        rbp_sb_printf(in->out, "#<%s: ", cname);
+        if (rbp_ver_ge(in->s, 3, 2) && memchr(msg, '\n', len))
+            rbp_insp_str_bytes(in, msg, len, enc, false);
+        else
+            rbp_sb_putn(in->out, (const char *)msg, len);
+        puts_(in, ">");
+    }
+    free(msg);
+}
+
+static void object(rbp_insp *in, const rbp_obj *o)
+{
+    const char *cname = class_name(in, o->klass);
+    if (inherits(in, rbp_class_real(in->h, o->klass), "Exception")) {
+        exception(in, o, cname);
+        return;
+    }
+    rbp_sb_printf(in->out, "#<%s:0x%016" PRIx64, cname, o->addr);
+    if (on_path(in, o->addr)) {
+        puts_(in, " ...>");
+        return;
+    }
+    if (!enter(in, o->addr, " " RBP_ELLIPSIS ">")) return;
+    ivars w = {in, 0, 0, false};
+    int st = rbp_obj_ivars_each(in->h, o, ivar_cb, &w);
+    if (st == RBP_VALUES_NO_LAYOUT) puts_(in, " #<rbpeek: ivar names unknown for this layout>");
+    else if (st != RBP_VALUES_OK) puts_(in, " #<rbpeek: unreadable ivars>");
+    puts_(in, ">");
+    in->depth--;
+}
+
+/* Rational "(1/3)" and Complex "(1+2i)" (rational.c, complex.c's f_format). */
+static void numeric_pair(rbp_insp *in, const rbp_obj *o)
+{
+    uint64_t a = 0, b = 0;
+    bool rat = o->type == RBP_T_RATIONAL;
+    if (!rbp_read_field(in->s, o->addr, rat ? RBP_L_rrational_num : RBP_L_rcomplex_real, &a) ||
+        !rbp_read_field(in->s, o->addr, rat ? RBP_L_rrational_den : RBP_L_rcomplex_imag, &b)) {
+        puts_(in, "#<rbpeek: unreadable number>");
+        return;
+    }
+    puts_(in, "(");
+    rbp_insp_value(in, a);
+    if (rat) {
+        puts_(in, "/");
+        rbp_insp_value(in, b);
+    } else {
+        /* the imaginary part's sign, then its magnitude: print it and move a leading '-' */
+        rbp_strbuf *saved = in->out, tmp;
+        rbp_sb_init(&tmp);
+        in->out = &tmp;
+        rbp_insp_value(in, b);
+        in->out = saved;
+        const char *s = tmp.buf ? tmp.buf : "";
+        bool neg = s[0] == '-';
+        puts_(in, neg ? "-" : "+");
+        puts_(in, neg ? s + 1 : s);
+        if (strstr(s, "Infinity") || strstr(s, "NaN")) puts_(in, "*");
+        puts_(in, "i");
+        rbp_sb_free(&tmp);
+    }
+    puts_(in, ")");
+}
+
+/* --- dispatch ---------------------------------------------------------------- */
+
+void rbp_insp_value(rbp_insp *in, uint64_t v)
+{
+    if (immediate(in, v)) return;
+    if (!in->budget) {
+        puts_(in, RBP_ELLIPSIS);
+        in->cut = true;
+        return;
+    }
+    in->budget--;
+    uint8_t buf[RBP_INSP_SLOT];
+    rbp_obj o;
+    char why[240];
+    if (rbp_insp_check(in->h, v, buf, sizeof buf, &o, why, sizeof why)) {
+        rbp_sb_printf(in->out, "#<rbpeek: %s>", why);
+        return;
+    }
+    switch (o.type) {
+    case RBP_T_STRING: {
+        size_t len;
+        bool cut;
+        rbp_enc_kind enc;
+        unsigned char *p = str_bytes(in, &o, in->max_len, &len, &cut, &enc);
+        if (!p) {
+            puts_(in, "#<rbpeek: String with unreadable bytes>");
+            return;
+        }
+        rbp_insp_str_bytes(in, p, len, enc, cut);
+        in->cut |= cut;
+        free(p);
+        return;
+    }
+    case RBP_T_SYMBOL: {
+        uint64_t fstr = 0;
+        size_t len;
+        rbp_enc_kind enc;
+        unsigned char *p = rbp_read_field(in->s, v, RBP_L_rsymbol_fstr, &fstr) ? string_value(in, fstr, &len, &enc) : NULL;
+        if (!p) {
+            puts_(in, "#<rbpeek: Symbol with an unreadable name>");
+            return;
+        }
+        rbp_insp_sym_name(in, p, len, enc);
+        free(p);
+        return;
+    }
+    case RBP_T_FLOAT: {
+        double d;
+        if (rbp_float_value(in->h, &o, &d)) rbp_insp_float(in->out, d);
+        else puts_(in, "#<rbpeek: unreadable Float>");
+        return;
+    }
+    case RBP_T_BIGNUM:
+        if (!rbp_insp_bignum(in, &o)) puts_(in, "#<rbpeek: unreadable Bignum>");
+        return;
+    case RBP_T_RATIONAL: case RBP_T_COMPLEX: numeric_pair(in, &o); return;
+    case RBP_T_ARRAY: array(in, &o); return;
+    case RBP_T_HASH: hash(in, &o); return;
+    case RBP_T_STRUCT: structure(in, &o); return;
+    case RBP_T_OBJECT: object(in, &o); return;
+    case RBP_T_CLASS: case RBP_T_MODULE: puts_(in, rbp_heap_class_name(in->h, v)); return;
+    default:
+        /* rb_any_to_s: what Kernel#to_s gives; the type's own #inspect is not decoded */
+        rbp_sb_printf(in->out, "#<%s:0x%016" PRIx64 ">", class_name(in, o.klass), v);
+        if (in->depth == 0) in->inexact = true;
+        return;
+    }
+}

@@ -1,0 +1,29 @@
+/*
+ * The value printer's interface for the layers above and for the public
+ * API (inspect_api.c): one VALUE as Ruby's #inspect prints it, within
+ * limits, appended to a string buffer. The heap must be open (heap.h): it
+ * is what tells a live object from anything else.
+ */
+#ifndef RBP_INSPECT_H
+#define RBP_INSPECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/strbuf.h"
+#include "heap/heap.h"
+
+typedef struct rbp_inspect_limits {
+    int depth;              /* containers nested deeper print as [...] (…) */
+    uint64_t max_length;    /* elements per container, bytes per String */
+} rbp_inspect_limits;
+
+typedef struct rbp_inspect_result {
+    bool cut;               /* something was elided by the limits */
+    bool inexact;           /* the value's type has an #inspect rbpeek does not decode */
+} rbp_inspect_result;
+
+void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, rbp_strbuf *out,
+                        rbp_inspect_result *res);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * `ruby p` in the public API (rbpeek_value_inspect): opens the heap, checks
+ * that the VALUE is an immediate or a live object (else fails with the one
+ * line saying what it is instead), and renders it as text (the inspect
+ * string, with --raw the object's header and parts) or as JSON
+ * {"address", "type", "class", "inspect", ...}. rbp_inspect_append is the
+ * same printer for other commands (locals of frames).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/obj.h"
+#include "heap/obj_values.h"
+#include "inspect/inspect.h"
+#include "inspect/inspect_int.h"
+#include "vm/robject.h"
+
+static const char *const TYPE_NAMES[32] = {
+    [RBP_T_NONE] = "T_NONE", [RBP_T_OBJECT] = "T_OBJECT", [RBP_T_CLASS] = "T_CLASS", [RBP_T_MODULE] = "T_MODULE",
+    [RBP_T_FLOAT] = "T_FLOAT", [RBP_T_STRING] = "T_STRING", [RBP_T_REGEXP] = "T_REGEXP", [RBP_T_ARRAY] = "T_ARRAY",
+    [RBP_T_HASH] = "T_HASH", [RBP_T_STRUCT] = "T_STRUCT", [RBP_T_BIGNUM] = "T_BIGNUM", [RBP_T_FILE] = "T_FILE",
+    [RBP_T_DATA] = "T_DATA", [RBP_T_MATCH] = "T_MATCH", [RBP_T_COMPLEX] = "T_COMPLEX",
+    [RBP_T_RATIONAL] = "T_RATIONAL", [RBP_T_NIL] = "T_NIL", [RBP_T_TRUE] = "T_TRUE", [RBP_T_FALSE] = "T_FALSE",
+    [RBP_T_SYMBOL] = "T_SYMBOL", [RBP_T_FIXNUM] = "T_FIXNUM", [RBP_T_UNDEF] = "T_UNDEF", [RBP_T_IMEMO] = "T_IMEMO",
+    [RBP_T_NODE] = "T_NODE", [RBP_T_ICLASS] = "T_ICLASS", [RBP_T_ZOMBIE] = "T_ZOMBIE", [RBP_T_MOVED] = "T_MOVED",
+};
+
+static void insp_init(rbp_insp *in, rbp_heap *h, const rbp_inspect_limits *lim, rbp_strbuf *out)
+{
+    memset(in, 0, sizeof *in);
+    in->s = h->s;
+    in->h = h;
+    in->out = out;
+    in->max_depth = lim->depth < 0 ? 0 : lim->depth > RBP_INSP_MAX_NEST ? RBP_INSP_MAX_NEST : lim->depth;
+    in->max_len = lim->max_length ? lim->max_length : 1;
+    in->budget = RBP_INSP_BUDGET;
+    in->newer_0x85 = rbp_ver_ge(h->s, 3, 2); /* 3.1.2 prints it raw, 3.3.8 escapes it */
+    in->hash_34 = rbp_ver_ge(h->s, 3, 4);
+    in->qtrue = 0x14;
+    in->qfalse = 0;
+}
+
+void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, rbp_strbuf *out,
+                        rbp_inspect_result *res)
+{
+    rbp_insp in;
+    insp_init(&in, h, lim, out);
+    rbp_insp_value(&in, v);
+    if (res) *res = (rbp_inspect_result){in.cut, in.inexact};
+}
+
+/* The T_ type and class name of an immediate, or false. */
+static bool immediate_kind(rbp_heap *h, uint64_t v, int *type, const char **cls)
+{
+    if (v & 1) *type = RBP_T_FIXNUM, *cls = "Integer";
+    else if ((v & 3) == 2) *type = RBP_T_FLOAT, *cls = "Float";
+    else if ((v & 0xff) == 0x0c) *type = RBP_T_SYMBOL, *cls = "Symbol";
+    else if (v == h->c.qnil) *type = RBP_T_NIL, *cls = "NilClass";
+    else if (v == 0x14) *type = RBP_T_TRUE, *cls = "TrueClass";
+    else if (v == 0) *type = RBP_T_FALSE, *cls = "FalseClass";
+    else if (v == h->c.qundef) *type = RBP_T_UNDEF, *cls = "(undef)";
+    else return false;
+    return true;
+}
+
+/* --raw: the object's header, and where its parts are. */
+static void describe_raw(rbp_heap *h, const rbp_obj *o, rbp_strbuf *b, bool json)
+{
+    char line[512];
+    int n = snprintf(line, sizeof line, "flags=0x%" PRIx64 " klass=0x%" PRIx64 " slot_size=%u", o->flags, o->klass,
+                     rbp_heap_page_of(h, o->addr) ? rbp_heap_page_of(h, o->addr)->slot_size : 0);
+    if (h->c.shapes) n += snprintf(line + n, sizeof line - (size_t)n, " shape_id=%" PRIu64, o->flags >> 32);
+    uint64_t ptr = 0, len = 0, capa = 0, table = 0;
+    bool st = false;
+    rbp_str_info si;
+    switch (o->type) {
+    case RBP_T_STRING:
+        if (rbp_str_info_of(h, o, &si))
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s%s bytes=0x%" PRIx64 " len=%" PRIu64 " encoding=%s",
+                          si.embedded ? "embedded" : "heap", si.shared ? " shared" : "", si.ptr, si.len,
+                          rbp_encoding_name(h, si.encindex) ? rbp_encoding_name(h, si.encindex) : "?");
+        break;
+    case RBP_T_ARRAY:
+        if (rbp_array_values(h, o, &ptr, &len))
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s elements=0x%" PRIx64 " len=%" PRIu64,
+                          ptr >= o->addr && ptr < o->addr + o->slot_size ? "embedded" : "heap", ptr, len);
+        break;
+    case RBP_T_HASH:
+        if (rbp_hash_storage(h, o, &table, &st) && rbp_hash_count(h, o, &len))
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s=0x%" PRIx64 " size=%" PRIu64,
+                          st ? "st_table" : "ar_table", table, len);
+        break;
+    case RBP_T_STRUCT:
+        if (rbp_struct_values(h, o, &ptr, &len))
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s members=0x%" PRIx64 " len=%" PRIu64,
+                          ptr >= o->addr && ptr < o->addr + o->slot_size ? "embedded" : "heap", ptr, len);
+        break;
+    case RBP_T_OBJECT:
+        if (rbp_obj_ivar_storage(h, o, &ptr, &len, &capa, &table))
+            n += table ? snprintf(line + n, sizeof line - (size_t)n, " too_complex ivar_table=0x%" PRIx64, table)
+                       : snprintf(line + n, sizeof line - (size_t)n, " %s ivars=0x%" PRIx64 " count=%" PRIu64
+                                  " capacity=%" PRIu64, ptr >= o->addr && ptr < o->addr + o->slot_size ? "embedded"
+                                  : "heap", ptr, len, capa);
+        break;
+    }
+    if (json) rbp_sb_json_str(b, line);
+    else rbp_sb_printf(b, "  %s\n", line);
+}
+
+rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpeek_inspect_options *opt,
+                                   rbpeek_format format, char **out)
+{
+    if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "p: no session or no output");
+    *out = NULL;
+    rbp_heap h;
+    rbpeek_status st = rbp_heap_open(s, &h);
+    if (st != RBPEEK_OK) return st;
+    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100};
+    bool raw = opt && opt->raw;
+    int type = -1;
+    const char *cls = NULL;
+    uint8_t buf[RBP_INSP_SLOT];
+    rbp_obj o = {0};
+    bool imm = immediate_kind(&h, value, &type, &cls);
+    if (!imm) {
+        char why[240];
+        if (rbp_insp_check(&h, value, buf, sizeof buf, &o, why, sizeof why)) {
+            st = rbp_fail(s, RBPEEK_ERR_ARG, "%s", why);
+            rbp_heap_close(&h);
+            return st;
+        }
+        type = o.type;
+        uint64_t real = rbp_class_real(&h, o.klass);
+        cls = type == RBP_T_CLASS || type == RBP_T_MODULE ? (type == RBP_T_CLASS ? "Class" : "Module")
+              : real ? rbp_heap_class_name(&h, real) : "?";
+    }
+    rbp_strbuf text;
+    rbp_sb_init(&text);
+    rbp_inspect_result res;
+    rbp_inspect_append(&h, value, &lim, &text, &res);
+    rbp_strbuf b;
+    rbp_sb_init(&b);
+    if (format == RBPEEK_FORMAT_JSON) {
+        rbp_sb_printf(&b, "{\"address\": \"0x%" PRIx64 "\", \"type\": ", value);
+        rbp_sb_json_str(&b, TYPE_NAMES[type & 31]);
+        rbp_sb_puts(&b, ", \"class\": ");
+        rbp_sb_json_str(&b, cls);
+        rbp_sb_puts(&b, ", \"inspect\": ");
+        rbp_sb_json_str(&b, text.buf ? text.buf : "");
+        rbp_sb_printf(&b, ", \"elided\": %s, \"exact\": %s", res.cut ? "true" : "false", res.inexact ? "false" : "true");
+        if (raw && !imm) {
+            rbp_sb_puts(&b, ", \"raw\": ");
+            describe_raw(&h, &o, &b, true);
+        }
+        rbp_sb_puts(&b, "}\n");
+    } else {
+        rbp_sb_puts(&b, text.buf ? text.buf : "");
+        rbp_sb_puts(&b, "\n");
+        if (raw) {
+            rbp_sb_printf(&b, "  0x%" PRIx64 ": %s, class %s%s\n", value, TYPE_NAMES[type & 31], cls,
+                          res.inexact ? " (its own #inspect is not decoded: Kernel#to_s form shown)" : "");
+            if (!imm) describe_raw(&h, &o, &b, false);
+        }
+    }
+    rbp_sb_free(&text);
+    rbp_heap_close(&h);
+    if (!(*out = rbp_sb_take(&b))) return rbp_fail(s, RBPEEK_ERR_NOMEM, "p: out of memory");
+    return RBPEEK_OK;
+}

@@ -1,0 +1,60 @@
+/*
+ * What the value printer's files share (inspect.c drives; inspect_str.c
+ * writes Strings and Symbols; inspect_num.c Floats, Bignums): the printer's
+ * state for one value, with its limits (depth, length, a budget of objects)
+ * and the path of objects being printed, which is how recursion is shown
+ * as Ruby shows it ("[...]").
+ */
+#ifndef RBP_INSPECT_INT_H
+#define RBP_INSPECT_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/strbuf.h"
+#include "context/context.h"
+#include "heap/heap.h"
+
+#define RBP_ELLIPSIS "\xe2\x80\xa6" /* U+2026: where --depth or --max-length cut */
+
+enum {
+    RBP_INSP_MAX_NEST = 64,         /* hard cap on --depth: the printer recurses */
+    RBP_INSP_SLOT = 640,            /* bytes of a slot copied per object (larger slots read the rest on demand) */
+    RBP_INSP_BUDGET = 1 << 20,      /* objects printed per value, whatever the limits */
+    RBP_INSP_MAX_STR = 1 << 20,     /* bytes of one String read */
+};
+
+typedef enum rbp_enc_kind { RBP_ENC_UTF8, RBP_ENC_BINARY, RBP_ENC_ASCII, RBP_ENC_OTHER } rbp_enc_kind;
+
+typedef struct rbp_insp {
+    rbpeek_session *s;
+    rbp_heap *h;
+    rbp_strbuf *out;
+    int max_depth;          /* containers nested deeper print as [...]… */
+    uint64_t max_len;       /* elements (and String bytes) shown per object */
+    bool raw;
+    int depth;
+    uint64_t path[RBP_INSP_MAX_NEST];   /* objects being printed, outermost first */
+    uint64_t budget;
+    bool cut;               /* something was elided */
+    bool inexact;           /* the top value's type has an #inspect rbpeek does not decode */
+    bool newer_0x85;        /* 3.2+: U+0085 is escaped (Ruby bug #16842) */
+    bool hash_34;           /* 3.4+: {key: 1, "k" => 2} */
+    uint64_t qtrue, qfalse; /* special constants of this version */
+} rbp_insp;
+
+void rbp_insp_value(rbp_insp *in, uint64_t v);
+/* NULL when v is the start of a live, believable object slot (read into
+ * buf as *o); else the reason, written into why. */
+const char *rbp_insp_check(rbp_heap *h, uint64_t v, uint8_t *buf, size_t bufsize, rbp_obj *o, char *why, size_t n);
+
+void rbp_insp_str_bytes(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_kind enc, bool truncated);
+void rbp_insp_sym_name(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_kind enc);
+void rbp_insp_sym_key(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_kind enc);
+
+void rbp_insp_float(rbp_strbuf *b, double d);
+/* A Bignum in decimal; false when its digits can't be read. */
+bool rbp_insp_bignum(rbp_insp *in, const rbp_obj *o);
+
+#endif

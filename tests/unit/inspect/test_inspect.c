@@ -1,0 +1,242 @@
+/*
+ * Tests of the value printer that need no Ruby: Float#to_s's rules, and
+ * `ruby p` (rbpeek_value_inspect) on a synthetic heap page (Ruby 3.1's
+ * layout, 40-byte slots) holding a class, Strings, Arrays and garbage. The
+ * fuzz part: random addresses inside and around the page, then the page's
+ * objects corrupted at random, thousands of times; every call must end with
+ * either an inspect string (valid UTF-8, bounded) or the one-line
+ * "not a Ruby object: ..." error, never a crash or a hang. The
+ * exact-output side is the integration test (tests/integration/test_inspect.py),
+ * against Ruby's own #inspect.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu_main.h"
+#include "fixture_image.h"
+#include "rbpeek.h"
+
+#include "base/strbuf.h"
+#include "context/context.h"
+#include "inspect/inspect_int.h"
+#include "vm/robject.h"
+
+enum {
+    VM = 0x100000, OBJSPACE = 0x200000, TABLE = 0x300000, HDR = 0x400000, BODY = 0x1000000,
+    SLOT = 40, NSLOTS = 400, HEAPBUF = 0x500000,
+};
+
+static char *fmt_float(double d)
+{
+    rbp_strbuf b;
+    rbp_sb_init(&b);
+    rbp_insp_float(&b, d);
+    return rbp_sb_take(&b);
+}
+
+static void test_float_to_s(void)
+{
+    static const struct { double d; const char *want; } cases[] = {
+        {1.0, "1.0"}, {0.1, "0.1"}, {-2.5, "-2.5"}, {1.0 / 3, "0.3333333333333333"}, {100.0, "100.0"},
+        {1e15, "1.0e+15"}, {123456789012345.0, "123456789012345.0"}, {1e16, "1.0e+16"}, {1e20, "1.0e+20"},
+        {1e-4, "0.0001"}, {1e-5, "1.0e-05"}, {2.5e-10, "2.5e-10"}, {1e300, "1.0e+300"}, {5e-324, "5.0e-324"},
+        {-0.0, "-0.0"}, {0.0, "0.0"}, {123456789.123, "123456789.123"}, {1.7976931348623157e308, "1.7976931348623157e+308"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = fmt_float(cases[i].d);
+        CU_ASSERT_STRING_EQUAL(got, cases[i].want);
+        if (strcmp(got, cases[i].want)) fprintf(stderr, "float %.17g: got %s, want %s\n", cases[i].d, got, cases[i].want);
+        free(got);
+    }
+}
+
+typedef struct heap_fixture {
+    image im;
+    uint8_t *body, *heapbuf;
+    uint64_t start, cls;
+    rbpeek_session *s;
+} heap_fixture;
+
+static uint64_t slot_addr(heap_fixture *f, int i) { return f->start + (uint64_t)i * SLOT; }
+static uint8_t *slot_bytes(heap_fixture *f, int i) { return f->body + SLOT + (size_t)i * SLOT; }
+
+static void build(heap_fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    uint8_t *vm = add_region(&f->im, VM, 64);
+    uint8_t *os = add_region(&f->im, OBJSPACE, 64);
+    uint8_t *tbl = add_region(&f->im, TABLE, 64);
+    uint8_t *hdr = add_region(&f->im, HDR, 64);
+    f->body = add_region(&f->im, BODY, 0x4000);
+    f->heapbuf = add_region(&f->im, HEAPBUF, 0x1000);
+    f->start = BODY + SLOT;
+    put64(vm + 8, OBJSPACE);
+    put64(os + 16, TABLE), put64(os + 24, 1);
+    put64(tbl, HDR);
+    put64(f->body, HDR);
+    put16(hdr, SLOT), put16(hdr + 2, NSLOTS), put64(hdr + 8, f->start);
+    f->s = image_session(&f->im, 3, 1, "3.1.2");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->s);
+    f->s->vm = VM;
+    rbp_layout *l = &f->s->layout;
+    set_field(l, RBP_L_vm_objspace, 8, 8);
+    set_field(l, RBP_L_objspace_pages_sorted, 16, 8);
+    set_field(l, RBP_L_objspace_pages_allocated, 24, 8);
+    set_field(l, RBP_L_page_slot_size, 0, 2);
+    set_field(l, RBP_L_page_total_slots, 2, 2);
+    set_field(l, RBP_L_page_start, 8, 8);
+    set_field(l, RBP_L_rstring_heap_len, 16, 8);
+    set_field(l, RBP_L_rstring_heap_ptr, 24, 8);
+    set_field(l, RBP_L_rstring_ary, 16, 24);
+    set_field(l, RBP_L_rarray_heap_len, 16, 8);
+    set_field(l, RBP_L_rarray_heap_ptr, 32, 8);
+    set_field(l, RBP_L_rarray_embed_ary, 16, 24);
+    set_field(l, RBP_L_rclass_super, 16, 8);
+    set_field(l, RBP_L_rfloat_value, 16, 8);
+    set_field(l, RBP_L_rhash_st, 16, 8);
+    set_field(l, RBP_L_rstruct_heap_len, 16, 8);
+    set_field(l, RBP_L_rstruct_heap_ptr, 24, 8);
+    set_field(l, RBP_L_rstruct_ary, 16, 24);
+    set_field(l, RBP_L_rbignum_heap_len, 16, 8);
+    set_field(l, RBP_L_rbignum_heap_digits, 24, 8);
+    set_field(l, RBP_L_rbignum_ary, 16, 24);
+    /* slot 0: a class (nameless); 1: "hi" (embedded, UTF-8); 2: [1, "hi", self];
+     * 3: an Array of 1000 elements in unmapped memory; 4: a heap String whose
+     * bytes are unmapped; 5..: free */
+    f->cls = slot_addr(f, 0);
+    put64(slot_bytes(f, 0), RBP_T_CLASS), put64(slot_bytes(f, 0) + 8, f->cls);
+    put64(slot_bytes(f, 1), RBP_T_STRING | (UINT64_C(2) << (RBP_FL_USHIFT + 2)) | (UINT64_C(1) << (RBP_FL_USHIFT + 10)));
+    put64(slot_bytes(f, 1) + 8, f->cls);
+    memcpy(slot_bytes(f, 1) + 16, "hi", 2);
+    put64(slot_bytes(f, 2), RBP_T_ARRAY | RBP_FL_USER(1) | (UINT64_C(3) << (RBP_FL_USHIFT + 3)));
+    put64(slot_bytes(f, 2) + 8, f->cls);
+    put64(slot_bytes(f, 2) + 16, 3), put64(slot_bytes(f, 2) + 24, slot_addr(f, 1)), put64(slot_bytes(f, 2) + 32, slot_addr(f, 2));
+    put64(slot_bytes(f, 3), RBP_T_ARRAY), put64(slot_bytes(f, 3) + 8, f->cls);
+    put64(slot_bytes(f, 3) + 16, 1000), put64(slot_bytes(f, 3) + 32, 0x7700000);
+    put64(slot_bytes(f, 4), RBP_T_STRING | RBP_FL_USER(1)), put64(slot_bytes(f, 4) + 8, f->cls);
+    put64(slot_bytes(f, 4) + 16, 50), put64(slot_bytes(f, 4) + 24, 0x7700000);
+}
+
+/* One `ruby p`: OK with a bounded, valid UTF-8 line, or the clear error. */
+static rbpeek_status p(heap_fixture *f, uint64_t v, char **text)
+{
+    rbpeek_inspect_options opt = {8, 100, 1};
+    char *out = NULL;
+    rbpeek_session_invalidate(f->s);
+    rbpeek_status st = rbpeek_value_inspect(f->s, v, &opt, RBPEEK_FORMAT_TEXT, &out);
+    if (st == RBPEEK_OK) {
+        CU_ASSERT_PTR_NOT_NULL(out);
+        if (out) {
+            size_t n = strlen(out);
+            CU_ASSERT(n < 200000);
+            for (size_t i = 0; i < n;) {
+                size_t k = rbp_utf8_seq_len((const unsigned char *)out + i, n - i);
+                CU_ASSERT_FATAL(k > 0);
+                i += k;
+            }
+        }
+    } else {
+        const char *e = rbpeek_session_error(f->s);
+        CU_ASSERT(st == RBPEEK_ERR_ARG || st == RBPEEK_ERR_READ || st == RBPEEK_ERR_NO_LAYOUT);
+        CU_ASSERT_PTR_NULL(strchr(e, '\n'));
+        if (st == RBPEEK_ERR_ARG) CU_ASSERT_PTR_NOT_NULL(strstr(e, "not a Ruby object"));
+    }
+    if (text) *text = out;
+    else rbpeek_free(out);
+    return st;
+}
+
+static void expect(heap_fixture *f, uint64_t v, const char *want_prefix)
+{
+    char *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(p(f, v, &out), RBPEEK_OK);
+    CU_ASSERT(strncmp(out, want_prefix, strlen(want_prefix)) == 0);
+    if (strncmp(out, want_prefix, strlen(want_prefix))) fprintf(stderr, "p 0x%llx: got %s\n", (unsigned long long)v, out);
+    rbpeek_free(out);
+}
+
+static void expect_error(heap_fixture *f, uint64_t v, const char *what)
+{
+    CU_ASSERT_EQUAL(p(f, v, NULL), RBPEEK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbpeek_session_error(f->s), what));
+    if (!strstr(rbpeek_session_error(f->s), what)) fprintf(stderr, "p 0x%llx: %s\n", (unsigned long long)v, rbpeek_session_error(f->s));
+}
+
+static void test_p_synthetic(void)
+{
+    heap_fixture f;
+    build(&f);
+    expect(&f, 0x55, "42");              /* fixnum */
+    expect(&f, 0x8, "nil");              /* 3.1's Qnil */
+    expect(&f, 0x14, "true");
+    expect(&f, slot_addr(&f, 1), "\"hi\"");
+    expect(&f, slot_addr(&f, 2), "[1, \"hi\", [...]]");
+    expect(&f, slot_addr(&f, 3), "[#<rbpeek: unreadable elements>]");
+    expect(&f, slot_addr(&f, 4), "#<rbpeek: String with unreadable bytes>");
+    expect_error(&f, slot_addr(&f, 7), "free slot");
+    expect_error(&f, slot_addr(&f, 2) + 8, "inside the slot");
+    expect_error(&f, 0x7777000, "not in any heap page");
+    expect_error(&f, slot_addr(&f, 1) + 4, "8-byte aligned"); /* (an odd VALUE is a Fixnum) */
+    put64(slot_bytes(&f, 5), 0x15), put64(slot_bytes(&f, 5) + 8, f.cls); /* T_FIXNUM on the heap */
+    expect_error(&f, slot_addr(&f, 5), "bad flags");
+    put64(slot_bytes(&f, 5), RBP_T_STRING), put64(slot_bytes(&f, 5) + 8, 0xdead0); /* class nowhere */
+    expect_error(&f, slot_addr(&f, 5), "bad flags");
+    /* a chain of 100 nested Arrays ends at --depth */
+    for (int i = 10; i < 110; i++) {
+        put64(slot_bytes(&f, i), RBP_T_ARRAY | RBP_FL_USER(1) | (UINT64_C(1) << (RBP_FL_USHIFT + 3)));
+        put64(slot_bytes(&f, i) + 8, f.cls), put64(slot_bytes(&f, i) + 16, slot_addr(&f, i + 1));
+    }
+    put64(slot_bytes(&f, 110), RBP_T_ARRAY | RBP_FL_USER(1)), put64(slot_bytes(&f, 110) + 8, f.cls);
+    expect(&f, slot_addr(&f, 10), "[[[[[[[[[\xe2\x80\xa6]]]]]]]]]");
+    rbpeek_session_free(f.s);
+    image_free(&f.im);
+}
+
+static uint64_t rng(uint64_t *x)
+{
+    *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+    return *x;
+}
+
+static void test_p_fuzz(void)
+{
+    heap_fixture f;
+    build(&f);
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    int ok = 0, refused = 0;
+    /* random addresses around and inside the page */
+    for (int i = 0; i < 3000; i++) {
+        uint64_t v = rng(&seed) % 3 == 0 ? rng(&seed) : BODY + rng(&seed) % 0x5000;
+        if (p(&f, v, NULL) == RBPEEK_OK) ok++; else refused++;
+    }
+    /* the page's objects corrupted at random: flags, classes, bodies */
+    static const uint64_t types[] = {RBP_T_STRING, RBP_T_ARRAY, RBP_T_HASH, RBP_T_OBJECT, RBP_T_STRUCT,
+                                     RBP_T_FLOAT, RBP_T_BIGNUM, RBP_T_SYMBOL, RBP_T_CLASS, RBP_T_DATA};
+    for (int round = 0; round < 300; round++) {
+        for (int i = 1; i < 60; i++) {
+            uint8_t *b = slot_bytes(&f, i);
+            uint64_t r = rng(&seed);
+            put64(b, (types[r % 10] | (rng(&seed) & ~UINT64_C(0x1f) & 0xffffffffull)) & ~RBP_FL_USER(0));
+            put64(b + 8, r & 0x100 ? f.cls : slot_addr(&f, (int)(rng(&seed) % 60)));
+            for (int w = 2; w < SLOT / 8; w++) {
+                uint64_t k = rng(&seed);
+                put64(b + 8 * w, k % 3 == 0 ? slot_addr(&f, (int)(k % 60)) : k % 3 == 1 ? (k & 0xffff) : k);
+            }
+        }
+        for (int i = 0; i < 60; i++) { if (p(&f, slot_addr(&f, i), NULL) == RBPEEK_OK) ok++; else refused++; }
+    }
+    CU_ASSERT(ok > 0);
+    CU_ASSERT(refused > 0);
+    rbpeek_session_free(f.s);
+    image_free(&f.im);
+}
+
+static const rbp_cu_test TESTS[] = {
+    {"float_to_s", test_float_to_s},
+    {"p_synthetic", test_p_synthetic},
+    {"p_fuzz", test_p_fuzz},
+    {NULL, NULL},
+};
+
+RBP_CU_MAIN("inspect", TESTS)
