@@ -3,7 +3,8 @@
     test_cli.py bt RUBY       bt -a --json, --pid and --core, vs backtrace_locations
     test_cli.py heap RUBY     heap --json and --dump, --pid and --core, vs ObjectSpace
     test_cli.py sample RUBY   sample --pid vs the target's own CPU split, also as go tool
-                              pprof -top reads the --pprof file; --core refused
+                              pprof -top reads the --pprof file; --duration; Ctrl-C;
+                              --core refused
     test_cli.py usage         --help, exit codes, one-line errors
 
 The comparisons are those of test_bt.py, test_heap.py and test_sample.py,
@@ -16,6 +17,7 @@ running, and exit codes must be 0 done, 1 failed, 2 wrong usage.
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -154,12 +156,38 @@ def test_sample_cmd(spec, workdir):
             raise Failure("default outputs: %s" % made)
         harness.log("rbpeek sample --duration 1: %.1f s in all, wrote %s" % (took, made))
         target.assert_left_running()
+        # Ctrl-C ends sampling: what was collected is written, exit 0.
+        ctrl_c = os.path.join(workdir, "ctrl-c.folded")
+        p = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(target.pid), "--folded",
+                              ctrl_c], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not target_traced(target.pid):
+            time.sleep(0.1)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+        harness.assert_no_traceback(out + err)
+        if p.returncode != 0 or "interrupted (Ctrl-C)" not in out + err or not os.path.exists(ctrl_c):
+            raise Failure("rbpeek sample ended by Ctrl-C: exit %d, folded written: %s\n%s%s"
+                          % (p.returncode, os.path.exists(ctrl_c), out[-1500:], err[-1500:]))
+        target.assert_left_running()
+        if target_traced(target.pid):
+            raise Failure("after Ctrl-C the target is still traced")
+        harness.log("rbpeek sample ended by Ctrl-C: exit 0, %d stacks written, target running"
+                    % len(test_sample.parse_folded(ctrl_c)))
         core = target.gcore()
         _, err = cli(["sample", "--core", core, "10", "--folded", folded + ".core"], want_rc=1)
         if "core file" not in err or len(err.strip().splitlines()) != 1 or os.path.exists(folded + ".core"):
             raise Failure("rbpeek sample --core: not one refusal line: %r" % err)
     finally:
         target.close()
+
+
+def target_traced(pid):
+    """True while some process traces pid (rbpeek sampling it)."""
+    with open("/proc/%d/status" % pid) as f:
+        return any(l.startswith("TracerPid:") and l.split()[1] != "0" for l in f)
 
 
 def run_in(cwd, args):

@@ -147,8 +147,8 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         why_not = "--via-debugger" if args.via_debugger else (dbg.can_hand_over() or
                                                               pending_stop_signal(policy, pid))
         # progress(), not write(): lldb shows a command's result only once it ends.
-        dbg.progress("rbpeek: sampling pid %d (Ruby %s) at %s Hz for %s; Ctrl-C ends it early\n"
-                     % (pid, version, fmt_rate(1.0 / interval), " or ".join(what) if what else "until Ctrl-C"))
+        dbg.progress("rbpeek: sampling pid %d (Ruby %s) at %s Hz %s; Ctrl-C ends it early\n"
+                     % (pid, version, fmt_rate(1.0 / interval), "for " + " or ".join(what) if what else "until Ctrl-C"))
         if why_not is None:
             end, failure = run_traced(dbg, session, profile, opts, args, interval, pid, policy, st)
         else:
