@@ -14,6 +14,10 @@ up to the total. Then:
     says why (the machine's watchpoints, or the sampler not built yet);
   - Ctrl-C (SIGINT to the debugger) ends a run with no --duration, which
     says so;
+  - the debugger killed (SIGKILL) in the middle of a run leaves the target
+    running;
+  - the target exiting in the middle of a run ends it with a summary that
+    says so, and no Python error;
   - after each run the target is running (not left stopped), keeps
     allocating, its executable pages (every r-x mapping, read from
     /proc/PID/mem) are byte-identical to before, and every thread's debug
@@ -124,7 +128,7 @@ def failing(debugger, cmd):
     return cmd if debugger == "gdb" else "script lldb.debugger.HandleCommand(%r)" % cmd
 
 
-def run_interrupted(debugger, pid, out_path):
+def run_interrupted(debugger, pid, out_path, act=lambda proc: proc.send_signal(signal.SIGINT)):
     argv = {"gdb": ["gdb", "-q", "-nx", "-batch", "-p", str(pid), "-ex", "source " + harness.GDB_PLUGIN,
                     "-ex", "ruby allocs"],
             "lldb": [harness.LLDB, "--no-lldbinit", "-b", "-p", str(pid), "-o",
@@ -141,13 +145,26 @@ def run_interrupted(debugger, pid, out_path):
                 raise Failure("the interrupted run never started:\n" + open(out_path, errors="replace").read()[-2000:])
             time.sleep(0.1)
         time.sleep(1.5)
-        proc.send_signal(signal.SIGINT)
+        act(proc)
         proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     return open(out_path, errors="replace").read()
+
+
+def kill_debugger(proc):
+    """SIGKILL to the debugger; its helpers (lldb's lldb-server, which
+    outlives it, detached from the target by then) are ended by their pids."""
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    proc.kill()
+    proc.wait(timeout=60)
+    for pid in children:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
 
 
 def test(ruby_spec, debugger, workdir):
@@ -196,6 +213,16 @@ def test(ruby_spec, debugger, workdir):
         if "rbpeek: allocs ended: interrupted (Ctrl-C)" not in output or "Allocated: " not in output:
             raise Failure("Ctrl-C did not end the run with a summary:\n" + output[-3000:])
         check_clean(target, before, "after Ctrl-C")
+
+        run_interrupted(debugger, target.pid, os.path.join(workdir, "kill.out"), kill_debugger)
+        check_clean(target, before, "after the debugger was killed")
+
+        output = run_interrupted(debugger, target.pid, os.path.join(workdir, "exit.out"),
+                                 lambda proc: open(os.path.join(workdir, "exit"), "w").close())
+        harness.assert_no_traceback(output)
+        if "rbpeek: allocs ended: the target exited" not in output or "Allocated: " not in output:
+            raise Failure("the target's exit did not end the run with a summary:\n" + output[-3000:])
+        harness.log("the target's exit ends the run with its summary")
     finally:
         target.close()
 
