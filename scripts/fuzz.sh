@@ -6,7 +6,10 @@
 # sanitizer report, a leak, an input slower than 10 s, memory over 2 GiB),
 # 77 when clang-16 or its libFuzzer runtime (libclang-rt-16-dev) is missing.
 #
-#   bash scripts/fuzz.sh [--build DIR] [--only NAME] [SECONDS]
+#   bash scripts/fuzz.sh [--build DIR] [--only NAME] [--parallel] [SECONDS]
+#
+# --parallel runs the harnesses side by side (a long run); FUZZ_NICE sets
+# their niceness (default 10).
 #
 # FUZZ_SEED=N fixes libFuzzer's random seed (CI's smoke run does, so that
 # it explores the same inputs each time); unset, each run differs.
@@ -19,10 +22,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build-fuzz
 ONLY=""
+PARALLEL=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
+    --parallel) PARALLEL=1; shift ;;
     *) break ;;
     esac
 done
@@ -63,17 +68,26 @@ if grep -q '^[a-z]' "$SUPP" 2>/dev/null; then
 fi
 total=0
 failed=0
-for h in "${HARNESSES[@]}"; do
-    corpus=$BUILD/corpus/$h
-    findings=$BUILD/findings/$h
+run_one() {
+    local h=$1 corpus=$BUILD/corpus/$1 findings=$BUILD/findings/$1
     mkdir -p "$corpus" "$findings"
-    log=$findings/fuzz.log
-    rc=0
     # The grown corpus first (new inputs are written there), then the
     # committed seeds, which are only read.
-    nice -n 10 "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+    nice -n "${FUZZ_NICE:-10}" "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
         -max_len="${MAXLEN[$h]}" -seed="${FUZZ_SEED:-0}" -print_final_stats=1 -artifact_prefix="$findings/" \
-        "$corpus" "tests/fuzz/corpus/$h" >"$log" 2>&1 || rc=$?
+        "$corpus" "tests/fuzz/corpus/$h" >"$findings/fuzz.log" 2>&1
+    echo $? >"$findings/exit"
+}
+if [ -n "$PARALLEL" ]; then
+    for h in "${HARNESSES[@]}"; do run_one "$h" & done
+    wait
+else
+    for h in "${HARNESSES[@]}"; do run_one "$h"; done
+fi
+for h in "${HARNESSES[@]}"; do
+    findings=$BUILD/findings/$h
+    log=$findings/fuzz.log
+    rc=$(cat "$findings/exit")
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     execs=${execs:-0}
     total=$((total + execs))
@@ -85,9 +99,8 @@ for h in "${HARNESSES[@]}"; do
         echo "fuzz: $h: $execs executions (${rate:-?}/s), FINDING (exit $rc, $found input(s) in $findings):"
         grep -E "ERROR: |SUMMARY: |runtime error|Test unit written" "$log" | head -8 | sed 's/^/    /'
     else
-        echo "fuzz: $h: $execs executions (${rate:-?}/s), no findings, corpus $(ls "$corpus" | wc -l) inputs"
+        echo "fuzz: $h: $execs executions (${rate:-?}/s), no findings, corpus $(ls "$BUILD/corpus/$h" | wc -l) inputs"
     fi
 done
-rm -rf /tmp/rbpeek-fuzz-dwarf-* 2>/dev/null || true
 echo "fuzz: $total executions in total; $([ $failed = 0 ] && echo "no findings" || echo "FINDINGS, see $BUILD/findings/")"
 exit $failed

@@ -24,6 +24,13 @@ static int g_fd = -1;
 static char g_path[64];
 static char g_ruby[128];   /* a link named like libruby to the input */
 
+static void remove_link(void)
+{
+    unlink(g_ruby);
+    *strrchr(g_ruby, '/') = '\0';
+    rmdir(g_ruby);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     g_fd = memfd_create("fuzz_dwarf", 0);
@@ -36,6 +43,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     mkdir(dir, 0700);
     unlink(g_ruby);
     if (symlink(g_path, g_ruby) != 0) abort();
+    atexit(remove_link);
     return 0;
 }
 
