@@ -60,6 +60,18 @@ cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$BUILD/build.log"
 declare -A MAXLEN=([memimage]=2048 [core]=1024 [layout]=16384 [dwarf]=32768)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# The recorded image must still carry every page today's readers touch,
+# else the harnesses fuzz only the first steps of each operation.
+if [[ " ${HARNESSES[*]} " == *" memimage "* ]]; then
+    stale=$(RBPEEK_FUZZ_VERBOSE=1 "$BUILD/fuzz/fuzz_memimage" tests/fuzz/corpus/memimage/all 2>&1 |
+            grep '^fuzz: ' | grep -v ' ok ' || true)
+    if [ -n "$stale" ]; then
+        echo "fuzz: WARNING: the recorded image no longer serves every operation; make it again with"
+        echo "      bash scripts/fuzz-record.sh (and commit tests/fuzz/data/ruby3.1.img.gz):"
+        echo "$stale" | sed 's/^/      /'
+    fi
+fi
+
 # Known defects being fixed elsewhere (see the file) are not findings.
 SUPP=tests/fuzz/known-defects.supp
 if grep -q '^[a-z]' "$SUPP" 2>/dev/null; then
