@@ -3,7 +3,7 @@
 # starting from the committed seed corpora, in a clang-16 build with
 # libFuzzer, ASan and UBSan (-fno-sanitize-recover=undefined). Prints each
 # harness's executions and findings; exits 1 on any finding (a crash, a
-# sanitizer report, a leak, an input slower than 10 s, memory over 2 GiB),
+# sanitizer report, a leak, an input slower than 60 s, memory over 2 GiB),
 # 77 when clang-16 or its libFuzzer runtime (libclang-rt-16-dev) is missing.
 #
 #   bash scripts/fuzz.sh [--build DIR] [--only NAME] [--parallel] [SECONDS]
@@ -11,6 +11,10 @@
 # --parallel runs the harnesses side by side (a long run); FUZZ_NICE sets
 # their niceness (default 10).
 #
+# FUZZ_TIMEOUT (default 60) is libFuzzer's per-input limit in seconds. It is
+# wall-clock time: on a loaded machine an input that takes 0.3 s of CPU can
+# wait 10 s for it, so a lower limit reports the machine, not a hang (the
+# hangs this catches, unbounded walks, take minutes to hours).
 # FUZZ_SEED=N fixes libFuzzer's random seed (CI's smoke run does, so that
 # it explores the same inputs each time); unset, each run differs.
 # DIR (default build-fuzz) keeps the build, the grown corpora (DIR/corpus/
@@ -85,7 +89,7 @@ run_one() {
     mkdir -p "$corpus" "$findings"
     # The grown corpus first (new inputs are written there), then the
     # committed seeds, which are only read.
-    nice -n "${FUZZ_NICE:-10}" "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+    nice -n "${FUZZ_NICE:-10}" "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 \
         -max_len="${MAXLEN[$h]}" -seed="${FUZZ_SEED:-0}" -print_final_stats=1 -artifact_prefix="$findings/" \
         "$corpus" "tests/fuzz/corpus/$h" >"$findings/fuzz.log" 2>&1
     echo $? >"$findings/exit"
