@@ -1,7 +1,8 @@
 /*
  * The operations a fuzz run drives through rbpeek's public API, the way the
  * gdb and lldb plugins do: attach, snapshot, render (text and JSON), the
- * sampler's profile_add_snapshot, threads and locks, session describe, heap
+ * sampler's profile_add_snapshot, threads and locks, session describe, the
+ * GC's counters (`ruby gc`) and allocation counts (`ruby allocs`), heap
  * census and its rendering, heap dump, and a second snapshot after an
  * invalidation. The recorder runs them all (so the image holds every page
  * any of them touches); a fuzz input picks a subset with a bit mask.
@@ -26,7 +27,7 @@ enum {
     OP_RENDER_JSON = 1 << 1,
     OP_LOCKS = 1 << 2,
     OP_PROFILE = 1 << 3,
-    OP_DESCRIBE = 1 << 4,
+    OP_DESCRIBE = 1 << 4,   /* and the other session-wide readers: `ruby gc`, `ruby allocs` */
     OP_CENSUS = 1 << 5,
     OP_DUMP = 1 << 6,
     OP_RETAKE = 1 << 7,
@@ -121,6 +122,18 @@ static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_fram
     if ((ops & OP_DESCRIBE) && rbpeek_session_describe(s, &out) == RBPEEK_OK) {
         rbpeek_free(out);
         out = NULL;
+    }
+    if (ops & OP_DESCRIBE) {
+        st = rbpeek_gc_render(s, RBPEEK_FORMAT_JSON, &out);
+        fuzz_say(s, "gc", st, "");
+        if (st == RBPEEK_OK) rbpeek_free(out);
+        out = NULL;
+        if (rbpeek_gc_render(s, RBPEEK_FORMAT_TEXT, &out) == RBPEEK_OK) rbpeek_free(out);
+        out = NULL;
+        rbpeek_alloc_counts ac;
+        st = rbpeek_alloc_counts_read(s, &ac);
+        snprintf(what, sizeof what, "%llu allocated", (unsigned long long)ac.total);
+        fuzz_say(s, "allocs", st, st == RBPEEK_OK ? what : "");
     }
     if (ops & OP_CENSUS) {
         rbpeek_census *c = NULL;
