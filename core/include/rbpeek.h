@@ -178,6 +178,7 @@ typedef struct rbpeek_thread {
     const char *error;          /* NULL, or why this thread's walk stopped early */
     size_t nframes;
     const rbpeek_frame *frames; /* innermost first */
+    int32_t torn;               /* rbpeek_snapshot_take_running: its stack changed while it was read */
 } rbpeek_thread;
 
 typedef enum rbpeek_thread_status {
@@ -194,6 +195,13 @@ RBPEEK_API const char *rbpeek_thread_status_name(int32_t status);
  * recorded in that thread's error field, not returned. max_frames bounds each
  * stack (0 = the default of 100000). */
 RBPEEK_API rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out);
+/* The same for a target that runs while it is read (the sampler's
+ * nonblocking mode): each thread's walk is bracketed by two uncached reads
+ * of its stack's markers (its execution context, current frame, and the
+ * iseq and return pc of every frame); a thread whose markers differ is
+ * marked torn (with an error) and must not be used. Drop the session's
+ * memory cache before calling it. */
+RBPEEK_API rbpeek_status rbpeek_snapshot_take_running(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out);
 RBPEEK_API void rbpeek_snapshot_free(rbpeek_snapshot *snap);
 RBPEEK_API size_t rbpeek_snapshot_thread_count(const rbpeek_snapshot *snap);
 RBPEEK_API const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t index);
@@ -500,7 +508,20 @@ typedef struct rbpeek_trace_config {
     uint64_t seed;              /* of the sample schedule; 0: from the clock */
     unsigned char stop_signals[65]; /* [signo] nonzero: end sampling on it */
     unsigned char pass_signals[65]; /* [signo] nonzero: deliver it to the target */
+    int stop_mode;              /* rbpeek_stop_mode */
 } rbpeek_trace_config;
+
+/* What a sample stops (docs/sampling.md, "What a sample stops"). */
+typedef enum rbpeek_stop_mode {
+    /* Only the thread holding each ractor's GVL: a thread without it cannot
+     * change its Ruby stack, so the others are read while they stay parked,
+     * exactly. Every thread when the GVL is free or its holder unknown. */
+    RBPEEK_STOP_GVL = 0,
+    RBPEEK_STOP_ALL = 1,        /* every thread, every sample */
+    /* Nothing: stacks are read while the target runs
+     * (rbpeek_snapshot_take_running); torn ones are dropped and counted. */
+    RBPEEK_STOP_NONE = 2,
+} rbpeek_stop_mode;
 
 typedef struct rbpeek_trace_stats {
     uint64_t samples;           /* stops made */
@@ -518,6 +539,11 @@ typedef struct rbpeek_trace_stats {
                                  * fault, or a job-control stop); 0 = taken from the
                                  * target: send it again once the debugger is back */
     char message[256];          /* FAILED: why; otherwise the last walk error, if any */
+    uint64_t added_threads;     /* stacks added to the profile */
+    uint64_t torn_threads;      /* STOP_NONE: stacks that changed while read, dropped */
+    uint64_t full_stops;        /* samples that stopped every thread */
+    uint64_t threads_stopped;   /* summed over the samples */
+    double held_s;              /* summed time some thread of the target was held stopped */
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or

@@ -17,3 +17,10 @@ foreach(ruby debian-3.1 3.4.5)
     rbpeek_plain_test(sample_safety.${ruby}.${dbg} test_sample_safety.py ${ruby} ${dbg})
   endforeach()
 endforeach()
+# Parked threads sampled without being stopped (only the GVL holder, or
+# nothing: --nonblocking) against `ruby bt -a` with every thread stopped.
+foreach(ruby ${RBPEEK_TEST_RUBIES})
+  foreach(dbg ${RBPEEK_TEST_DEBUGGERS})
+    rbpeek_plain_test(sample_parked.${ruby}.${dbg} test_sample_parked.py ${ruby} ${dbg})
+  endforeach()
+endforeach()

@@ -46,6 +46,7 @@ struct rbp_mem {
     size_t nhot;
     uint64_t prev_hot[MAX_HOT];  /* ... and in the one before */
     size_t nprev;
+    bool direct;        /* see rbp_mem_set_direct */
 };
 
 rbp_mem *rbp_mem_new(rbp_source src)
@@ -79,6 +80,15 @@ void rbp_mem_invalidate(rbp_mem *m)
     m->nprev = m->nhot;
     m->nhot = 0;
     if (++m->gen == 0) { /* wrapped: really clear, so no stale slot matches */
+        memset(m->slots, 0, sizeof m->slots);
+        m->gen = 1;
+    }
+}
+
+void rbp_mem_refresh(rbp_mem *m)
+{
+    if (!m) return;
+    if (++m->gen == 0) {
         memset(m->slots, 0, sizeof m->slots);
         m->gen = 1;
     }
@@ -153,6 +163,14 @@ void rbp_mem_prefetch(rbp_mem *m)
     }
 }
 
+bool rbp_mem_set_direct(rbp_mem *m, bool on)
+{
+    if (!m) return false;
+    bool was = m->direct;
+    m->direct = on;
+    return was;
+}
+
 void rbp_mem_pin(rbp_mem *m, uint64_t addr, const void *data, size_t len)
 {
     m->pin_addr = addr;
@@ -169,7 +187,7 @@ size_t rbp_mem_read_partial(rbp_mem *m, uint64_t addr, void *buf, size_t len)
         memcpy(buf, m->pin_data + (addr - m->pin_addr), len);
         return len;
     }
-    if (len >= BYPASS_BYTES) {
+    if (len >= BYPASS_BYTES || m->direct) {
         long n = source_read(m, addr, buf, len);
         if (n <= 0) {
             /* Some sources refuse a big read that crosses into unmapped

@@ -48,17 +48,28 @@ bool rbp_mem_u32(rbp_mem *m, uint64_t addr, uint32_t *out);
 bool rbp_mem_cstr(rbp_mem *m, uint64_t addr, char *buf, size_t max);
 
 void rbp_mem_invalidate(rbp_mem *m);
+/* Drops the cache like rbp_mem_invalidate, but within one walk: the pages
+ * used before and after both count for the next rbp_mem_prefetch. */
+void rbp_mem_refresh(rbp_mem *m);
 
 /* After an invalidation: reads, in one batch where the source can, the
  * pages the generation before it used, on the bet that the next walk needs
  * the same ones (a sampler's walks do: the same threads, stacks and iseqs).
- * Only while the target is stopped. A no-op for sources without read_many. */
+ * The pages are fetched at one moment: use them as a consistent picture only
+ * while the target is stopped (the nonblocking sampler checks what it read
+ * against direct reads instead). A no-op for sources without read_many. */
 void rbp_mem_prefetch(rbp_mem *m);
 /* Pins a caller-owned copy of [addr, addr+len) so reads inside it are served
  * from it without touching the source or the page cache: the frame walker
  * fetches a thread's whole used VM value stack in one read and pins it for
  * the walk. Pass len 0 to unpin. The buffer must outlive the pin. */
 void rbp_mem_pin(rbp_mem *m, uint64_t addr, const void *data, size_t len);
+/* Direct mode: reads go to the source, neither served from nor kept in the
+ * page cache, and not counted as pages the next prefetch should fetch. The
+ * sampler reads a few words of a running target this way (who holds the
+ * GVL) without disturbing the cache of the walk that follows. Returns the
+ * previous mode. */
+bool rbp_mem_set_direct(rbp_mem *m, bool on);
 void rbp_mem_stats(const rbp_mem *m, rbpeek_read_stats *out);
 void rbp_mem_reset_stats(rbp_mem *m);
 

@@ -52,6 +52,8 @@ static tracee *add(struct rbpeek_trace *t, pid_t tid, int state)
     e->tid = tid;
     e->state = (unsigned char)state;
     e->pending_sig = 0;
+    e->want = false;
+    e->interrupted = false;
     return e;
 }
 
@@ -78,6 +80,8 @@ static void resume(struct rbpeek_trace *t, tracee *e)
         e->state = TR_RUNNING;
         e->pending_sig = 0;
     }
+    e->want = false;
+    e->interrupted = false;
 }
 
 /* -- events ---------------------------------------------------------------- */
@@ -104,6 +108,7 @@ static void handle(struct rbpeek_trace *t, pid_t tid, int status, bool running)
         return;
     }
     e->state = TR_STOPPED;
+    e->interrupted = false;
     int sig = WSTOPSIG(status), event = status >> 16;
     if (event == PTRACE_EVENT_CLONE) {
         unsigned long child = 0;
@@ -172,25 +177,29 @@ static void wait_until(struct rbpeek_trace *t, uint64_t deadline, bool running, 
     }
 }
 
-static bool all_stopped(struct rbpeek_trace *t)
+static bool wanted_stopped(struct rbpeek_trace *t)
 {
     for (size_t i = 0; i < t->ntr; i++)
-        if (t->tr[i].state != TR_STOPPED) return false;
+        if (t->tr[i].want && t->tr[i].state != TR_STOPPED) return false;
     return true;
 }
 
-size_t tr_stop_all(struct rbpeek_trace *t)
+/* Interrupts the wanted threads still running and waits (bounded) for them. */
+static size_t stop_wanted(struct rbpeek_trace *t)
 {
-    for (size_t i = 0; i < t->ntr; i++)
-        if (t->tr[i].state == TR_RUNNING && pt(PTRACE_INTERRUPT, t->tr[i].tid, 0) != 0 && errno == ESRCH)
-            t->tr[i].state = TR_STOPPED;   /* gone: its exit report follows */
+    for (size_t i = 0; i < t->ntr; i++) {
+        tracee *e = &t->tr[i];
+        if (!e->want || e->state != TR_RUNNING || e->interrupted) continue;
+        if (pt(PTRACE_INTERRUPT, e->tid, 0) == 0) e->interrupted = true;
+        else if (errno == ESRCH) e->state = TR_STOPPED;   /* gone: its exit report follows */
+    }
     uint64_t give_up = rbp_now_ns() + STOP_TIMEOUT_NS;
     tr_arm(t, give_up);
-    wait_until(t, give_up, false, all_stopped);
+    wait_until(t, give_up, false, wanted_stopped);
     tr_arm(t, 0);
     size_t late = 0;
     for (size_t i = 0; i < t->ntr;) {
-        if (t->tr[i].state == TR_STOPPED) {
+        if (!t->tr[i].want || t->tr[i].state == TR_STOPPED) {
             i++;
         } else if (!thread_exists(t, t->tr[i].tid)) {
             t->tr[i] = t->tr[--t->ntr];   /* gone without a report we saw */
@@ -202,10 +211,37 @@ size_t tr_stop_all(struct rbpeek_trace *t)
     return late;
 }
 
+size_t tr_stop_all(struct rbpeek_trace *t)
+{
+    for (size_t i = 0; i < t->ntr; i++) t->tr[i].want = true;
+    return stop_wanted(t);
+}
+
+size_t tr_stop_some(struct rbpeek_trace *t, const pid_t *tids, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        tracee *e = find(t, tids[k]);
+        if (e) e->want = true;
+    }
+    return stop_wanted(t);
+}
+
+bool tr_is_known(struct rbpeek_trace *t, pid_t tid) { return find(t, tid) != NULL; }
+
+size_t tr_count(struct rbpeek_trace *t) { return t->ntr; }
+
+bool tr_is_stopped(struct rbpeek_trace *t, pid_t tid)
+{
+    tracee *e = find(t, tid);
+    return e && e->state == TR_STOPPED;
+}
+
 void tr_resume_all(struct rbpeek_trace *t)
 {
-    for (size_t i = 0; i < t->ntr; i++)
+    for (size_t i = 0; i < t->ntr; i++) {
         if (t->tr[i].state == TR_STOPPED) resume(t, &t->tr[i]);
+        t->tr[i].want = false;
+    }
 }
 
 void tr_run_until(struct rbpeek_trace *t, uint64_t deadline)

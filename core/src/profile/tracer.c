@@ -40,6 +40,23 @@
  * Every wait is bounded: a thread that does not stop within STOP_TIMEOUT_NS
  * (uninterruptible sleep in the kernel, so not running Ruby code either) is
  * counted and the sample taken without it.
+ *
+ * What a sample stops (cfg.stop_mode; docs/sampling.md):
+ *  - RBPEEK_STOP_GVL (default): only the thread holding each ractor's GVL.
+ *    A Ruby thread changes its Ruby stack (and the VM's thread lists, and
+ *    the GC moves or frees objects) only while it holds its ractor's GVL,
+ *    so once every holder is stopped, the others can be read where they
+ *    stand, exactly, while they stay parked in the kernel. The holders are
+ *    read (a few uncached words) while the target runs, stopped, and read
+ *    again once stopped: only if every ractor's GVL is then held by a
+ *    stopped thread is the sample taken that way (a holder stopped holding
+ *    the GVL cannot hand it on). Otherwise (the GVL changed hands meanwhile:
+ *    a few rounds; nobody holds it, so anyone may take it; the holder's TID
+ *    is unknown) every thread is stopped, as in STOP_ALL, and counted.
+ *  - RBPEEK_STOP_ALL: every thread, every sample.
+ *  - RBPEEK_STOP_NONE (--nonblocking): nothing; the stacks are read while the
+ *    target runs, each checked against change markers read before and after
+ *    it (rbpeek_snapshot_take_running); a torn one is dropped and counted.
  */
 #define _GNU_SOURCE
 #include "profile/tracer.h"
@@ -53,6 +70,11 @@
 #include "context/context.h"
 #include "memory/mem.h"
 #include "profile/helper_thread.h"
+#include "vm/snapshot.h"
+#include "vm/threads.h"
+
+#define MAX_HOLDERS 64     /* ractors whose GVL holders are stopped one by one; more: stop all */
+#define HOLDER_ROUNDS 3    /* re-reads while the GVL changes hands, before stopping all */
 
 /* Exponentially distributed gap of mean mean_ns (Poisson sampling: see
  * docs/sampling.md), from a xorshift generator. */
@@ -90,14 +112,37 @@ static void refresh_tid_map(struct rbpeek_trace *t, const rbpeek_snapshot *snap,
     free(known);
 }
 
-static void take_sample(struct rbpeek_trace *t)
+/* The split walk's release: the held threads are walked, resume them. */
+static void release_held(void *ctx)
+{
+    struct rbpeek_trace *t = ctx;
+    t->resume_from = rbp_now_ns();
+    tr_resume_all(t);
+    t->resume_to = rbp_now_ns();
+    t->released = true;
+}
+
+/* fresh: the cache was dropped (and refilled) since the target was last
+ * resumed. running: nothing is stopped (STOP_NONE). With t->nheld, only the
+ * GVL holders are stopped: they are walked and resumed first, the rest
+ * walked after (rbp_snapshot_take_split). */
+static void take_sample(struct rbpeek_trace *t, bool fresh, bool running)
 {
     rbpeek_snapshot *snap = NULL;
     rbpeek_sample_result res = {0};
-    rbp_mem_invalidate(t->session->mem); /* what rbpeek_session_invalidate does: session.c is above us */
-    rbp_mem_prefetch(t->session->mem);   /* the pages the last walk used, in one batch */
-    if (rbpeek_snapshot_take(t->session, (size_t)(t->cfg.max_frames > 0 ? t->cfg.max_frames : 0), &snap) !=
-        RBPEEK_OK) {
+    if (!fresh) {
+        rbp_mem_invalidate(t->session->mem); /* what rbpeek_session_invalidate does: session.c is above us */
+        /* The pages the last walk used, in one batch (a running target's
+         * walk checks what it read against direct reads: snapshot.c). */
+        rbp_mem_prefetch(t->session->mem);
+    }
+    size_t max = (size_t)(t->cfg.max_frames > 0 ? t->cfg.max_frames : 0);
+    /* Every thread stopped (held NULL), none (running: nheld 0), or the
+     * GVL holders; either way the target is resumed as soon as the stacks
+     * that need it stopped are walked, before the rest of the work. */
+    rbpeek_status took = rbp_snapshot_take_split(t->session, max, t->nheld || running ? t->held_th : NULL,
+                                                 running ? 0 : t->nheld, release_held, t, &snap);
+    if (took != RBPEEK_OK) {
         pthread_mutex_lock(&t->lock);
         t->stats.samples++;
         t->stats.failed_samples++;
@@ -106,8 +151,16 @@ static void take_sample(struct rbpeek_trace *t)
         return;
     }
     rbpeek_status st = rbpeek_profile_add_snapshot(t->profile, snap, &t->opt, &res);
-    if (st == RBPEEK_OK && res.tid_unknown && rbp_now_ns() - t->tid_map_at > TID_MAP_REFRESH_NS)
+    if (st == RBPEEK_OK && (res.tid_unknown || t->want_tid_map) && !running &&
+        rbp_now_ns() - t->tid_map_at > TID_MAP_REFRESH_NS) {
         refresh_tid_map(t, snap, rbp_now_ns());
+        t->want_tid_map = false;
+    }
+    uint64_t torn = 0;
+    for (size_t i = 0, n = rbpeek_snapshot_thread_count(snap); i < n; i++) {
+        const rbpeek_thread *th = rbpeek_snapshot_thread(snap, i);
+        if (th && th->torn) torn++;
+    }
     rbpeek_snapshot_free(snap);
     pthread_mutex_lock(&t->lock);
     t->stats.samples++;
@@ -115,10 +168,93 @@ static void take_sample(struct rbpeek_trace *t)
         snprintf(t->stats.message, sizeof t->stats.message, "%s", rbpeek_profile_error(t->profile));
         t->end = RBPEEK_TRACE_FAILED;
     }
-    t->stats.failed_threads += res.failed;
+    t->stats.added_threads += res.added;
+    t->stats.torn_threads += torn;
+    t->stats.failed_threads += res.failed - (torn < res.failed ? torn : res.failed);
     t->stats.filtered += res.filtered;
     t->stats.tid_unknown += res.tid_unknown;
     pthread_mutex_unlock(&t->lock);
+}
+
+/* -- what a sample stops --------------------------------------------------------- */
+
+/* The TID of a GVL holder, or -1 (Ruby before 3.1 keeps only its pthread_t:
+ * looked up in tid_map, filled from a sample that stopped everything). */
+static pid_t holder_tid(struct rbpeek_trace *t, const rbp_gvl_holder *h)
+{
+    if (h->native_tid > 0) return (pid_t)h->native_tid;
+    for (size_t i = 0; h->pthread_id && i < t->opt.tid_map_pairs; i++)
+        if (t->opt.tid_map[2 * i] == h->pthread_id) return (pid_t)t->opt.tid_map[2 * i + 1];
+    t->want_tid_map = true;
+    return -1;
+}
+
+/* Reads the GVL holders into tids (appending the ones not there yet).
+ * False when one cannot be stopped alone: its GVL is free (anyone may take
+ * it), its TID is unknown or untraced, or the holders are unknown. */
+static bool read_holders(struct rbpeek_trace *t, pid_t *tids, size_t *ntids, bool *all_stopped)
+{
+    rbp_gvl_holder h[MAX_HOLDERS];
+    size_t n = 0;
+    *all_stopped = true;
+    t->nheld = 0;
+    if (!rbp_gvl_holders(t->session, h, MAX_HOLDERS, &n)) return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!h[i].th) return false;
+        t->held_th[t->nheld++] = h[i].th;
+        pid_t tid = holder_tid(t, &h[i]);
+        if (tid <= 0 || !tr_is_known(t, tid)) return false;
+        if (!tr_is_stopped(t, tid)) *all_stopped = false;
+        size_t k = 0;
+        while (k < *ntids && tids[k] != tid) k++;
+        if (k == *ntids && *ntids < MAX_HOLDERS) tids[(*ntids)++] = tid;
+    }
+    return true;
+}
+
+/* Stops what this sample needs (see the top of this file). Returns the
+ * threads that did not stop in time; *fresh is set when the page cache was
+ * dropped and refilled after the stop (the walk may use it as is). */
+static size_t stop_for_sample(struct rbpeek_trace *t, bool *fresh, uint64_t *held_from, size_t *nstopped, bool *full)
+{
+    rbp_mem *mem = t->session->mem;
+    *fresh = false;
+    *nstopped = 0;
+    *full = false;
+    if (t->cfg.stop_mode == RBPEEK_STOP_GVL) {
+        pid_t tids[MAX_HOLDERS];
+        size_t n = 0;
+        bool stopped;
+        /* Uncached: a hint read while the target runs, which must neither
+         * put stale pages in the cache nor change what the prefetch fetches. */
+        bool was = rbp_mem_set_direct(mem, true);
+        bool ok = read_holders(t, tids, &n, &stopped);
+        rbp_mem_set_direct(mem, was);
+        *held_from = rbp_now_ns();
+        for (int round = 0; ok && round < HOLDER_ROUNDS; round++) {
+            if (tr_stop_some(t, tids, n) != 0) break;
+            rbp_mem_invalidate(mem);
+            rbp_mem_prefetch(mem);
+            *fresh = true;
+            ok = read_holders(t, tids, &n, &stopped);
+            if (ok && stopped) {
+                *nstopped = n;
+                return 0;
+            }
+        }
+    } else if (t->cfg.stop_mode == RBPEEK_STOP_NONE) {
+        *held_from = 0;
+        t->nheld = 0;
+        return 0;
+    } else {
+        *held_from = rbp_now_ns();
+    }
+    *fresh = false;
+    t->nheld = 0;
+    size_t late = tr_stop_all(t);
+    *full = true;
+    *nstopped = tr_count(t);
+    return late;
 }
 
 /* -- the loop ---------------------------------------------------------------- */
@@ -171,20 +307,29 @@ static void *tracer_main(void *arg)
         if (t->end != RBPEEK_TRACE_RUNNING || atomic_load(&t->cancel) || (until && rbp_now_ns() >= until)) continue;
         fire += next_gap(t, mean);
 
-        uint64_t a = rbp_now_ns();
-        size_t late = tr_stop_all(t);
+        uint64_t a = rbp_now_ns(), held_from = 0;
+        bool fresh = false, full = false;
+        size_t nstopped = 0;
+        size_t late = stop_for_sample(t, &fresh, &held_from, &nstopped, &full);
         if (t->end != RBPEEK_TRACE_RUNNING) break;
         uint64_t b = rbp_now_ns();
-        take_sample(t);
-        uint64_t c = rbp_now_ns();
-        tr_resume_all(t);
-        uint64_t d = rbp_now_ns();
+        t->released = false;
+        take_sample(t, fresh, t->cfg.stop_mode == RBPEEK_STOP_NONE);
+        uint64_t walked = rbp_now_ns();
+        if (!t->released) release_held(t);
+        /* walk: before and after the release; resume: the release */
+        uint64_t resume_ns = t->resume_to - t->resume_from;
+        uint64_t done = walked > t->resume_to ? walked : t->resume_to;
+        uint64_t walk_ns = done - b - resume_ns;
         pthread_mutex_lock(&t->lock);
+        if (held_from) t->stats.held_s += (double)(t->resume_to - held_from) * 1e-9;
+        t->stats.full_stops += full;
+        t->stats.threads_stopped += nstopped;
         t->stats.not_stopped += late;
         t->stats.stop_s += (double)(b - a) * 1e-9;
-        t->stats.walk_s += (double)(c - b) * 1e-9;
-        t->stats.resume_s += (double)(d - c) * 1e-9;
-        t->stats.elapsed_s = (double)(d - t0) * 1e-9;
+        t->stats.walk_s += (double)walk_ns * 1e-9;
+        t->stats.resume_s += (double)resume_ns * 1e-9;
+        t->stats.elapsed_s = (double)(done - t0) * 1e-9;
         pthread_mutex_unlock(&t->lock);
     }
     int end = t->end;

@@ -30,6 +30,8 @@ enum tracee_state { TR_RUNNING, TR_STOPPED, TR_NEW /* auto-attached, first stop 
 typedef struct tracee {
     pid_t tid;
     unsigned char state;
+    bool want;         /* to be stopped for this sample */
+    bool interrupted;  /* PTRACE_INTERRUPT sent, its stop not seen yet */
     int pending_sig;   /* to deliver on the next resume */
 } tracee;
 
@@ -63,6 +65,11 @@ struct rbpeek_trace {
     uint64_t *tid_map;           /* (pthread_t, TID) pairs for Rubies before 3.1 */
     size_t tid_map_cap;
     uint64_t tid_map_at;
+    bool want_tid_map;           /* a GVL holder's pthread_t was not in tid_map */
+    uint64_t held_th[64];        /* this sample: the GVL holders stopped alone (rb_thread_t) */
+    size_t nheld;
+    bool released;               /* this sample: resumed before its walk ended */
+    uint64_t resume_from, resume_to;
 };
 
 /* trace_ptrace.c: the traced threads. */
@@ -70,6 +77,13 @@ struct rbpeek_trace {
 bool tr_seize_all(struct rbpeek_trace *t);
 /* Stops every thread; returns the number that did not stop in time. */
 size_t tr_stop_all(struct rbpeek_trace *t);
+/* Stops the threads tids[0..n) (adding to those already stopped for this
+ * sample); returns the number that did not stop in time. */
+size_t tr_stop_some(struct rbpeek_trace *t, const pid_t *tids, size_t n);
+/* Whether tid is traced and stopped now. */
+bool tr_is_stopped(struct rbpeek_trace *t, pid_t tid);
+bool tr_is_known(struct rbpeek_trace *t, pid_t tid);
+size_t tr_count(struct rbpeek_trace *t);
 void tr_resume_all(struct rbpeek_trace *t);
 /* Lets the target run until deadline, taking events as they come. */
 void tr_run_until(struct rbpeek_trace *t, uint64_t deadline);

@@ -66,9 +66,25 @@ const char *rbp_cframes_read(rbpeek_session *s, uint64_t ec, size_t max, rbp_cfr
     uint64_t vm_stack = 0, stack_size = 0, cfp = 0;
     *out = (rbp_cframes){0};
     if (!ec) return NULL; /* a thread that has not started: no frames */
-    if (!rbp_read_field(s, ec, RBP_L_ec_vm_stack, &vm_stack) ||
-        !rbp_read_field(s, ec, RBP_L_ec_vm_stack_size, &stack_size) || !rbp_read_field(s, ec, RBP_L_ec_cfp, &cfp))
+    /* The three open the execution context in every version: one read
+     * (one system call when the sampler reads a running target directly). */
+    int32_t o[3] = {rbp_off(L, RBP_L_ec_vm_stack), rbp_off(L, RBP_L_ec_vm_stack_size), rbp_off(L, RBP_L_ec_cfp)};
+    int32_t lo = o[0] < o[1] ? o[0] : o[1], hi = o[0] > o[1] ? o[0] : o[1];
+    if (o[2] < lo) lo = o[2];
+    if (o[2] > hi) hi = o[2];
+    uint8_t head[64];
+    if (lo >= 0 && hi + 8 - lo <= (int32_t)sizeof head && L->f[RBP_L_ec_vm_stack].size == 8 &&
+        L->f[RBP_L_ec_vm_stack_size].size == 8 && L->f[RBP_L_ec_cfp].size == 8) {
+        if (!rbp_mem_read(s->mem, ec + (uint64_t)lo, head, (size_t)(hi + 8 - lo)))
+            return "its execution context is unreadable";
+        memcpy(&vm_stack, head + (o[0] - lo), 8);
+        memcpy(&stack_size, head + (o[1] - lo), 8);
+        memcpy(&cfp, head + (o[2] - lo), 8);
+    } else if (!rbp_read_field(s, ec, RBP_L_ec_vm_stack, &vm_stack) ||
+               !rbp_read_field(s, ec, RBP_L_ec_vm_stack_size, &stack_size) ||
+               !rbp_read_field(s, ec, RBP_L_ec_cfp, &cfp)) {
         return "its execution context is unreadable";
+    }
     if (!vm_stack) return NULL;
     uint64_t cfp_size = (uint64_t)L->f[RBP_L_cfp_size].size;
     if (stack_size == 0 || stack_size * 8 > MAX_STACK_BYTES) return "its VM stack size is implausible";
@@ -126,8 +142,26 @@ bool rbp_cframe_is_cfunc(rbpeek_session *s, const rbp_cframe *f)
     return rbp_mem_u64(s->mem, f->ep, &flags) && (flags & VM_FRAME_MAGIC_MASK) == VM_FRAME_MAGIC_CFUNC;
 }
 
+void rbp_stack_mark_of(const rbp_cframes *cf, rbp_stack_mark *m)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the words */
+    for (size_t i = 0; i < cf->n; i++) {
+        uint64_t w[2] = {cf->frames[i].iseq, i ? cf->frames[i].pc : 0};
+        for (int k = 0; k < 2; k++) h = (h ^ w[k]) * 1099511628211ull;
+    }
+    m->cfp = cf->cfp;
+    m->nframes = cf->n;
+    m->hash = h;
+}
+
 const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out,
                             size_t *raw_budget)
+{
+    return rbp_frames_walk_marked(s, ec, max_frames, a, out, raw_budget, NULL);
+}
+
+const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
+                                   rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark)
 {
     rbp_cframes cf;
     if (raw_budget && *raw_budget == 0) {
@@ -146,6 +180,7 @@ const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, r
             err = "cut: the snapshot's budget of control frames is spent (the result is partial)";
         }
     }
+    if (mark) rbp_stack_mark_of(&cf, mark);
     if (cf.n == 0) {
         rbp_cframes_free(&cf); /* empty, but the caller's contract is to free: keep it whatever read does */
         return err;

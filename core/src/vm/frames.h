@@ -49,4 +49,18 @@ bool rbp_cframe_is_cfunc(rbpeek_session *s, const rbp_cframe *f);
 const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a, rbpeek_thread *out,
                             size_t *raw_budget);
 
+/* A stack's change markers, for walking a running thread (snapshot.c): its
+ * current frame pointer, the number of control frames, and a hash of the
+ * iseq and saved pc of each (the innermost frame's iseq only: the VM writes
+ * the running frame's pc back on every instruction). */
+typedef struct rbp_stack_mark {
+    uint64_t cfp, nframes, hash;
+} rbp_stack_mark;
+
+void rbp_stack_mark_of(const rbp_cframes *cf, rbp_stack_mark *m);
+
+/* rbp_frames_walk, also giving the markers of the control frames it read. */
+const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
+                                   rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark);
+
 #endif

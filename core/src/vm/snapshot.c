@@ -3,6 +3,24 @@
  * (threads.c) with its backtrace (frames.c), taken in one go into one
  * arena, and the kernel TIDs of those threads where Ruby keeps none, read
  * from glibc's thread descriptors. The top of the vm layer.
+ *
+ * rbpeek_snapshot_take_running walks a target that is NOT stopped (the
+ * sampler's --nonblocking mode). The walk reads a thread's control frames
+ * in one read, through the page cache (whose pages may have been fetched at
+ * different moments: the prefetch, or first use), and keeps their change
+ * markers (rbp_stack_mark: the current frame pointer, the frame count, the
+ * iseq and saved pc of every frame but the innermost frame's pc, which the
+ * VM writes back on every instruction). Right after, the same markers are
+ * read straight from the target, with the execution context the thread
+ * runs. If they agree, the frames the walk reported are the thread's frames
+ * at the time of that direct read, even if the bytes it used were fetched
+ * piecemeal: a mix that equals the real stack is the real stack. If not,
+ * the thread is walked once more with the cache refreshed (a window of
+ * microseconds), and if the markers still disagree
+ * it is marked torn and left out. A stack that changed and came back to the
+ * same frames (same iseqs, same return addresses) is the same stack.
+ * Not covered: values the labels need from a frame's environment (3.4's
+ * method entries) are trusted for frames whose iseq and pc did not change.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +31,7 @@
 #include "context/context.h"
 #include "vm/frames.h"
 #include "vm/robject.h"
+#include "vm/snapshot.h"
 #include "vm/threads.h"
 
 #define DEFAULT_MAX_FRAMES 100000
@@ -38,7 +57,72 @@ const char *rbpeek_thread_status_name(int32_t status)
     }
 }
 
-rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
+/* A thread's stack markers read straight from the target, not through the
+ * page cache: the execution context it runs, and its control frames'. */
+static bool read_mark_direct(rbpeek_session *s, uint64_t th, uint64_t *ec, rbp_stack_mark *m)
+{
+    bool was = rbp_mem_set_direct(s->mem, true);
+    rbp_cframes cf = {0};
+    bool ok = rbp_read_field(s, th, RBP_L_th_ec, ec) && rbp_cframes_read(s, *ec, SIZE_MAX, &cf) == NULL;
+    if (ok) rbp_stack_mark_of(&cf, m);
+    rbp_cframes_free(&cf);
+    rbp_mem_set_direct(s->mem, was);
+    return ok;
+}
+
+static bool mark_equal(const rbp_stack_mark *a, const rbp_stack_mark *b)
+{
+    return a->cfp == b->cfp && a->nframes == b->nframes && a->hash == b->hash;
+}
+
+/* One thread: its facts and its walk; running: the thread may run meanwhile
+ * (check the walk against direct reads; see the top of this file). */
+static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *r, rbpeek_thread *t,
+                     size_t max_frames, size_t *frame_budget, bool running)
+{
+    t->is_main = r->is_main;
+    t->status = r->status;
+    t->native_tid = r->native_tid;
+    t->pthread_id = r->pthread_id;
+    t->thread_addr = r->th;
+    t->thread_value = r->self;
+    t->ractor_addr = r->ractor;
+    t->ractor_index = r->ractor_index;
+    char name[1024];
+    if (rbp_obj_type(s, r->name) == RBP_T_STRING && rbp_string_read(s, r->name, name, sizeof name, NULL) >= 0)
+        t->name = rbp_arena_strdup(&snap->arena, name);
+    rbp_stack_mark seen, now;
+    const char *err = rbp_frames_walk_marked(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen);
+    for (int attempt = 0; running && attempt < 2; attempt++) {
+        uint64_t ec = 0;
+        if (read_mark_direct(s, r->th, &ec, &now) && ec == r->ec && mark_equal(&seen, &now)) break;
+        if (attempt == 0) {
+            /* Once more, on fresh pages: a window of microseconds. */
+            rbp_mem_refresh(s->mem);
+            t->nframes = 0;
+            t->frames = NULL;
+            t->truncated = 0;
+            err = rbp_frames_walk_marked(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen);
+        } else {
+            t->torn = 1;
+            err = "its stack changed while it was read (torn)";
+        }
+    }
+    if (err) t->error = rbp_arena_strdup(&snap->arena, err);
+}
+
+static bool in_set(const uint64_t *set, size_t n, uint64_t v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (set[i] == v) return true;
+    return false;
+}
+
+/* held == NULL: every thread is as `running` says. Else the threads in
+ * held[] are walked first as stopped ones, release(ctx) is called, and the
+ * others are walked as running ones. */
+static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, const uint64_t *held, size_t nheld,
+                          void (*release)(void *), void *ctx, rbpeek_snapshot **out)
 {
     if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take: no output pointer");
     *out = NULL;
@@ -51,6 +135,7 @@ rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_
     rbpeek_status st = rbp_threads_collect(s, &raw, &n, &warning);
     if (st != RBPEEK_OK) {
         free(raw);
+        if (release) release(ctx);
         return st;
     }
     rbpeek_snapshot *snap = calloc(1, sizeof *snap);
@@ -58,26 +143,22 @@ rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_
         free(raw);
         if (snap) rbp_arena_free(&snap->arena);
         free(snap);
+        if (release) release(ctx);
         return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     }
     snap->nthreads = n;
     size_t frame_budget = SNAPSHOT_FRAME_BUDGET;
-    for (size_t i = 0; i < n; i++) {
-        rbpeek_thread *t = &snap->threads[i];
-        const rbp_thread_raw *r = &raw[i];
-        t->is_main = r->is_main;
-        t->status = r->status;
-        t->native_tid = r->native_tid;
-        t->pthread_id = r->pthread_id;
-        t->thread_addr = r->th;
-        t->thread_value = r->self;
-        t->ractor_addr = r->ractor;
-        t->ractor_index = r->ractor_index;
-        char name[1024];
-        if (rbp_obj_type(s, r->name) == RBP_T_STRING && rbp_string_read(s, r->name, name, sizeof name, NULL) >= 0)
-            t->name = rbp_arena_strdup(&snap->arena, name);
-        const char *err = rbp_frames_walk(s, r->ec, max_frames, &snap->arena, t, &frame_budget);
-        if (err) t->error = rbp_arena_strdup(&snap->arena, err);
+    rbpeek_thread *walked = snap->threads;
+    size_t *budget = &frame_budget;
+    if (held) {
+        for (size_t i = 0; i < n; i++)
+            if (in_set(held, nheld, raw[i].th)) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, false);
+        if (release) release(ctx);
+        for (size_t i = 0; i < n; i++)
+            if (!in_set(held, nheld, raw[i].th)) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);
+    } else {
+        for (size_t i = 0; i < n; i++) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, running);
+        if (release) release(ctx);
     }
     if (warning && n) { /* the list was cut after the last thread: say so there, keeping its own error */
         rbpeek_thread *last = &snap->threads[n - 1];
@@ -89,6 +170,22 @@ rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_
     free(raw);
     *out = snap;
     return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
+{
+    return take(s, max_frames, false, NULL, 0, NULL, NULL, out);
+}
+
+rbpeek_status rbpeek_snapshot_take_running(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
+{
+    return take(s, max_frames, true, NULL, 0, NULL, NULL, out);
+}
+
+rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held, size_t nheld,
+                                      void (*release)(void *), void *ctx, rbpeek_snapshot **out)
+{
+    return take(s, max_frames, false, held, nheld, release, ctx, out);
 }
 
 void rbpeek_snapshot_free(rbpeek_snapshot *snap)

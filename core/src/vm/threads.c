@@ -161,3 +161,49 @@ rbpeek_status rbp_threads_collect(rbpeek_session *s, rbp_thread_raw **out, size_
                         (unsigned long long)s->vm, *warning ? ": " : "", *warning ? *warning : "");
     return RBPEEK_OK;
 }
+
+/* --- who holds the GVL ------------------------------------------------------ */
+
+static void holder_ids(rbpeek_session *s, uint64_t th, rbp_gvl_holder *h)
+{
+    uint64_t v = 0;
+    h->th = th;
+    h->native_tid = -1;
+    h->pthread_id = 0;
+    if (!th) return;
+    if (rbp_has(&s->layout, RBP_L_th_nt)) { /* 3.3+: under M:N the native thread may change */
+        uint64_t nt = 0;
+        if (rbp_read_field(s, th, RBP_L_th_nt, &nt) && nt) {
+            if (rbp_read_field(s, nt, RBP_L_nt_tid, &v) && (int32_t)v > 0) h->native_tid = (int32_t)v;
+            if (rbp_read_field(s, nt, RBP_L_nt_thread_id, &v)) h->pthread_id = v;
+        }
+    } else {
+        if (rbp_read_field(s, th, RBP_L_th_tid, &v) && (int32_t)v > 0) h->native_tid = (int32_t)v;
+        if (rbp_read_field(s, th, RBP_L_th_thread_id, &v)) h->pthread_id = v;
+    }
+}
+
+bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t *n)
+{
+    const rbp_layout *L = &s->layout;
+    *n = 0;
+    uint64_t owner = 0;
+    if (!rbp_has(L, RBP_L_vm_ractor_set)) {
+        if (!rbp_has(L, RBP_L_vm_gvl_owner) || max < 1 || !rbp_read_field(s, s->vm, RBP_L_vm_gvl_owner, &owner))
+            return false;
+        holder_ids(s, owner, &out[(*n)++]);
+        return true;
+    }
+    rbp_field_id field;
+    if (rbp_has(L, RBP_L_ractor_sched_running)) field = RBP_L_ractor_sched_running;       /* 3.2+ */
+    else if (rbp_has(L, RBP_L_ractor_gvl_owner)) field = RBP_L_ractor_gvl_owner;         /* 3.0, 3.1 */
+    else return false;
+    const char *warning = NULL;
+    list_walk rw = list_start(s->vm + (uint64_t)rbp_off(L, RBP_L_vm_ractor_set), rbp_off(L, RBP_L_ractor_vmlr_node), max + 1);
+    uint64_t r;
+    while ((r = list_next(s, &rw, &warning)) != 0) {
+        if (*n >= max || !rbp_read_field(s, r, field, &owner)) return false;
+        holder_ids(s, owner, &out[(*n)++]);
+    }
+    return !warning && *n > 0;
+}

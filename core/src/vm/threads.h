@@ -31,4 +31,20 @@ typedef struct rbp_thread_raw {
  * what it could read and sets *warning to a static description. */
 rbpeek_status rbp_threads_collect(rbpeek_session *s, rbp_thread_raw **out, size_t *n, const char **warning);
 
+/* The thread that holds each ractor's GVL (the running thread of its
+ * scheduler), as Ruby records it: vm->gvl.owner before 3.0,
+ * ractor->threads.gvl.owner in 3.0 and 3.1, ractor->threads.sched.running
+ * from 3.2 (3.3+'s M:N scheduler included: a ractor runs one Ruby thread at
+ * a time, on whichever native thread its nt names). */
+typedef struct rbp_gvl_holder {
+    uint64_t th;            /* rb_thread_t, 0 if the ractor's GVL is free */
+    int64_t native_tid;     /* kernel TID of the native thread running it; -1 if Ruby keeps none */
+    uint64_t pthread_id;
+} rbp_gvl_holder;
+
+/* Fills out[0..*n) with one entry per ractor (at most max). False when this
+ * Ruby's layout names no GVL owner, a read failed, or there are more than
+ * max ractors: the caller cannot know who may run Ruby code. */
+bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t *n);
+
 #endif

@@ -50,10 +50,12 @@ class SampleCommand(Command):
     summary = "Sampling profiler: stop the target N times a second, record every Ruby stack; flamegraph out."
     usage = """ruby sample [N] [--rate HZ | --interval MS] [--duration S] [--threads all|current]
             [--on-cpu] [--per-thread] [--folded FILE] [--svg FILE] [--speedscope FILE]
-            [--pprof FILE] [--max-frames N] [--via-debugger] [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
+            [--pprof FILE] [--max-frames N] [--via-debugger | --nonblocking | --stop-all]
+            [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
 
-Samples the live target: lets it run for one interval, stops it, records the
-Ruby stack of every thread, resumes it. Ends after N samples, after
+Samples the live target: lets it run for one interval, stops the thread that
+holds the GVL (the others cannot change their Ruby stacks), records the Ruby
+stack of every thread, resumes it. Ends after N samples, after
 --duration seconds, on Ctrl-C, or when the target exits or stops for another
 reason (a breakpoint). The target is left stopped, as it was, and what was
 collected is written. Not available on core files.
@@ -78,6 +80,9 @@ collected is written. Not available on core files.
                      but its breakpoints stay active); by default the debugger
                      detaches while rbpeek traces the target itself, and then
                      attaches again
+  --nonblocking      stop nothing: read the stacks while the target runs and
+                     drop those that changed meanwhile (counted)
+  --stop-all         stop every thread for each sample, not only the GVL holder
 Without --folded/--svg/--speedscope/--pprof it writes rbpeek-PID-TIME.folded and
 rbpeek-PID-TIME.svg in the current directory.
 Frames are named "label (path:line)". See docs/sampling.md."""
@@ -98,12 +103,17 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             p.add_argument("--pprof", metavar="FILE")
             p.add_argument("--max-frames", type=int, default=0)
             p.add_argument("--via-debugger", action="store_true")
+            p.add_argument("--nonblocking", action="store_true")
+            p.add_argument("--stop-all", action="store_true")
 
         args = parse_args(self.name, argv, build)
         if args.count is not None and args.count <= 0:
             raise UsageError(self.name, "N must be a positive number of samples")
         if args.max_frames < 0:
             raise UsageError(self.name, "--max-frames must be positive")
+        if args.nonblocking and (args.via_debugger or args.stop_all):
+            raise UsageError(self.name, "--nonblocking stops nothing, so it goes with neither --via-debugger "
+                                        "nor --stop-all")
         interval = 1.0 / args.rate if args.rate else (args.interval / 1000.0 if args.interval else 0.01)
         if interval < 1e-5:
             raise UsageError(self.name, "at most 100000 samples per second")
@@ -146,6 +156,9 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         policy = {} if args.via_debugger else dbg.signal_policy()
         why_not = "--via-debugger" if args.via_debugger else (dbg.can_hand_over() or
                                                               pending_stop_signal(policy, pid))
+        if why_not is not None and args.nonblocking:
+            raise UsageError(self.name, "--nonblocking needs rbpeek to trace the target itself, which it cannot "
+                                        "here (%s): run it without --nonblocking" % why_not)
         # progress(), not write(): lldb shows a command's result only once it ends.
         dbg.progress("rbpeek: sampling pid %d (Ruby %s) at %s Hz %s; Ctrl-C ends it early\n"
                      % (pid, version, fmt_rate(1.0 / interval), "for " + " or ".join(what) if what else "until Ctrl-C"))

@@ -11,12 +11,12 @@ heap.py      Census (the heap census)
 profile.py   Profile, Sampler, Trace, Kicker (`ruby sample`)
 """
 
-from .cstructs import FORMAT_JSON, FORMAT_TEXT, TRACE_ENDS, SampleOptions, SampleResult, TraceConfig, TraceStats
+from .cstructs import FORMAT_JSON, FORMAT_TEXT, STOP_MODES, TRACE_ENDS, SampleOptions, SampleResult, TraceConfig, TraceStats
 from .heap import Census
 from .lib import REPO_ROOT, RbpeekError, lib, library_path, watch_probe
 from .profile import Kicker, Profile, Sampler, Trace
 from .session import Session, Snapshot, resolve_tids
 
-__all__ = ["FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT", "TRACE_ENDS", "Census", "Kicker", "Profile", "RbpeekError",
+__all__ = ["FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT", "STOP_MODES", "TRACE_ENDS", "Census", "Kicker", "Profile", "RbpeekError",
            "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
            "lib", "library_path", "resolve_tids", "watch_probe"]

@@ -19,7 +19,7 @@ class Thread(ctypes.Structure):
                 ("native_tid", ctypes.c_int64), ("pthread_id", ctypes.c_uint64), ("thread_addr", ctypes.c_uint64),
                 ("thread_value", ctypes.c_uint64), ("ractor_addr", ctypes.c_uint64), ("ractor_index", ctypes.c_int32),
                 ("truncated", ctypes.c_int32), ("error", ctypes.c_char_p), ("nframes", ctypes.c_size_t),
-                ("frames", ctypes.POINTER(Frame))]
+                ("frames", ctypes.POINTER(Frame)), ("torn", ctypes.c_int32)]
 
 
 class ReadStats(ctypes.Structure):
@@ -67,7 +67,11 @@ class TraceConfig(ctypes.Structure):
     """rbpeek_trace_config: the schedule and signal policy of a traced run."""
     _fields_ = [("interval_s", ctypes.c_double), ("max_samples", ctypes.c_uint64), ("duration_s", ctypes.c_double),
                 ("max_frames", ctypes.c_int), ("seed", ctypes.c_uint64),
-                ("stop_signals", ctypes.c_ubyte * 65), ("pass_signals", ctypes.c_ubyte * 65)]
+                ("stop_signals", ctypes.c_ubyte * 65), ("pass_signals", ctypes.c_ubyte * 65),
+                ("stop_mode", ctypes.c_int)]
+
+
+STOP_MODES = {"gvl": 0, "all": 1, "none": 2}
 
 
 class TraceStats(ctypes.Structure):
@@ -76,7 +80,9 @@ class TraceStats(ctypes.Structure):
                 ("not_stopped", ctypes.c_uint64), ("elapsed_s", ctypes.c_double), ("stop_s", ctypes.c_double),
                 ("walk_s", ctypes.c_double), ("resume_s", ctypes.c_double), ("end", ctypes.c_int),
                 ("signal", ctypes.c_int), ("exit_code", ctypes.c_int), ("signal_pending", ctypes.c_int),
-                ("message", ctypes.c_char * 256)]
+                ("message", ctypes.c_char * 256), ("added_threads", ctypes.c_uint64),
+                ("torn_threads", ctypes.c_uint64), ("full_stops", ctypes.c_uint64),
+                ("threads_stopped", ctypes.c_uint64), ("held_s", ctypes.c_double)]
 
 
 TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}

@@ -92,6 +92,7 @@ def lib():
         "rbpeek_session_read_stats": (None, [vp, ctypes.POINTER(ReadStats)]),
         "rbpeek_session_reset_read_stats": (None, [vp]),
         "rbpeek_snapshot_take": (st, [vp, ctypes.c_size_t, ctypes.POINTER(vp)]),
+        "rbpeek_snapshot_take_running": (st, [vp, ctypes.c_size_t, ctypes.POINTER(vp)]),
         "rbpeek_snapshot_free": (None, [vp]),
         "rbpeek_snapshot_thread_count": (ctypes.c_size_t, [vp]),
         "rbpeek_snapshot_thread": (ctypes.POINTER(Thread), [vp, ctypes.c_size_t]),

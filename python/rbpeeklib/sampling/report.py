@@ -47,6 +47,39 @@ def write_outputs(dbg, profile, outputs, title, pprof_facts=None):
     return written
 
 
+def traced_cost_lines(st):
+    """The Cost line of a traced run (and, --nonblocking, the share of
+    stacks dropped as torn). "Held" is the wall time during which some
+    thread of the target was stopped: what the target's running code can
+    lose, whatever the number of parked threads."""
+    n = st.samples
+    el = st.elapsed()
+    held = 100.0 * st.held / el if el > 0 else 0.0
+    if st.stop_mode == "none":
+        lines = ["Cost:      nothing stopped (--nonblocking): per sample %.0f us reading the stacks while the "
+                 "target ran; the target was held 0.0%% of the time" % (1e6 * st.walk / n)]
+        seen = st.added_threads + st.torn_threads
+        lines.append("Dropped:   %d of %d thread stacks (%.1f%%) changed while they were read (torn)"
+                     % (st.torn_threads, seen, 100.0 * st.torn_threads / seen if seen else 0.0))
+        return lines
+    if st.stop_mode == "gvl":
+        what = ("the GVL holder only in %d of %d samples (%.1f threads stopped per sample on average; every "
+                "thread when the GVL was free or changing hands)"
+                % (n - st.full_stops, n, st.threads_stopped / float(n)))
+    else:
+        what = "every thread (--stop-all)"
+    lines = ["Cost:      per sample %.0f us stopping the threads, %.0f us walking the stacks, %.0f us "
+             "resuming them (traced by rbpeek); the target ran %.1f%% of the time; threads held stopped "
+             "%.2f%% of the wall time" % (1e6 * st.stop / n, 1e6 * st.walk / n, 1e6 * st.resume / n,
+                                           100.0 * (st.running / el if el > 0 else 0.0), held),
+             "Stopped:   %s" % what]
+    if st.stop_mode == "gvl":
+        seen = st.added_threads + st.torn_threads
+        lines.append("Dropped:   %d of %d thread stacks (%.1f%%) changed while they were read after the resume "
+                     "(torn)" % (st.torn_threads, seen, 100.0 * st.torn_threads / seen if seen else 0.0))
+    return lines
+
+
 def summary_text(st, profile, pid, version, interval, rate, end, written, args, only):
     """The text printed when sampling ends: how it ended, the rate, what was
     recorded and skipped, the cost per sample, and the top frames."""
@@ -77,9 +110,7 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
         n = st.samples
         share = st.running / st.elapsed() if st.elapsed() > 0 else 0.0
         if st.traced:
-            lines.append("Cost:      per sample %.0f us stopping the threads, %.0f us walking the stacks, %.0f us "
-                         "resuming them (traced by rbpeek); the target ran %.1f%% of the time"
-                         % (1e6 * st.stop / n, 1e6 * st.walk / n, 1e6 * st.resume / n, 100.0 * share))
+            lines.extend(traced_cost_lines(st))
         else:
             lines.append("Cost:      per sample %.0f us walking the stacks, %.0f us for the debugger to stop "
                          "the target; resumed %.0f%% of the time (resuming included; stopped through the "

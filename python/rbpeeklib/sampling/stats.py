@@ -32,6 +32,12 @@ class Stats:
         self.stop = 0.0       # seconds from sending the signal to the debugger reporting the stop
         self.running = 0.0    # seconds from asking to resume to sending the signal
         self.t_start = self.t_end = None
+        self.stop_mode = None  # traced: "gvl", "all" or "none" (sampling/traced.py)
+        self.added_threads = 0
+        self.torn_threads = 0  # --nonblocking: stacks that changed while read, dropped
+        self.full_stops = 0    # samples that stopped every thread
+        self.threads_stopped = 0
+        self.held = 0.0        # traced: seconds some thread of the target was held stopped
 
     def record(self, res, t_resume, t_fired, t_stopped, t_walked):
         self.samples += 1
@@ -56,6 +62,11 @@ class Stats:
         self.walk, self.stop, self.resume = ts.walk_s, ts.stop_s, ts.resume_s
         self.running = max(0.0, ts.elapsed_s - ts.walk_s - ts.stop_s - ts.resume_s)
         self.loop_elapsed = ts.elapsed_s
+        self.added_threads = ts.added_threads
+        self.torn_threads = ts.torn_threads
+        self.full_stops = ts.full_stops
+        self.threads_stopped = ts.threads_stopped
+        self.held = ts.held_s
         if ts.message:
             self.last_error = ts.message.decode("utf-8", "replace")
 

@@ -10,11 +10,19 @@ import os
 import random
 import time
 
-from ..core import TRACE_ENDS, RbpeekError, Trace, TraceConfig
+from ..core import STOP_MODES, TRACE_ENDS, RbpeekError, Trace, TraceConfig
 from .signals import signame
 from .stats import Progress
 
 TRACE_POLL = 0.1            # seconds between progress and Ctrl-C checks while the C loop samples
+
+
+def stop_mode(args):
+    """What each sample stops: "gvl" (the thread holding the GVL; the
+    default), "all" (--stop-all) or "none" (--nonblocking)."""
+    if getattr(args, "nonblocking", False):
+        return "none"
+    return "all" if getattr(args, "stop_all", False) else "gvl"
 
 
 def run_traced(dbg, session, profile, opts, args, interval, pid, policy, st):
@@ -28,6 +36,7 @@ def run_traced(dbg, session, profile, opts, args, interval, pid, policy, st):
     cfg.duration_s = args.duration or 0.0
     cfg.max_frames = args.max_frames
     cfg.seed = random.getrandbits(63) | 1
+    cfg.stop_mode = STOP_MODES[stop_mode(args)]
     for num, (stop, deliver) in policy.items():
         cfg.stop_signals[num] = 1 if stop else 0
         cfg.pass_signals[num] = 1 if deliver else 0
@@ -36,6 +45,7 @@ def run_traced(dbg, session, profile, opts, args, interval, pid, policy, st):
     with session.snapshot(1):
         pass
     st.traced = True
+    st.stop_mode = stop_mode(args)
     end = "?"
     failure = None
     trace = None

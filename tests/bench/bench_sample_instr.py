@@ -1,0 +1,116 @@
+"""Instructions per sample of rbpeek's own sampling loop, split into stop,
+walk and resume, for each stop mode, counted by callgrind.
+
+    python3 tests/bench/bench_sample_instr.py [--ruby debian-3.1] [--samples 400] [--modes gvl,all,nonblocking]
+
+No debugger: this script starts tests/integration/programs/parked_server.rb
+(16 threads, one computing), and runs the C sampling loop (rbpeek_trace_*,
+the same one `ruby sample` runs once the debugger has detached) on it
+through the Python binding, under `valgrind --tool=callgrind`, once per stop
+mode. The target itself runs natively; only this process is counted, and
+only its user-space instructions (the kernel's work in ptrace, waitpid and
+the reads of /proc/PID/mem is not in them: the time figures of the
+summary's Cost line and bench_sample_server.py cover that). This machine has
+no hardware performance counters (a VM), hence callgrind.
+
+Inclusive instructions of the loop's steps, divided by the samples taken:
+  stop    rbp_gvl_holders + tr_stop_some + tr_stop_all + rbp_mem_prefetch
+          (reading the GVL holders, stopping, and the batched re-read of the
+          last walk's pages, which is done after the stop)
+  walk    rbpeek_snapshot_take(_running) + rbpeek_profile_add_snapshot
+  resume  tr_resume_all
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import harness  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+PROGRAM = os.path.join(REPO, "tests", "integration", "programs", "parked_server.rb")
+STEPS = {"stop": ("rbp_gvl_holders", "tr_stop_some", "tr_stop_all", "rbp_mem_prefetch"),
+         "walk": ("rbpeek_snapshot_take", "rbpeek_snapshot_take_running", "rbpeek_profile_add_snapshot"),
+         "resume": ("tr_resume_all",)}
+
+
+def child(pid, mode, samples):
+    """Runs inside valgrind: samples pid and prints the samples taken."""
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    from rbpeeklib.core import STOP_MODES, Profile, SampleOptions, Session, Trace, TraceConfig
+    s = Session()
+    s.use_pid(pid)
+    s.attach()
+    cfg = TraceConfig()
+    cfg.interval_s = 0.005
+    cfg.max_samples = samples
+    cfg.seed = 12345
+    cfg.stop_mode = STOP_MODES[mode]
+    opts = SampleOptions()
+    opts.pid = pid
+    t = Trace(s, Profile(), opts, cfg)
+    while not t.wait(1.0):
+        pass
+    st = t.stats()
+    print("SAMPLES %d FULL %d TORN %d ADDED %d" % (st.samples, st.full_stops, st.torn_threads, st.added_threads))
+    t.close()
+
+
+def inclusive(outfile):
+    r = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", outfile],
+                       capture_output=True, text=True)
+    costs = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"^\s*([0-9,]+)\s+(?:\([^)]*\)\s+)?\S*:(\S+)", line)
+        if m:
+            name = re.sub(r"\[.*$|'.*$", "", m.group(2))
+            costs[name] = max(costs.get(name, 0), int(m.group(1).replace(",", "")))
+    return costs
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        child(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ruby", default="debian-3.1")
+    ap.add_argument("--samples", type=int, default=400)
+    ap.add_argument("--modes", default="gvl,all,nonblocking")
+    args = ap.parse_args()
+    workdir = tempfile.mkdtemp(prefix="rbpeek-bench-instr-")
+    proc = subprocess.Popen([harness.ruby_binary(args.ruby), PROGRAM, workdir], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        while not os.path.exists(os.path.join(workdir, "ready")):
+            if proc.poll() is not None:
+                raise SystemExit("the target exited")
+            time.sleep(0.05)
+        time.sleep(0.5)
+        print("| stop mode | samples | every thread stopped | stop | walk | resume | instructions per sample |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for mode in args.modes.split(","):
+            out = os.path.join(workdir, "callgrind.%s" % mode)
+            r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, sys.executable,
+                                os.path.abspath(__file__), "--child", str(proc.pid), mode, str(args.samples)],
+                               capture_output=True, text=True)
+            m = re.search(r"SAMPLES (\d+) FULL (\d+) TORN (\d+) ADDED (\d+)", r.stdout)
+            if not m:
+                raise SystemExit("the sampler failed under valgrind:\n" + (r.stdout + r.stderr)[-3000:])
+            n = int(m.group(1))
+            costs = inclusive(out)
+            per = {k: sum(costs.get(f, 0) for f in fs) / n for k, fs in STEPS.items()}
+            print("| %s | %d | %s | %.0f | %.0f | %.0f | %.0f |" % (
+                mode, n, m.group(2), per["stop"], per["walk"], per["resume"], sum(per.values())))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    main()
