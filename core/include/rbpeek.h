@@ -162,6 +162,8 @@ typedef struct rbpeek_frame {
     uint64_t iseq;              /* iseq address, or 0 for C frames */
     int32_t first_lineno;       /* where the frame's method or block starts (its
                                  * iseq's first line), 0 for C frames or unknown */
+    uint64_t self;              /* the frame's self (Ruby frames; else 0) */
+    uint64_t ep;                /* its environment pointer: where its locals are (Ruby frames; else 0) */
 } rbpeek_frame;
 
 typedef struct rbpeek_thread {
@@ -395,6 +397,14 @@ typedef struct rbpeek_inspect_options {
  * is released with rbpeek_free. */
 RBPEEK_API rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpeek_inspect_options *opt,
                                               rbpeek_format format, char **out);
+
+/* A Ruby frame's locals (names from its iseq's local table, values from its
+ * environment), its self and its method's owner, each printed as
+ * rbpeek_value_inspect prints a value, with the same limits. *out is JSON:
+ * {"self": "...", "owner": "Holder" or null, "locals": {"name": "inspect", ...}}
+ * (locals in the local table's order; anonymous and internal ones left out). */
+RBPEEK_API rbpeek_status rbpeek_frame_locals(rbpeek_session *s, const rbpeek_frame *frame,
+                                             const rbpeek_inspect_options *opt, char **out);
 
 /* ---------------------------------------------------------------------------
  * Sampling: the fast path of `ruby sample`. The debugger stops the target,

@@ -26,6 +26,14 @@ check, in gdb and lldb, live and on one gcore'd core (four debugger runs):
           An address inside a slot (and in gdb one outside every heap page)
           must be refused with "not a Ruby object" and the reason.
 
+  locals  `ruby bt -a --locals --json` of the main thread: the frames of
+          Holder#parked_frame and its block hold, between them, every local
+          the program recorded through its binding (parameters of every
+          kind, block parameter and block-local variable, plain locals), each
+          with exactly its #inspect (a Proc's own #inspect is not decoded:
+          there, only its #<Proc:0x...> prefix); self is the recorded
+          self.inspect and the method owner is Holder.
+
 The live target must be left running after each live run.
 """
 
@@ -107,6 +115,37 @@ def check_p(objects, out_dir, output, refusals):
                                                               if len(problems) > 12 else ""))
 
 
+def check_locals(want, doc):
+    main = [t for t in doc["threads"] if t["main"]]
+    if not main:
+        raise Failure("ruby bt --locals: no main thread")
+    frames = [f for f in main[0]["frames"] if "parked_frame" in f["label"]]
+    if len(frames) != 2:
+        raise Failure("ruby bt --locals: %d frames of parked_frame (want the method and its block): %s"
+                      % (len(frames), [f["label"] for f in main[0]["frames"]]))
+    problems = []
+    seen = {}
+    for f in frames:
+        if "locals" not in f:
+            raise Failure("ruby bt --locals: no locals for %s: %s" % (f["label"], f.get("locals_error")))
+        seen.update(f["locals"])
+        if f.get("self") != want["self"]:
+            problems.append("self of %s: %r, Ruby says %r" % (f["label"], f.get("self"), want["self"]))
+        if f.get("owner") != want["owner"]:
+            problems.append("owner of %s: %r, want %r" % (f["label"], f.get("owner"), want["owner"]))
+    for name, text in want["locals"].items():
+        got = seen.get(name)
+        ok = got == text or (text.startswith("#<Proc:0x") and got is not None and got == text.split(" ")[0] + ">")
+        if not ok:
+            problems.append("local %s: %r, Ruby says %r" % (name, got, text))
+    extra = set(seen) - set(want["locals"])
+    if extra:
+        problems.append("locals Ruby does not list: %s" % sorted(extra))
+    if problems:
+        raise Failure("ruby bt --locals: " + "; ".join(problems))
+    return len(want["locals"])
+
+
 def run_checks(target, debugger, mode, core, ruby):
     out_dir = os.path.join(target.workdir, "%s-%s" % (debugger, mode))
     os.makedirs(out_dir, exist_ok=True)
@@ -116,6 +155,8 @@ def run_checks(target, debugger, mode, core, ruby):
     for i, o in enumerate(objects):
         cmds.append("ruby p %s --json --max-length 100000 -o %s" % (o["address"], os.path.join(out_dir, "p%d.json" % i)))
     inside = int(objects[0]["address"], 16) + 8
+    bt_json = os.path.join(out_dir, "bt.json")
+    cmds.append("ruby bt -a --locals --json -o " + bt_json)
     # lldb -b stops at a command's first error: one refusal, the last command
     refusals = ["rbpeek: not a Ruby object: 0x%x is inside the slot" % inside]
     if debugger == "gdb":
@@ -132,6 +173,8 @@ def run_checks(target, debugger, mode, core, ruby):
     harness.log("  %s %s: gc agrees with GC.stat (+%d objects allocated after recording)" % (debugger, mode, grew))
     check_p(objects, out_dir, output, refusals)
     harness.log("  %s %s: p agrees with #inspect for all %d objects" % (debugger, mode, len(objects)))
+    n = check_locals(target.expected(), load_json(bt_json, "ruby bt --locals --json"))
+    harness.log("  %s %s: bt --locals agrees with the binding for all %d locals, self and owner" % (debugger, mode, n))
     if mode == "live":
         target.assert_left_running()
 
@@ -147,7 +190,7 @@ def test(ruby_spec, workdir):
         core = target.gcore()
         for debugger in ("gdb", "lldb"):
             run_checks(target, debugger, "core", core, ruby)
-        harness.log("%s: gc and p agree with the program's own record in gdb and lldb, live and core" % ruby_spec)
+        harness.log("%s: gc, p and bt --locals agree with the program's own record in gdb and lldb, live and core" % ruby_spec)
     finally:
         target.close()
 

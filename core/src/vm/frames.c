@@ -56,6 +56,7 @@ static bool emit(rbp_arena *a, pending *p, size_t *n, size_t max, int kind, cons
     e->f.lineno = lineno;
     e->f.iseq = iseq;
     e->f.first_lineno = 0;
+    e->f.self = e->f.ep = 0;
     e->is_ruby_loc = kind == RBPEEK_FRAME_RUBY;
     return e->f.label != NULL;
 }
@@ -266,6 +267,8 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
             const char *label = rbp_iseq_frame_label(s, in, owner);
             if (!emit(a, p, &n, limit, RBPEEK_FRAME_RUBY, label, path, abspath, lineno, iseq_addr)) break;
             p[n - 1].f.first_lineno = first;
+            p[n - 1].f.self = cf.frames[i].self; /* for its locals (ruby bt --locals) */
+            p[n - 1].f.ep = ep;
             borrowing = 0;
         } else {
             if (!rbp_cframe_is_cfunc(s, &cf.frames[i])) continue;

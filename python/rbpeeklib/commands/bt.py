@@ -21,6 +21,10 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
                      "absolute_path", "lineno", "kind"}]}]}
   -o, --output FILE  write to FILE instead of the debugger's output
   --max-frames N     stop each stack after N frames (default 100000)
+  --locals           each Ruby frame's locals (names from its iseq, values
+                     printed as `ruby p` prints them), self and method owner;
+                     in JSON "locals": {name: inspect}, "self", "owner"
+  --depth N, --max-length N   the limits of those values (as for `ruby p`)
   --stats            after the output, one line: frames walked, time taken,
                      and reads that reached the memory source
   --vm ADDR          use this rb_vm_t address instead of discovering it
@@ -33,6 +37,9 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
             add_output_options(p)
             p.add_argument("--max-frames", type=int, default=0)
             p.add_argument("--stats", action="store_true")
+            p.add_argument("--locals", action="store_true")
+            p.add_argument("--depth", type=int, default=8)
+            p.add_argument("--max-length", type=int, default=100)
 
         args = parse_args(self.name, argv, build)
         if args.max_frames < 0:
@@ -44,9 +51,11 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
         with session.snapshot(args.max_frames) as snap:
             walked = time.perf_counter() - started
             threads = map_threads(dbg, snap.threads(), session, snap)
+            if not args.all:
+                threads = [self._selected(dbg, threads)]
+            if args.locals:
+                self._add_locals(snap, threads, args)
         stats = session.read_stats()
-        if not args.all:
-            threads = [self._selected(dbg, threads)]
         if args.json:
             doc = {"ruby_version": version,
                    "threads": [{k: t[k] for k in ("name", "main", "native_tid", "status", "ractor", "truncated",
@@ -62,7 +71,13 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
             out.append(thread_title(t) + ":")
             if not t["frames"] and not t["error"]:
                 out.append("    (no Ruby frames)")
-            out.extend("    " + frame_line(f, new_quotes, progname) for f in t["frames"])
+            for f in t["frames"]:
+                out.append("    " + frame_line(f, new_quotes, progname))
+                if "locals" in f:
+                    out.append("        self = %s%s" % (f["self"], "  (in %s)" % f["owner"] if f.get("owner") else ""))
+                    out.extend("        %s = %s" % kv for kv in f["locals"].items())
+                elif "locals_error" in f:
+                    out.append("        (locals: %s)" % f["locals_error"])
             if t["truncated"]:
                 out.append("    ... (cut at %d frames; use --max-frames)" % len(t["frames"]))
             if t["error"]:
@@ -71,6 +86,21 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
         write_output(dbg, "\n".join(out), args.output)
         if args.stats:
             self._print_stats(dbg, threads, walked, stats)
+
+    @staticmethod
+    def _add_locals(snap, threads, args):
+        if args.depth < 0 or args.max_length < 1:
+            raise UsageError("bt", "--depth must be >= 0 and --max-length >= 1")
+        for t in threads:
+            for j, f in enumerate(t["frames"]):
+                if f["kind"] != "ruby":
+                    continue
+                try:
+                    loc = snap.frame_locals(t["index"], j, args.depth, args.max_length)
+                except RbpeekError as e:
+                    f["locals_error"] = str(e)
+                    continue
+                f["self"], f["owner"], f["locals"] = loc["self"], loc["owner"], loc["locals"]
 
     @staticmethod
     def _print_stats(dbg, threads, walked, stats):

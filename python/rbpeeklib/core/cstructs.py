@@ -11,7 +11,7 @@ LOOKUP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, cty
 class Frame(ctypes.Structure):
     _fields_ = [("label", ctypes.c_char_p), ("path", ctypes.c_char_p), ("absolute_path", ctypes.c_char_p),
                 ("lineno", ctypes.c_int32), ("kind", ctypes.c_int32), ("iseq", ctypes.c_uint64),
-                ("first_lineno", ctypes.c_int32)]
+                ("first_lineno", ctypes.c_int32), ("self", ctypes.c_uint64), ("ep", ctypes.c_uint64)]
 
 
 class Thread(ctypes.Structure):

@@ -39,6 +39,18 @@ class Snapshot(Owned):
                         "frames": frames})
         return out
 
+    def frame_locals(self, thread_index, frame_index, depth, max_length):
+        """A Ruby frame's {"self", "owner", "locals": {name: inspect}} (rbpeek_frame_locals)."""
+        L = lib()
+        t = L.rbpeek_snapshot_thread(self._h, thread_index).contents
+        if not 0 <= frame_index < t.nframes:
+            raise RbpeekError("no frame %d in thread %d" % (frame_index, thread_index))
+        opt = InspectOptions(depth, max_length, 0)
+        out = ctypes.c_void_p()
+        self._session._check(L.rbpeek_frame_locals(self._session._h, ctypes.byref(t.frames[frame_index]),
+                                                   ctypes.byref(opt), ctypes.byref(out)))
+        return json.loads(take_text(out))
+
     def locks(self):
         """Who waits on what, who holds which Mutex, deadlocks: the parsed
         JSON of rbpeek_locks_render_json (threads referred to by index)."""
