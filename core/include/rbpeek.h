@@ -405,6 +405,10 @@ RBPEEK_API rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value,
  * (locals in the local table's order; anonymous and internal ones left out). */
 RBPEEK_API rbpeek_status rbpeek_frame_locals(rbpeek_session *s, const rbpeek_frame *frame,
                                              const rbpeek_inspect_options *opt, char **out);
+/* The same for every frame of a thread, in one pass (the heap is read once):
+ * a JSON array aligned with t->frames, null for C frames. */
+RBPEEK_API rbpeek_status rbpeek_thread_locals(rbpeek_session *s, const rbpeek_thread *t,
+                                              const rbpeek_inspect_options *opt, char **out);
 
 /* ---------------------------------------------------------------------------
  * Sampling: the fast path of `ruby sample`. The debugger stops the target,

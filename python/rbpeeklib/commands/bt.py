@@ -92,15 +92,19 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
         if args.depth < 0 or args.max_length < 1:
             raise UsageError("bt", "--depth must be >= 0 and --max-length >= 1")
         for t in threads:
-            for j, f in enumerate(t["frames"]):
-                if f["kind"] != "ruby":
+            try:
+                per_frame = snap.thread_locals(t["index"], args.depth, args.max_length)
+            except RbpeekError as e:
+                per_frame = [{"error": str(e)}] * len(t["frames"])
+            for f, loc in zip(t["frames"], per_frame):
+                if f["kind"] != "ruby" or loc is None:
                     continue
-                try:
-                    loc = snap.frame_locals(t["index"], j, args.depth, args.max_length)
-                except RbpeekError as e:
-                    f["locals_error"] = str(e)
+                if "locals" not in loc:
+                    f["locals_error"] = loc.get("error", "unreadable")
                     continue
                 f["self"], f["owner"], f["locals"] = loc["self"], loc["owner"], loc["locals"]
+                if "error" in loc:
+                    f["locals_error"] = loc["error"]
 
     @staticmethod
     def _print_stats(dbg, threads, walked, stats):

@@ -39,6 +39,16 @@ class Snapshot(Owned):
                         "frames": frames})
         return out
 
+    def thread_locals(self, thread_index, depth, max_length):
+        """Per frame of a thread: {"self", "owner", "locals"}, or None for a C
+        frame (rbpeek_thread_locals: one pass, the heap read once)."""
+        L = lib()
+        opt = InspectOptions(depth, max_length, 0)
+        out = ctypes.c_void_p()
+        self._session._check(L.rbpeek_thread_locals(self._session._h, L.rbpeek_snapshot_thread(self._h, thread_index),
+                                                    ctypes.byref(opt), ctypes.byref(out)))
+        return json.loads(take_text(out))
+
     def frame_locals(self, thread_index, frame_index, depth, max_length):
         """A Ruby frame's {"self", "owner", "locals": {name: inspect}} (rbpeek_frame_locals)."""
         L = lib()
