@@ -26,6 +26,9 @@ check, in gdb and lldb, live and on one gcore'd core (four debugger runs):
           An address inside a slot (and in gdb one outside every heap page)
           must be refused with "not a Ruby object" and the reason.
 
+  frame   `ruby frame 3 --json` (the selected thread is the main one) gives
+          Holder#parked_frame with the same location, self, owner and
+          locals as `ruby bt --locals`.
   locals  `ruby bt -a --locals --json` of the main thread: the frames of
           Holder#parked_frame and its block hold, between them, every local
           the program recorded through its binding (parameters of every
@@ -146,6 +149,14 @@ def check_locals(want, doc):
     return len(want["locals"])
 
 
+def check_frame(bt_doc, got):
+    main = [t for t in bt_doc["threads"] if t["main"]][0]
+    want = main["frames"][3]
+    for k in ("label", "lineno", "self", "owner", "locals"):
+        if got.get(k) != want.get(k):
+            raise Failure("ruby frame 3: %s is %r, ruby bt --locals says %r" % (k, got.get(k), want.get(k)))
+
+
 def run_checks(target, debugger, mode, core, ruby):
     out_dir = os.path.join(target.workdir, "%s-%s" % (debugger, mode))
     os.makedirs(out_dir, exist_ok=True)
@@ -157,6 +168,8 @@ def run_checks(target, debugger, mode, core, ruby):
     inside = int(objects[0]["address"], 16) + 8
     bt_json = os.path.join(out_dir, "bt.json")
     cmds.append("ruby bt -a --locals --json -o " + bt_json)
+    frame_json = os.path.join(out_dir, "frame.json")
+    cmds.append("ruby frame 3 --json -o " + frame_json)  # sleep, the block, each, then parked_frame
     # lldb -b stops at a command's first error: one refusal, the last command
     refusals = ["rbpeek: not a Ruby object: 0x%x is inside the slot" % inside]
     if debugger == "gdb":
@@ -173,7 +186,9 @@ def run_checks(target, debugger, mode, core, ruby):
     harness.log("  %s %s: gc agrees with GC.stat (+%d objects allocated after recording)" % (debugger, mode, grew))
     check_p(objects, out_dir, output, refusals)
     harness.log("  %s %s: p agrees with #inspect for all %d objects" % (debugger, mode, len(objects)))
-    n = check_locals(target.expected(), load_json(bt_json, "ruby bt --locals --json"))
+    bt_doc = load_json(bt_json, "ruby bt --locals --json")
+    n = check_locals(target.expected(), bt_doc)
+    check_frame(bt_doc, load_json(frame_json, "ruby frame 3 --json"))
     harness.log("  %s %s: bt --locals agrees with the binding for all %d locals, self and owner" % (debugger, mode, n))
     if mode == "live":
         target.assert_left_running()

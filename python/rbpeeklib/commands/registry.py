@@ -3,6 +3,7 @@ and the help of the `ruby` prefix. Only the plugins import this module."""
 
 from .allocs import AllocsCommand
 from .bt import BtCommand
+from .frame import FrameCommand
 from .gc import GcCommand
 from .heap import HeapCommand
 from .info import InfoCommand
@@ -12,7 +13,7 @@ from .sample import SampleCommand
 from .threads import ThreadsCommand
 
 COMMANDS = [BtCommand, ThreadsCommand, LocksCommand, InfoCommand, SampleCommand, AllocsCommand, HeapCommand,
-            GcCommand, PCommand]
+            GcCommand, PCommand, FrameCommand]
 
 
 def all_commands(sessions):
