@@ -17,7 +17,8 @@ Inclusive instructions of the loop's steps, divided by the samples taken:
   stop    rbp_gvl_holders + tr_stop_some + tr_stop_all + rbp_mem_prefetch
           (reading the GVL holders, stopping, and the batched re-read of the
           last walk's pages, which is done after the stop)
-  walk    rbpeek_snapshot_take(_running) + rbpeek_profile_add_snapshot
+  walk    rbp_snapshot_take_split + rbpeek_profile_add_snapshot, less the
+          resume it calls back (the GVL holder is resumed after its own walk)
   resume  tr_resume_all
 """
 
@@ -36,7 +37,7 @@ import harness  # noqa: E402
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 PROGRAM = os.path.join(REPO, "tests", "integration", "programs", "parked_server.rb")
 STEPS = {"stop": ("rbp_gvl_holders", "tr_stop_some", "tr_stop_all", "rbp_mem_prefetch"),
-         "walk": ("rbpeek_snapshot_take", "rbpeek_snapshot_take_running", "rbpeek_profile_add_snapshot"),
+         "walk": ("rbp_snapshot_take_split", "rbpeek_profile_add_snapshot"),
          "resume": ("tr_resume_all",)}
 
 
@@ -51,7 +52,7 @@ def child(pid, mode, samples):
     cfg.interval_s = 0.005
     cfg.max_samples = samples
     cfg.seed = 12345
-    cfg.stop_mode = STOP_MODES[mode]
+    cfg.stop_mode = STOP_MODES[{"nonblocking": "none"}.get(mode, mode)]
     opts = SampleOptions()
     opts.pid = pid
     t = Trace(s, Profile(), opts, cfg)
@@ -105,6 +106,7 @@ def main():
             n = int(m.group(1))
             costs = inclusive(out)
             per = {k: sum(costs.get(f, 0) for f in fs) / n for k, fs in STEPS.items()}
+            per["walk"] -= per["resume"]   # called back from inside the walk
             print("| %s | %d | %s | %.0f | %.0f | %.0f | %.0f |" % (
                 mode, n, m.group(2), per["stop"], per["walk"], per["resume"], sum(per.values())))
     finally:
