@@ -3,10 +3,10 @@
  * from a core file of a real Ruby. It runs every operation of ops.h once
  * through a recording reader wrapped around the core, the way a debugger's
  * reader callback would serve them, and keeps exactly the pages that run
- * touched, and the answers of every symbol lookup. Heap pages beyond the
- * first HEAP_PAGES whole-page reads are refused (as unreadable) while
- * recording: the census then still runs its whole path on a few pages,
- * the image stays small, and a fuzz execution stays fast.
+ * touched, and the answers of every symbol lookup. With HEAP_PAGES, heap
+ * pages beyond the first HEAP_PAGES whole-page reads are refused (as
+ * unreadable) while recording; the default keeps them all, because a
+ * replay of a partial heap is not faithful (tests/fuzz/README.md).
  *
  *   record_image CORE OUT.img [HEAP_PAGES]
  *
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: record_image CORE OUT.img [HEAP_PAGES]\n");
         return 2;
     }
-    recorder r = {.heap_limit = argc > 3 ? strtoul(argv[3], NULL, 10) : 6};
+    recorder r = {.heap_limit = argc > 3 ? strtoul(argv[3], NULL, 10) : (size_t)-1};
     char err[256];
     if (!rbp_source_core(argv[1], &r.src, err, sizeof err)) {
         fprintf(stderr, "record_image: %s\n", err);
