@@ -61,8 +61,9 @@ class AllocsCommand(Command):
 Lets the live target run, untraced, for --duration seconds or until Ctrl-C,
 and counts the objects it allocates meanwhile from the GC's own counters
 (exact: what GC.stat(:total_allocated_objects) counts). The summary gives
-the count, the rate, the GCs and the split by slot size. The target is left
-stopped under the debugger, as it was. Not available on core files.
+the count, the rate, the GCs and the split by slot size. Afterwards the
+target is as it was: stopped under a debugger, running under the command
+line. Not available on core files.
 
   --duration S       stop after S seconds (default: until Ctrl-C)
   --json             the summary as JSON; -o FILE writes it to FILE
