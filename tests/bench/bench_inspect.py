@@ -12,14 +12,12 @@ debugger: the first run (attach included) and the median of the others
 """
 
 import os
-import re
 import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import benchlib  # noqa: E402
-import harness  # noqa: E402
 
 PROGRAM = r"""
 require "objspace"
@@ -42,12 +40,7 @@ def main(specs):
         cmd = "ruby p %s --depth 2 --max-length 100000 -o %s" % (addr, out)
         for debugger in ("gdb", "lldb"):
             for mode in ("live", "core"):
-                cmds = [benchlib.timer(debugger, cmd) for _ in range(RUNS)]
-                if mode == "live":
-                    rc, text = harness.run_debugger(debugger, cmds, pid=pid)
-                else:
-                    rc, text = harness.run_debugger(debugger, cmds, exe=ruby, core=core)
-                times = [float(t) for t in re.findall(r"BENCH ([0-9.]+)", text)]
+                times, text = benchlib.timed_runs(debugger, mode, cmd, RUNS, ruby, pid, core)
                 with open(out) as f:
                     printed = f.read()
                 elems = printed.count("\"s")

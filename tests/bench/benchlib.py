@@ -5,6 +5,7 @@ the debugger (so the debugger's own start-up is not counted).
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,18 @@ def timer(debugger, command):
     else:
         run = "script import time as _t; _s=_t.perf_counter(); lldb.debugger.HandleCommand('%s'); " % command
     return run + "print('BENCH %.6f' % (_t.perf_counter()-_s))"
+
+
+def timed_runs(debugger, mode, command, runs, ruby, pid, core):
+    """Runs command runs times in one debugger session, attached to pid
+    (mode "live") or on core (mode "core"): (the seconds of each run, the
+    debugger's output)."""
+    cmds = [timer(debugger, command) for _ in range(runs)]
+    if mode == "live":
+        _, text = harness.run_debugger(debugger, cmds, pid=pid)
+    else:
+        _, text = harness.run_debugger(debugger, cmds, exe=ruby, core=core)
+    return [float(t) for t in re.findall(r"BENCH ([0-9.]+)", text)], text
 
 
 def start(ruby, workdir, name, program, settle=0.0, polls=1200):
