@@ -380,6 +380,20 @@ RBPEEK_API rbpeek_status rbpeek_heap_dump(rbpeek_session *s, const char *path, r
 RBPEEK_API rbpeek_status rbpeek_gc_render(rbpeek_session *s, rbpeek_format format, char **out);
 
 /* ---------------------------------------------------------------------------
+ * One heap page (`ruby page ADDR`; docs/inspect.md): the page whose aligned
+ * body holds addr, with its slot size and counts, every slot's type, class
+ * and GC bits (marked, uncollectible, marking, wb_unprotected, pinned,
+ * remembered where the version has it, age) and its free list, as gc.c's
+ * dump_page shows them. Fails with RBPEEK_ERR_ARG when addr is in no heap
+ * page, RBPEEK_ERR_NO_LAYOUT when the layout lacks heap_page's bitmaps, and
+ * refuses the layout when the page's bits contradict its slots.
+ * ------------------------------------------------------------------------- */
+
+/* Text (one line per slot) or JSON {"page", "slot_size", "slots": [...]}.
+ * *out is released with rbpeek_free. */
+RBPEEK_API rbpeek_status rbpeek_page_render(rbpeek_session *s, uint64_t addr, rbpeek_format format, char **out);
+
+/* ---------------------------------------------------------------------------
  * Values: one VALUE printed as Ruby's own #inspect prints it (`ruby p`;
  * docs/inspect.md lists the types printed exactly). Never runs code in the
  * target. A VALUE that is not an immediate or a live object fails with

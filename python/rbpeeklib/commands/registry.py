@@ -8,12 +8,13 @@ from .gc import GcCommand
 from .heap import HeapCommand
 from .info import InfoCommand
 from .p import PCommand
+from .page import PageCommand
 from .locks import LocksCommand
 from .sample import SampleCommand
 from .threads import ThreadsCommand
 
 COMMANDS = [BtCommand, ThreadsCommand, LocksCommand, InfoCommand, SampleCommand, AllocsCommand, HeapCommand,
-            GcCommand, PCommand, FrameCommand]
+            GcCommand, PCommand, FrameCommand, PageCommand]
 
 
 def all_commands(sessions):

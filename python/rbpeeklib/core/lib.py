@@ -108,6 +108,7 @@ def lib():
     sigs["rbpeek_census_get_summary"] = (None, [vp, ctypes.POINTER(CensusSummary)])
     sigs["rbpeek_census_render"] = (st, [vp, st, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_gc_render"] = (st, [vp, st, ctypes.POINTER(ctypes.c_void_p)])
+    sigs["rbpeek_page_render"] = (st, [vp, u64, st, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_thread_locals"] = (st, [vp, vp, ctypes.POINTER(InspectOptions), ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_frame_locals"] = (st, [vp, vp, ctypes.POINTER(InspectOptions), ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_value_inspect"] = (st, [vp, u64, ctypes.POINTER(InspectOptions), st, ctypes.POINTER(ctypes.c_void_p)])

@@ -204,6 +204,12 @@ class Session(Owned):
         self._check(lib().rbpeek_gc_render(self._h, fmt, ctypes.byref(out)))
         return take_text(out)
 
+    def page_render(self, addr, fmt):
+        """The heap page holding addr, slot by slot, as text or JSON (rbpeek_page_render)."""
+        out = ctypes.c_void_p()
+        self._check(lib().rbpeek_page_render(self._h, addr, fmt, ctypes.byref(out)))
+        return take_text(out)
+
     def alloc_counts(self):
         """The allocation counters, read now (the target may be running):
         {"total", "gc_count" (None if unknown), "heaps": [(slot_size, count)]}."""
