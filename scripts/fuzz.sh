@@ -6,10 +6,12 @@
 # sanitizer report, a leak, an input slower than 60 s, memory over 2 GiB),
 # 77 when clang-16 or its libFuzzer runtime (libclang-rt-16-dev) is missing.
 #
-#   bash scripts/fuzz.sh [--build DIR] [--only NAME] [--parallel] [SECONDS]
+#   bash scripts/fuzz.sh [--build DIR] [--only NAME] [--parallel] [--prebuilt] [SECONDS]
 #
 # --parallel runs the harnesses side by side (a long run); FUZZ_NICE sets
-# their niceness (default 10).
+# their niceness (default 10). --prebuilt runs the executables already in
+# DIR/fuzz/ without building (a long run from a copy of them, while the
+# tree changes).
 #
 # FUZZ_TIMEOUT (default 60) is libFuzzer's per-input limit in seconds. It is
 # wall-clock time: on a loaded machine an input that takes 0.3 s of CPU can
@@ -27,11 +29,13 @@ cd "$(dirname "$0")/.."
 BUILD=build-fuzz
 ONLY=""
 PARALLEL=""
+PREBUILT=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --parallel) PARALLEL=1; shift ;;
+    --prebuilt) PREBUILT=1; shift ;;
     *) break ;;
     esac
 done
@@ -50,19 +54,21 @@ if [ ! -f "$("$CC" -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] &&
     exit 77
 fi
 
-echo "fuzz: building the harnesses in $BUILD ($CC, libFuzzer + ASan + UBSan)"
-CC=$CC cmake -S . -B "$BUILD" -DRBPEEK_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$BUILD.cmake.log" 2>&1 ||
-    { cat "$BUILD.cmake.log"; exit 2; }
-rm -f "$BUILD.cmake.log"
-targets=()
-for h in "${HARNESSES[@]}"; do targets+=("fuzz_$h"); done
-cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$BUILD/build.log" 2>&1 ||
-    { tail -40 "$BUILD/build.log"; exit 2; }
+if [ -z "$PREBUILT" ]; then
+    echo "fuzz: building the harnesses in $BUILD ($CC, libFuzzer + ASan + UBSan)"
+    CC=$CC cmake -S . -B "$BUILD" -DRBPEEK_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$BUILD.cmake.log" 2>&1 ||
+        { cat "$BUILD.cmake.log"; exit 2; }
+    rm -f "$BUILD.cmake.log"
+    targets=()
+    for h in "${HARNESSES[@]}"; do targets+=("fuzz_$h"); done
+    cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >"$BUILD/build.log" 2>&1 ||
+        { tail -40 "$BUILD/build.log"; exit 2; }
+fi
 
 # Input sizes: patch lists and edit lists stay short; layout files and
 # ELF files as big as the seeds need.
 declare -A MAXLEN=([memimage]=2048 [core]=1024 [layout]=16384 [dwarf]=32768)
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:malloc_context_size=5:quarantine_size_mb=32}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # The recorded image must still carry every page today's readers touch,
 # else the harnesses fuzz only the first steps of each operation.

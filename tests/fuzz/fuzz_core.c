@@ -7,16 +7,22 @@
  * changed) before rbpeek opens it with rbpeek_session_use_core and runs the
  * operations the input picks, like `gdb -c CORE` then `ruby ...` does.
  *
- * Input: byte 0 = operation mask (ops.h), byte 1 = mode, then 8-byte
- * edits: u8 kind, u8 segment, u16 arg, u32 value. Mode bit 0 opens the
- * core with rbpeek_session_use_core in a fresh session, exactly as
+ * Input: byte 0 = operation mask (ops.h, bits 0-7), byte 1 = mode, then
+ * 8-byte edits: u8 kind, u8 segment, u16 arg, u32 value. Mode bit 0 opens
+ * the core with rbpeek_session_use_core in a fresh session, exactly as
  * rbpeek-bt --core does; otherwise the core source is opened on its own
  * and served to one reused session through the reader callback (a fresh
  * session's 4 MiB page cache costs more page faults than the readers cost,
- * and the core source is the same code either way).
+ * and the core source is the same code either way). Bits 3-4 are the
+ * operations OP_LOCALS and OP_INSPECT (of thread bits 5-6). Through the callback, a census or
+ * dump walks 2 of the heap's 53 page bodies from body 13 x (bits 5-6) (the
+ * heap window of image.h), or, when bits 1-7 are all set, the whole heap
+ * (some 0.7 s under the sanitizers); with use_core, which has no window,
+ * they run only on the whole heap.
  */
 #define _GNU_SOURCE
 #include <elf.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,13 +45,16 @@ static image g_img;
 static uint8_t *g_core;       /* the pristine core */
 static size_t g_size, g_nseg, g_note_off, g_note_len;
 static uint8_t *g_work;       /* the edited copy */
+static size_t g_fsize;        /* the memfd's size now */
 static int g_fd = -1;
 static char g_path[64];
 static rbpeek_session *g_s;   /* the reused session */
 static rbp_source g_src;      /* this input's core source */
 
+/* The core source, behind the heap window of image.h (g_img's). */
 static long core_tramp(void *ctx, uint64_t addr, void *buf, size_t len)
 {
+    if (img_window_refuses(&g_img, addr, len)) return -1;
     return g_src.read ? g_src.read(g_src.ctx, addr, buf, len) : -1;
 }
 
@@ -128,6 +137,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (!g_s || rbpeek_session_use_reader(g_s, core_tramp, NULL) != RBPEEK_OK ||
         rbpeek_session_use_lookup(g_s, img_lookup, &g_img) != RBPEEK_OK)
         abort();
+    fuzz_image_heap(&g_img);
     return 0;
 }
 
@@ -159,19 +169,28 @@ static void edit(uint8_t *c, size_t *size, const uint8_t *e)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2) return 0;
+    unsigned ops = data[0] | (unsigned)((data[1] >> 3) & 3) << 8;
+    bool whole_heap = (data[1] | 1) == 0xff;
+    img_set_heap_window(&g_img, (size_t)((data[1] >> 5) & 3) * 13, whole_heap ? 0 : 2);
+    if ((data[1] & 1) && !whole_heap) ops &= ~(unsigned)(OP_CENSUS | OP_DUMP);
     size_t csize = g_size;
     memcpy(g_work, g_core, g_note_off + g_note_len);
     for (size_t i = 2; i + 8 <= size; i += 8) edit(g_work, &csize, data + i);
-    /* Only the headers change: the pages are written from the pristine copy. */
+    /* Only the headers change and the size: the pages past them are the
+     * pristine core's, written again only where the last input cut them. */
     size_t head = g_note_off + g_note_len;
-    if (ftruncate(g_fd, 0) != 0) abort();
     if (pwrite(g_fd, g_work, head < csize ? head : csize, 0) < 0) abort();
-    if (csize > head && pwrite(g_fd, g_core + head, csize - head, (off_t)head) < 0) abort();
+    if (csize < g_fsize && ftruncate(g_fd, (off_t)csize) != 0) abort();
+    if (csize > g_fsize) {
+        size_t from = g_fsize > head ? g_fsize : head;
+        if (csize > from && pwrite(g_fd, g_core + from, csize - from, (off_t)from) < 0) abort();
+    }
+    g_fsize = csize;
     if (data[1] & 1) {
         rbpeek_session *s = rbpeek_session_new();
         if (rbpeek_session_use_core(s, g_path) == RBPEEK_OK) {
             rbpeek_session_use_lookup(s, img_lookup, &g_img);
-            if (fuzz_attach(s)) fuzz_run_ops(s, data[0], 0);
+            if (fuzz_attach(s)) fuzz_run_ops(s, ops, 0, 0, (data[1] >> 5) & 3);
         } else if (rbpeek_session_error(s)[0] == '\0') {
             abort(); /* a refused core must say why */
         }
@@ -184,7 +203,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < n; i++) free(regions[i].path);
     free(regions);
     if (rbp_source_core(g_path, &g_src, err, sizeof err)) {
-        if (fuzz_attach(g_s)) fuzz_run_ops(g_s, data[0], 0);
+        if (fuzz_attach(g_s)) fuzz_run_ops(g_s, ops, 0, 0, (data[1] >> 5) & 3);
         fuzz_end_run(g_s);
         if (g_src.close) g_src.close(g_src.ctx);
     } else if (!err[0]) {

@@ -5,7 +5,8 @@
  * (fields past their struct, bitfields past their unit, frame members past
  * the frame) must be refused before any reader uses it. The first line may
  * be "#ops N" to pick the operations (ops.h); the default is a snapshot
- * with its renderings and the locks.
+ * with its renderings and the locks. A census or dump walks 2 of the
+ * recorded heap's 53 page bodies (the heap window, image.h).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -41,6 +42,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         rbpeek_session_use_lookup(g_s, img_lookup, &g_img) != RBPEEK_OK ||
         rbpeek_session_set_layout_file(g_s, g_path) != RBPEEK_OK)
         abort();
+    /* A census or dump ("#ops") walks 2 of the heap's page bodies (the
+     * heap window, image.h): enough to meet every decoder's fields. */
+    fuzz_image_heap(&g_img);
+    img_set_heap_window(&g_img, 0, 2);
     return 0;
 }
 
@@ -65,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* Through the API, on a real Ruby's memory. */
     if (ftruncate(g_fd, 0) != 0 || pwrite(g_fd, data, size, 0) != (ssize_t)size) abort();
-    if (fuzz_attach(g_s)) fuzz_run_ops(g_s, ops, 0);
+    if (fuzz_attach(g_s)) fuzz_run_ops(g_s, ops, 0, 0, 0);
     fuzz_end_run(g_s);
     return 0;
 }

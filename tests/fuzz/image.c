@@ -77,9 +77,49 @@ void img_finish(image *img)
     }
 }
 
+bool img_window_refuses(image *img, uint64_t addr, size_t len)
+{
+    /* rbp_mem_read_partial retries a refused big read page by page: the
+     * body's first page, asked for next, is refused too, which ends it. */
+    if (img->refused_body && addr == img->refused_body && len <= IMG_PAGE) {
+        img->refused_body = 0;
+        return true;
+    }
+    img->refused_body = 0;
+    if (!img->win_n || len < img->heap_body_len) return false;
+    size_t lo = 0, hi = img->nheap_bodies;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (img->heap_bodies[mid] < addr) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == img->nheap_bodies || img->heap_bodies[lo] != addr) return false;
+    size_t k = (lo + img->nheap_bodies - img->win_first) % img->nheap_bodies;
+    if (k < img->win_n) return false;
+    img->refused_body = addr;
+    return true;
+}
+
+void img_set_heap_window(image *img, size_t first, size_t n)
+{
+    if (!img->nheap_bodies || n >= img->nheap_bodies) n = 0;
+    img->win_first = img->nheap_bodies ? first % img->nheap_bodies : 0;
+    img->win_n = n;
+    img->refused_body = 0;
+}
+
+bool img_word_of(const image *img, uint64_t addr, size_t *w)
+{
+    const img_page *p = find_page(img, addr);
+    if (!p || (addr & 7) || (addr & (IMG_PAGE - 1)) + 8 > p->valid) return false;
+    *w = (size_t)(p - img->pages) * (IMG_PAGE / 8) + (addr & (IMG_PAGE - 1)) / 8;
+    return true;
+}
+
 long img_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-    const image *img = ctx;
+    image *img = ctx;
+    if (img_window_refuses(img, addr, len)) return -1;
     size_t done = 0;
     while (done < len) {
         uint64_t a = addr + done;
@@ -180,6 +220,7 @@ void img_free(image *img)
     free(img->pages);
     free(img->ptr_words);
     free(img->undo);
+    free(img->heap_bodies);
     memset(img, 0, sizeof *img);
 }
 

@@ -52,6 +52,18 @@ typedef struct image {
     img_undo *undo;
     size_t nundo, undo_cap;
     const char *hidden_sym;     /* a lookup the reader pretends to fail, or NULL */
+    /* The heap window: the object heap's page bodies (sorted), and which
+     * of them a whole-body read may get (win_n from win_first; win_n 0:
+     * all). A heap walk reads each body in one call and decodes its slots;
+     * a body outside the window reads as unreadable, as a debugger that
+     * cannot read a page reports it, so a census or dump costs the window's
+     * objects, while every object stays readable slot by slot (classes,
+     * ruby p, locals). */
+    uint64_t *heap_bodies;
+    size_t nheap_bodies;
+    uint32_t heap_body_len;
+    size_t win_first, win_n;
+    uint64_t refused_body;      /* the body the last read refused, or 0 */
 } image;
 
 /* Loads path (gzip or plain); false with a message on stderr. */
@@ -68,6 +80,17 @@ bool img_save(const image *img, const char *path);
 /* The callbacks: ctx is the image. */
 long img_read(void *ctx, uint64_t addr, void *buf, size_t len);
 int img_lookup(void *ctx, const char *name, uint64_t *addr);
+
+/* Finds the image word at addr (8-aligned); false if it is not recorded. */
+bool img_word_of(const image *img, uint64_t addr, size_t *w);
+/* Sets the heap window: n bodies from the first (mod the count); n 0 or
+ * past the count: the whole heap. */
+void img_set_heap_window(image *img, size_t first, size_t n);
+/* Whether the window refuses a read of len bytes at addr (img_read then
+ * fails it): a whole heap body outside the window, and the read of that
+ * body's first page that the memory layer makes next to find how much of
+ * it is readable. Any other read is served. */
+bool img_window_refuses(image *img, uint64_t addr, size_t len);
 
 /* Words: the image seen as one array of 8-byte words, page after page. */
 size_t img_nwords(const image *img);

@@ -3,7 +3,8 @@
 # thing the readers decode, kept small so the image stays small. Named
 # threads in sleep, a Mutex held and waited for, a Queue, a
 # ConditionVariable, a Thread#join, a deadlock pair, a Fiber, a 40-frame
-# recursion, blocks and a C method calling back into Ruby. Writes
+# recursion, blocks and a C method calling back into Ruby, a method with
+# locals of every kind `ruby p` prints (bt --locals, frame). Writes
 # OUT_DIR/ready once everything is parked.
 OUT = ARGV[0]
 PARKED = Queue.new
@@ -18,6 +19,31 @@ b = Mutex.new
 cv_lock = Mutex.new
 cv = ConditionVariable.new
 q = Queue.new
+Point = Struct.new(:x, :y)
+
+class Holder
+  def initialize
+    @name = "holder"
+    @items = [1, :two, 3.5]
+  end
+
+  def park(arg, opt = 2, *rest, key:, kw: nil, **more, &blk)
+    str = "text \u00e9 #{arg}"
+    sym = :symbol
+    ary = [1, [2, [3, nil]], "s", 2**70]
+    hsh = {a: 1, "b" => [true, false], 3 => {nested: 1.5}}
+    big = {}
+    20.times { |i| big[i] = i.to_s }
+    obj = Point.new(1, "y")
+    rng = (1..10)
+    flt = 1.0e-3
+    cls = Holder
+    PARKED << 1
+    sleep
+    [str, sym, ary, hsh, big, obj, rng, flt, cls, rest, key, kw, more, blk]
+  end
+end
+
 threads = []
 threads << Thread.new { Thread.current.name = "deep"; deep(40) }
 threads << Thread.new { Thread.current.name = "holder"; held.lock; PARKED << 1; sleep }
@@ -28,6 +54,7 @@ threads << Thread.new { Thread.current.name = "condvar"; cv_lock.synchronize { P
 threads << Thread.new { Thread.current.name = "joiner"; PARKED << 1; threads[0].join }
 threads << Thread.new { Thread.current.name = "dead-a"; a.lock; sleep 0.2; PARKED << 1; b.lock }
 threads << Thread.new { Thread.current.name = "dead-b"; b.lock; sleep 0.2; PARKED << 1; a.lock }
+threads << Thread.new { Thread.current.name = "locals"; Holder.new.park("a", 3, 4, key: 5, extra: 6) { 1 } }
 threads << Thread.new do
   Thread.current.name = "callbacks"
   fiber = Fiber.new { Fiber.yield 1 }

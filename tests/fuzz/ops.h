@@ -3,8 +3,9 @@
  * gdb and lldb plugins do: attach, snapshot, render (text and JSON), the
  * sampler's profile_add_snapshot, threads and locks, session describe, the
  * GC's counters (`ruby gc`) and allocation counts (`ruby allocs`), heap
- * census and its rendering, heap dump, and a second snapshot after an
- * invalidation. The recorder runs them all (so the image holds every page
+ * census and its rendering, heap dump, a second snapshot after an
+ * invalidation, every frame's locals (`bt --locals`, `frame`) and values
+ * printed as `ruby p` prints them. The recorder runs them all (so the image holds every page
  * any of them touches); a fuzz input picks a subset with a bit mask.
  * Header-only: the recorder and every harness include it once.
  */
@@ -17,6 +18,8 @@
 #include <string.h>
 
 #include "context/context.h"
+#include "heap/heap.h"
+#include "image.h"
 #include "memory/elf_symbols.h"
 #include "rbpeek.h"
 #include "vm/robject.h"
@@ -31,7 +34,9 @@ enum {
     OP_CENSUS = 1 << 5,
     OP_DUMP = 1 << 6,
     OP_RETAKE = 1 << 7,
-    OP_ALL = 0xff,
+    OP_LOCALS = 1 << 8,     /* rbpeek_thread_locals per thread, rbpeek_frame_locals of its top Ruby frame */
+    OP_INSPECT = 1 << 9,    /* rbpeek_value_inspect of each Thread object and frame self, and of the input's value */
+    OP_ALL = 0x3ff,
 };
 
 /* Reads every string a snapshot hands out, so a dangling or unterminated
@@ -79,9 +84,42 @@ static inline int fuzz_attach(rbpeek_session *s)
     return st == RBPEEK_OK;
 }
 
-/* Runs the selected operations on an attached session. Failures are
- * expected (that is what the input is for) and only end that operation. */
-static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_frames)
+/* `ruby p VALUE`, in text with the raw header and in JSON. */
+static inline void fuzz_inspect(rbpeek_session *s, uint64_t value, int32_t depth)
+{
+    rbpeek_inspect_options opt = {.depth = depth, .max_length = 16, .raw = 1};
+    char *out = NULL;
+    rbpeek_status st = rbpeek_value_inspect(s, value, &opt, RBPEEK_FORMAT_TEXT, &out);
+    if (st == RBPEEK_OK) rbpeek_free(out);
+    else if (rbpeek_session_error(s)[0] == '\0') abort(); /* a refusal must say why */
+    out = NULL;
+    opt.raw = 0;
+    if (rbpeek_value_inspect(s, value, &opt, RBPEEK_FORMAT_JSON, &out) == RBPEEK_OK) rbpeek_free(out);
+}
+
+/* `bt --locals` (one pass per thread) and `frame N` (its top Ruby frame). */
+static inline void fuzz_locals(rbpeek_session *s, const rbpeek_thread *t)
+{
+    rbpeek_inspect_options opt = {.depth = 2, .max_length = 8};
+    char *out = NULL;
+    rbpeek_status st = rbpeek_thread_locals(s, t, &opt, &out);
+    fuzz_say(s, "locals", st, "");
+    if (st == RBPEEK_OK) rbpeek_free(out);
+    out = NULL;
+    for (size_t k = 0; k < t->nframes; k++) {
+        if (!t->frames[k].iseq) continue;
+        if (rbpeek_frame_locals(s, &t->frames[k], &opt, &out) == RBPEEK_OK) rbpeek_free(out);
+        break;
+    }
+}
+
+/* Runs the selected operations on an attached session. OP_LOCALS and
+ * OP_INSPECT look at one thread, thread % the thread count (each costs a
+ * heap open: every thread of every input would be 40 of them), or at
+ * every thread when thread is -1; value, when not 0, is printed too.
+ * Failures are expected (that is what the input is for) and only end that
+ * operation. */
+static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_frames, uint64_t value, int thread)
 {
     rbpeek_snapshot *snap = NULL;
     char *out = NULL;
@@ -114,6 +152,16 @@ static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_fram
             rbpeek_sample_options opt = {.per_thread = 1};
             if (p) rbpeek_profile_add_snapshot(p, snap, &opt, NULL);
             rbpeek_profile_free(p);
+        }
+        size_t nt = rbpeek_snapshot_thread_count(snap);
+        for (size_t i = 0; (ops & (OP_LOCALS | OP_INSPECT)) && i < nt; i++) {
+            if (thread >= 0 && i != (size_t)thread % nt) continue;
+            const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
+            if (ops & OP_LOCALS) fuzz_locals(s, t);
+            if (ops & OP_INSPECT) {
+                fuzz_inspect(s, t->thread_value, 1);
+                if (t->nframes) fuzz_inspect(s, t->frames[0].self, 2);
+            }
         }
         rbpeek_snapshot_free(snap);
     } else {
@@ -159,6 +207,10 @@ static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_fram
         snprintf(what, sizeof what, "%llu objects", (unsigned long long)ds.objects);
         fuzz_say(s, "dump", st, what);
     }
+    if ((ops & OP_INSPECT) && value) {
+        fuzz_inspect(s, value, 3);
+        fuzz_say(s, "p", RBPEEK_OK, "");
+    }
     if (ops & OP_RETAKE) {
         rbpeek_session_invalidate(s);
         if (rbpeek_snapshot_take(s, max_frames, &snap) == RBPEEK_OK) {
@@ -180,6 +232,35 @@ static inline void fuzz_end_run(rbpeek_session *s)
     s->idcache = NULL;
     rbp_elfcache_free(s->elfcache);
     s->elfcache = NULL;
+}
+
+/* The heap window (image.h): the page bodies of the attached session's
+ * heap, as the walk reads them. */
+static inline void fuzz_find_heap(rbpeek_session *s, image *img)
+{
+    rbp_heap h;
+    if (rbp_heap_open(s, &h) != RBPEEK_OK) return;
+    free(img->heap_bodies);
+    img->heap_bodies = malloc((h.npages ? h.npages : 1) * sizeof *img->heap_bodies);
+    img->nheap_bodies = 0;
+    for (size_t i = 0; img->heap_bodies && i < h.npages; i++)
+        img->heap_bodies[img->nheap_bodies++] = h.pages[i].start & ~(uint64_t)(h.page_align - 1);
+    img->heap_body_len = h.page_align;
+    rbp_heap_close(&h);
+}
+
+/* The same from a session of its own on the pristine image. */
+static inline void fuzz_image_heap(image *img)
+{
+    rbpeek_session *s = rbpeek_session_new();
+    if (s && rbpeek_session_use_reader(s, img_read, img) == RBPEEK_OK &&
+        rbpeek_session_use_lookup(s, img_lookup, img) == RBPEEK_OK && rbpeek_session_attach(s) == RBPEEK_OK)
+        fuzz_find_heap(s, img);
+    if (fuzz_verbose())
+        fprintf(stderr, "fuzz: heap     %s%zu page bodies of %u bytes%s%s\n", img->nheap_bodies ? "ok " : "",
+                img->nheap_bodies, img->heap_body_len, img->nheap_bodies ? "" : ": ",
+                img->nheap_bodies ? "" : rbpeek_session_error(s));
+    rbpeek_session_free(s);
 }
 
 #endif

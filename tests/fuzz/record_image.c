@@ -132,9 +132,9 @@ int main(int argc, char **argv)
     }
     /* Stacks are read whole too (the frame walker pins a thread's used VM
      * stack): only the heap's page reads are limited. */
-    fuzz_run_ops(s, OP_ALL & ~(OP_CENSUS | OP_DUMP), 0);
+    fuzz_run_ops(s, OP_ALL & ~(OP_CENSUS | OP_DUMP), 0, 0, -1);
     r.heap_phase = true;
-    fuzz_run_ops(s, OP_CENSUS | OP_DUMP, 0);
+    fuzz_run_ops(s, OP_CENSUS | OP_DUMP, 0, 0, -1);
     /* What the replay must reproduce: the recorded run's own answers. */
     rbpeek_snapshot *snap = NULL;
     if (rbpeek_snapshot_take(s, 0, &snap) != RBPEEK_OK) {
