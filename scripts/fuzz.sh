@@ -66,9 +66,15 @@ if [ -z "$PREBUILT" ]; then
 fi
 
 # Input sizes: patch lists and edit lists stay short; layout files and
-# ELF files as big as the seeds need.
-declare -A MAXLEN=([memimage]=2048 [core]=1024 [layout]=16384 [dwarf]=32768)
+# ELF files as big as the seeds need. -len_control=0 lets inputs reach
+# that size at once: libFuzzer otherwise grows the limit with the number
+# of executions, and at tens a second fuzz_memimage's inputs stayed under
+# 8 + 12 bytes, its header and one patch, for an hour.
+declare -A MAXLEN=([memimage]=512 [core]=256 [layout]=16384 [dwarf]=32768)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:malloc_context_size=5:quarantine_size_mb=32}
+if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && command -v llvm-symbolizer >/dev/null 2>&1; then
+    export ASAN_SYMBOLIZER_PATH=$(command -v llvm-symbolizer)
+fi
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # The recorded image must still carry every page today's readers touch,
 # else the harnesses fuzz only the first steps of each operation.
@@ -96,7 +102,7 @@ run_one() {
     # The grown corpus first (new inputs are written there), then the
     # committed seeds, which are only read.
     nice -n "${FUZZ_NICE:-10}" "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 \
-        -max_len="${MAXLEN[$h]}" -seed="${FUZZ_SEED:-0}" -print_final_stats=1 -artifact_prefix="$findings/" \
+        -max_len="${MAXLEN[$h]}" -len_control=0 -seed="${FUZZ_SEED:-0}" -print_final_stats=1 -artifact_prefix="$findings/" \
         "$corpus" "tests/fuzz/corpus/$h" >"$findings/fuzz.log" 2>&1
     echo $? >"$findings/exit"
 }

@@ -85,7 +85,7 @@ static inline int fuzz_attach(rbpeek_session *s)
 }
 
 /* `ruby p VALUE`, in text with the raw header and in JSON. */
-static inline void fuzz_inspect(rbpeek_session *s, uint64_t value, int32_t depth)
+static inline rbpeek_status fuzz_inspect(rbpeek_session *s, uint64_t value, int32_t depth)
 {
     rbpeek_inspect_options opt = {.depth = depth, .max_length = 16, .raw = 1};
     char *out = NULL;
@@ -95,6 +95,7 @@ static inline void fuzz_inspect(rbpeek_session *s, uint64_t value, int32_t depth
     out = NULL;
     opt.raw = 0;
     if (rbpeek_value_inspect(s, value, &opt, RBPEEK_FORMAT_JSON, &out) == RBPEEK_OK) rbpeek_free(out);
+    return st;
 }
 
 /* `bt --locals` (one pass per thread) and `frame N` (its top Ruby frame). */
@@ -159,8 +160,8 @@ static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_fram
             const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
             if (ops & OP_LOCALS) fuzz_locals(s, t);
             if (ops & OP_INSPECT) {
-                fuzz_inspect(s, t->thread_value, 1);
-                if (t->nframes) fuzz_inspect(s, t->frames[0].self, 2);
+                fuzz_say(s, "p thread", fuzz_inspect(s, t->thread_value, 1), "");
+                if (t->nframes) fuzz_say(s, "p self", fuzz_inspect(s, t->frames[0].self, 2), "");
             }
         }
         rbpeek_snapshot_free(snap);
@@ -208,8 +209,9 @@ static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_fram
         fuzz_say(s, "dump", st, what);
     }
     if ((ops & OP_INSPECT) && value) {
-        fuzz_inspect(s, value, 3);
-        fuzz_say(s, "p", RBPEEK_OK, "");
+        snprintf(what, sizeof what, "0x%llx", (unsigned long long)value);
+        st = fuzz_inspect(s, value, 3);
+        fuzz_say(s, "p", st, what);
     }
     if (ops & OP_RETAKE) {
         rbpeek_session_invalidate(s);

@@ -28,15 +28,26 @@ const char *rbp_field_type(rbp_field_id id) { return id < RBP_L_COUNT ? META[id]
 const char *rbp_field_member(rbp_field_id id) { return id < RBP_L_COUNT ? META[id].member : NULL; }
 bool rbp_field_is_size(rbp_field_id id) { return id < RBP_L_COUNT && META[id].member == NULL; }
 
-/* A parse looks up every line's name: comparing the length and the first
- * byte first makes that one full comparison a line, not a few hundred. */
-rbp_field_id rbp_field_by_name(const char *name)
+/* A parse looks up every line's name, and the tables list the members in
+ * this file's order: the search starts after the last line's member
+ * (*hint), and compares the length and the first byte before the bytes. */
+static rbp_field_id field_from(const char *name, int *hint)
 {
     size_t len = strlen(name);
-    for (int i = 0; i < RBP_L_COUNT; i++)
-        if (META[i].len == len && META[i].name[0] == name[0] && memcmp(META[i].name, name, len) == 0)
+    for (int k = 0; k < RBP_L_COUNT; k++) {
+        int i = (*hint + k) % RBP_L_COUNT;
+        if (META[i].len == len && META[i].name[0] == name[0] && memcmp(META[i].name, name, len) == 0) {
+            *hint = i + 1;
             return (rbp_field_id)i;
+        }
+    }
     return RBP_L_COUNT;
+}
+
+rbp_field_id rbp_field_by_name(const char *name)
+{
+    int hint = 0;
+    return field_from(name, &hint);
 }
 
 void rbp_layout_clear(rbp_layout *l)
@@ -76,17 +87,29 @@ static int64_t read_span(const rbp_field *f)
 }
 
 /* The RBP_SIZE entry that gives the size of the struct member id lies in,
- * RBP_L_COUNT when the member list has none for that type. */
-static rbp_field_id size_of_type(rbp_field_id id)
+ * RBP_L_COUNT when the member list has none for that type. Every attach
+ * checks every member: the first byte is compared before the string. */
+typedef struct type_memo {
+    const char *type;   /* the last type looked up (members come grouped by type) */
+    rbp_field_id sz;
+} type_memo;
+
+static rbp_field_id size_of_type(rbp_field_id id, type_memo *m)
 {
     const char *type = META[id].type;
+    if (m->type == type) return m->sz;
+    m->type = type;
+    m->sz = RBP_L_COUNT;
     for (int i = 0; i < RBP_L_COUNT; i++)
-        if (META[i].member == NULL && strcmp(META[i].type, type) == 0) return (rbp_field_id)i;
-    return RBP_L_COUNT;
+        if (META[i].member == NULL && META[i].type[0] == type[0] && strcmp(META[i].type, type) == 0) {
+            m->sz = (rbp_field_id)i;
+            break;
+        }
+    return m->sz;
 }
 
 static bool check_field(const rbp_layout *l, rbp_field_id id, const rbp_field *f, const char *how, char *why,
-                        size_t n)
+                        size_t n, type_memo *m)
 {
     const char *name = META[id].name;
     if (f->offset < 0) return true; /* absent */
@@ -107,7 +130,7 @@ static bool check_field(const rbp_layout *l, rbp_field_id id, const rbp_field *f
             return false;
         }
     }
-    rbp_field_id sz = size_of_type(id);
+    rbp_field_id sz = size_of_type(id, m);
     if (sz == RBP_L_COUNT || l->f[sz].offset < 0 || l->f[sz].size <= 0) return true; /* struct size unknown */
     int64_t end = (int64_t)f->offset + (f->size > read_span(f) ? f->size : read_span(f));
     if (end > l->f[sz].size) {
@@ -120,10 +143,11 @@ static bool check_field(const rbp_layout *l, rbp_field_id id, const rbp_field *f
 
 bool rbp_layout_check(const rbp_layout *l, char *why, size_t n)
 {
+    type_memo m = {NULL, RBP_L_COUNT};
     for (int i = 0; i < RBP_L_COUNT; i++)
-        if (!check_field(l, (rbp_field_id)i, &l->f[i], "", why, n)) return false;
+        if (!check_field(l, (rbp_field_id)i, &l->f[i], "", why, n, &m)) return false;
     for (int a = 0; a < l->nalt; a++)
-        if (l->alt[a].id >= RBP_L_COUNT || !check_field(l, l->alt[a].id, &l->alt[a].f, "alternative of ", why, n))
+        if (l->alt[a].id >= RBP_L_COUNT || !check_field(l, l->alt[a].id, &l->alt[a].f, "alternative of ", why, n, &m))
             return false;
     return true;
 }
@@ -136,7 +160,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, int line, const c
 int rbp_layout_parse(rbp_layout *out, const char *text, char *err, size_t errlen)
 {
     rbp_layout_clear(out);
-    int lineno = 0, fields = 0;
+    int lineno = 0, fields = 0, hint = 0;
     const char *p = text;
     while (p && *p) {
         const char *eol = strchr(p, '\n');
@@ -191,7 +215,7 @@ int rbp_layout_parse(rbp_layout *out, const char *text, char *err, size_t errlen
             set_err(err, errlen, "line %d: value out of range for '%s'", lineno, name);
             return -1;
         }
-        rbp_field_id id = rbp_field_by_name(name);
+        rbp_field_id id = field_from(name, &hint);
         if (id == RBP_L_COUNT) continue; /* a field this rbpeek does not use */
         rbp_field f = {(int32_t)off, (int32_t)size, (int16_t)boff, (int16_t)bsize};
         if (alt) {
