@@ -22,7 +22,8 @@ check, in gdb and lldb, live and on one gcore'd core (four debugger runs):
           ObjectSpace.dump gave) must give exactly the program's own
           #inspect: Strings with escapes and encodings, Symbols, Integers,
           Floats, Rational, Complex, Arrays, Hashes, Ranges, Structs, Data,
-          objects with ivars, classes, modules, exceptions; and its class.
+          objects with ivars, classes, modules, exceptions, Procs (blocks,
+          lambdas, Symbol#to_proc, Method#to_proc), Regexps; and its class.
           An address inside a slot (and in gdb one outside every heap page)
           must be refused with "not a Ruby object" and the reason.
 
@@ -33,8 +34,7 @@ check, in gdb and lldb, live and on one gcore'd core (four debugger runs):
           Holder#parked_frame and its block hold, between them, every local
           the program recorded through its binding (parameters of every
           kind, block parameter and block-local variable, plain locals), each
-          with exactly its #inspect (a Proc's own #inspect is not decoded:
-          there, only its #<Proc:0x...> prefix); self is the recorded
+          with exactly its #inspect (the block parameter's Proc too); self is the recorded
           self.inspect and the method owner is Holder.
 
 The live target must be left running after each live run.
@@ -138,8 +138,7 @@ def check_locals(want, doc):
             problems.append("owner of %s: %r, want %r" % (f["label"], f.get("owner"), want["owner"]))
     for name, text in want["locals"].items():
         got = seen.get(name)
-        ok = got == text or (text.startswith("#<Proc:0x") and got is not None and got == text.split(" ")[0] + ">")
-        if not ok:
+        if got != text:
             problems.append("local %s: %r, Ruby says %r" % (name, got, text))
     extra = set(seen) - set(want["locals"])
     if extra:

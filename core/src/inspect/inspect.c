@@ -17,6 +17,7 @@
 #include "inspect/inspect.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,14 +75,13 @@ const char *rbp_insp_check(rbp_heap *h, uint64_t v, uint8_t *buf, size_t bufsize
 
 static void puts_(rbp_insp *in, const char *s) { rbp_sb_puts(in->out, s); }
 
-static const char *class_name(rbp_insp *in, uint64_t klass)
+const char *rbp_insp_class_name(rbp_insp *in, uint64_t klass)
 {
     uint64_t real = rbp_class_real(in->h, klass);
     return real ? rbp_heap_class_name(in->h, real) : "?";
 }
 
-/* True when klass or a superclass has this permanent path. */
-static bool inherits(rbp_insp *in, uint64_t klass, const char *path)
+bool rbp_insp_inherits(rbp_insp *in, uint64_t klass, const char *path)
 {
     uint8_t buf[64];
     for (int i = 0; klass && i < MAX_SUPER; i++) {
@@ -94,7 +94,18 @@ static bool inherits(rbp_insp *in, uint64_t klass, const char *path)
     return false;
 }
 
-static rbp_enc_kind enc_kind(rbp_insp *in, int idx)
+bool rbp_insp_why(rbp_insp *in, const char *fmt, ...)
+{
+    if (in->depth == 0 && !in->why[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(in->why, sizeof in->why, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+rbp_enc_kind rbp_insp_enc_kind(rbp_insp *in, int idx)
 {
     const char *name = rbp_encoding_name(in->h, idx);
     if (!name) return RBP_ENC_OTHER;
@@ -119,12 +130,11 @@ static unsigned char *str_bytes(rbp_insp *in, const rbp_obj *o, uint64_t max, si
     }
     *len = (size_t)n;
     *cut = n < si.len;
-    *enc = enc_kind(in, si.encindex);
+    *enc = rbp_insp_enc_kind(in, si.encindex);
     return p;
 }
 
-/* A String VALUE's bytes when it is a live String; NULL otherwise. */
-static unsigned char *string_value(rbp_insp *in, uint64_t v, size_t *len, rbp_enc_kind *enc)
+unsigned char *rbp_insp_string_value(rbp_insp *in, uint64_t v, size_t *len, rbp_enc_kind *enc)
 {
     uint8_t buf[RBP_INSP_SLOT];
     rbp_obj o;
@@ -261,7 +271,7 @@ static bool pair_cb(void *ctx, uint64_t key, uint64_t val)
         rbp_enc_kind enc = RBP_ENC_UTF8;
         uint64_t fstr = 0;
         if ((key & 0xff) == 0x0c) name = rbp_id_name(in->s, key >> 8);
-        else if (rbp_read_field(in->s, key, RBP_L_rsymbol_fstr, &fstr)) bytes = string_value(in, fstr, &len, &enc);
+        else if (rbp_read_field(in->s, key, RBP_L_rsymbol_fstr, &fstr)) bytes = rbp_insp_string_value(in, fstr, &len, &enc);
         if (name) rbp_insp_sym_key(in, (const unsigned char *)name, strlen(name), RBP_ENC_UTF8);
         else if (bytes) rbp_insp_sym_key(in, bytes, len, enc);
         else {
@@ -328,7 +338,7 @@ static void structure(rbp_insp *in, const rbp_obj *o)
         range(in, o, ptr, len);
         return;
     }
-    bool data = !inherits(in, real, "Struct") && inherits(in, real, "Data");
+    bool data = !rbp_insp_inherits(in, real, "Struct") && rbp_insp_inherits(in, real, "Data");
     const char *cname = real ? rbp_heap_class_name(in->h, real) : "?";
     bool named = cname[0] != '#';
     puts_(in, data ? "#<data " : "#<struct ");
@@ -407,7 +417,7 @@ static void exception(rbp_insp *in, const rbp_obj *o, const char *cname)
         msg = (unsigned char *)strdup(cname);
         len = strlen(cname);
         enc = RBP_ENC_UTF8;
-    } else if (!(msg = string_value(in, w.mesg, &len, &enc))) {
+    } else if (!(msg = rbp_insp_string_value(in, w.mesg, &len, &enc))) {
         rbp_sb_printf(in->out, "#<%s: #<rbpeek: a message that is no String (0x%" PRIx64 ")>>", cname, w.mesg);
         return;
     }
@@ -426,8 +436,12 @@ static void exception(rbp_insp *in, const rbp_obj *o, const char *cname)
 
 static void object(rbp_insp *in, const rbp_obj *o)
 {
-    const char *cname = class_name(in, o->klass);
-    if (inherits(in, rbp_class_real(in->h, o->klass), "Exception")) {
+    if (o->addr == in->top_self) { /* vm.c's main_to_s */
+        puts_(in, "main");
+        return;
+    }
+    const char *cname = rbp_insp_class_name(in, o->klass);
+    if (rbp_insp_inherits(in, rbp_class_real(in->h, o->klass), "Exception")) {
         exception(in, o, cname);
         return;
     }
@@ -515,7 +529,7 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
         uint64_t fstr = 0;
         size_t len;
         rbp_enc_kind enc;
-        unsigned char *p = rbp_read_field(in->s, v, RBP_L_rsymbol_fstr, &fstr) ? string_value(in, fstr, &len, &enc) : NULL;
+        unsigned char *p = rbp_read_field(in->s, v, RBP_L_rsymbol_fstr, &fstr) ? rbp_insp_string_value(in, fstr, &len, &enc) : NULL;
         if (!p) {
             puts_(in, "#<rbpeek: Symbol with an unreadable name>");
             return;
@@ -539,10 +553,21 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
     case RBP_T_STRUCT: structure(in, &o); return;
     case RBP_T_OBJECT: object(in, &o); return;
     case RBP_T_CLASS: case RBP_T_MODULE: puts_(in, rbp_heap_class_name(in->h, v)); return;
+    case RBP_T_DATA:
+        if (rbp_insp_is_data(in, &o, "proc", "Proc")) {
+            if (rbp_insp_proc(in, &o)) return;
+        } else if (in->depth == 0) {
+            rbp_insp_why(in, "its class's own #inspect is not decoded");
+        }
+        break;
+    case RBP_T_REGEXP:
+        if (rbp_insp_regexp(in, &o)) return;
+        break;
     default:
-        /* rb_any_to_s: what Kernel#to_s gives; the type's own #inspect is not decoded */
-        rbp_sb_printf(in->out, "#<%s:0x%016" PRIx64 ">", class_name(in, o.klass), v);
-        if (in->depth == 0) in->inexact = true;
-        return;
+        if (in->depth == 0) rbp_insp_why(in, "its class's own #inspect is not decoded");
+        break;
     }
+    /* rb_any_to_s: what Kernel#to_s gives; the type's own #inspect is not decoded */
+    rbp_sb_printf(in->out, "#<%s:0x%016" PRIx64 ">", rbp_insp_class_name(in, o.klass), v);
+    if (in->depth == 0) in->inexact = true;
 }

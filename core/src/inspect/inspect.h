@@ -21,6 +21,7 @@ typedef struct rbp_inspect_limits {
 typedef struct rbp_inspect_result {
     bool cut;               /* something was elided by the limits */
     bool inexact;           /* the value's type has an #inspect rbpeek does not decode */
+    char why[200];          /* when inexact: why (its type is not decoded, or what was unreadable) */
 } rbp_inspect_result;
 
 void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, rbp_strbuf *out,

@@ -48,7 +48,11 @@ void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, 
     rbp_insp in;
     insp_init(&in, h, lim, out);
     rbp_insp_value(&in, v);
-    if (res) *res = (rbp_inspect_result){in.cut, in.inexact};
+    if (res) {
+        res->cut = in.cut;
+        res->inexact = in.inexact;
+        snprintf(res->why, sizeof res->why, "%s", in.inexact ? in.why : "");
+    }
 }
 
 /* The T_ type and class name of an immediate, or false. */
@@ -150,6 +154,10 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
         rbp_sb_puts(&b, ", \"inspect\": ");
         rbp_sb_json_str(&b, text.buf ? text.buf : "");
         rbp_sb_printf(&b, ", \"elided\": %s, \"exact\": %s", res.cut ? "true" : "false", res.inexact ? "false" : "true");
+        if (res.inexact) {
+            rbp_sb_puts(&b, ", \"not_exact_because\": ");
+            rbp_sb_json_str(&b, res.why[0] ? res.why : "its class's own #inspect is not decoded");
+        }
         if (raw && !imm) {
             rbp_sb_puts(&b, ", \"raw\": ");
             describe_raw(&h, &o, &b, true);
@@ -159,8 +167,10 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
         rbp_sb_puts(&b, text.buf ? text.buf : "");
         rbp_sb_puts(&b, "\n");
         if (raw) {
-            rbp_sb_printf(&b, "  0x%" PRIx64 ": %s, class %s%s\n", value, TYPE_NAMES[type & 31], cls,
-                          res.inexact ? " (its own #inspect is not decoded: Kernel#to_s form shown)" : "");
+            rbp_sb_printf(&b, "  0x%" PRIx64 ": %s, class %s\n", value, TYPE_NAMES[type & 31], cls);
+            if (res.inexact)
+                rbp_sb_printf(&b, "  not exact (Kernel#to_s form shown): %s\n",
+                              res.why[0] ? res.why : "its class's own #inspect is not decoded");
             if (!imm) describe_raw(&h, &o, &b, false);
         }
     }

@@ -42,6 +42,8 @@ typedef struct rbp_insp {
     bool newer_0x85;        /* 3.2+: U+0085 is escaped (Ruby bug #16842) */
     bool hash_34;           /* 3.4+: {key: 1, "k" => 2} */
     uint64_t qtrue, qfalse; /* special constants of this version */
+    char why[200];          /* why the top value is inexact, when a decoder gave up on it */
+    uint64_t top_self;      /* main (rb_vm_t.top_self), or 0 when unknown */
 } rbp_insp;
 
 void rbp_insp_value(rbp_insp *in, uint64_t v);
@@ -56,5 +58,23 @@ void rbp_insp_sym_key(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_
 void rbp_insp_float(rbp_strbuf *b, double d);
 /* A Bignum in decimal; false when its digits can't be read. */
 bool rbp_insp_bignum(rbp_insp *in, const rbp_obj *o);
+
+/* The class's name as #inspect shows it; whether klass or a superclass has
+ * this permanent path. */
+const char *rbp_insp_class_name(rbp_insp *in, uint64_t klass);
+bool rbp_insp_inherits(rbp_insp *in, uint64_t klass, const char *path);
+/* Records (for the top value) why its own #inspect could not be decoded;
+ * returns false, so a decoder can `return rbp_insp_why(...)`. */
+rbp_enc_kind rbp_insp_enc_kind(rbp_insp *in, int encindex);
+/* A String VALUE's bytes (malloc'd) when it is a live String; NULL otherwise. */
+unsigned char *rbp_insp_string_value(rbp_insp *in, uint64_t v, size_t *len, rbp_enc_kind *enc);
+bool rbp_insp_why(rbp_insp *in, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Decoders of types whose #inspect needs the VM's private structs: true
+ * when the value was printed exactly; false (nothing printed, the reason
+ * given to rbp_insp_why) to fall back to the Kernel#to_s form. */
+bool rbp_insp_is_data(rbp_insp *in, const rbp_obj *o, const char *struct_name, const char *class_path);
+bool rbp_insp_proc(rbp_insp *in, const rbp_obj *o);
+bool rbp_insp_regexp(rbp_insp *in, const rbp_obj *o);
 
 #endif

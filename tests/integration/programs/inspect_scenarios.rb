@@ -133,6 +133,26 @@ add.("class anonymous", Class.new)
 add.("exception", RuntimeError.new("boom"))
 add.("exception no message", StandardError.new)
 
+# Procs (proc.c's rb_block_to_s) and Regexps (re.c's rb_reg_desc)
+class MyProc < Proc; end
+add.("proc", proc { |x| x })
+add.("lambda", lambda { |x| x })
+add.("lambda stabby", ->(a, b = 1) { a + b })
+add.("proc subclass", MyProc.new { 1 })
+add.("proc symbol", :upcase.to_proc)
+add.("proc method", 1.method(:+).to_proc)
+add.("procs in an array", [proc { 2 }, :to_s.to_proc])
+add.("regexp", /ab+c/)
+add.("regexp options", %r{a/b\/c}mix)
+add.("regexp slash only", Regexp.new("a/b"))
+add.("regexp n", /abc/n)
+add.("regexp binary", Regexp.new("x\xffy".b))
+add.("regexp utf8", /ünï+/)
+add.("regexp utf8 escaped", %r{ü/}i)
+add.("regexp controls", Regexp.new("a\tb\x01c \n"))
+add.("regexp escapes", /\d+\s*\n\//)
+add.("regexp empty", //)
+
 def fixnum_value(n)
   format("0x%x", (n << 1) | 1)
 end
@@ -160,6 +180,11 @@ $record = lambda do |b, slf|
              %( "self": #{json_str(slf.inspect)}, "owner": "Holder",\n) +
              %( "locals": {#{locals.join(', ')}},\n) +
              %( "objects": [#{docs.join(",\n  ")}]}\n))
+  # The recording below allocates some objects after GC.stat: with the GC
+  # disabled, a heap with almost no free slot left would grow a page for them
+  # and GC.stat's page counts would no longer hold. Fill the last page first
+  # (bounded), so that a fresh page is there with room for them.
+  20_000.times { break if GC.stat(:heap_free_slots) >= 300; Object.new }
   # GC.stat last, into a hash made beforehand, written through files opened
   # beforehand, so that the recording adds (almost) nothing after it
   stat = {}

@@ -193,6 +193,89 @@ static void test_p_synthetic(void)
     image_free(&f.im);
 }
 
+/* `ruby p --raw` of v: OK, its first line starting with want, and when why
+ * is given, the value said to be inexact for that reason. */
+static void expect_inexact(heap_fixture *f, uint64_t v, const char *want, const char *why)
+{
+    char *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(p(f, v, &out), RBPEEK_OK);
+    CU_ASSERT(strncmp(out, want, strlen(want)) == 0);
+    CU_ASSERT(why ? strstr(out, why) != NULL : strstr(out, "not exact") == NULL);
+    if (strncmp(out, want, strlen(want)) || (why ? !strstr(out, why) : !!strstr(out, "not exact")))
+        fprintf(stderr, "p 0x%llx: got %s", (unsigned long long)v, out);
+    rbpeek_free(out);
+}
+
+enum { DATA = 0x600000 }; /* the Procs' rb_data_type_t, name and rb_proc_t structs */
+
+/* Proc (a typed T_DATA of type "proc") and Regexp objects made wrong in the
+ * ways a corrupt heap could: each prints Kernel#to_s's #<Class:0x...> form,
+ * flagged inexact with the reason, never a guess. */
+static void test_p_corrupt_proc_regexp(void)
+{
+    heap_fixture f;
+    build(&f);
+    uint8_t *d = add_region(&f.im, DATA, 0x1000);
+    rbp_layout *l = &f.s->layout;
+    set_field(l, RBP_L_typeddata_type, 16, 8);
+    set_field(l, RBP_L_typeddata_typed_flag, 24, 8);
+    set_field(l, RBP_L_typeddata_data, 32, 8);
+    set_field(l, RBP_L_data_type_name, 0, 8);
+    set_field(l, RBP_L_proc_block_code, 16, 8);
+    set_field(l, RBP_L_proc_block_symbol, 0, 8);
+    set_field(l, RBP_L_proc_block_proc, 0, 8);
+    set_field(l, RBP_L_proc_block_type, 24, 4);
+    set_field(l, RBP_L_proc_is_lambda, 32, 4);
+    l->f[RBP_L_proc_is_lambda].bit_offset = 1, l->f[RBP_L_proc_is_lambda].bit_size = 1;
+    set_field(l, RBP_L_rregexp_ptr, 16, 8);
+    set_field(l, RBP_L_rregexp_src, 24, 8);
+    set_field(l, RBP_L_regex_options, 56, 4);
+    put64(d, DATA + 0x100), memcpy(d + 0x100, "proc", 5); /* rb_data_type_t {wrap_struct_name = "proc"} */
+    /* slots 20..24: Procs whose rb_proc_t is at DATA + 0x200 + 0x40 * k */
+    for (int k = 0; k < 5; k++) {
+        uint8_t *b = slot_bytes(&f, 20 + k);
+        put64(b, RBP_T_DATA), put64(b + 8, f.cls);
+        put64(b + 16, DATA), put64(b + 24, 1), put64(b + 32, DATA + 0x200 + 0x40 * (uint64_t)k);
+    }
+    uint8_t *pr = d + 0x200;
+    /* 20: a C block (vm_ifunc at 0xabc0), a lambda: exact */
+    put64(pr + 16, 0xabc0), put32(pr + 24, 1), put32(pr + 32, 2);
+    char want[96];
+    snprintf(want, sizeof want, "#<#<Class:0x%016llx>:0x000000000000abc0 (lambda)>\n", (unsigned long long)f.cls);
+    expect_inexact(&f, slot_addr(&f, 20), want, NULL);
+    /* 21: a block type Ruby never makes */
+    put32(pr + 0x40 + 24, 7);
+    expect_inexact(&f, slot_addr(&f, 21), "#<#<Class:", "its block has type 7");
+    /* 22: an iseq block whose code is no iseq */
+    put64(pr + 0x80 + 16, slot_addr(&f, 1)), put32(pr + 0x80 + 24, 0);
+    expect_inexact(&f, slot_addr(&f, 22), "#<#<Class:", "is not a readable iseq");
+    /* 23: a proc block standing for itself: the chain ends */
+    put64(pr + 0xc0, slot_addr(&f, 23)), put32(pr + 0xc0 + 24, 3);
+    expect_inexact(&f, slot_addr(&f, 23), "#<#<Class:", "chain of more than");
+    /* 24: a Symbol block whose Symbol is a String */
+    put64(pr + 0x100, slot_addr(&f, 1)), put32(pr + 0x100 + 24, 2);
+    expect_inexact(&f, slot_addr(&f, 24), "#<#<Class:", "is no Symbol");
+    /* 25: a Regexp /a\/b/mix; 26: one whose source is no String; 27: one with no pattern */
+    uint8_t *re = d + 0x400;
+    put32(re + 56, 7);
+    for (int k = 25; k < 28; k++) {
+        uint8_t *b = slot_bytes(&f, k);
+        put64(b, RBP_T_REGEXP), put64(b + 8, f.cls), put64(b + 16, k == 27 ? 0 : DATA + 0x400);
+        put64(b + 24, k == 26 ? slot_addr(&f, 2) : slot_addr(&f, 28));
+    }
+    uint8_t *src = slot_bytes(&f, 28);
+    put64(src, RBP_T_STRING | (UINT64_C(3) << (RBP_FL_USHIFT + 2)) | (UINT64_C(1) << (RBP_FL_USHIFT + 10)));
+    put64(src + 8, f.cls), memcpy(src + 16, "a/b", 3);
+    expect_inexact(&f, slot_addr(&f, 25), "/a\\/b/mix\n", NULL);
+    expect_inexact(&f, slot_addr(&f, 26), "#<#<Class:", "is not a readable String");
+    expect_inexact(&f, slot_addr(&f, 27), "#<#<Class:", "uninitialized Regexp");
+    /* without the members (a layout that lacks them), the Kernel#to_s form */
+    l->f[RBP_L_proc_block_type].offset = -1;
+    expect_inexact(&f, slot_addr(&f, 20), "#<#<Class:", "no rb_proc_t members");
+    rbpeek_session_free(f.s);
+    image_free(&f.im);
+}
+
 static uint64_t rng(uint64_t *x)
 {
     *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
@@ -235,6 +318,7 @@ static void test_p_fuzz(void)
 static const rbp_cu_test TESTS[] = {
     {"float_to_s", test_float_to_s},
     {"p_synthetic", test_p_synthetic},
+    {"p_corrupt_proc_regexp", test_p_corrupt_proc_regexp},
     {"p_fuzz", test_p_fuzz},
     {NULL, NULL},
 };
