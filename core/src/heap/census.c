@@ -37,6 +37,7 @@ typedef struct size_row {
 
 struct rbpeek_census {
     char ruby_version[32];
+    char chain_note[224];   /* "" or which chain walks were cut (rbp_heap_chain_note) */
     rbpeek_census_summary sum;
     uint64_t type_count[NTYPES], type_bytes[NTYPES];
     /* internal-type and hidden objects, grouped by type instead of class */
@@ -307,6 +308,10 @@ static void render_json(const rbpeek_census *c, const rbpeek_census_class **cls,
     json_u64(b, "live", s->live, true);
     json_u64(b, "free", s->free_slots, true);
     json_u64(b, "unreadable", s->unreadable, true);
+    if (c->chain_note[0]) {
+        rbp_sb_puts(b, ", \"cut\": ");
+        rbp_sb_json_str(b, c->chain_note);
+    }
     rbp_sb_puts(b, ",\n  \"slot_sizes\": [");
     for (size_t i = 0; i < c->nsizes; i++) {
         const size_row *z = &c->sizes[i];
@@ -374,6 +379,7 @@ static void render_text(const rbpeek_census *c, const rbpeek_census_class **cls,
                   (unsigned long long)s->pages, (unsigned long long)s->slots, (unsigned long long)s->live,
                   (unsigned long long)s->free_slots, (unsigned long long)s->unreadable);
     if (s->rejected_pages) rbp_sb_printf(b, " (%llu pages skipped: bad header)", (unsigned long long)s->rejected_pages);
+    if (c->chain_note[0]) rbp_sb_printf(b, "\nCut: %s", c->chain_note);
     rbp_sb_puts(b, "\nSlot sizes:");
     for (size_t i = 0; i < c->nsizes; i++)
         rbp_sb_printf(b, "%s %u B (%llu pages, %llu live)", i ? "," : "", c->sizes[i].slot_size,
@@ -469,6 +475,9 @@ rbpeek_status rbpeek_heap_census(rbpeek_session *s, rbpeek_census **out)
     st = rbp_heap_walk(&h, census_obj, census_page, &w);
     if (st == RBPEEK_OK && (w.oom || !rbp_census_finish(c, real_cb, name_cb, &h)))
         st = rbp_fail(s, RBPEEK_ERR_NOMEM, "heap census: out of memory");
+    if (h.chain_cuts) /* a class chain that loops: its classes' names are partial */
+        snprintf(c->chain_note, sizeof c->chain_note, "%llu chain walk%s stopped, first %s; those classes' names "
+                 "are partial", (unsigned long long)h.chain_cuts, h.chain_cuts == 1 ? "" : "s", rbp_heap_chain_note(&h));
     rbp_heap_close(&h);
     if (st != RBPEEK_OK) {
         rbpeek_census_free(c);

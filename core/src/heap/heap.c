@@ -188,6 +188,7 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
 {
     memset(h, 0, sizeof *h);
     h->ref_budget = RBP_HEAP_REF_BUDGET;
+    h->chain_budget = RBP_HEAP_CHAIN_BUDGET;
     h->s = s;
     if (!s || !s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "heap: attach to a Ruby first");
     const rbp_layout *L = &s->layout;
@@ -295,9 +296,32 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
     return RBPEEK_OK;
 }
 
+rbp_walkguard rbp_heap_chain_guard(rbp_heap *h, size_t limit)
+{
+    return rbp_walkguard_start(limit, &h->chain_budget);
+}
+
+bool rbp_heap_chain_step(rbp_heap *h, rbp_walkguard *g, uint64_t node, const char *what, uint64_t from)
+{
+    rbp_walk_verdict v = rbp_walkguard_step(g, node);
+    if (v == RBP_WALK_OK) return true;
+    if (!h->chain_cuts++)
+        snprintf(h->chain_cut, sizeof h->chain_cut, "%s of 0x%llx: %s", what, (unsigned long long)from,
+                 rbp_walk_verdict_str(v));
+    return false;
+}
+
+const char *rbp_heap_chain_note(rbp_heap *h) { return h->chain_cuts ? h->chain_cut : ""; }
+
 void rbp_heap_close(rbp_heap *h)
 {
     if (!h) return;
+    /* A walk cut inside a decoder leaves names or fields out: say so once
+     * on the session's warning line, whatever command it was. */
+    if (h->chain_cuts && h->s)
+        rbp_warn(h->s, "cut: %llu chain walk%s stopped, first %s (the result is partial)",
+                 (unsigned long long)h->chain_cuts, h->chain_cuts == 1 ? "" : "s", h->chain_cut);
+    h->chain_cuts = 0;
     free(h->pages);
     h->pages = NULL;
     h->npages = 0;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/addrmap.h"
+#include "base/walkguard.h"
 #include "context/context.h"
 
 /* One heap page, as its header in the target describes it (validated). */
@@ -45,6 +46,13 @@ typedef struct rbp_heap_consts {
  * 25 times what a heap of a million objects holds. */
 #define RBP_HEAP_REF_BUDGET (UINT64_C(256) << 20)
 
+/* The steps all chain walks of one command may take together (superclass,
+ * singleton and iclass chains, shape parents, singletons' attached
+ * objects), each walk also capped on its own and cut at a loop: some 16
+ * times what naming every class of a large program and walking its
+ * objects' shapes takes. */
+#define RBP_HEAP_CHAIN_BUDGET ((size_t)1 << 22)
+
 typedef struct rbp_heap {
     rbpeek_session *s;
     uint64_t objspace;
@@ -59,6 +67,13 @@ typedef struct rbp_heap {
      * references is a pairwise walk): an object whose references would
      * overrun it gets none more and counts as incomplete. */
     uint64_t ref_budget;
+    /* Steps left to every chain walk of this command (walkguard.h), and
+     * the first walk cut, for the one line that says the result is partial
+     * (rbp_heap_chain_note). */
+    size_t chain_budget;
+    uint64_t chain_cuts;
+    char chain_cut[160];
+    int name_depth;             /* rbp_heap_class_name's recursion through attached objects */
     /* the decoders' caches for one walk (freed by rbp_heap_close) */
     rbp_addrmap klass_ok;       /* klass -> (void*)1 valid, (void*)2 invalid */
     rbp_addrmap names;          /* class -> malloc'd name */
@@ -72,6 +87,17 @@ typedef struct rbp_heap {
  * is damaged is counted in h->rejected and left out. */
 rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h);
 void rbp_heap_close(rbp_heap *h);
+
+/* "" when no chain walk of this command was cut, else which was first
+ * and why (h->chain_cuts says how many). */
+const char *rbp_heap_chain_note(rbp_heap *h);
+
+/* A guard for one chain walk (at most limit nodes) drawing on the
+ * command's chain budget. */
+rbp_walkguard rbp_heap_chain_guard(rbp_heap *h, size_t limit);
+/* One step of a chain walk over what (e.g. "the superclass chain of
+ * 0x..."): false means stop there; the cut is recorded for the note. */
+bool rbp_heap_chain_step(rbp_heap *h, rbp_walkguard *g, uint64_t node, const char *what, uint64_t from);
 
 /* The page whose slot region contains addr, or NULL. */
 const rbp_heap_page *rbp_heap_page_of(const rbp_heap *h, uint64_t addr);

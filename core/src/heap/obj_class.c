@@ -113,9 +113,9 @@ uint64_t rbp_class_real(rbp_heap *h, uint64_t klass)
     if (hit) return (uint64_t)(uintptr_t)hit - 1;
     uint64_t cl = klass;
     uint8_t buf[64];
-    rbp_walkguard g = rbp_walkguard_start(MAX_CLASS_HOPS, NULL);
+    rbp_walkguard g = rbp_heap_chain_guard(h, MAX_CLASS_HOPS);
     while (cl) {
-        if (rbp_walkguard_step(&g, cl) != RBP_WALK_OK) { /* a loop, or an implausibly long chain */
+        if (!rbp_heap_chain_step(h, &g, cl, "the singleton/iclass chain", klass)) { /* a loop, too long, or over budget */
             cl = 0;
             break;
         }
@@ -199,7 +199,20 @@ const char *rbp_heap_class_name(rbp_heap *h, uint64_t klass)
         const char *inner = NULL;
         char tmp[64];
         if (at == RBP_T_CLASS || at == RBP_T_MODULE) {
-            inner = att != klass ? rbp_heap_class_name(h, att) : NULL;
+            /* a singleton of a singleton of ... names its attached object
+             * in turn; garbage can make that a loop (A attached to B
+             * attached to A): the recursion is bounded like a chain walk */
+            if (att != klass && h->name_depth < MAX_NAME_DEPTH) {
+                rbp_walkguard one = rbp_heap_chain_guard(h, 1);
+                if (rbp_heap_chain_step(h, &one, att, "a singleton class's attached objects", klass)) {
+                    h->name_depth++;
+                    inner = rbp_heap_class_name(h, att);
+                    h->name_depth--;
+                }
+            } else if (att != klass) {
+                rbp_walkguard none = rbp_heap_chain_guard(h, 0);
+                rbp_heap_chain_step(h, &none, att, "a singleton class's attached objects", klass);
+            }
         } else if (att) {
             uint64_t real = 0, aklass = 0;
             if (rbp_mem_u64(h->s->mem, att + 8, &aklass)) real = rbp_class_real(h, aklass);

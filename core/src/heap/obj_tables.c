@@ -127,9 +127,9 @@ bool rbp_shape_ivar_index(rbp_heap *h, uint64_t flags, const char *name, uint64_
     if (!h->shape_list || sz <= 0 || !rbp_has(Ly, RBP_L_shape_edge_name) || !rbp_has(Ly, RBP_L_shape_parent_id))
         return false;
     uint64_t id = flags >> 32;
-    rbp_walkguard g = rbp_walkguard_start(MAX_SHAPE_DEPTH, NULL);
+    rbp_walkguard g = rbp_heap_chain_guard(h, MAX_SHAPE_DEPTH);
     /* (ids are keyed + 1: shape 0 is the root, and 0 is no key) */
-    while (id < (UINT64_C(1) << 24) && rbp_walkguard_step(&g, id + 1) == RBP_WALK_OK) {
+    while (id < (UINT64_C(1) << 24) && rbp_heap_chain_step(h, &g, id + 1, "the shape chain", flags >> 32)) {
         uint64_t base = h->shape_list + id * (uint64_t)sz, edge = 0, next = 0, type = 0, parent = 0;
         if (!rbp_read_field(h->s, base, RBP_L_shape_edge_name, &edge) ||
             !rbp_read_field(h->s, base, RBP_L_shape_next_iv_index, &next) ||

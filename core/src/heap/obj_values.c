@@ -15,7 +15,7 @@
 
 #include "heap/obj_internal.h"
 
-enum { MAX_IVARS = 1 << 16, MAX_SUPER = 64 };
+enum { MAX_IVARS = 1 << 16 };
 
 /* --- ivars --------------------------------------------------------------- */
 
@@ -65,7 +65,11 @@ static bool shape_slots(rbp_heap *h, uint64_t flags, iv_walk *w)
     if (!h->shape_list || sz <= 0 || !rbp_has(Ly, RBP_L_shape_edge_name) || !rbp_has(Ly, RBP_L_shape_parent_id))
         return false;
     uint64_t id = flags >> 32;
-    for (int depth = 0; depth < MAX_SHAPE_DEPTH && id < (UINT64_C(1) << 24); depth++) {
+    /* a loop of parents would fill the slot list with one ivar over and
+     * over: the guard stops it (ids keyed + 1: shape 0 is the root) */
+    rbp_walkguard g = rbp_heap_chain_guard(h, MAX_SHAPE_DEPTH);
+    while (id < (UINT64_C(1) << 24)) {
+        if (!rbp_heap_chain_step(h, &g, id + 1, "the shape chain", flags >> 32)) return false;
         uint64_t base = h->shape_list + id * (uint64_t)sz, edge = 0, next = 0, type = 0, parent = 0;
         if (!rbp_read_field(h->s, base, RBP_L_shape_edge_name, &edge) ||
             !rbp_read_field(h->s, base, RBP_L_shape_next_iv_index, &next) ||
@@ -209,7 +213,8 @@ uint64_t rbp_struct_members(rbp_heap *h, uint64_t klass)
     static const char name[] = "__members__";
     uint64_t cached = 0, cl = klass;
     uint8_t buf[64];
-    for (int i = 0; cl && i < MAX_SUPER; i++) {
+    rbp_walkguard g = rbp_heap_chain_guard(h, MAX_SUPER);
+    while (cl && rbp_heap_chain_step(h, &g, cl, "the superclass chain", klass)) {
         rbp_obj c;
         uint64_t v = 0;
         if (!rbp_obj_at(h, cl, buf, sizeof buf, &c)) return 0;

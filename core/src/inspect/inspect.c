@@ -84,7 +84,9 @@ const char *rbp_insp_class_name(rbp_insp *in, uint64_t klass)
 bool rbp_insp_inherits(rbp_insp *in, uint64_t klass, const char *path)
 {
     uint8_t buf[64];
-    for (int i = 0; klass && i < MAX_SUPER; i++) {
+    uint64_t from = klass;
+    rbp_walkguard g = rbp_heap_chain_guard(in->h, MAX_SUPER);
+    while (klass && rbp_heap_chain_step(in->h, &g, klass, "the superclass chain", from)) {
         rbp_obj c;
         if (!rbp_obj_at(in->h, klass, buf, sizeof buf, &c)) return false;
         const char *p = c.type == RBP_T_CLASS ? rbp_heap_class_path(in->h, klass) : NULL;

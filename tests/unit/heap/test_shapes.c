@@ -8,7 +8,9 @@
  * taken for 3.3's "too complex"; a census checks that classes' method
  * tables decode before it counts. The offsets are those of the 3.2 tables
  * (facts and layouts/lines/3.2.layout); the image's addresses are the
- * test's own.
+ * test's own. The same image with its chains made to loop (shape parents,
+ * singleton superclasses, attached objects, superclasses) checks that
+ * every chain walk stops, says why, and shares the command's budget.
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +23,8 @@
 #include "heap/census.h"
 #include "heap/heap.h"
 #include "heap/obj.h"
+#include "heap/obj_internal.h"
+#include "heap/obj_values.h"
 #include "vm/robject.h"
 
 enum {
@@ -227,11 +231,169 @@ static void test_census_checks_method_tables(void)
     image_free(&im);
 }
 
+/* --- chains that loop (issue #12): each walk stops, says why, and the
+ * command's shared budget caps all of them together ---------------------- */
+
+static uint8_t *slot_of(image *im, uint64_t addr) { return im->r[4].bytes + (addr - BODY); }
+
+static bool count_ivar(void *ctx, uint64_t id, uint64_t value)
+{
+    (void)id, (void)value;
+    ++*(int *)ctx;
+    return true;
+}
+
+static void test_shape_chain_loop(void)
+{
+    image im = {0};
+    rbpeek_session *s = world(&im);
+    /* shape 2's parent is 5, 5's is 6, 6's is 2: a loop that never returns
+     * to the object's own shape first, so no self-check would catch it */
+    uint8_t *shapes = im.r[6].bytes;
+    put_shape(shapes, 2, id_of(301), 2, 2, 1, 5);
+    put_shape(shapes, 5, id_of(300), 1, 1, 1, 6);
+    put_shape(shapes, 6, id_of(302), 1, 1, 1, 2);
+    rbp_heap h;
+    CU_ASSERT_EQUAL_FATAL(rbp_heap_open(s, &h), RBPEEK_OK);
+    /* the ivar by name (rb_shape_get_iv_index's walk): found before the loop */
+    uint64_t cached = 0, index = 99;
+    CU_ASSERT_TRUE(rbp_shape_ivar_index(&h, UINT64_C(2) << 32, "__classpath__", &cached, &index));
+    CU_ASSERT_EQUAL(h.chain_cuts, 0);
+    /* ... and not found: the walk meets the loop */
+    cached = 0;
+    CU_ASSERT_FALSE(rbp_shape_ivar_index(&h, UINT64_C(2) << 32, "@nowhere", &cached, &index));
+    CU_ASSERT_EQUAL(h.chain_cuts, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbp_heap_chain_note(&h), "the shape chain"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbp_heap_chain_note(&h), "it loops"));
+    /* every ivar of an object of shape 2 (shape_slots): refused, not a
+     * list of the loop's ivars over and over */
+    uint8_t buf[SLOT];
+    rbp_obj o;
+    put64(slot_of(&im, OBJ), RBP_T_OBJECT | RBP_FL_USER(1) | (UINT64_C(2) << 32));
+    CU_ASSERT_TRUE_FATAL(rbp_obj_at(&h, OBJ, buf, sizeof buf, &o));
+    int n = 0;
+    CU_ASSERT_EQUAL(rbp_obj_ivars_each(&h, &o, count_ivar, &n), RBP_VALUES_UNREADABLE);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(h.chain_cuts, 2);
+    rbp_heap_close(&h);
+    /* the session's warning line says the result is partial */
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbpeek_session_warning(s), "cut: 2 chain walks stopped, first the shape chain"));
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
+static void test_singleton_chain_loop(void)
+{
+    image im = {0};
+    rbpeek_session *s = world(&im);
+    /* META (a singleton) and the third slot, made a singleton too, are each
+     * other's superclass: rbp_class_real would go round forever */
+    uint8_t *meta = slot_of(&im, META), *other = slot_of(&im, OBJ);
+    put64(other, RBP_T_CLASS | RBP_FL_USER(0) | (UINT64_C(3) << 32)), put64(other + 8, CLS);
+    put64(meta + 16, OBJ), put64(other + 16, META);
+    rbp_heap h;
+    CU_ASSERT_EQUAL_FATAL(rbp_heap_open(s, &h), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbp_class_real(&h, META), 0);
+    CU_ASSERT_EQUAL(h.chain_cuts, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbp_heap_chain_note(&h), "singleton/iclass chain"));
+    /* the answer is cached: asking again costs no walk and no second cut */
+    CU_ASSERT_EQUAL(rbp_class_real(&h, META), 0);
+    CU_ASSERT_EQUAL(h.chain_cuts, 1);
+    rbp_heap_close(&h);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
+static void test_attached_object_loop(void)
+{
+    image im = {0};
+    rbpeek_session *s = world(&im);
+    /* META's attached object (the __attached__ ivar at IVS_META) is the
+     * third slot, a singleton whose attached object is META: naming one
+     * names the other, "#<Class:#<Class:...>>" without end */
+    uint8_t *other = slot_of(&im, OBJ), *ivs = im.r[5].bytes;
+    put64(other, RBP_T_CLASS | RBP_FL_USER(0) | (UINT64_C(3) << 32)), put64(other + 8, CLS);
+    put64(other + 32, IVS + 0x180);
+    put64(ivs + 0x100, OBJ), put64(ivs + 0x180, META);
+    rbp_heap h;
+    CU_ASSERT_EQUAL_FATAL(rbp_heap_open(s, &h), RBPEEK_OK);
+    const char *name = rbp_heap_class_name(&h, META);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+    CU_ASSERT_EQUAL(strncmp(name, "#<Class:#<Class:", 16), 0);
+    CU_ASSERT(h.chain_cuts >= 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbp_heap_chain_note(&h), "attached objects"));
+    rbp_heap_close(&h);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
+static void test_superclass_loop_and_budget(void)
+{
+    image im = {0};
+    rbpeek_session *s = world(&im);
+    /* Foo's superclass is the third slot (a plain class), whose superclass
+     * is Foo: a search up the chain for a hidden ivar must stop */
+    uint8_t *cls = slot_of(&im, CLS), *other = slot_of(&im, OBJ);
+    put64(other, RBP_T_CLASS | (UINT64_C(3) << 32)), put64(other + 8, META);
+    put64(cls + 16, OBJ), put64(other + 16, CLS);
+    rbp_heap h;
+    CU_ASSERT_EQUAL_FATAL(rbp_heap_open(s, &h), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbp_struct_members(&h, CLS), 0);
+    CU_ASSERT_EQUAL(h.chain_cuts, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbp_heap_chain_note(&h), "the superclass chain of 0x"));
+    /* the budget all walks share: spent, the next walk stops at once and
+     * says so, however short its chain */
+    h.chain_budget = 0;
+    h.chain_cuts = 0;
+    CU_ASSERT_EQUAL(rbp_class_real(&h, META), 0);
+    CU_ASSERT_EQUAL(h.chain_cuts, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbp_heap_chain_note(&h), "budget is spent"));
+    rbp_heap_close(&h);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
+/* A census over a heap with a looping singleton chain: it completes, and
+ * its text and JSON say that names are partial. */
+static void test_census_reports_the_cut(void)
+{
+    image im = {0};
+    rbpeek_session *s = world(&im);
+    uint8_t *mtbl = add_region(&im, 0xd000, 64), *items = add_region(&im, 0xe000, 64);
+    uint8_t *ment = add_region(&im, 0xf000, 64);
+    put32(mtbl, 2), put32(mtbl + 4, 1), put64(mtbl + 16, 0xe000);
+    put32(items, 7), put64(items + 8, 0xf000);
+    put64(ment, 0x1a | (UINT64_C(6) << 12));
+    set_field(&s->layout, RBP_L_id_table_capa, 0, 4);
+    set_field(&s->layout, RBP_L_id_table_num, 4, 4);
+    set_field(&s->layout, RBP_L_id_table_items, 16, 8);
+    /* Foo's class is META, and META is its own superclass */
+    put64(slot_of(&im, META) + 16, META);
+    put64(slot_of(&im, CLS) + 8, META);
+    rbpeek_census *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_heap_census(s, &c), RBPEEK_OK);
+    char *text = NULL, *json = NULL;
+    CU_ASSERT_EQUAL(rbpeek_census_render(c, RBPEEK_FORMAT_TEXT, 0, 0, &text), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_census_render(c, RBPEEK_FORMAT_JSON, 0, 0, &json), RBPEEK_OK);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "\nCut: 1 chain walk stopped, first the singleton/iclass chain"));
+    CU_ASSERT_PTR_NOT_NULL(json && strstr(json, "\"cut\": \"1 chain walk stopped"));
+    rbpeek_free(text);
+    rbpeek_free(json);
+    rbpeek_census_free(c);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test TESTS[] = {
     {"3.2: class paths and attached objects by the class's shape", test_names_by_shape},
     {"3.2: a shape without the ivar, and a shape that is its own parent", test_shape_without_the_ivar},
     {"3.2: shape type 4 is SHAPE_INITIAL_CAPACITY, not too complex", test_type_4_is_not_too_complex_on_3_2},
     {"a census refuses a layout whose classes' method tables do not decode", test_census_checks_method_tables},
+    {"a shape chain that loops is cut and reported", test_shape_chain_loop},
+    {"a singleton chain that loops is cut, once", test_singleton_chain_loop},
+    {"singletons attached to each other are named without endless recursion", test_attached_object_loop},
+    {"a superclass loop is cut; a spent budget stops every walk", test_superclass_loop_and_budget},
+    {"a census over a looping class chain says its names are partial", test_census_reports_the_cut},
     {NULL, NULL},
 };
 
