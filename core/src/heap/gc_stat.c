@@ -16,8 +16,14 @@
 #include "base/strbuf.h"
 #include "context/context.h"
 #include "vm/robject.h"
+#include "vm/validate.h"
 
 enum { MAX_POOLS = 16 };
+/* A booted Ruby has allocated more objects than this; heap pages are 16 KiB
+ * (before 3.1) or 64 KiB; no counter of a real process comes near 2^52. */
+#define MIN_BOOT_ALLOCATIONS 1000u
+#define MAX_PAGE_BYTES 65536u
+#define MAX_COUNTER (UINT64_C(1) << 52)
 
 typedef struct gc_pool {
     uint64_t slot_size, eden_pages, eden_slots, tomb_pages, tomb_slots;
@@ -33,6 +39,8 @@ typedef struct gc_stat {
     uint64_t malloc_increase, oldmalloc_increase;
     uint64_t mode, during_gc, dont_gc, stressful, minor_gc, compacting, incremental;
     uint64_t stress_value;
+    bool minor_known;  /* the layout places flags.during_minor_gc */
+    bool stress_known; /* ... and flags.gc_stressful */
     gc_pool pools[MAX_POOLS];
     size_t npools;
 } gc_stat;
@@ -117,6 +125,69 @@ static bool read_pools(rbpeek_session *s, gc_stat *g)
     return false;
 }
 
+/* What gc.c guarantees of its counters, whatever the moment the target was
+ * stopped at. A member misplaced in the layout (rb_objspace is private, and
+ * the tables of lines without a DWARF build are worked out: docs/versions.md)
+ * reads as a number that breaks one of these, and is refused rather than
+ * printed. gc_start counts the GC (profile.count) a moment before
+ * gc_marks_start counts it as minor or major, so inside a GC count may be
+ * one ahead. Both malloc counters grow together, the old one is reset only
+ * by a major GC, which also resets the other. */
+static bool stress_value_ok(rbpeek_session *s, const gc_stat *g)
+{
+    uint64_t v = g->stress_value;
+    bool set = v != 0 && v != rbp_qnil(s); /* GC.stress= keeps any value; RTEST sets the bit */
+    if (g->stress_known && (g->stressful != 0) != set) return false;
+    return v == 0 || v == 0x14 || v == rbp_qnil(s) || (v & 1) || rbp_is_heap_ptr(s, v);
+}
+
+static bool plausible(rbpeek_session *s, const gc_stat *g, char *why, size_t n)
+{
+    uint64_t sum = g->minor + g->major, pages = 0;
+    if (g->count != sum && !(g->during_gc && g->count == sum + 1))
+        snprintf(why, n, "gc: count %llu is not minor %llu + major %llu", (unsigned long long)g->count,
+                 (unsigned long long)g->minor, (unsigned long long)g->major);
+    else if (g->allocated < MIN_BOOT_ALLOCATIONS || g->allocated > MAX_COUNTER ||
+             g->freed + g->final_slots > g->allocated)
+        snprintf(why, n, "gc: %llu objects allocated, %llu freed and %llu awaiting finalizers is no heap's count",
+                 (unsigned long long)g->allocated, (unsigned long long)g->freed, (unsigned long long)g->final_slots);
+    else if (g->allocated - g->freed > g->available)
+        snprintf(why, n, "gc: %llu objects in use do not fit the heaps' %llu slots",
+                 (unsigned long long)(g->allocated - g->freed), (unsigned long long)g->available);
+    else if (g->oldmalloc_increase < g->malloc_increase)
+        snprintf(why, n, "gc: oldmalloc_increase %llu is below malloc_increase %llu",
+                 (unsigned long long)g->oldmalloc_increase, (unsigned long long)g->malloc_increase);
+    else if (!stress_value_ok(s, g))
+        snprintf(why, n, "gc: GC.stress reads 0x%llx%s", (unsigned long long)g->stress_value,
+                 g->stress_known ? ", against flags.gc_stressful" : "");
+    else
+        why[0] = 0;
+    for (size_t i = 0; !why[0] && i < g->npools; i++) {
+        const gc_pool *p = &g->pools[i];
+        /* pools and heaps hold ever larger slots (3.1-3.3: RVALUE << i) */
+        if (i > 0 && p->slot_size <= g->pools[i - 1].slot_size) {
+            snprintf(why, n, "gc: heap %zu's slot size %llu after heap %zu's %llu", i, (unsigned long long)p->slot_size,
+                     i - 1, (unsigned long long)g->pools[i - 1].slot_size);
+            break;
+        }
+        uint64_t max_slots = p->slot_size ? MAX_PAGE_BYTES / p->slot_size : 0;
+        if (p->slot_size < 40 || p->slot_size % 8 || p->eden_pages > p->eden_slots ||
+            p->eden_slots > p->eden_pages * max_slots || p->tomb_pages > p->tomb_slots ||
+            p->tomb_slots > p->tomb_pages * max_slots || (p->has_objects && p->freed > p->allocated))
+            snprintf(why, n, "gc: heap %zu reads slot size %llu, %llu+%llu pages of %llu+%llu slots", i,
+                     (unsigned long long)p->slot_size, (unsigned long long)p->eden_pages,
+                     (unsigned long long)p->tomb_pages, (unsigned long long)p->eden_slots,
+                     (unsigned long long)p->tomb_slots);
+        pages += p->eden_pages + p->tomb_pages;
+    }
+    /* every page of a heap is in the page table; from 3.4 the table also
+     * holds the empty pages no heap owns, before only a page being added */
+    if (!why[0] && (pages > g->allocated_pages || (!rbp_ver_ge(s, 3, 4) && g->allocated_pages - pages > 1)))
+        snprintf(why, n, "gc: the heaps hold %llu pages, the page table %llu", (unsigned long long)pages,
+                 (unsigned long long)g->allocated_pages);
+    return !why[0];
+}
+
 static rbpeek_status read_stat(rbpeek_session *s, gc_stat *g)
 {
     const rbp_layout *l = L(s);
@@ -143,8 +214,8 @@ static rbpeek_status read_stat(rbpeek_session *s, gc_stat *g)
               rd(s, os, RBP_L_objspace_gc_stress_mode, &g->stress_value);
     if (!ok)
         return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the objspace at 0x%llx", (unsigned long long)os);
-    rd(s, os, RBP_L_objspace_flag_stressful, &g->stressful);
-    rd(s, os, RBP_L_objspace_flag_during_minor_gc, &g->minor_gc);
+    g->stress_known = rd(s, os, RBP_L_objspace_flag_stressful, &g->stressful);
+    g->minor_known = rd(s, os, RBP_L_objspace_flag_during_minor_gc, &g->minor_gc);
     rd(s, os, RBP_L_objspace_flag_during_compacting, &g->compacting);
     rd(s, os, RBP_L_objspace_flag_during_incremental_marking, &g->incremental);
     if (!read_pools(s, g))
@@ -177,6 +248,8 @@ static rbpeek_status read_stat(rbpeek_session *s, gc_stat *g)
     if (!rbp_ver_ge(s, 3, 4) && !rd(s, os, RBP_L_objspace_final_slots, &g->final_slots))
         return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read heap_pages.final_slots of the objspace at 0x%llx",
                         (unsigned long long)os);
+    char why[200];
+    if (!plausible(s, g, why, sizeof why)) return rbp_layout_misfit(s, why);
     /* objspace_live_slots and objspace_free_slots, in size_t arithmetic as gc.c does */
     g->live = g->allocated - g->freed - g->final_slots;
     g->free_slots = g->available - g->live - g->final_slots;
@@ -224,9 +297,10 @@ static void render_json(rbpeek_session *s, const gc_stat *g, rbp_strbuf *b)
 #define J(name, m) rbp_sb_printf(b, ", \"" name "\": %llu", (unsigned long long)g->m);
     COUNTERS(J)
 #undef J
-    rbp_sb_printf(b, ", \"during_gc\": %s, \"phase\": \"%s\", \"minor_gc\": %s, \"incremental_marking\": %s",
-                  g->during_gc ? "true" : "false", phase_name(g), g->minor_gc ? "true" : "false",
-                  g->incremental ? "true" : "false");
+    rbp_sb_printf(b, ", \"during_gc\": %s, \"phase\": \"%s\"", g->during_gc ? "true" : "false", phase_name(g));
+    if (g->minor_known) /* 3.2's table leaves these bits out (docs/versions.md) */
+        rbp_sb_printf(b, ", \"minor_gc\": %s, \"incremental_marking\": %s", g->minor_gc ? "true" : "false",
+                      g->incremental ? "true" : "false");
     rbp_sb_printf(b, ", \"disabled\": %s, \"stress\": ", g->dont_gc ? "true" : "false");
     put_stress(s, b, g->stress_value);
     rbp_sb_puts(b, ", \"heaps\": [");
@@ -257,8 +331,8 @@ static void render_text(rbpeek_session *s, const gc_stat *g, rbp_strbuf *b)
         state = "between steps of a lazy sweep";
     else
         state = "not running";
-    rbp_sb_printf(b, "GC: %s%s%s; %s; stress ", state, g->mode && g->minor_gc ? " (minor)" : "",
-                  g->mode && !g->minor_gc ? " (major)" : "", g->dont_gc ? "disabled (GC.disable)" : "enabled");
+    const char *kind = !g->mode || !g->minor_known ? "" : g->minor_gc ? " (minor)" : " (major)";
+    rbp_sb_printf(b, "GC: %s%s; %s; stress ", state, kind, g->dont_gc ? "disabled (GC.disable)" : "enabled");
     put_stress(s, b, g->stress_value);
     rbp_sb_printf(b, "  [objspace 0x%llx]\n", (unsigned long long)g->objspace);
 #define T(name, m) rbp_sb_printf(b, "  %-26s %llu\n", name, (unsigned long long)g->m);
