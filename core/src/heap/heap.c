@@ -305,6 +305,7 @@ bool rbp_heap_chain_step(rbp_heap *h, rbp_walkguard *g, uint64_t node, const cha
 {
     rbp_walk_verdict v = rbp_walkguard_step(g, node);
     if (v == RBP_WALK_OK) return true;
+    h->chain_last = v;
     if (!h->chain_cuts++)
         snprintf(h->chain_cut, sizeof h->chain_cut, "%s of 0x%llx: %s", what, (unsigned long long)from,
                  rbp_walk_verdict_str(v));

@@ -73,6 +73,7 @@ typedef struct rbp_heap {
     size_t chain_budget;
     uint64_t chain_cuts;
     char chain_cut[160];
+    rbp_walk_verdict chain_last; /* why the latest cut walk stopped */
     int name_depth;             /* rbp_heap_class_name's recursion through attached objects */
     /* the decoders' caches for one walk (freed by rbp_heap_close) */
     rbp_addrmap klass_ok;       /* klass -> (void*)1 valid, (void*)2 invalid */

@@ -59,13 +59,17 @@ bool rbp_insp_proc(rbp_insp *in, const rbp_obj *o)
 
     /* rb_block_to_s: follow block_type_proc to the block it stands for */
     uint64_t block = data, btype = 0, word = 0;
-    for (int hops = 0;; hops++) {
+    /* garbage can make the chain loop (a Proc standing for itself): the
+     * guard stops it at once rather than after MAX_PROC_CHAIN reads */
+    rbp_walkguard g = rbp_heap_chain_guard(in->h, MAX_PROC_CHAIN);
+    for (;;) {
+        if (!rbp_heap_chain_step(in->h, &g, block, "the chain of Procs", o->addr))
+            return rbp_insp_why(in, "its block stands for a chain of Procs that was cut: %s",
+                                rbp_walk_verdict_str(in->h->chain_last));
         if (!rbp_read_field(in->s, block, RBP_L_proc_block_type, &btype))
             return rbp_insp_why(in, "the rb_proc_t at 0x%" PRIx64 " cannot be read", block);
         if (btype != BLOCK_PROC) break;
         uint64_t inner = 0, t = 0;
-        if (hops >= MAX_PROC_CHAIN)
-            return rbp_insp_why(in, "its block stands for a chain of more than %d Procs", MAX_PROC_CHAIN);
         if (!rbp_read_field(in->s, block, RBP_L_proc_block_proc, &inner) ||
             rbp_obj_type(in->s, inner) != RBP_T_DATA || !rbp_typed_data(in->s, inner, &t, &block) || !block)
             return rbp_insp_why(in, "its block stands for another Proc that cannot be read");

@@ -157,6 +157,19 @@ static rbpeek_status op_dump(rbpeek_session *s)
     return rbpeek_heap_dump(s, path, NULL);
 }
 
+static uint64_t g_page_addr; /* a class object in the heap, for ruby page */
+
+static rbpeek_status op_page(rbpeek_session *s)
+{
+    char *out = NULL;
+    rbpeek_status st = rbpeek_page_render(s, g_page_addr, RBPEEK_FORMAT_TEXT, &out);
+    rbpeek_free(out);
+    out = NULL;
+    if (st == RBPEEK_OK) st = rbpeek_page_render(s, g_page_addr, RBPEEK_FORMAT_JSON, &out);
+    rbpeek_free(out);
+    return st;
+}
+
 static rbpeek_status op_gc_describe(rbpeek_session *s)
 {
     char *out = NULL;
@@ -195,7 +208,7 @@ static void drive(const char *what, op_fn op, bool is_attach)
     if (max_runs == 0) max_runs = 1;
     size_t stride = total / max_runs + 1;
     size_t runs = 0, leaks = 0, fd_leaks = 0, never_failed = 0;
-    const char *only = getenv("RBPEEK_OOM_ONLY"); /* "census:36": that run alone, to debug it */
+    const char *only = getenv("RBPEEK_OOM_ONLY"); /* "census": that operation; "census:36": that run alone */
     size_t only_k = 0;
     if (only && *only) {
         const char *colon = strrchr(only, ':');
@@ -203,8 +216,10 @@ static void drive(const char *what, op_fn op, bool is_attach)
             rbpeek_session_free(s);
             return;
         }
-        only_k = colon ? (size_t)strtoul(colon + 1, NULL, 10) : 0;
-        stride = total;
+        if (colon) { /* one failure point; without one, all of this operation's */
+            only_k = (size_t)strtoul(colon + 1, NULL, 10);
+            stride = total;
+        }
     }
     for (size_t k = only_k; k < total; k += stride) {
         /* a session of its own for every run: what its caches hold goes
@@ -245,6 +260,22 @@ static void test_snapshot_render(void) { drive("snapshot+render+locks+locals", o
 static void test_profile(void) { drive("profile+writers", op_profile, false); }
 static void test_census(void) { drive("census", op_census, false); }
 static void test_dump(void) { drive("heap dump", op_dump, false); }
+static void test_page(void)
+{
+    if (setup() && !g_page_addr) {
+        rbpeek_session *s = rbpeek_session_new();
+        rbpeek_census *c = NULL;
+        if (rbpeek_session_use_core(s, g_core) == RBPEEK_OK && rbpeek_session_attach(s) == RBPEEK_OK &&
+            rbpeek_heap_census(s, &c) == RBPEEK_OK) {
+            for (size_t i = 0; !g_page_addr && rbpeek_census_class_at(c, i); i++)
+                g_page_addr = rbpeek_census_class_at(c, i)->address;
+        }
+        rbpeek_census_free(c);
+        rbpeek_session_free(s);
+        CU_ASSERT_FATAL(g_page_addr != 0);
+    }
+    drive("page", op_page, false);
+}
 static void test_gc_describe(void) { drive("gc+describe", op_gc_describe, false); }
 
 static const rbp_cu_test TESTS[] = {
@@ -253,6 +284,7 @@ static const rbp_cu_test TESTS[] = {
     {"profile and its writers free what they took", test_profile},
     {"heap census frees what it took", test_census},
     {"heap dump frees what it took", test_dump},
+    {"page frees what it took", test_page},
     {"gc and describe free what they took", test_gc_describe},
     {NULL, NULL},
 };
