@@ -558,6 +558,8 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
     case RBP_T_DATA:
         if (rbp_insp_is_data(in, &o, "proc", "Proc")) {
             if (rbp_insp_proc(in, &o)) return;
+        } else if (rbp_insp_is_data(in, &o, "time", "Time")) {
+            if (rbp_insp_time(in, &o)) return;
         } else if (in->depth == 0) {
             rbp_insp_why(in, "its class's own #inspect is not decoded");
         }

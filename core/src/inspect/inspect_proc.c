@@ -35,9 +35,9 @@ static const rbp_field_id PROC_FIELDS[] = {
     RBP_L_proc_is_lambda,
 };
 
-/* Whether a T_DATA object is a Proc: its rb_data_type_t is proc.c's
- * "proc"; or, when that name lies in a part of the image a core lacks,
- * its class is Proc or a subclass. */
+/* Whether a T_DATA object is of the kind whose rb_data_type_t is named
+ * struct_name ("proc", "time"); or, when that name lies in a part of the
+ * image a core lacks, whose class is class_path or a subclass. */
 bool rbp_insp_is_data(rbp_insp *in, const rbp_obj *o, const char *struct_name, const char *class_path)
 {
     const char *name = rbp_data_struct_name(in->h, o);

@@ -270,6 +270,34 @@ static void test_p_corrupt_proc_regexp(void)
     expect_inexact(&f, slot_addr(&f, 25), "/a\\/b/mix\n", NULL);
     expect_inexact(&f, slot_addr(&f, 26), "#<#<Class:", "is not a readable String");
     expect_inexact(&f, slot_addr(&f, 27), "#<#<Class:", "uninitialized Regexp");
+    /* 29: a Time (rb_data_type_t "time" at DATA + 0x80) at 2026-11-25 17:00:00.5 UTC with
+     * its vtm filled in (3.1's packed struct time_object); then without it, then in month 13 */
+    set_field(l, RBP_L_time_timew, 0, 8);
+    set_field(l, RBP_L_time_vtm_year, 8, 8);
+    set_field(l, RBP_L_time_vtm_utc_offset, 24, 8);
+    static const struct { rbp_field_id id; int off, bit, bits; } BITS[] = {
+        {RBP_L_time_vtm_mon, 41, 1, 4}, {RBP_L_time_vtm_mday, 41, 5, 5}, {RBP_L_time_vtm_hour, 42, 2, 5},
+        {RBP_L_time_vtm_min, 42, 7, 6}, {RBP_L_time_vtm_sec, 43, 5, 6}, {RBP_L_time_tzmode, 45, 0, 3},
+        {RBP_L_time_tm_got, 45, 3, 1},
+    };
+    for (size_t i = 0; i < sizeof BITS / sizeof BITS[0]; i++) {
+        set_field(l, BITS[i].id, BITS[i].off, 4);
+        l->f[BITS[i].id].bit_offset = BITS[i].bit, l->f[BITS[i].id].bit_size = BITS[i].bits;
+    }
+    put64(d + 0x80, DATA + 0x90), memcpy(d + 0x90, "time", 5);
+    uint8_t *tb = slot_bytes(&f, 29), *tm = d + 0x600;
+    put64(tb, RBP_T_DATA), put64(tb + 8, f.cls), put64(tb + 16, DATA + 0x80), put64(tb + 24, 1);
+    put64(tb + 32, DATA + 0x600);
+    put64(tm, ((UINT64_C(1795626000) * 1000000000 + 500000000) << 1) | 1);
+    put64(tm + 8, (2026 << 1) | 1), put64(tm + 24, 1);
+    uint64_t bits = (UINT64_C(11) << 9) | (UINT64_C(25) << 13) | (UINT64_C(17) << 18); /* from byte 40 */
+    for (int k = 0; k < 5; k++) tm[40 + k] = (uint8_t)(bits >> (8 * k));
+    tm[45] = 1 | 8; /* UTC, tm_got */
+    expect_inexact(&f, slot_addr(&f, 29), "2026-11-25 17:00:00.5 UTC\n", NULL);
+    tm[45] = 1;
+    expect_inexact(&f, slot_addr(&f, 29), "#<#<Class:", "no broken-down time");
+    tm[45] = 1 | 8, tm[41] |= 0x1e; /* month 15 */
+    expect_inexact(&f, slot_addr(&f, 29), "#<#<Class:", "out of range");
     /* without the members (a layout that lacks them), the Kernel#to_s form */
     l->f[RBP_L_proc_block_type].offset = -1;
     expect_inexact(&f, slot_addr(&f, 20), "#<#<Class:", "no rb_proc_t members");
