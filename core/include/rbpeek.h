@@ -181,6 +181,7 @@ typedef struct rbpeek_thread {
     size_t nframes;
     const rbpeek_frame *frames; /* innermost first */
     int32_t torn;               /* rbpeek_snapshot_take_running: its stack changed while it was read */
+    int32_t retried;            /* ... and it was walked again (kept, unless torn) */
 } rbpeek_thread;
 
 typedef enum rbpeek_thread_status {
@@ -572,6 +573,7 @@ typedef struct rbpeek_trace_stats {
     uint64_t full_stops;        /* samples that stopped every thread */
     uint64_t threads_stopped;   /* summed over the samples */
     double held_s;              /* summed time some thread of the target was held stopped */
+    uint64_t retried_threads;   /* stacks walked again because they changed while read (torn ones included) */
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or

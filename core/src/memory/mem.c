@@ -31,6 +31,7 @@ typedef struct slot {
     uint32_t gen;       /* generation this slot was filled in; 0 = never */
     uint32_t valid;     /* readable leading bytes of the page */
     uint32_t used_gen;  /* generation in which a read last used it */
+    uint32_t strict_gen; /* generation in which a strict read last used it */
 } slot;
 
 struct rbp_mem {
@@ -47,6 +48,12 @@ struct rbp_mem {
     uint64_t prev_hot[MAX_HOT];  /* ... and in the one before */
     size_t nprev;
     bool direct;        /* see rbp_mem_set_direct */
+    uint32_t old_gen;   /* the generation before rbp_mem_fence (0: none) */
+    bool strict;        /* see rbp_mem_set_strict */
+    uint64_t strict_hot[MAX_HOT];  /* pages strict reads used since the last invalidation */
+    size_t nstrict;
+    uint64_t prev_strict[MAX_HOT]; /* ... and before it: what rbp_mem_fence fetches */
+    size_t nprev_strict;
 };
 
 rbp_mem *rbp_mem_new(rbp_source src)
@@ -79,6 +86,10 @@ void rbp_mem_invalidate(rbp_mem *m)
     memcpy(m->prev_hot, m->hot, m->nhot * sizeof m->hot[0]);
     m->nprev = m->nhot;
     m->nhot = 0;
+    memcpy(m->prev_strict, m->strict_hot, m->nstrict * sizeof m->strict_hot[0]);
+    m->nprev_strict = m->nstrict;
+    m->nstrict = 0;
+    m->old_gen = 0;
     if (++m->gen == 0) { /* wrapped: really clear, so no stale slot matches */
         memset(m->slots, 0, sizeof m->slots);
         m->gen = 1;
@@ -88,6 +99,7 @@ void rbp_mem_invalidate(rbp_mem *m)
 void rbp_mem_refresh(rbp_mem *m)
 {
     if (!m) return;
+    m->old_gen = 0;
     if (++m->gen == 0) {
         memset(m->slots, 0, sizeof m->slots);
         m->gen = 1;
@@ -116,7 +128,8 @@ static slot *slot_of(rbp_mem *m, uint64_t page, uint8_t **data)
 static slot *fill(rbp_mem *m, uint64_t page, uint8_t **data)
 {
     slot *s = slot_of(m, page, data);
-    if (s->gen != m->gen || s->page != page) {
+    bool hit = s->page == page && (s->gen == m->gen || (!m->strict && m->old_gen && s->gen == m->old_gen));
+    if (!hit) {
         long n = source_read(m, page << PAGE_SHIFT, *data, PAGE_SIZE);
         s->page = page;
         s->gen = m->gen;
@@ -126,30 +139,33 @@ static slot *fill(rbp_mem *m, uint64_t page, uint8_t **data)
         s->used_gen = m->gen;
         if (s->valid && m->nhot < MAX_HOT) m->hot[m->nhot++] = page;
     }
+    if (m->strict && s->strict_gen != m->gen) {
+        s->strict_gen = m->gen;
+        if (s->valid && m->nstrict < MAX_HOT) m->strict_hot[m->nstrict++] = page;
+    }
     return s;
 }
 
-void rbp_mem_prefetch(rbp_mem *m)
+/* Reads pages[0..npages) into the current generation, in one batch. */
+static void fetch_pages(rbp_mem *m, const uint64_t *pages, size_t npages)
 {
-    if (!m || !m->src.read_many || m->nprev == 0) return;
     uint64_t addrs[MAX_HOT];
     uint8_t *bufs[MAX_HOT];
     slot *slots[MAX_HOT];
     long got[MAX_HOT];
     size_t n = 0;
-    for (size_t i = 0; i < m->nprev; i++) {
+    for (size_t i = 0; i < npages && i < MAX_HOT; i++) {
         uint8_t *data;
-        slot *s = slot_of(m, m->prev_hot[i], &data);
+        slot *s = slot_of(m, pages[i], &data);
         if (s->gen == m->gen) continue;   /* filled already, or two pages share the slot */
         s->gen = m->gen;                  /* claimed; set for real below */
-        s->page = m->prev_hot[i];
+        s->page = pages[i];
         s->valid = 0;
-        addrs[n] = m->prev_hot[i] << PAGE_SHIFT;
+        addrs[n] = pages[i] << PAGE_SHIFT;
         bufs[n] = data;
         slots[n] = s;
         n++;
     }
-    m->nprev = 0;
     if (n == 0) return;
     m->src.read_many(m->src.ctx, addrs, bufs, n, PAGE_SIZE, got);
     m->stats.source_reads++;
@@ -161,6 +177,34 @@ void rbp_mem_prefetch(rbp_mem *m)
             m->stats.source_bytes += (uint64_t)got[i];
         }
     }
+}
+
+void rbp_mem_prefetch(rbp_mem *m)
+{
+    if (!m || !m->src.read_many || m->nprev == 0) return;
+    /* The list is kept: after an rbp_mem_refresh (the sampler had to stop
+     * more than it prefetched for) the same pages are fetched again. */
+    fetch_pages(m, m->prev_hot, m->nprev);
+}
+
+void rbp_mem_fence(rbp_mem *m)
+{
+    if (!m) return;
+    m->old_gen = m->gen;
+    if (++m->gen == 0) {
+        memset(m->slots, 0, sizeof m->slots);
+        m->gen = 1;
+        m->old_gen = 0;
+    }
+    if (m->src.read_many && m->nprev_strict) fetch_pages(m, m->prev_strict, m->nprev_strict);
+}
+
+bool rbp_mem_set_strict(rbp_mem *m, bool on)
+{
+    if (!m) return false;
+    bool was = m->strict;
+    m->strict = on;
+    return was;
 }
 
 bool rbp_mem_set_direct(rbp_mem *m, bool on)

@@ -57,8 +57,21 @@ void rbp_mem_refresh(rbp_mem *m);
  * the same ones (a sampler's walks do: the same threads, stacks and iseqs).
  * The pages are fetched at one moment: use them as a consistent picture only
  * while the target is stopped (the nonblocking sampler checks what it read
- * against direct reads instead). A no-op for sources without read_many. */
+ * against direct reads instead). Called again after an rbp_mem_refresh, it
+ * fetches the same pages again. A no-op for sources without read_many. */
 void rbp_mem_prefetch(rbp_mem *m);
+/* A fence inside one generation of the cache, for a sampler that fetched
+ * its pages while the target ran and then stopped a thread: starts a new
+ * generation in which the pages of the one before stay usable, except for
+ * strict reads (rbp_mem_set_strict), which are served only from pages
+ * fetched after the fence. It fetches at once, in one batch, the pages the
+ * strict reads used before the last invalidation (the stopped thread's own
+ * walk, the last time). Pages used on either side count for the next
+ * rbp_mem_prefetch; rbp_mem_invalidate or rbp_mem_refresh ends the fence. */
+void rbp_mem_fence(rbp_mem *m);
+/* Strict mode (after rbp_mem_fence): reads use no page fetched before the
+ * fence. Returns the previous mode. */
+bool rbp_mem_set_strict(rbp_mem *m, bool on);
 /* Pins a caller-owned copy of [addr, addr+len) so reads inside it are served
  * from it without touching the source or the page cache: the frame walker
  * fetches a thread's whole used VM value stack in one read and pins it for

@@ -238,8 +238,15 @@ bool tr_is_stopped(struct rbpeek_trace *t, pid_t tid)
 
 void tr_resume_all(struct rbpeek_trace *t)
 {
+    t->last_cont = rbp_now_ns();
     for (size_t i = 0; i < t->ntr; i++) {
-        if (t->tr[i].state == TR_STOPPED) resume(t, &t->tr[i]);
+        if (t->tr[i].state == TR_STOPPED) {
+            /* The thread runs from inside this call: the time the tracer
+             * may lose after it (the woken thread preempting it) is not
+             * time the target was held. */
+            t->last_cont = rbp_now_ns();
+            resume(t, &t->tr[i]);
+        }
         t->tr[i].want = false;
     }
 }

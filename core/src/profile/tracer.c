@@ -156,10 +156,11 @@ static void take_sample(struct rbpeek_trace *t, bool fresh, bool running)
         refresh_tid_map(t, snap, rbp_now_ns());
         t->want_tid_map = false;
     }
-    uint64_t torn = 0;
+    uint64_t torn = 0, retried = 0;
     for (size_t i = 0, n = rbpeek_snapshot_thread_count(snap); i < n; i++) {
         const rbpeek_thread *th = rbpeek_snapshot_thread(snap, i);
         if (th && th->torn) torn++;
+        if (th && th->retried) retried++;
     }
     rbpeek_snapshot_free(snap);
     pthread_mutex_lock(&t->lock);
@@ -170,6 +171,7 @@ static void take_sample(struct rbpeek_trace *t, bool fresh, bool running)
     }
     t->stats.added_threads += res.added;
     t->stats.torn_threads += torn;
+    t->stats.retried_threads += retried;
     t->stats.failed_threads += res.failed - (torn < res.failed ? torn : res.failed);
     t->stats.filtered += res.filtered;
     t->stats.tid_unknown += res.tid_unknown;
@@ -218,6 +220,7 @@ static bool read_holders(struct rbpeek_trace *t, pid_t *tids, size_t *ntids, boo
 static size_t stop_for_sample(struct rbpeek_trace *t, bool *fresh, uint64_t *held_from, size_t *nstopped, bool *full)
 {
     rbp_mem *mem = t->session->mem;
+    bool prefetched = false;
     *fresh = false;
     *nstopped = 0;
     *full = false;
@@ -230,13 +233,25 @@ static size_t stop_for_sample(struct rbpeek_trace *t, bool *fresh, uint64_t *hel
         bool was = rbp_mem_set_direct(mem, true);
         bool ok = read_holders(t, tids, &n, &stopped);
         rbp_mem_set_direct(mem, was);
+        /* The pages the last walk used, in one batch, while the target
+         * still runs: the parked threads' stacks cannot change while the
+         * holder keeps the GVL, and are checked against direct reads after
+         * the resume anyway (rbp_snapshot_take_split); only what the holder
+         * may have changed since is read again once it is stopped: behind
+         * a fence, in one batch, the pages its own reads used last time. */
+        if (ok) {
+            rbp_mem_invalidate(mem);
+            rbp_mem_prefetch(mem);
+            prefetched = true;
+        }
         *held_from = rbp_now_ns();
         for (int round = 0; ok && round < HOLDER_ROUNDS; round++) {
             if (tr_stop_some(t, tids, n) != 0) break;
-            rbp_mem_invalidate(mem);
-            rbp_mem_prefetch(mem);
+            rbp_mem_fence(mem);
             *fresh = true;
+            bool strict = rbp_mem_set_strict(mem, true);
             ok = read_holders(t, tids, &n, &stopped);
+            rbp_mem_set_strict(mem, strict);
             if (ok && stopped) {
                 *nstopped = n;
                 return 0;
@@ -252,6 +267,13 @@ static size_t stop_for_sample(struct rbpeek_trace *t, bool *fresh, uint64_t *hel
     *fresh = false;
     t->nheld = 0;
     size_t late = tr_stop_all(t);
+    if (prefetched) {
+        /* Everything is stopped now: the same pages again, all of them
+         * fresh (the hot list is kept: refresh, not invalidate). */
+        rbp_mem_refresh(mem);
+        rbp_mem_prefetch(mem);
+        *fresh = true;
+    }
     *full = true;
     *nstopped = tr_count(t);
     return late;
@@ -322,7 +344,7 @@ static void *tracer_main(void *arg)
         uint64_t done = walked > t->resume_to ? walked : t->resume_to;
         uint64_t walk_ns = done - b - resume_ns;
         pthread_mutex_lock(&t->lock);
-        if (held_from) t->stats.held_s += (double)(t->resume_to - held_from) * 1e-9;
+        if (held_from) t->stats.held_s += (double)(t->last_cont - held_from) * 1e-9;
         t->stats.full_stops += full;
         t->stats.threads_stopped += nstopped;
         t->stats.not_stopped += late;

@@ -70,6 +70,7 @@ struct rbpeek_trace {
     size_t nheld;
     bool released;               /* this sample: resumed before its walk ended */
     uint64_t resume_from, resume_to;
+    uint64_t last_cont;          /* this sample: when the last stopped thread was resumed */
 };
 
 /* trace_ptrace.c: the traced threads. */

@@ -98,6 +98,7 @@ static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_
         if (read_mark_direct(s, r->th, &ec, &now) && ec == r->ec && mark_equal(&seen, &now)) break;
         if (attempt == 0) {
             /* Once more, on fresh pages: a window of microseconds. */
+            t->retried = 1;
             rbp_mem_refresh(s->mem);
             t->nframes = 0;
             t->frames = NULL;
@@ -151,8 +152,24 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
     rbpeek_thread *walked = snap->threads;
     size_t *budget = &frame_budget;
     if (held) {
-        for (size_t i = 0; i < n; i++)
-            if (in_set(held, nheld, raw[i].th)) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, false);
+        /* The thread list may come from pages read before the stop (the
+         * caller's fence: rbp_mem_fence); a held thread's own facts and
+         * stack are read strictly, from what was read after it stopped. */
+        bool was = rbp_mem_set_strict(s->mem, true);
+        for (size_t i = 0; i < n; i++) {
+            if (!in_set(held, nheld, raw[i].th)) continue;
+            rbp_thread_raw fresh;
+            rbp_thread_read(s, raw[i].th, &fresh);
+            raw[i].self = fresh.self;
+            raw[i].ec = fresh.ec;
+            raw[i].status = fresh.status;
+            raw[i].to_kill = fresh.to_kill;
+            raw[i].name = fresh.name;
+            raw[i].native_tid = fresh.native_tid;
+            raw[i].pthread_id = fresh.pthread_id;
+            walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, false);
+        }
+        rbp_mem_set_strict(s->mem, was);
         if (release) release(ctx);
         for (size_t i = 0; i < n; i++)
             if (!in_set(held, nheld, raw[i].th)) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);

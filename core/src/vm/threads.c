@@ -60,7 +60,7 @@ static uint64_t list_next(rbpeek_session *s, list_walk *w, const char **warning)
     return w->cur;
 }
 
-static void read_thread(rbpeek_session *s, uint64_t th, rbp_thread_raw *t)
+void rbp_thread_read(rbpeek_session *s, uint64_t th, rbp_thread_raw *t)
 {
     const rbp_layout *L = &s->layout;
     uint64_t v = 0;
@@ -118,7 +118,7 @@ static void walk_thread_list(rbpeek_session *s, uint64_t head, int32_t node_off,
             return;
         }
         rbp_thread_raw t;
-        read_thread(s, th, &t);
+        rbp_thread_read(s, th, &t);
         if (!t.ractor) t.ractor = ractor;
         t.ractor_index = ractor_index;
         t.is_main = th == main_th;

@@ -31,6 +31,10 @@ typedef struct rbp_thread_raw {
  * what it could read and sets *warning to a static description. */
 rbpeek_status rbp_threads_collect(rbpeek_session *s, rbp_thread_raw **out, size_t *n, const char **warning);
 
+/* Reads one thread's facts (th a rb_thread_t); ractor, ractor_index and
+ * is_main are left for the list walk to set. */
+void rbp_thread_read(rbpeek_session *s, uint64_t th, rbp_thread_raw *out);
+
 /* The thread that holds each ractor's GVL (the running thread of its
  * scheduler), as Ruby records it: vm->gvl.owner before 3.0,
  * ractor->threads.gvl.owner in 3.0 and 3.1, ractor->threads.sched.running

@@ -19,7 +19,8 @@ class Thread(ctypes.Structure):
                 ("native_tid", ctypes.c_int64), ("pthread_id", ctypes.c_uint64), ("thread_addr", ctypes.c_uint64),
                 ("thread_value", ctypes.c_uint64), ("ractor_addr", ctypes.c_uint64), ("ractor_index", ctypes.c_int32),
                 ("truncated", ctypes.c_int32), ("error", ctypes.c_char_p), ("nframes", ctypes.c_size_t),
-                ("frames", ctypes.POINTER(Frame)), ("torn", ctypes.c_int32)]
+                ("frames", ctypes.POINTER(Frame)), ("torn", ctypes.c_int32),
+                ("retried", ctypes.c_int32)]
 
 
 class ReadStats(ctypes.Structure):
@@ -82,7 +83,8 @@ class TraceStats(ctypes.Structure):
                 ("signal", ctypes.c_int), ("exit_code", ctypes.c_int), ("signal_pending", ctypes.c_int),
                 ("message", ctypes.c_char * 256), ("added_threads", ctypes.c_uint64),
                 ("torn_threads", ctypes.c_uint64), ("full_stops", ctypes.c_uint64),
-                ("threads_stopped", ctypes.c_uint64), ("held_s", ctypes.c_double)]
+                ("threads_stopped", ctypes.c_uint64), ("held_s", ctypes.c_double),
+                ("retried_threads", ctypes.c_uint64)]
 
 
 TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}

@@ -47,6 +47,15 @@ def write_outputs(dbg, profile, outputs, title, pprof_facts=None):
     return written
 
 
+def dropped_line(st, when):
+    """The share of stacks dropped as torn, and apart from it the stacks
+    that changed once, were walked again and kept (retried)."""
+    seen = st.added_threads + st.torn_threads
+    kept = max(0, st.retried_threads - st.torn_threads)
+    return ("Dropped:   %d of %d thread stacks (%.1f%%) %s (torn); %d more changed once and were read again "
+            "(retried, kept)" % (st.torn_threads, seen, 100.0 * st.torn_threads / seen if seen else 0.0, when, kept))
+
+
 def traced_cost_lines(st):
     """The Cost line of a traced run (and, --nonblocking, the share of
     stacks dropped as torn). "Held" is the wall time during which some
@@ -58,9 +67,7 @@ def traced_cost_lines(st):
     if st.stop_mode == "none":
         lines = ["Cost:      nothing stopped (--nonblocking): per sample %.0f us reading the stacks while the "
                  "target ran; the target was held 0.0%% of the time" % (1e6 * st.walk / n)]
-        seen = st.added_threads + st.torn_threads
-        lines.append("Dropped:   %d of %d thread stacks (%.1f%%) changed while they were read (torn)"
-                     % (st.torn_threads, seen, 100.0 * st.torn_threads / seen if seen else 0.0))
+        lines.append(dropped_line(st, "changed while they were read"))
         return lines
     if st.stop_mode == "gvl":
         what = ("the GVL holder only in %d of %d samples (%.1f threads stopped per sample on average; every "
@@ -74,9 +81,7 @@ def traced_cost_lines(st):
                                            100.0 * (st.running / el if el > 0 else 0.0), held),
              "Stopped:   %s" % what]
     if st.stop_mode == "gvl":
-        seen = st.added_threads + st.torn_threads
-        lines.append("Dropped:   %d of %d thread stacks (%.1f%%) changed while they were read after the resume "
-                     "(torn)" % (st.torn_threads, seen, 100.0 * st.torn_threads / seen if seen else 0.0))
+        lines.append(dropped_line(st, "changed while they were read after the resume"))
     return lines
 
 

@@ -35,6 +35,7 @@ class Stats:
         self.stop_mode = None  # traced: "gvl", "all" or "none" (sampling/traced.py)
         self.added_threads = 0
         self.torn_threads = 0  # --nonblocking: stacks that changed while read, dropped
+        self.retried_threads = 0  # stacks walked again because they changed while read (torn ones too)
         self.full_stops = 0    # samples that stopped every thread
         self.threads_stopped = 0
         self.held = 0.0        # traced: seconds some thread of the target was held stopped
@@ -64,6 +65,7 @@ class Stats:
         self.loop_elapsed = ts.elapsed_s
         self.added_threads = ts.added_threads
         self.torn_threads = ts.torn_threads
+        self.retried_threads = ts.retried_threads
         self.full_stops = ts.full_stops
         self.threads_stopped = ts.threads_stopped
         self.held = ts.held_s

@@ -186,8 +186,60 @@ static void test_prefetch(void)
     munmap(buf + 2 * pg, (size_t)(2 * pg));
 }
 
+/* rbp_mem_fence: pages read before it stay in use for ordinary reads (the
+ * sampler's parked threads), strict reads get values read after it (the
+ * stopped thread), and the pages strict reads used are fetched in one batch
+ * at the next fence. Page 0 plays the stopped thread's stack, page 1 a
+ * parked thread's. */
+static void test_fence(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    CU_ASSERT_FATAL(pg == 4096);
+    uint8_t *buf = mmap(NULL, (size_t)(2 * pg), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CU_ASSERT_FATAL(buf != MAP_FAILED);
+    uint64_t a0 = (uint64_t)(uintptr_t)(buf + 8), a1 = (uint64_t)(uintptr_t)(buf + pg + 8);
+    buf[8] = 1;
+    buf[pg + 8] = 2;
+    rbp_source src;
+    char err[256] = "";
+    CU_ASSERT_FATAL(rbp_source_proc((int)getpid(), &src, err, sizeof err));
+    rbp_mem *m = rbp_mem_new(src);
+    CU_ASSERT_FATAL(m != NULL);
+    uint8_t b = 0;
+    for (int round = 0; round < 2; round++) {
+        /* Before the stop: both pages through the cache. */
+        CU_ASSERT(rbp_mem_read(m, a0, &b, 1));
+        CU_ASSERT_EQUAL(b, round ? 3 : 1);
+        CU_ASSERT(rbp_mem_read(m, a1, &b, 1));
+        CU_ASSERT_EQUAL(b, 2);
+        buf[8] = (uint8_t)(round ? 4 : 3);   /* the running thread moves on before it stops */
+        rbpeek_read_stats st;
+        rbp_mem_reset_stats(m);
+        rbp_mem_fence(m);
+        rbp_mem_stats(m, &st);
+        /* The first time no strict read has been made yet; the second,
+         * page 0 comes in the fence's batch. */
+        CU_ASSERT_EQUAL(st.source_reads, round ? 1u : 0u);
+        CU_ASSERT_EQUAL(st.source_bytes, round ? (uint64_t)pg : 0u);
+        bool was = rbp_mem_set_strict(m, true);
+        CU_ASSERT_FALSE(was);
+        CU_ASSERT(rbp_mem_read(m, a0, &b, 1));
+        CU_ASSERT_EQUAL(b, round ? 4 : 3);
+        rbp_mem_set_strict(m, false);
+        /* The parked thread's page is still the one read before. */
+        CU_ASSERT(rbp_mem_read(m, a1, &b, 1));
+        CU_ASSERT_EQUAL(b, 2);
+        rbp_mem_stats(m, &st);
+        CU_ASSERT_EQUAL(st.source_reads, 1u);   /* page 0: on demand, or from the batch */
+        rbp_mem_invalidate(m);
+    }
+    rbp_mem_free(m);
+    munmap(buf, (size_t)(2 * pg));
+}
+
 static const rbp_cu_test tests[] = {
     {"prefetch: the last generation's pages in one batch", test_prefetch},
+    {"fence: strict reads are served from pages read after it", test_fence},
     {"reads of a live child's memory", test_reads},
     {"unmapped and kernel addresses fail, reads into a hole are short", test_unreadable},
     {"regions from /proc/PID/maps", test_regions},
