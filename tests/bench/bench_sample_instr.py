@@ -15,8 +15,9 @@ no hardware performance counters (a VM), hence callgrind.
 
 Inclusive instructions of the loop's steps, divided by the samples taken:
   stop    rbp_gvl_holders + tr_stop_some + tr_stop_all + rbp_mem_prefetch
-          (reading the GVL holders, stopping, and the batched re-read of the
-          last walk's pages, which is done after the stop)
+          + rbp_mem_fence (reading the GVL holders, stopping, and the batched
+          re-read of the last walk's pages: by default before the stop, and
+          of the holder's own pages behind the fence after it)
   walk    rbp_snapshot_take_split + rbpeek_profile_add_snapshot, less the
           resume it calls back (the GVL holder is resumed after its own walk)
   resume  tr_resume_all
@@ -36,7 +37,7 @@ import harness  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 PROGRAM = os.path.join(REPO, "tests", "integration", "programs", "parked_server.rb")
-STEPS = {"stop": ("rbp_gvl_holders", "tr_stop_some", "tr_stop_all", "rbp_mem_prefetch"),
+STEPS = {"stop": ("rbp_gvl_holders", "tr_stop_some", "tr_stop_all", "rbp_mem_prefetch", "rbp_mem_fence"),
          "walk": ("rbp_snapshot_take_split", "rbpeek_profile_add_snapshot"),
          "resume": ("tr_resume_all",)}
 

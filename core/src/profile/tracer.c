@@ -122,15 +122,23 @@ static void release_held(void *ctx)
     t->released = true;
 }
 
-/* fresh: the cache was dropped (and refilled) since the target was last
- * resumed. running: nothing is stopped (STOP_NONE). With t->nheld, only the
- * GVL holders are stopped: they are walked and resumed first, the rest
- * walked after (rbp_snapshot_take_split). */
-static void take_sample(struct rbpeek_trace *t, bool fresh, bool running)
+static int stop_cb(void *ctx);
+static void stop_now(struct rbpeek_trace *t);
+
+/* One sample, after prepare(): stops what it needs (now, or in GVL mode
+ * from the walk, once the thread list is read: stop_cb), walks, resumes.
+ * running: nothing is stopped (STOP_NONE). With t->nheld, only the GVL
+ * holders are stopped: they are walked and resumed first, the rest walked
+ * after (rbp_snapshot_take_split). False if sampling ended meanwhile. */
+static bool take_sample(struct rbpeek_trace *t, bool running)
 {
     rbpeek_snapshot *snap = NULL;
     rbpeek_sample_result res = {0};
-    if (!fresh) {
+    if (!t->cur.deferred) {
+        stop_now(t);
+        if (t->end != RBPEEK_TRACE_RUNNING) return false;
+    }
+    if (!t->cur.deferred && !t->cur.fresh) {
         rbp_mem_invalidate(t->session->mem); /* what rbpeek_session_invalidate does: session.c is above us */
         /* The pages the last walk used, in one batch (a running target's
          * walk checks what it read against direct reads: snapshot.c). */
@@ -140,15 +148,17 @@ static void take_sample(struct rbpeek_trace *t, bool fresh, bool running)
     /* Every thread stopped (held NULL), none (running: nheld 0), or the
      * GVL holders; either way the target is resumed as soon as the stacks
      * that need it stopped are walked, before the rest of the work. */
-    rbpeek_status took = rbp_snapshot_take_split(t->session, max, t->nheld || running ? t->held_th : NULL,
-                                                 running ? 0 : t->nheld, release_held, t, &snap);
+    bool some = t->cur.deferred || running;
+    rbpeek_status took = rbp_snapshot_take_split(t->session, max, some ? t->held_th : NULL, &t->nheld,
+                                                 t->cur.deferred ? stop_cb : NULL, release_held, t, &snap);
+    if (t->end != RBPEEK_TRACE_RUNNING && took != RBPEEK_OK) return false;
     if (took != RBPEEK_OK) {
         pthread_mutex_lock(&t->lock);
         t->stats.samples++;
         t->stats.failed_samples++;
         snprintf(t->stats.message, sizeof t->stats.message, "%.*s", (int)sizeof t->stats.message - 1, t->session->error);
         pthread_mutex_unlock(&t->lock);
-        return;
+        return true;
     }
     rbpeek_status st = rbpeek_profile_add_snapshot(t->profile, snap, &t->opt, &res);
     if (st == RBPEEK_OK && (res.tid_unknown || t->want_tid_map) && !running &&
@@ -176,6 +186,7 @@ static void take_sample(struct rbpeek_trace *t, bool fresh, bool running)
     t->stats.filtered += res.filtered;
     t->stats.tid_unknown += res.tid_unknown;
     pthread_mutex_unlock(&t->lock);
+    return true;
 }
 
 /* -- what a sample stops --------------------------------------------------------- */
@@ -214,69 +225,81 @@ static bool read_holders(struct rbpeek_trace *t, pid_t *tids, size_t *ntids, boo
     return true;
 }
 
-/* Stops what this sample needs (see the top of this file). Returns the
- * threads that did not stop in time; *fresh is set when the page cache was
- * dropped and refilled after the stop (the walk may use it as is). */
-static size_t stop_for_sample(struct rbpeek_trace *t, bool *fresh, uint64_t *held_from, size_t *nstopped, bool *full)
+/* Before the stop, while the target runs (GVL mode): who holds the GVL,
+ * and the pages the last walk used, in one batch. The parked threads'
+ * stacks cannot change while the holder keeps the GVL, and are checked
+ * against direct reads after the resume anyway (rbp_snapshot_take_split),
+ * and the thread list is read from these pages too, before the stop (the
+ * walk calls stop_cb once it has it); only what the holder may have
+ * changed since is read again once it is stopped: behind a fence, in one
+ * batch, the pages its own reads used last time. */
+static void prepare(struct rbpeek_trace *t)
 {
     rbp_mem *mem = t->session->mem;
-    bool prefetched = false;
-    *fresh = false;
-    *nstopped = 0;
-    *full = false;
-    if (t->cfg.stop_mode == RBPEEK_STOP_GVL) {
-        pid_t tids[MAX_HOLDERS];
-        size_t n = 0;
-        bool stopped;
-        /* Uncached: a hint read while the target runs, which must neither
-         * put stale pages in the cache nor change what the prefetch fetches. */
-        bool was = rbp_mem_set_direct(mem, true);
-        bool ok = read_holders(t, tids, &n, &stopped);
-        rbp_mem_set_direct(mem, was);
-        /* The pages the last walk used, in one batch, while the target
-         * still runs: the parked threads' stacks cannot change while the
-         * holder keeps the GVL, and are checked against direct reads after
-         * the resume anyway (rbp_snapshot_take_split); only what the holder
-         * may have changed since is read again once it is stopped: behind
-         * a fence, in one batch, the pages its own reads used last time. */
-        if (ok) {
-            rbp_mem_invalidate(mem);
-            rbp_mem_prefetch(mem);
-            prefetched = true;
-        }
-        *held_from = rbp_now_ns();
-        for (int round = 0; ok && round < HOLDER_ROUNDS; round++) {
-            if (tr_stop_some(t, tids, n) != 0) break;
-            rbp_mem_fence(mem);
-            *fresh = true;
-            bool strict = rbp_mem_set_strict(mem, true);
-            ok = read_holders(t, tids, &n, &stopped);
-            rbp_mem_set_strict(mem, strict);
-            if (ok && stopped) {
-                *nstopped = n;
-                return 0;
-            }
-        }
-    } else if (t->cfg.stop_mode == RBPEEK_STOP_NONE) {
-        *held_from = 0;
-        t->nheld = 0;
-        return 0;
-    } else {
-        *held_from = rbp_now_ns();
-    }
-    *fresh = false;
+    memset(&t->cur, 0, sizeof t->cur);
     t->nheld = 0;
-    size_t late = tr_stop_all(t);
-    if (prefetched) {
+    if (t->cfg.stop_mode != RBPEEK_STOP_GVL) return;
+    bool stopped;
+    /* Uncached: a hint, which must neither put stale pages in the cache
+     * nor change what the prefetch fetches. */
+    bool was = rbp_mem_set_direct(mem, true);
+    bool ok = read_holders(t, t->cur.tids, &t->cur.ntids, &stopped);
+    rbp_mem_set_direct(mem, was);
+    if (!ok) return;   /* stop everything (stop_now) */
+    rbp_mem_invalidate(mem);
+    rbp_mem_prefetch(mem);
+    t->cur.deferred = true;
+}
+
+/* Stops what this sample needs (see the top of this file), in t->cur: the
+ * threads that did not stop in time, how many were stopped, whether all,
+ * and fresh when the page cache was dropped and refilled after the stop
+ * (the walk may use it as is). */
+static void stop_now(struct rbpeek_trace *t)
+{
+    rbp_mem *mem = t->session->mem;
+    struct sample_state *c = &t->cur;
+    if (t->cfg.stop_mode == RBPEEK_STOP_NONE) {
+        c->stopped_at = rbp_now_ns();
+        return;
+    }
+    c->held_from = rbp_now_ns();
+    bool ok = c->deferred;
+    for (int round = 0; ok && round < HOLDER_ROUNDS; round++) {
+        bool stopped;
+        if (tr_stop_some(t, c->tids, c->ntids) != 0) break;
+        rbp_mem_fence(mem);
+        bool strict = rbp_mem_set_strict(mem, true);
+        ok = read_holders(t, c->tids, &c->ntids, &stopped);
+        rbp_mem_set_strict(mem, strict);
+        if (ok && stopped) {
+            c->fresh = true;
+            c->nstopped = c->ntids;
+            c->stopped_at = rbp_now_ns();
+            return;
+        }
+    }
+    t->nheld = 0;
+    c->late = tr_stop_all(t);
+    if (c->deferred) {
         /* Everything is stopped now: the same pages again, all of them
          * fresh (the hot list is kept: refresh, not invalidate). */
         rbp_mem_refresh(mem);
         rbp_mem_prefetch(mem);
-        *fresh = true;
+        c->fresh = true;
     }
-    *full = true;
-    *nstopped = tr_count(t);
-    return late;
+    c->full = true;
+    c->nstopped = tr_count(t);
+    c->stopped_at = rbp_now_ns();
+}
+
+/* The walk's call once it has read the thread list (GVL mode). */
+static int stop_cb(void *ctx)
+{
+    struct rbpeek_trace *t = ctx;
+    stop_now(t);
+    if (t->end != RBPEEK_TRACE_RUNNING) return -1;
+    return t->cur.full ? RBP_SPLIT_ALL : RBP_SPLIT_HELD;
 }
 
 /* -- the loop ---------------------------------------------------------------- */
@@ -329,15 +352,15 @@ static void *tracer_main(void *arg)
         if (t->end != RBPEEK_TRACE_RUNNING || atomic_load(&t->cancel) || (until && rbp_now_ns() >= until)) continue;
         fire += next_gap(t, mean);
 
-        uint64_t a = rbp_now_ns(), held_from = 0;
-        bool fresh = false, full = false;
-        size_t nstopped = 0;
-        size_t late = stop_for_sample(t, &fresh, &held_from, &nstopped, &full);
-        if (t->end != RBPEEK_TRACE_RUNNING) break;
-        uint64_t b = rbp_now_ns();
+        uint64_t a = rbp_now_ns();
         t->released = false;
-        take_sample(t, fresh, t->cfg.stop_mode == RBPEEK_STOP_NONE);
+        prepare(t);
+        if (!take_sample(t, t->cfg.stop_mode == RBPEEK_STOP_NONE)) {
+            if (!t->released) release_held(t);
+            break;
+        }
         uint64_t walked = rbp_now_ns();
+        uint64_t b = t->cur.stopped_at ? t->cur.stopped_at : a, held_from = t->cur.held_from;
         if (!t->released) release_held(t);
         /* walk: before and after the release; resume: the release */
         uint64_t resume_ns = t->resume_to - t->resume_from;
@@ -345,9 +368,9 @@ static void *tracer_main(void *arg)
         uint64_t walk_ns = done - b - resume_ns;
         pthread_mutex_lock(&t->lock);
         if (held_from) t->stats.held_s += (double)(t->last_cont - held_from) * 1e-9;
-        t->stats.full_stops += full;
-        t->stats.threads_stopped += nstopped;
-        t->stats.not_stopped += late;
+        t->stats.full_stops += t->cur.full;
+        t->stats.threads_stopped += t->cur.nstopped;
+        t->stats.not_stopped += t->cur.late;
         t->stats.stop_s += (double)(b - a) * 1e-9;
         t->stats.walk_s += (double)walk_ns * 1e-9;
         t->stats.resume_s += (double)resume_ns * 1e-9;

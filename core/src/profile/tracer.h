@@ -71,6 +71,15 @@ struct rbpeek_trace {
     bool released;               /* this sample: resumed before its walk ended */
     uint64_t resume_from, resume_to;
     uint64_t last_cont;          /* this sample: when the last stopped thread was resumed */
+    struct sample_state {        /* this sample: what was stopped (tracer.c: prepare, stop_now) */
+        pid_t tids[64];          /* the GVL holders' TIDs */
+        size_t ntids;
+        bool deferred;           /* GVL mode: stopped by the walk, once it has the thread list */
+        bool fresh;              /* the page cache was refilled after the stop */
+        bool full;               /* every thread was stopped */
+        size_t late, nstopped;
+        uint64_t held_from, stopped_at;
+    } cur;
 };
 
 /* trace_ptrace.c: the traced threads. */

@@ -120,10 +120,12 @@ static bool in_set(const uint64_t *set, size_t n, uint64_t v)
 }
 
 /* held == NULL: every thread is as `running` says. Else the threads in
- * held[] are walked first as stopped ones, release(ctx) is called, and the
- * others are walked as running ones. */
-static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, const uint64_t *held, size_t nheld,
-                          void (*release)(void *), void *ctx, rbpeek_snapshot **out)
+ * held[0..*nheld) are walked first as stopped ones, release(ctx) is called,
+ * and the others are walked as running ones. stop (optional) is called once
+ * the thread list is read, and may change *nheld (see snapshot.h). */
+static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, const uint64_t *held,
+                          const size_t *nheld_p, int (*stop)(void *), void (*release)(void *), void *ctx,
+                          rbpeek_snapshot **out)
 {
     if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take: no output pointer");
     *out = NULL;
@@ -134,11 +136,36 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
     size_t n = 0;
     const char *warning = NULL;
     rbpeek_status st = rbp_threads_collect(s, &raw, &n, &warning);
+    if (st == RBPEEK_OK && stop) {
+        int how = stop(ctx);
+        if (how < 0) {
+            st = rbp_fail(s, RBPEEK_ERR_STATE, "the target could not be stopped for the sample");
+        } else {
+            bool listed = true;
+            for (size_t k = 0; how == RBP_SPLIT_HELD && nheld_p && k < *nheld_p; k++) {
+                bool found = false;
+                for (size_t i = 0; i < n && !found; i++) found = raw[i].th == held[k];
+                listed = listed && found;
+            }
+            if (how == RBP_SPLIT_ALL || !listed) {
+                /* Everything stopped after all, or a holder the list read
+                 * before did not have (a thread just started): read it
+                 * again, strictly (from after the stop). */
+                if (how == RBP_SPLIT_ALL) held = NULL;
+                free(raw);
+                raw = NULL;
+                bool was = rbp_mem_set_strict(s->mem, how != RBP_SPLIT_ALL);
+                st = rbp_threads_collect(s, &raw, &n, &warning);
+                rbp_mem_set_strict(s->mem, was);
+            }
+        }
+    }
     if (st != RBPEEK_OK) {
         free(raw);
         if (release) release(ctx);
         return st;
     }
+    size_t nheld = nheld_p ? *nheld_p : 0;
     rbpeek_snapshot *snap = calloc(1, sizeof *snap);
     if (!snap || !(snap->threads = rbp_arena_alloc(&snap->arena, n * sizeof *snap->threads))) {
         free(raw);
@@ -191,18 +218,19 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
 
 rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, false, NULL, 0, NULL, NULL, out);
+    return take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, out);
 }
 
 rbpeek_status rbpeek_snapshot_take_running(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, true, NULL, 0, NULL, NULL, out);
+    return take(s, max_frames, true, NULL, NULL, NULL, NULL, NULL, out);
 }
 
-rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held, size_t nheld,
-                                      void (*release)(void *), void *ctx, rbpeek_snapshot **out)
+rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held,
+                                      const size_t *nheld, int (*stop)(void *), void (*release)(void *), void *ctx,
+                                      rbpeek_snapshot **out)
 {
-    return take(s, max_frames, false, held, nheld, release, ctx, out);
+    return take(s, max_frames, false, held, nheld, stop, release, ctx, out);
 }
 
 void rbpeek_snapshot_free(rbpeek_snapshot *snap)

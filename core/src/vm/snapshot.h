@@ -11,7 +11,12 @@
 
 #include "context/context.h"
 
-/* Walks the threads whose rb_thread_t is in held[0..nheld) (stopped, each
+/* What a stop callback of rbp_snapshot_take_split did: stopped the threads
+ * in held[0..*nheld), or every thread; negative: failed (nothing stopped). */
+#define RBP_SPLIT_HELD 0
+#define RBP_SPLIT_ALL 1
+
+/* Walks the threads whose rb_thread_t is in held[0..*nheld) (stopped, each
  * holding its ractor's GVL) as rbpeek_snapshot_take does, together with the
  * thread list; then calls release(ctx), for the caller to resume them; then
  * walks the other threads as rbpeek_snapshot_take_running does (each checked
@@ -22,8 +27,18 @@
  * the pages read before release (the caller's prefetch) show them as they
  * were at the stop; the check catches one that took the GVL after release
  * and changed its stack before it was read. release is called exactly once,
- * also on failure. */
-rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held, size_t nheld,
-                                      void (*release)(void *), void *ctx, rbpeek_snapshot **out);
+ * also on failure.
+ *
+ * stop (optional): the caller stops the target only once the thread list
+ * is read (from pages it read while the target ran: reading the list is
+ * most of what a stopped holder would otherwise wait for), by calling
+ * stop(ctx) then, which fills held[0..*nheld) and returns RBP_SPLIT_HELD;
+ * or RBP_SPLIT_ALL if it stopped every thread (the list is read again, and
+ * all are walked as stopped), or a negative value to give up. The held
+ * threads' own facts and stacks are read strictly (rbp_mem_set_strict):
+ * from pages read after the caller's rbp_mem_fence. */
+rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held,
+                                      const size_t *nheld, int (*stop)(void *), void (*release)(void *), void *ctx,
+                                      rbpeek_snapshot **out);
 
 #endif
