@@ -35,7 +35,9 @@
  * stop, a signal someone sent is left to the caller to send again once the
  * debugger has attached. The target's exit and exec() end sampling too.
  * Each sample's walk starts with one batched read of the pages the last
- * walk used (rbp_mem_prefetch).
+ * walk used (rbp_mem_prefetch): in GVL mode before the stop, with the
+ * thread list read from it, and only the holder's own pages read again
+ * once it is stopped (rbp_mem_fence; see prepare and stop_now).
  *
  * Every wait is bounded: a thread that does not stop within STOP_TIMEOUT_NS
  * (uninterruptible sleep in the kernel, so not running Ruby code either) is
@@ -46,7 +48,8 @@
  *    A Ruby thread changes its Ruby stack (and the VM's thread lists, and
  *    the GC moves or frees objects) only while it holds its ractor's GVL,
  *    so once every holder is stopped, the others can be read where they
- *    stand, exactly, while they stay parked in the kernel. The holders are
+ *    stand (each checked against its markers), while they stay parked in
+ *    the kernel. The holder waits only for its own facts and walk. The holders are
  *    read (a few uncached words) while the target runs, stopped, and read
  *    again once stopped: only if every ractor's GVL is then held by a
  *    stopped thread is the sample taken that way (a holder stopped holding
