@@ -138,6 +138,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         rbpeek_session_use_lookup(g_s, img_lookup, &g_img) != RBPEEK_OK)
         abort();
     fuzz_image_heap(&g_img);
+    fuzz_window_img = &g_img;
     return 0;
 }
 

@@ -45,6 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     /* A census or dump ("#ops") walks 2 of the heap's page bodies (the
      * heap window, image.h): enough to meet every decoder's fields. */
     fuzz_image_heap(&g_img);
+    fuzz_window_img = &g_img;
     img_set_heap_window(&g_img, 0, 2);
     return 0;
 }

@@ -4,8 +4,8 @@
  * sampler's profile_add_snapshot, threads and locks, session describe, the
  * GC's counters (`ruby gc`) and allocation counts (`ruby allocs`), heap
  * census and its rendering, heap dump, a second snapshot after an
- * invalidation, every frame's locals (`bt --locals`, `frame`) and values
- * printed as `ruby p` prints them. The recorder runs them all (so the image holds every page
+ * invalidation, every frame's locals (`bt --locals`, `frame`), values
+ * printed as `ruby p` prints them, and `ruby page` of a heap address. The recorder runs them all (so the image holds every page
  * any of them touches); a fuzz input picks a subset with a bit mask.
  * Header-only: the recorder and every harness include it once.
  */
@@ -35,7 +35,8 @@ enum {
     OP_DUMP = 1 << 6,
     OP_RETAKE = 1 << 7,
     OP_LOCALS = 1 << 8,     /* rbpeek_thread_locals per thread, rbpeek_frame_locals of its top Ruby frame */
-    OP_INSPECT = 1 << 9,    /* rbpeek_value_inspect of each Thread object and frame self, and of the input's value */
+    OP_INSPECT = 1 << 9,    /* rbpeek_value_inspect of each Thread object and frame self, and of the input's
+                             * value; rbpeek_page_render (`ruby page`) of the Thread object and of that value */
     OP_ALL = 0x3ff,
 };
 
@@ -95,6 +96,25 @@ static inline rbpeek_status fuzz_inspect(rbpeek_session *s, uint64_t value, int3
     out = NULL;
     opt.raw = 0;
     if (rbpeek_value_inspect(s, value, &opt, RBPEEK_FORMAT_JSON, &out) == RBPEEK_OK) rbpeek_free(out);
+    return st;
+}
+
+/* The image whose heap window (image.h) bounds the census and the dump, or
+ * NULL: `ruby page` reads one page body whole too, and is let through. */
+static image *fuzz_window_img;
+
+/* `ruby page ADDR`: the heap page holding addr, in text and JSON. */
+static inline rbpeek_status fuzz_page(rbpeek_session *s, uint64_t addr)
+{
+    char *out = NULL;
+    size_t win = fuzz_window_img ? fuzz_window_img->win_n : 0;
+    if (fuzz_window_img) fuzz_window_img->win_n = 0;
+    rbpeek_status st = rbpeek_page_render(s, addr, RBPEEK_FORMAT_TEXT, &out);
+    if (st == RBPEEK_OK) rbpeek_free(out);
+    else if (rbpeek_session_error(s)[0] == '\0') abort();
+    out = NULL;
+    if (rbpeek_page_render(s, addr, RBPEEK_FORMAT_JSON, &out) == RBPEEK_OK) rbpeek_free(out);
+    if (fuzz_window_img) fuzz_window_img->win_n = win;
     return st;
 }
 
@@ -162,6 +182,7 @@ static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_fram
             if (ops & OP_INSPECT) {
                 fuzz_say(s, "p thread", fuzz_inspect(s, t->thread_value, 1), "");
                 if (t->nframes) fuzz_say(s, "p self", fuzz_inspect(s, t->frames[0].self, 2), "");
+                fuzz_say(s, "page", fuzz_page(s, t->thread_value), "");
             }
         }
         rbpeek_snapshot_free(snap);
@@ -212,6 +233,7 @@ static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_fram
         snprintf(what, sizeof what, "0x%llx", (unsigned long long)value);
         st = fuzz_inspect(s, value, 3);
         fuzz_say(s, "p", st, what);
+        fuzz_page(s, value);
     }
     if (ops & OP_RETAKE) {
         rbpeek_session_invalidate(s);
