@@ -40,6 +40,13 @@ static void insp_init(rbp_insp *in, rbp_heap *h, const rbp_inspect_limits *lim, 
     in->hash_34 = rbp_ver_ge(h->s, 3, 4);
     in->qtrue = 0x14;
     in->qfalse = 0;
+    /* main answers "main" from a singleton to_s that rbpeek cannot run; it is
+     * known by address, rb_vm_t.top_self. A layout without the member, or an
+     * unreadable word, leaves 0, which matches no object. */
+    const rbp_layout *L = &h->s->layout;
+    if (rbp_has(L, RBP_L_vm_top_self) &&
+        !rbp_mem_u64(h->s->mem, h->s->vm + (uint64_t)rbp_off(L, RBP_L_vm_top_self), &in->top_self))
+        in->top_self = 0;
 }
 
 void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, rbp_strbuf *out,

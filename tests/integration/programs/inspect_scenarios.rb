@@ -161,6 +161,7 @@ add.("time local", Time.at(1_700_000_000, 5, :usec))
 add.("time offset", Time.at(1_700_000_000).getlocal("+05:30"))
 add.("time offset seconds", Time.at(1_700_000_000).getlocal("-03:37:30"))
 add.("time before 1970", Time.utc(1969, 12, 31, 23, 59, 59, 250_000))
+add.("main (top-level self)", self)
 
 def fixnum_value(n)
   format("0x%x", (n << 1) | 1)
