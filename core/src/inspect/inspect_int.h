@@ -51,6 +51,10 @@ void rbp_insp_value(rbp_insp *in, uint64_t v);
  * buf as *o); else the reason, written into why. */
 const char *rbp_insp_check(rbp_heap *h, uint64_t v, uint8_t *buf, size_t bufsize, rbp_obj *o, char *why, size_t n);
 
+/* The UTF-8 character at p (1-4 bytes) and its code point, or 0 when the
+ * bytes are not one (rb_enc_precise_mbclen for UTF-8): Strings, Symbols and
+ * Regexps decode alike. */
+int rbp_insp_utf8_char(const unsigned char *p, const unsigned char *e, uint32_t *cp);
 void rbp_insp_str_bytes(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_kind enc, bool truncated);
 void rbp_insp_sym_name(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_kind enc);
 void rbp_insp_sym_key(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_kind enc);

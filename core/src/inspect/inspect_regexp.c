@@ -23,32 +23,10 @@
 #define ENCODING_SHIFT (RBP_FL_USHIFT + 10)
 enum { ONIG_IGNORECASE = 1, ONIG_EXTEND = 2, ONIG_MULTILINE = 4 };
 
-/* The length of the UTF-8 character at p, and its code point; 0 when the
- * bytes are not one (rb_enc_precise_mbclen). */
-static int utf8_len(const unsigned char *p, const unsigned char *e, uint32_t *cp)
-{
-    unsigned c = p[0];
-    int n;
-    uint32_t v, min;
-    if (c < 0x80) return *cp = c, 1;
-    if (c >= 0xc2 && c <= 0xdf) n = 2, v = c & 0x1f, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef) n = 3, v = c & 0x0f, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4) n = 4, v = c & 0x07, min = 0x10000;
-    else return 0;
-    if (e - p < n) return 0;
-    for (int i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) return 0;
-        v = (v << 6) | (p[i] & 0x3f);
-    }
-    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
-    *cp = v;
-    return n;
-}
-
 /* One character at p: its length (0: not a character) and code point. */
 static int char_at(rbp_enc_kind enc, const unsigned char *p, const unsigned char *e, uint32_t *cp)
 {
-    if (enc == RBP_ENC_UTF8) return utf8_len(p, e, cp);
+    if (enc == RBP_ENC_UTF8) return rbp_insp_utf8_char(p, e, cp);
     *cp = p[0];
     return enc == RBP_ENC_ASCII && p[0] >= 0x80 ? 0 : 1;
 }

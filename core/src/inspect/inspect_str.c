@@ -18,7 +18,7 @@
 
 /* Length of the UTF-8 character at p (1-4) with its code point, or 0 when
  * the bytes are not one (rb_enc_precise_mbclen for UTF-8). */
-static int utf8_char(const unsigned char *p, const unsigned char *e, uint32_t *cp)
+int rbp_insp_utf8_char(const unsigned char *p, const unsigned char *e, uint32_t *cp)
 {
     unsigned c = p[0];
     int n;
@@ -67,7 +67,7 @@ void rbp_insp_str_bytes(rbp_insp *in, const unsigned char *p, size_t len, rbp_en
     rbp_sb_putn(b, "\"", 1);
     while (p < e) {
         uint32_t c;
-        int n = unicode ? utf8_char(p, e, &c) : 1;
+        int n = unicode ? rbp_insp_utf8_char(p, e, &c) : 1;
         if (!unicode) c = *p;
         if (n == 0 || (enc == RBP_ENC_ASCII && c >= 0x80)) {
             /* not a character of this encoding: each byte as \xHH */
@@ -122,7 +122,7 @@ static bool identchar(const unsigned char *p) { return *p == '_' || (*p >= '0' &
 static size_t char_len(const unsigned char *p, const unsigned char *e)
 {
     uint32_t c;
-    int n = utf8_char(p, e, &c);
+    int n = rbp_insp_utf8_char(p, e, &c);
     return n ? (size_t)n : 1;
 }
 
@@ -209,7 +209,7 @@ static bool symname_p(const unsigned char *p, size_t len, rbp_enc_kind enc)
     if (memchr(p, 0, len) || symname_type(p, len, ATTRSET_FOR_SYNTAX) < 0) return false;
     for (size_t i = 0; i < len;) {
         uint32_t c;
-        int n = enc == RBP_ENC_UTF8 ? utf8_char(p + i, p + len, &c) : 1;
+        int n = enc == RBP_ENC_UTF8 ? rbp_insp_utf8_char(p + i, p + len, &c) : 1;
         if (enc != RBP_ENC_UTF8) c = p[i];
         if (!n || (enc != RBP_ENC_UTF8 && c >= 0x80)) return false; /* non-ASCII outside UTF-8: not the result encoding */
         if (!(c < 0x80 ? ascii_print(c) : unicode_print(c))) return false;
