@@ -51,6 +51,11 @@ void rbp_insp_value(rbp_insp *in, uint64_t v);
  * buf as *o); else the reason, written into why. */
 const char *rbp_insp_check(rbp_heap *h, uint64_t v, uint8_t *buf, size_t bufsize, rbp_obj *o, char *why, size_t n);
 
+/* A String object's bytes (at most max) in a malloc'd buffer, its length,
+ * whether it was cut and its encoding; NULL if unreadable. */
+unsigned char *rbp_insp_read_str(rbp_insp *in, const rbp_obj *o, uint64_t max, size_t *len, bool *cut,
+                                 rbp_enc_kind *enc);
+
 /* The UTF-8 character at p (1-4 bytes) and its code point, or 0 when the
  * bytes are not one (rb_enc_precise_mbclen for UTF-8): Strings, Symbols and
  * Regexps decode alike. */
