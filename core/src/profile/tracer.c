@@ -119,6 +119,13 @@ static void refresh_tid_map(struct rbpeek_trace *t, const rbpeek_snapshot *snap,
 static void release_held(void *ctx)
 {
     struct rbpeek_trace *t = ctx;
+    t->released = true;
+    /* Sampling ended while threads were held (a signal the debugger stops
+     * for reached one, the target is exiting): tr_detach_all lets every
+     * thread go, and it alone keeps that signal for the debugger. Resuming
+     * here would deliver it to the target now, and the debugger would then
+     * find a process already handling it. */
+    if (t->end != RBPEEK_TRACE_RUNNING) return;
     t->resume_from = rbp_now_ns();
     tr_resume_all(t);
     t->resume_to = rbp_now_ns();
