@@ -23,51 +23,20 @@
 #include <unistd.h>
 
 #include "cu_main.h"
+#include "fixture_ruby_core.h"
 #include "fixture_oom.h"
 #include "rbpeek.h"
 
-#define RUBY "/usr/bin/ruby3.1"
 
 static char g_dir[512], g_core[600];
 static int g_ready; /* 0 not tried, 1 ready, -1 unavailable */
 
-static bool run(const char *cmd)
-{
-    int rc = system(cmd);
-    return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
-}
 
 static bool setup(void)
 {
     if (g_ready) return g_ready > 0;
     g_ready = -1;
-    if (access(RUBY, X_OK) != 0 || !run("command -v gcore >/dev/null")) return false;
-    const char *tmp = getenv("RBPEEK_TEST_TMP");
-    snprintf(g_dir, sizeof g_dir, "%s/oom_paths.%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", g_dir);
-    if (!run(cmd)) return false;
-    const char *src = getenv("RBPEEK_SOURCE_DIR");
-    char script[1024];
-    snprintf(script, sizeof script, "%s/tests/unit/fixtures/walk_target.rb", src ? src : ".");
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        execl(RUBY, RUBY, script, g_dir, (char *)NULL);
-        _exit(127);
-    }
-    char ready[700];
-    snprintf(ready, sizeof ready, "%s/ready", g_dir);
-    for (int i = 0; i < 600 && access(ready, F_OK) != 0; i++) usleep(50000);
-    usleep(300000);
-    snprintf(cmd, sizeof cmd, "gcore -o '%s/core' %d >/dev/null 2>&1", g_dir, (int)pid);
-    bool ok = access(ready, F_OK) == 0 && run(cmd);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    snprintf(g_core, sizeof g_core, "%s/core.%d", g_dir, (int)pid);
-    if (!ok || access(g_core, R_OK) != 0) return false;
+    if (!fixture_ruby_core("oom_paths", g_dir, sizeof g_dir, g_core, sizeof g_core)) return false;
     g_ready = 1;
     return true;
 }

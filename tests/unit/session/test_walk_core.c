@@ -27,10 +27,10 @@
 #include <unistd.h>
 
 #include "cu_main.h"
+#include "fixture_ruby_core.h"
 #include "context/context.h"
 #include "vm/robject.h"
 
-#define RUBY "/usr/bin/ruby3.1"
 
 static char g_dir[512], g_core[600];
 static bool g_ready;
@@ -45,43 +45,12 @@ static size_t g_nexp;
  * 3.1.7), and the core must name whichever one is installed. */
 static char g_version[32];
 
-static bool run(const char *cmd)
-{
-    int rc = system(cmd);
-    return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
-}
 
 /* Starts the fixture, waits for it to record and park, gcores it. */
 static bool setup(void)
 {
     if (g_ready) return true;
-    if (access(RUBY, X_OK) != 0 || !run("command -v gcore >/dev/null")) return false;
-    const char *tmp = getenv("RBPEEK_TEST_TMP");
-    snprintf(g_dir, sizeof g_dir, "%s/walk_core.%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", g_dir);
-    if (!run(cmd)) return false;
-    const char *src = getenv("RBPEEK_SOURCE_DIR");
-    char script[1024];
-    snprintf(script, sizeof script, "%s/tests/unit/fixtures/walk_target.rb", src ? src : ".");
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        execl(RUBY, RUBY, script, g_dir, (char *)NULL);
-        _exit(127);
-    }
-    char ready[700];
-    snprintf(ready, sizeof ready, "%s/ready", g_dir);
-    for (int i = 0; i < 600 && access(ready, F_OK) != 0; i++) usleep(50000);
-    usleep(300000);
-    snprintf(cmd, sizeof cmd, "gcore -o '%s/core' %d >/dev/null 2>&1", g_dir, (int)pid);
-    bool ok = access(ready, F_OK) == 0 && run(cmd);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    snprintf(g_core, sizeof g_core, "%s/core.%d", g_dir, (int)pid);
-    if (!ok || access(g_core, R_OK) != 0) return false;
+    if (!fixture_ruby_core("walk_core", g_dir, sizeof g_dir, g_core, sizeof g_core)) return false;
 
     char tsv[700];
     snprintf(tsv, sizeof tsv, "%s/expected.tsv", g_dir);
@@ -177,7 +146,7 @@ static bool write_corrupt_copy(const char *dst, const patch *p, size_t n)
 {
     char cmd[1400];
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", g_core, dst);
-    if (!run(cmd)) return false;
+    if (!fixture_run(cmd)) return false;
     int fd = open(dst, O_RDWR);
     if (fd < 0) return false;
     Elf64_Ehdr eh;
