@@ -18,7 +18,8 @@ import shlex
 
 from ..core import RbpeekError
 
-__all__ = ["Command", "RbpeekError", "UsageError", "add_output_options", "json_text", "parse_args", "write_output"]
+__all__ = ["Command", "RbpeekError", "UsageError", "add_output_options", "evaluate_words", "json_text", "parse_args",
+           "write_output"]
 
 
 class UsageError(RbpeekError):
@@ -74,6 +75,15 @@ def add_output_options(p):
     """--json and -o/--output, for the commands that print a document."""
     p.add_argument("--json", action="store_true")
     p.add_argument("-o", "--output")
+
+
+def evaluate_words(dbg, prog, words):
+    """The value of an expression given as the command's remaining words
+    (an address, a register, a C variable), evaluated by the debugger."""
+    try:
+        return dbg.evaluate(" ".join(words))
+    except ValueError as e:
+        raise RbpeekError("ruby %s: %s" % (prog, e))
 
 
 def json_text(doc):

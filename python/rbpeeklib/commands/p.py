@@ -2,7 +2,7 @@
 from memory without running code in the target (see docs/inspect.md)."""
 
 from ..core import FORMAT_JSON, FORMAT_TEXT
-from .base import Command, RbpeekError, add_output_options, parse_args, write_output
+from .base import Command, RbpeekError, add_output_options, evaluate_words, parse_args, write_output
 
 
 class PCommand(Command):
@@ -35,11 +35,7 @@ object" with the reason (free slot, not in any heap page, bad flags...).
         args = parse_args(self.name, argv, build)
         if args.depth < 0 or args.max_length < 1:
             raise RbpeekError("ruby p: --depth must be >= 0 and --max-length >= 1")
-        expr = " ".join(args.expr)
-        try:
-            value = dbg.evaluate(expr)
-        except ValueError as e:
-            raise RbpeekError("ruby p: %s" % e)
+        value = evaluate_words(dbg, self.name, args.expr)
         session = self.sessions.get(dbg, args)
         text = session.inspect_value(value, args.depth, args.max_length, args.raw,
                                      FORMAT_JSON if args.json else FORMAT_TEXT)

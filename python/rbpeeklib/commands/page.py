@@ -3,7 +3,7 @@ slot's type, class and GC bits, and the page's free list, as CRuby's
 dump_page shows it, read from memory only (see docs/inspect.md)."""
 
 from ..core import FORMAT_JSON, FORMAT_TEXT
-from .base import Command, RbpeekError, add_output_options, parse_args, write_output
+from .base import Command, add_output_options, evaluate_words, parse_args, write_output
 
 
 class PageCommand(Command):
@@ -29,11 +29,7 @@ holding ADDR is marked '>'. An address in no heap page gives one line.
             add_output_options(p)
 
         args = parse_args(self.name, argv, build)
-        expr = " ".join(args.addr)
-        try:
-            addr = dbg.evaluate(expr)
-        except ValueError as e:
-            raise RbpeekError("ruby page: %s" % e)
+        addr = evaluate_words(dbg, self.name, args.addr)
         session = self.sessions.get(dbg, args)
         text = session.page_render(addr, FORMAT_JSON if args.json else FORMAT_TEXT)
         write_output(dbg, text, args.output)
