@@ -46,12 +46,8 @@ static bool immediate(rbp_insp *in, uint64_t v)
             memcpy(&d, &t, sizeof d);
         }
         rbp_insp_float(in->out, d);
-    } else if ((v & 0xff) == 0x0c) { /* static Symbol: its ID above the tag */
-        const char *name = rbp_id_name(in->s, v >> 8);
-        if (name)
-            rbp_insp_sym_name(in, (const unsigned char *)name, strlen(name), RBP_ENC_UTF8);
-        else
-            rbp_sb_printf(in->out, "#<rbpeek: Symbol of unknown ID %" PRIu64 ">", v >> 8);
+    } else if ((v & 0xff) == 0x0c) {
+        rbp_insp_symbol(in, v);
     } else if (v == in->h->c.qnil) {
         puts_(in, "nil");
     } else if (v == in->qtrue) {
@@ -412,19 +408,9 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
         free(p);
         return;
     }
-    case RBP_T_SYMBOL: {
-        uint64_t fstr = 0;
-        size_t len;
-        rbp_enc_kind enc;
-        unsigned char *p = rbp_read_field(in->s, v, RBP_L_rsymbol_fstr, &fstr) ? rbp_insp_string_value(in, fstr, &len, &enc) : NULL;
-        if (!p) {
-            puts_(in, "#<rbpeek: Symbol with an unreadable name>");
-            return;
-        }
-        rbp_insp_sym_name(in, p, len, enc);
-        free(p);
+    case RBP_T_SYMBOL:
+        rbp_insp_symbol(in, v);
         return;
-    }
     case RBP_T_FLOAT: {
         double d;
         if (rbp_float_value(in->h, &o, &d)) rbp_insp_float(in->out, d);

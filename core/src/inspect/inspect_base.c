@@ -2,7 +2,7 @@
  * What every type printer of ruby p shares: the check that a VALUE is a live
  * object before it is read (rbp_insp_check), a class's name and ancestry,
  * the first reason a value is not printed exactly (rbp_insp_why), and a
- * String's bytes with their encoding. They sit apart from the dispatcher
+ * String's bytes with their encoding, and a Symbol's name. They sit apart from the dispatcher
  * (inspect.c) so that the printers of Proc, Regexp and Time use them
  * without depending on it.
  */
@@ -132,4 +132,26 @@ unsigned char *rbp_insp_string_value(rbp_insp *in, uint64_t v, size_t *len, rbp_
     if (!v || (v & 7) || rbp_insp_check(in->h, v, buf, sizeof buf, &o, why, sizeof why) || o.type != RBP_T_STRING)
         return NULL;
     return rbp_insp_read_str(in, &o, RBP_INSP_MAX_STR, len, &cut, enc);
+}
+
+void rbp_insp_symbol(rbp_insp *in, uint64_t v)
+{
+    if ((v & 0xff) == 0x0c) { /* static: its ID above the tag */
+        const char *name = rbp_id_name(in->s, v >> 8);
+        if (name)
+            rbp_insp_sym_name(in, (const unsigned char *)name, strlen(name), RBP_ENC_UTF8);
+        else
+            rbp_sb_printf(in->out, "#<rbpeek: Symbol of unknown ID %" PRIu64 ">", v >> 8);
+        return;
+    }
+    uint64_t fstr = 0; /* dynamic: an RSymbol whose fstr is its name */
+    size_t len;
+    rbp_enc_kind enc;
+    unsigned char *p = rbp_read_field(in->s, v, RBP_L_rsymbol_fstr, &fstr) ? rbp_insp_string_value(in, fstr, &len, &enc) : NULL;
+    if (!p) {
+        rbp_sb_puts(in->out, "#<rbpeek: Symbol with an unreadable name>");
+        return;
+    }
+    rbp_insp_sym_name(in, p, len, enc);
+    free(p);
 }

@@ -60,6 +60,9 @@ unsigned char *rbp_insp_read_str(rbp_insp *in, const rbp_obj *o, uint64_t max, s
  * bytes are not one (rb_enc_precise_mbclen for UTF-8): Strings, Symbols and
  * Regexps decode alike. */
 int rbp_insp_utf8_char(const unsigned char *p, const unsigned char *e, uint32_t *cp);
+/* A Symbol, static (the tagged ID) or dynamic (an RSymbol object), as
+ * Symbol#inspect prints it. */
+void rbp_insp_symbol(rbp_insp *in, uint64_t v);
 void rbp_insp_str_bytes(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_kind enc, bool truncated);
 void rbp_insp_sym_name(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_kind enc);
 void rbp_insp_sym_key(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_kind enc);
