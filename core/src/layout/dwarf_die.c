@@ -15,6 +15,16 @@ void dw_drop_err(dctx *c, Dwarf_Error *e)
     }
 }
 
+bool dw_die_after(dctx *c, Dwarf_Die d, Dwarf_Off *last)
+{
+    Dwarf_Off off = 0;
+    Dwarf_Error e = NULL;
+    bool ok = dwarf_dieoffset(d, &off, &e) == DW_DLV_OK && off > *last;
+    dw_drop_err(c, &e);
+    if (ok) *last = off;
+    return ok;
+}
+
 bool dw_die_at(dctx *c, Dwarf_Off off, Dwarf_Die *d)
 {
     Dwarf_Error e = NULL;
@@ -149,7 +159,8 @@ long dw_type_size(dctx *c, Dwarf_Off off, int depth)
             Dwarf_Error e = NULL;
             int rc = dwarf_child(d, &ch, &e);
             dw_drop_err(c, &e);
-            for (int i = 0; rc == DW_DLV_OK && i < MAX_CHILDREN; i++) {
+            Dwarf_Off last = 0;
+            for (int i = 0; rc == DW_DLV_OK && i < MAX_CHILDREN && dw_die_after(c, ch, &last); i++) {
                 if (dw_die_tag(c, ch) == DW_TAG_subrange_type) {
                     long long n = 0, lo = 0, hi;
                     if (dw_attr_int(c, ch, DW_AT_count, &n)) {
@@ -166,6 +177,7 @@ long dw_type_size(dctx *c, Dwarf_Off off, int depth)
                 dwarf_dealloc_die(ch);
                 ch = next;
             }
+            if (rc == DW_DLV_OK && ch) dwarf_dealloc_die(ch);   /* the loop stopped early */
             size = total;
         }
     }

@@ -122,8 +122,14 @@ static bool member_info(dctx *c, Dwarf_Die m, long base_bits, member_hit *hit)
 /* Searches the struct/union at agg_off for a member called name, descending
  * through unnamed struct/union members. base_bits is where that aggregate
  * starts in the outermost one. */
+/* Searches agg's members for name, and the members of its anonymous
+ * struct/union members, MAX_ANON_DEPTH deep. *budget bounds the members
+ * looked at over the whole search: each level's walk alone is bounded, but
+ * a hostile file whose anonymous members all name the same struct would
+ * make the levels multiply (MAX_CHILDREN to the 8th). As in scan_cu
+ * (layout_dwarf.c), a sibling must lie past the DIE before it. */
 static bool find_member(dctx *c, Dwarf_Off agg_off, const char *name, long base_bits, int depth,
-                        member_hit *hit)
+                        member_hit *hit, long *budget)
 {
     if (depth > MAX_ANON_DEPTH) return false;
     Dwarf_Die agg;
@@ -134,7 +140,8 @@ static bool find_member(dctx *c, Dwarf_Off agg_off, const char *name, long base_
     dw_drop_err(c, &e);
     dwarf_dealloc_die(agg);
     bool found = false;
-    for (int i = 0; rc == DW_DLV_OK && i < MAX_CHILDREN && !found; i++) {
+    Dwarf_Off last = 0;
+    for (int i = 0; rc == DW_DLV_OK && i < MAX_CHILDREN && !found && --*budget > 0 && dw_die_after(c, ch, &last); i++) {
         if (dw_die_tag(c, ch) == DW_TAG_member) {
             const char *mname = dw_die_name(c, ch);
             if (mname && strcmp(mname, name) == 0) {
@@ -146,7 +153,7 @@ static bool find_member(dctx *c, Dwarf_Off agg_off, const char *name, long base_
                 Dwarf_Half tag;
                 if (member_info(c, ch, base_bits, &anon) && anon.has_type && anon.bit_size == 0 &&
                     dw_strip_type(c, anon.type_off, &inner, &tag) && dw_is_aggregate(tag))
-                    found = find_member(c, inner, name, anon.bit_pos, depth + 1, hit);
+                    found = find_member(c, inner, name, anon.bit_pos, depth + 1, hit, budget);
             }
         }
         if (found) break;
@@ -182,7 +189,8 @@ void dw_resolve_field(dctx *c, rbp_field_id id, Dwarf_Off agg_off)
     Dwarf_Off cur = agg_off;
     member_hit hit = {0};
     for (int i = 0; i < nparts; i++) {
-        if (!find_member(c, cur, parts[i], base_bits, 0, &hit)) return;
+        long budget = MAX_CHILDREN;
+        if (!find_member(c, cur, parts[i], base_bits, 0, &hit, &budget)) return;
         if (i + 1 == nparts) break;
         /* Descend: the member must itself be a complete struct or union. */
         Dwarf_Half tag;

@@ -57,6 +57,10 @@ typedef struct dctx {
 /* libdwarf allocates an error record for every failure; give it back at
  * once so a long scan over odd DWARF does not accumulate them. */
 void dw_drop_err(dctx *c, Dwarf_Error *e);
+/* Whether d lies past *last in .debug_info (and then *last = its offset):
+ * siblings do, so a walk that checks it at each step cannot cycle, and
+ * ends within the section whatever DW_AT_sibling says. */
+bool dw_die_after(dctx *c, Dwarf_Die d, Dwarf_Off *last);
 bool dw_die_at(dctx *c, Dwarf_Off off, Dwarf_Die *d);
 Dwarf_Half dw_die_tag(dctx *c, Dwarf_Die d);
 const char *dw_die_name(dctx *c, Dwarf_Die d);

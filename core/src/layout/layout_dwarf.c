@@ -57,17 +57,26 @@ static int wanted_index(dctx *c, const char *name)
 }
 
 /* Walks the top-level DIEs of the current CU. Returns false to stop the
- * whole scan (DIE budget spent). */
+ * whole scan (DIE budget spent).
+ *
+ * Siblings lie at increasing offsets in .debug_info, and libdwarf follows
+ * a DIE's DW_AT_sibling as the file gives it: a malformed one pointing
+ * back (or at itself) made this a cycle, walked until the budget of 5e7
+ * DIEs ran out, minutes per file (fuzz_dwarf, 2026-11-25). A step that
+ * does not move forward ends this CU's walk, so the walk is bounded by the
+ * size of the section whatever the file says. */
 static bool scan_cu(dctx *c, Dwarf_Die cu, long *budget)
 {
     Dwarf_Die d = NULL;
     Dwarf_Error e = NULL;
+    Dwarf_Off last = 0;
     int rc = dwarf_child(cu, &d, &e);
     dw_drop_err(c, &e);
     while (rc == DW_DLV_OK && c->pending > 0) {
-        if (--*budget <= 0) {
+        bool forward = dw_die_after(c, d, &last);
+        if (--*budget <= 0 || !forward) {
             dwarf_dealloc_die(d);
-            return false;
+            return forward;
         }
         Dwarf_Half tag = dw_die_tag(c, d);
         if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_typedef) {
