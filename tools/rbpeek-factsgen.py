@@ -48,6 +48,13 @@ RUST_KEYWORDS = {"self", "type", "proc", "ref", "fn", "mod", "match", "loop", "m
 # "same fields with rb_method_entry_t".
 TWINS = {"rb_callable_method_entry_struct": "rb_method_entry_struct"}
 
+# Structs declared inside another (C gives them their own tag; bindgen
+# names them after the enclosing struct and member, a name that changed
+# when 4.0 named the enclosing one): the tag as DWARF and the C source know
+# it, and the names bindgen gave it, first found wins.
+NESTED = {"rb_iseq_param_keyword": ("rb_iseq_constant_body__bindgen_ty_1_rb_iseq_param_keyword",
+                                    "rb_iseq_constant_body_rb_iseq_parameters_rb_iseq_param_keyword")}
+
 # rb_jmpbuf_t is glibc's sigjmp_buf (200 bytes) in the facts' configuration,
 # but a build that uses __builtin_setjmp (2.7's and 3.0's default on x86-64
 # Linux, as our own 2.7.4 build shows) makes it VALUE[5], 40 bytes. Members
@@ -158,6 +165,8 @@ class Facts:
         where member lives; 'absent' when they know it does not exist;
         'unknown' when the struct is opaque or missing here."""
         agg = self.aggregate(type_name) or self.aggregate(TWINS.get(type_name, ""))
+        for nested in NESTED.get(type_name, ()):
+            agg = agg or self.aggregate(nested)
         if agg is None or self.opaque(agg):
             return "unknown", None
         if member is None:
