@@ -23,7 +23,9 @@ check, in gdb and lldb, live and on one gcore'd core (four debugger runs):
           #inspect: Strings with escapes and encodings, Symbols, Integers,
           Floats, Rational, Complex, Arrays, Hashes, Ranges, Structs, Data,
           objects with ivars, classes, modules, exceptions, Procs (blocks,
-          lambdas, Symbol#to_proc, Method#to_proc), Regexps; and its class.
+          lambdas, Symbol#to_proc, Method#to_proc), Methods and
+          UnboundMethods (every parameter kind, aliases, attr, define_method,
+          singleton, module and C methods), Regexps; and its class.
           An address inside a slot (and in gdb one outside every heap page)
           must be refused with "not a Ruby object" and the reason.
 

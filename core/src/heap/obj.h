@@ -81,6 +81,9 @@ bool rbp_hash_size(rbp_heap *h, const rbp_obj *o, uint64_t *size);
 bool rbp_obj_ivar_count(rbp_heap *h, const rbp_obj *o, uint64_t *n);
 /* A class's shape variation_count (3.2+). */
 bool rbp_class_variation_count(rbp_heap *h, const rbp_obj *o, uint64_t *out);
+/* The object a singleton class is attached to (RCLASS_ATTACHED_OBJECT,
+ * or the hidden __attached__ ivar before 3.3), 0 if unknown. */
+uint64_t rbp_class_attached(rbp_heap *h, const rbp_obj *o);
 /* The superclass of a class/module/iclass (RCLASS_SUPER), 0 if none. */
 uint64_t rbp_class_super(rbp_heap *h, const rbp_obj *o);
 

@@ -107,6 +107,11 @@ static uint64_t attached_object(rbp_heap *h, const rbp_obj *o)
     return v;
 }
 
+uint64_t rbp_class_attached(rbp_heap *h, const rbp_obj *o)
+{
+    return attached_object(h, o);
+}
+
 uint64_t rbp_class_real(rbp_heap *h, uint64_t klass)
 {
     void *hit = rbp_addrmap_get(&h->real, klass);

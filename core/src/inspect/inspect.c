@@ -431,6 +431,8 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
             if (rbp_insp_proc(in, &o)) return;
         } else if (rbp_insp_is_data(in, &o, "time", "Time")) {
             if (rbp_insp_time(in, &o)) return;
+        } else if (rbp_insp_is_data(in, &o, "method", "Method") || rbp_insp_is_data(in, &o, "method", "UnboundMethod")) {
+            if (rbp_insp_method(in, &o)) return;
         } else if (in->depth == 0) {
             rbp_insp_why(in, "its class's own #inspect is not decoded");
         }

@@ -87,6 +87,7 @@ bool rbp_insp_why(rbp_insp *in, const char *fmt, ...) __attribute__((format(prin
  * given to rbp_insp_why) to fall back to the Kernel#to_s form. */
 bool rbp_insp_is_data(rbp_insp *in, const rbp_obj *o, const char *struct_name, const char *class_path);
 bool rbp_insp_proc(rbp_insp *in, const rbp_obj *o);
+bool rbp_insp_method(rbp_insp *in, const rbp_obj *o);
 bool rbp_insp_regexp(rbp_insp *in, const rbp_obj *o);
 bool rbp_insp_time(rbp_insp *in, const rbp_obj *o);
 

@@ -233,6 +233,16 @@ const char *rbp_id_name(rbpeek_session *s, uint64_t id)
     return rbp_addrmap_get(&c->ids, id);
 }
 
+bool rbp_id_unnamed(rbpeek_session *s, uint64_t id)
+{
+    const rbp_layout *L = &s->layout;
+    uint32_t last_id = 0;
+    uint64_t serial = id > RBP_LAST_OP_ID ? id >> 4 : id;
+    return s->global_symbols && rbp_has(L, RBP_L_symbols_last_id) &&
+           rbp_mem_u32(s->mem, s->global_symbols + (uint64_t)rbp_off(L, RBP_L_symbols_last_id), &last_id) &&
+           serial > last_id;
+}
+
 /* The classext of a class: inline after RClass from 3.3, a pointer before. */
 static bool classext_addr(rbpeek_session *s, uint64_t klass, uint64_t *ext)
 {

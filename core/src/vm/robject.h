@@ -58,6 +58,10 @@ bool rbp_array_at(rbpeek_session *s, uint64_t v, long index, uint64_t *out);
 /* The name of an ID, via ruby_global_symbols (cached). NULL if unknown. The
  * returned string lives as long as the session's caches. */
 const char *rbp_id_name(rbpeek_session *s, uint64_t id);
+/* True when the ID certainly has no name (rb_id2str gives NULL): its serial
+ * is beyond the symbol table's last one, as the parser's internal IDs
+ * (anonymous parameters) are. False when it may have one. */
+bool rbp_id_unnamed(rbpeek_session *s, uint64_t id);
 
 /* A class or module's permanent path ("Outer::Inner"), as Module#name gives
  * it, or NULL when it has none (anonymous, or only a temporary path) or the

@@ -142,6 +142,65 @@ add.("proc subclass", MyProc.new { 1 })
 add.("proc symbol", :upcase.to_proc)
 add.("proc method", 1.method(:+).to_proc)
 add.("procs in an array", [proc { 2 }, :to_s.to_proc])
+# Methods and UnboundMethods (proc.c's method_inspect): every parameter
+# kind, anonymous and forwarded ones, aliases, attr methods, define_method,
+# singleton and module methods, C methods of fixed and variable arity
+module Greeter
+  def greet(name); end
+end
+
+class Meths
+  include Greeter
+  attr_reader :reader
+  attr_writer :writer
+  def every(a, b = 1, *c, d, e:, f: 2, **g, &h); end
+  def nokw(a, **nil); end
+  def fwd(...); end
+  def anon_rest(*); end
+  def anon_kwrest(**); end
+  def posts(a, (b, c), d); end
+  def none; end
+  alias_method :aliased, :every
+  define_method(:dm) { |x, y = 1| x }
+  ruby2_keywords def r2k(*args); end
+  def self.klass_m(x); end
+  if RUBY_VERSION >= "3.1"
+    class_eval("def anon_block(&); end")
+  end
+end
+
+meths = Meths.new
+solo = Object.new
+def solo.solo(a); end
+add.("method every kind", meths.method(:every))
+add.("method **nil", meths.method(:nokw))
+add.("method forwarding", meths.method(:fwd))
+add.("method anonymous rest", meths.method(:anon_rest))
+add.("method anonymous kwrest", meths.method(:anon_kwrest))
+add.("method destructuring", meths.method(:posts))
+add.("method no parameters", meths.method(:none))
+add.("method alias", meths.method(:aliased))
+add.("method attr_reader", meths.method(:reader))
+add.("method attr_writer", meths.method(:writer=))
+add.("method define_method", meths.method(:dm))
+add.("method ruby2_keywords", meths.method(:r2k))
+add.("method anonymous block", meths.method(:anon_block)) if RUBY_VERSION >= "3.1"
+add.("method of a module", meths.method(:greet))
+add.("method of Kernel", meths.method(:puts))
+add.("method singleton of a class", Meths.method(:klass_m))
+add.("method singleton of an object", solo.method(:solo))
+add.("method of an object with a singleton class", solo.method(:frozen?))
+add.("method C variable arity", "str".method(:count))
+add.("method C fixed arity 1", 1.method(:+))
+add.("method C fixed arity 2", "str".method(:insert))
+add.("method C fixed arity 0", "str".method(:upcase!))
+add.("method module function", Math.method(:sqrt))
+add.("unbound method", Meths.instance_method(:every))
+add.("unbound method of a module", Greeter.instance_method(:greet))
+add.("unbound method inherited from a module", Meths.instance_method(:greet))
+add.("unbound method C", String.instance_method(:count))
+add.("unbound method alias", Meths.instance_method(:aliased))
+add.("methods in an array", [meths.method(:none), Meths.instance_method(:none)])
 add.("regexp", /ab+c/)
 add.("regexp options", %r{a/b\/c}mix)
 add.("regexp slash only", Regexp.new("a/b"))
