@@ -72,6 +72,15 @@ JMPBUF_GLIBC_SIZE = 200
 # that placement too, as an `alt` line for attach to settle.
 JMPBUF_FOLLOWERS = ("fiber_status",)
 
+# Notes written into a supplement before a member, for private structs
+# whose members were also read off the release's own source (by hand, when
+# the member was added): why the DWARF's word can be trusted.
+SUPPLEMENT_NOTES = {
+    "method_recv": "struct METHOD (a Method's or UnboundMethod's data) is private to proc.c, so the\n"
+                   "facts lack it: {recv, klass, iclass, me} to 3.1, {recv, klass, iclass, owner, me}\n"
+                   "from 3.3 (each a VALUE but me), as proc.c of %(ver)s declares it and its DWARF confirms.",
+}
+
 
 def read_fields_def(path=FIELDS_DEF):
     """[(id, type, member or None)] in the order of layout_fields.def."""
@@ -353,6 +362,8 @@ def write_supplement(table, facts_dir, out):
         if facts.resolve(tname, member)[0] != "unknown":
             continue
         if fid in dwarf:
+            if fid in SUPPLEMENT_NOTES:
+                body += ["# " + l for l in (SUPPLEMENT_NOTES[fid] % {"ver": ver}).split("\n")]
             body.append(dwarf[fid])
             if fid in JMPBUF_FOLLOWERS:
                 name, off, rest = dwarf[fid].split(" ", 2)

@@ -44,6 +44,7 @@ typedef struct rbp_insp {
     uint64_t qtrue, qfalse; /* special constants of this version */
     char why[200];          /* why the top value is inexact, when a decoder gave up on it */
     uint64_t top_self;      /* main (rb_vm_t.top_self), or 0 when unknown */
+    int method_nest;        /* Methods being printed inside Methods' receivers (garbage can make a loop) */
 } rbp_insp;
 
 void rbp_insp_value(rbp_insp *in, uint64_t v);

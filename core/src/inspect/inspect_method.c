@@ -17,7 +17,7 @@
  * local table, or rb_unnamed_parameters of the arity, then method_inspect's
  * per-release rendering of anonymous and forwarded parameters; the location
  * is the iseq's path and first line, or an attr method's recorded one.
- * What cannot be decoded exactly (optimized and refined methods, a
+ * What cannot be decoded exactly (refined methods, a
  * define_method from a C block, a release not read, an ID whose name cannot
  * be read) is refused with its reason: the caller prints the Kernel#to_s
  * form and flags it inexact.
@@ -37,7 +37,7 @@
 enum { M_ISEQ, M_CFUNC, M_ATTRSET, M_IVAR, M_BMETHOD, M_ZSUPER, M_ALIAS, M_UNDEF, M_NOTIMPLEMENTED,
        M_OPTIMIZED, M_MISSING, M_REFINED };
 enum { P_REQ, P_OPT, P_REST, P_KEYREQ, P_KEY, P_KEYREST, P_BLOCK, P_NOKEY };
-enum { MAX_PARAMS = 256, MAX_ALIAS = 16, MAX_LOCALS = 1 << 16, MAX_SUPER_HOPS = 64 };
+enum { MAX_PARAMS = 256, MAX_ALIAS = 16, MAX_LOCALS = 1 << 16, MAX_SUPER_HOPS = 64, MAX_METHOD_NEST = 8 };
 enum { LINE_27, LINE_31, LINE_33, LINE_34, LINE_OTHER };
 
 typedef struct param {
@@ -206,8 +206,19 @@ static bool def_params(mctx *m, uint64_t def, uint64_t *loc_iseq)
         case M_ATTRSET: return unnamed_params(m, 1);
         case M_IVAR: case M_NOTIMPLEMENTED: return unnamed_params(m, 0);
         case M_ZSUPER: case M_MISSING: return unnamed_params(m, -1);
+        case M_OPTIMIZED: {
+            /* send, call, block_call: any number; 3.1+'s Struct accessors:
+             * aref none, aset one ("_", named so by method_def_parameters) */
+            rbp_field_id f = rbp_has(&in->s->layout, RBP_L_mdef_optimized_type) ? RBP_L_mdef_optimized_type
+                                                                                : RBP_L_mdef_optimize_type;
+            if (!rd(in, def, f, &w)) return rbp_insp_why(in, "its optimized method's type cannot be read");
+            if (w <= 2) return unnamed_params(m, -1);
+            if (m->line != LINE_27 && w == 3) return unnamed_params(m, 0);
+            if (m->line != LINE_27 && w == 4) return unnamed_params(m, 1);
+            return rbp_insp_why(in, "it is an optimized method of type %" PRIu64 ", which this release does not make", w);
+        }
         default:
-            return rbp_insp_why(in, "it is a method of type %" PRIu64 " (optimized, refined...), not decoded", type);
+            return rbp_insp_why(in, "it is a method of type %" PRIu64 " (refined, undefined...), not decoded", type);
         }
     }
     return rbp_insp_why(in, "its chain of aliases is longer than %d", MAX_ALIAS);
@@ -420,11 +431,19 @@ bool rbp_insp_method(rbp_insp *in, const rbp_obj *o)
     if (!mc) return rbp_insp_why(in, "out of memory");
     mc->in = in;
     mc->line = line;
+    /* a receiver is printed by the dispatcher, which may come back here
+     * for a Method that is (garbage can make it) its own receiver's */
+    if (in->method_nest >= MAX_METHOD_NEST) {
+        free(mc);
+        return rbp_insp_why(in, "its receiver nests Methods more than %d deep", MAX_METHOD_NEST);
+    }
     /* printed aside, so that a refusal half way leaves nothing behind */
     rbp_strbuf *saved = in->out, tmp;
     rbp_sb_init(&tmp);
     in->out = &tmp;
+    in->method_nest++;
     bool ok = method_body(in, o, mc);
+    in->method_nest--;
     in->out = saved;
     if (ok && tmp.buf) rbp_sb_putn(saved, tmp.buf, tmp.len);
     rbp_sb_free(&tmp);
