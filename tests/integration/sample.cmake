@@ -17,6 +17,13 @@ foreach(ruby debian-3.1 3.4.5)
     rbpeek_plain_test(sample_safety.${ruby}.${dbg} test_sample_safety.py ${ruby} ${dbg})
   endforeach()
 endforeach()
+# A GVL holder whose stack changes faster than it can be read: exact when
+# it is stopped, torn reads caught (dropped, counted) with --nonblocking.
+foreach(ruby debian-3.1 3.4.5)
+  foreach(dbg gdb lldb)
+    rbpeek_plain_test(sample_churn.${ruby}.${dbg} test_sample_churn.py ${ruby} ${dbg})
+  endforeach()
+endforeach()
 # Parked threads sampled without being stopped (only the GVL holder, or
 # nothing: --nonblocking) against `ruby bt -a` with every thread stopped.
 foreach(ruby ${RBPEEK_TEST_RUBIES})

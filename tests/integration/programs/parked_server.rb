@@ -4,10 +4,13 @@
 # under a few frames of its own, so that a parked thread's stack is worth
 # comparing.
 #
-#   ruby parked_server.rb OUT_DIR [--idle]
+#   ruby parked_server.rb OUT_DIR [--idle | --calls]
 #
-# The main thread computes (a plain integer loop, no allocation) unless
-# --idle (then it sleeps too). The parked threads are named "sleep-N",
+# The main thread computes (a plain integer loop, no allocation: its stack
+# stands still for milliseconds at a time) unless --idle (then it sleeps
+# too). --calls makes each step of the loop a recursive call of a depth
+# that cycles from 1 to 8 (dig), so its stack changes to a different stack
+# every few hundred nanoseconds, faster than any read of it. The parked threads are named "sleep-N",
 # "queue-N", "mutex-N" and "pipe-N" and never wake while the program runs:
 # their stacks do not change, so every sample must show each one exactly as
 # `ruby bt -a` shows it with every thread stopped. OUT_DIR/ready appears once
@@ -20,6 +23,7 @@ require "json"
 OUT = ARGV[0] or abort("usage: parked_server.rb OUT_DIR [--idle]")
 OPTS = ARGV[1..-1] + ENV.fetch("RBPEEK_PARKED_ARGS", "").split
 IDLE = OPTS.include?("--idle")
+CALLS = OPTS.include?("--calls")
 
 QUEUE = Queue.new
 LOCK = Mutex.new
@@ -67,8 +71,26 @@ def compute
   x
 end
 
+def dig(depth, x)
+  depth == 0 ? (x * 31 + 1) & 0xffff : dig(depth - 1, x)
+end
+
+def compute_calls
+  i = 0
+  x = 0
+  while i < 100_000
+    x = dig(i & 7, x)
+    i += 1
+  end
+  x
+end
+
 def serve
-  loop { compute }
+  if CALLS
+    loop { compute_calls }
+  else
+    loop { compute }
+  end
 end
 
 # The lock is taken by a thread that then sleeps forever, so the mutex
