@@ -379,6 +379,7 @@ static void numeric_pair(rbp_insp *in, const rbp_obj *o)
 
 void rbp_insp_value(rbp_insp *in, uint64_t v)
 {
+    in->nested = rbp_insp_value;
     if (immediate(in, v)) return;
     if (!in->budget) {
         puts_(in, RBP_ELLIPSIS);

@@ -45,6 +45,11 @@ typedef struct rbp_insp {
     char why[200];          /* why the top value is inexact, when a decoder gave up on it */
     uint64_t top_self;      /* main (rb_vm_t.top_self), or 0 when unknown */
     int method_nest;        /* Methods being printed inside Methods' receivers (garbage can make a loop) */
+    /* Prints a value inside the one being printed (rbp_insp_value, set by
+     * it): a type printer whose parts may be any object (a Method's
+     * receiver) calls back through it rather than into the dispatcher, which
+     * would make the dispatcher and that printer depend on each other. */
+    void (*nested)(struct rbp_insp *in, uint64_t v);
 } rbp_insp;
 
 void rbp_insp_value(rbp_insp *in, uint64_t v);

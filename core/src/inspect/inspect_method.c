@@ -286,6 +286,17 @@ static bool is_singleton(rbp_insp *in, uint64_t klass, rbp_obj *c, uint8_t *buf,
     return rbp_obj_at(in->h, klass, buf, n, c) && c->type == RBP_T_CLASS && (c->flags & in->h->c.fl_singleton);
 }
 
+/* "a", or "a(b)" when b is another object: a singleton's receiver and the
+ * object it is attached to, a class and the method's owner. */
+static void value_then_other(rbp_insp *in, uint64_t a, uint64_t b)
+{
+    in->nested(in, a);
+    if (b == a) return;
+    rbp_sb_puts(in->out, "(");
+    in->nested(in, b);
+    rbp_sb_puts(in->out, ")");
+}
+
 /* The receiver part: "Foo", "Foo(Mod)", "#<Class:Foo>", "recv(attached)",
  * and the separator '#' or '.' */
 static bool receiver(rbp_insp *in, int line, uint64_t recv, uint64_t klass, uint64_t iclass, uint64_t defined_class,
@@ -298,23 +309,18 @@ static bool receiver(rbp_insp *in, int line, uint64_t recv, uint64_t klass, uint
     bool unbound = recv == in->h->c.qundef;
     *sharp = "#";
     if (unbound && line >= LINE_33) {
-        rbp_insp_value(in, defined_class);
+        in->nested(in, defined_class);
         return true;
     }
     if (is_singleton(in, mklass, &c, buf, sizeof buf)) {
         uint64_t v = rbp_class_attached(in->h, &c);
         if (!v) return rbp_insp_why(in, "the object its singleton class is attached to cannot be read");
         if (unbound) {
-            rbp_insp_value(in, mklass);
+            in->nested(in, mklass);
             return true;
         }
         *sharp = ".";
-        rbp_insp_value(in, recv);
-        if (recv != v) {
-            rbp_sb_puts(in->out, "(");
-            rbp_insp_value(in, v);
-            rbp_sb_puts(in->out, ")");
-        }
+        value_then_other(in, recv, v);
         return true;
     }
     if (line != LINE_27) { /* a singleton class of a non-class object stands for its first real superclass */
@@ -333,12 +339,7 @@ static bool receiver(rbp_insp *in, int line, uint64_t recv, uint64_t klass, uint
             }
         }
     }
-    rbp_insp_value(in, mklass);
-    if (defined_class != mklass) {
-        rbp_sb_puts(in->out, "(");
-        rbp_insp_value(in, defined_class);
-        rbp_sb_puts(in->out, ")");
-    }
+    value_then_other(in, mklass, defined_class);
     return true;
 }
 
