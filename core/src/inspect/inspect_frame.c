@@ -60,7 +60,7 @@ static void frame_json(rbpeek_session *s, rbp_heap *h, const rbpeek_frame *frame
     rbp_sb_puts(b, "{\"self\": ");
     put_value(h, frame->self, lim, b);
     rbp_cme cme;
-    uint64_t me = rbp_frame_method_entry(s, frame->ep);
+    uint64_t me = rbp_frame_method_entry(s, frame->ep, NULL);
     rbp_sb_puts(b, ", \"owner\": ");
     if (me && rbp_cme_read(s, me, &cme) && cme.owner)
         rbp_sb_json_str(b, rbp_heap_class_name(h, cme.owner));

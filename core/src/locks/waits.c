@@ -20,6 +20,7 @@ static void read_frames(lk_ctx *c, lk_thread *t)
     rbpeek_session *s = c->s;
     rbp_cframes cf;
     rbp_cframes_read(s, t->ec, MAX_RAW_FRAMES, &cf); /* a damaged stack just gives fewer frames */
+    size_t ep_budget = RBP_EP_HOPS_BUDGET(cf.n);   /* spent: frames go unnamed, as a damaged one would */
     for (size_t i = 0; i < cf.n && t->nframes < LK_MAX_SCAN_FRAMES; i++) {
         uint64_t pc = cf.frames[i].pc, iseq = cf.frames[i].iseq, ep = cf.frames[i].ep, self = cf.frames[i].self;
         lk_frame *out = &t->frames[t->nframes];
@@ -41,7 +42,7 @@ static void read_frames(lk_ctx *c, lk_thread *t)
         }
         if (named) {
             rbp_cme cme;
-            uint64_t me = rbp_frame_method_entry(s, ep);
+            uint64_t me = rbp_frame_method_entry(s, ep, &ep_budget);
             const char *name = me && rbp_cme_read(s, me, &cme) ? rbp_id_name(s, cme.original_id) : NULL;
             if (name) snprintf(out->name, sizeof out->name, "%s", name);
         }

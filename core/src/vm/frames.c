@@ -212,6 +212,8 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
     }
 
     size_t n = 0, limit = max_frames < nraw ? max_frames : nraw;
+    size_t ep_budget = RBP_EP_HOPS_BUDGET(nraw);
+    bool ep_cut = false;
     bool is34 = rbp_ver_ge(s, 3, 4), is40 = rbp_ver_ge(s, 4, 0);
     bool skip_next = false;
     size_t borrowing = 0; /* frames emitted since the last Ruby frame: they take the next one's location */
@@ -232,7 +234,8 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
             rbp_cme cme;
             bool have_cme = false;
             if (is34) {
-                uint64_t me = rbp_frame_method_entry(s, ep);
+                uint64_t me = rbp_frame_method_entry(s, ep, &ep_budget);
+                if (!ep_budget) { ep_cut = true; break; }   /* its label would lack its owner */
                 have_cme = me && rbp_cme_read(s, me, &cme);
                 if (have_cme) owner = cme.owner;
             }
@@ -273,11 +276,17 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
         } else {
             if (!rbp_cframe_is_cfunc(s, &cf.frames[i])) continue;
             rbp_cme cme;
-            uint64_t me = rbp_frame_method_entry(s, ep);
+            uint64_t me = rbp_frame_method_entry(s, ep, &ep_budget);
+            if (!ep_budget) { ep_cut = true; break; }
             const char *label = me && rbp_cme_read(s, me, &cme) ? rbp_cfunc_label(s, &cme) : "<unknown C method>";
             if (!emit(a, p, &n, limit, RBPEEK_FRAME_CFUNC, label, NULL, NULL, 0, 0)) break;
             borrowing++;
         }
+    }
+    if (ep_cut && !err) {
+        out->truncated = 1;
+        err = "cut: the frames' environment chains are longer than a real stack's (a damaged stack?); "
+              "the frames after this point are not shown";
     }
 
     /* C frames (and 3.4's c_trace, 4.0's internal frames) borrow the

@@ -327,9 +327,9 @@ static uint64_t check_method_entry(rbpeek_session *s, uint64_t obj, bool can_be_
 
 #define VM_ENV_FLAG_LOCAL 0x0002
 
-uint64_t rbp_frame_method_entry(rbpeek_session *s, uint64_t ep)
+uint64_t rbp_frame_method_entry(rbpeek_session *s, uint64_t ep, size_t *budget)
 {
-    rbp_walkguard g = rbp_walkguard_start(MAX_PARENT_HOPS, NULL);
+    rbp_walkguard g = rbp_walkguard_start(MAX_PARENT_HOPS, budget);
     for (; ep && rbp_walkguard_step(&g, ep) == RBP_WALK_OK;) {
         uint64_t env[3]; /* ep[-2] me_cref, ep[-1] specval, ep[0] flags */
         if (!rbp_mem_read(s->mem, ep - 16, env, sizeof env)) return 0;

@@ -42,8 +42,15 @@ const rbp_iseq_info *rbp_iseq_get(rbpeek_session *s, uint64_t iseq);
 int rbp_iseq_lineno(rbpeek_session *s, const rbp_iseq_info *info, uint64_t pc);
 
 /* The callable method entry of a frame, found from its ep the way
- * rb_vm_frame_method_entry does; 0 if none. */
-uint64_t rbp_frame_method_entry(rbpeek_session *s, uint64_t ep);
+ * rb_vm_frame_method_entry does; 0 if none (or *budget ran out).
+ * budget (or NULL): hops shared by the walk of a whole stack, whose frames
+ * each follow their own chain of environments: a pairwise walk, which a
+ * damaged stack could make frames x MAX_PARENT_HOPS long. Each chain is
+ * bounded (and cycle-checked) on its own anyway. */
+uint64_t rbp_frame_method_entry(rbpeek_session *s, uint64_t ep, size_t *budget);
+/* A budget for a walk of nframes frames' chains: real ones are a few hops
+ * (one per enclosing block), so this is far above what a real stack uses. */
+#define RBP_EP_HOPS_BUDGET(nframes) (16 * (size_t)(nframes) + 256)
 
 /* A method entry's definition. */
 typedef struct rbp_cme {

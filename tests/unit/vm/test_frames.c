@@ -296,6 +296,55 @@ static void test_frame_budget(void)
     image_free(&im);
 }
 
+/* Each frame follows its own chain of environments to its method entry
+ * (frames x chain hops: a pairwise walk); a damaged stack whose every
+ * frame has a chain near MAX_PARENT_HOPS long shares one budget for the
+ * whole stack, is cut where it runs out, and says so, rather than show a
+ * 3.4 label without its owner. */
+static void test_environment_chains_share_a_budget(void)
+{
+    enum { NF = 32, CHAIN = 200 };
+    image im = {0};
+    uint8_t *stack = add_region(&im, STACK, STACK_SIZE);
+    objs = add_region(&im, OBJS, 0x4000);
+    next_obj = OBJS;
+    uint64_t pc;
+    uint64_t m = iseq(RBP_ISEQ_METHOD, "t.rb", "m", 1, &pc);
+    /* CHAIN environments, each pointing at the next (ep[-1]), none local
+     * but the last, none with a method entry */
+    uint64_t envs = alloc_obj((size_t)CHAIN * 24) + 16;
+    for (int k = 0; k < CHAIN; k++) {
+        uint8_t *e = objs + (envs - OBJS) + (size_t)k * 24;
+        put64(e - 8, k + 1 < CHAIN ? envs + (uint64_t)(k + 1) * 24 : 0);
+        put64(e, k + 1 < CHAIN ? 0 : 0x2);
+    }
+    uint64_t cfp0 = STACK + STACK_SIZE - NF * CFP;
+    for (int i = 0; i < NF; i++) {
+        uint8_t *f = stack + (cfp0 - STACK) + (size_t)i * CFP;
+        put64(f + 0, pc);
+        put64(f + 16, m);
+        put64(f + 32, envs);
+    }
+    uint64_t ec = alloc_obj(24);
+    put64(objs + (ec - OBJS), STACK);
+    put64(objs + (ec - OBJS) + 8, STACK_SIZE / 8);
+    put64(objs + (ec - OBJS) + 16, cfp0);
+    rbpeek_session *s = session(&im, 3, 4, "3.4.5");
+    rbp_arena a;
+    memset(&a, 0, sizeof a);
+    rbpeek_thread t;
+    memset(&t, 0, sizeof t);
+    const char *err = rbp_frames_walk(s, ec, 100, &a, &t, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "environment chains"));
+    CU_ASSERT(t.truncated);
+    /* 16 hops a frame + 256: the fourth 200-hop chain runs out */
+    CU_ASSERT_EQUAL(t.nframes, (size_t)RBP_EP_HOPS_BUDGET(NF) / CHAIN);
+    rbp_arena_free(&a);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 /* The iseq cache is bounded (2^17 entries) and clears itself when full.
  * A 3.4 label computation holds the block's iseq while it looks up its
  * parents; a lookup that filled the cache freed that iseq under it (a
@@ -347,6 +396,7 @@ static void test_label_survives_a_full_iseq_cache(void)
 static const rbp_cu_test tests[] = {
     {"3.4: a label survives the iseq cache clearing itself", test_label_survives_a_full_iseq_cache},
     {"a snapshot's budget of control frames cuts walks and says so", test_frame_budget},
+    {"3.4: the frames' environment chains share one budget", test_environment_chains_share_a_budget},
     {"3.4: iseqs whose parent and local iseqs point at each other", test_iseqs_pointing_at_each_other},
     {"unreadable control frames: an error, no frames, nothing kept", test_unreadable_frames_keep_nothing},
     {"4.0: internal frames report like C methods, one per run", test_internal_frames_40},
