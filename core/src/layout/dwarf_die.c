@@ -33,6 +33,53 @@ bool dw_die_at(dctx *c, Dwarf_Off off, Dwarf_Die *d)
     return false;
 }
 
+/* Whether libdwarf can skip d's subtree without looping. To find the DIE
+ * after one that has children but no DW_AT_sibling, libdwarf 20210528
+ * reads on through the children, and jumps at each child's DW_AT_sibling
+ * without checking that it points forward: a child whose DW_AT_sibling
+ * points at itself turned one dwarf_siblingof_b call into an endless loop
+ * (fuzz_dwarf, 2026-11-25; tests/unit/layout/data/
+ * dwarf-nested-sibling-loop.elf). So the DIEs libdwarf would read are
+ * looked at here first, the same way: a child with a DW_AT_sibling must
+ * point forward and is not entered (libdwarf jumps over it), a child with
+ * children and none is looked into in turn. */
+static bool skip_is_safe(dctx *c, Dwarf_Die d, int depth)
+{
+    Dwarf_Half kids = 0;
+    Dwarf_Error e = NULL;
+    if (dwarf_die_abbrev_children_flag(d, &kids) != DW_DLV_OK) return false;
+    if (!kids) return true;
+    Dwarf_Off self = dw_die_off(c, d), sib;
+    if (dw_die_has(c, d, DW_AT_sibling)) return dw_attr_ref(c, d, DW_AT_sibling, &sib) && sib > self;
+    if (depth >= MAX_SKIP_DEPTH) return false;
+    Dwarf_Die ch = NULL;
+    int rc = dwarf_child(d, &ch, &e);
+    dw_drop_err(c, &e);
+    Dwarf_Off last = self;
+    while (rc == DW_DLV_OK) {
+        if (--c->skip_checks < 0 || !dw_die_after(c, ch, &last) || !skip_is_safe(c, ch, depth + 1)) {
+            dwarf_dealloc_die(ch);
+            return false;
+        }
+        Dwarf_Die next = NULL;
+        rc = dwarf_siblingof_b(c->dbg, ch, 1, &next, &e); /* safe: ch's own skip was just checked */
+        dw_drop_err(c, &e);
+        dwarf_dealloc_die(ch);
+        ch = next;
+    }
+    return rc == DW_DLV_NO_ENTRY;
+}
+
+int dw_die_next(dctx *c, Dwarf_Die d, Dwarf_Die *next)
+{
+    *next = NULL;
+    if (!skip_is_safe(c, d, 0)) return DW_DLV_ERROR;
+    Dwarf_Error e = NULL;
+    int rc = dwarf_siblingof_b(c->dbg, d, 1, next, &e);
+    dw_drop_err(c, &e);
+    return rc;
+}
+
 Dwarf_Half dw_die_tag(dctx *c, Dwarf_Die d)
 {
     Dwarf_Half tag = 0;
@@ -172,8 +219,7 @@ long dw_type_size(dctx *c, Dwarf_Off off, int depth)
                     total *= (long)n;
                 }
                 Dwarf_Die next = NULL;
-                rc = dwarf_siblingof_b(c->dbg, ch, 1, &next, &e);
-                dw_drop_err(c, &e);
+                rc = dw_die_next(c, ch, &next);
                 dwarf_dealloc_die(ch);
                 ch = next;
             }

@@ -158,8 +158,7 @@ static bool find_member(dctx *c, Dwarf_Off agg_off, const char *name, long base_
         }
         if (found) break;
         Dwarf_Die next = NULL;
-        rc = dwarf_siblingof_b(c->dbg, ch, 1, &next, &e);
-        dw_drop_err(c, &e);
+        rc = dw_die_next(c, ch, &next);
         dwarf_dealloc_die(ch);
         ch = next;
     }

@@ -34,6 +34,8 @@ enum {
     MAX_CHILDREN = 20000,      /* members of one struct, subranges of an array */
     MAX_CUS = 100000,
     MAX_TOP_DIES = 50000000,   /* top-level DIEs over the whole file */
+    MAX_SKIP_DEPTH = 64,       /* nesting dw_die_next checks below a DIE */
+    MAX_SKIP_CHECKS = 50000000, /* DIEs dw_die_next checks over the whole file */
 };
 
 /* One distinct type name wanted by layout_fields.def. */
@@ -48,6 +50,7 @@ typedef struct dctx {
     wanted_type types[RBP_L_COUNT];
     int ntypes, pending;
     int type_of_field[RBP_L_COUNT];
+    long skip_checks;          /* what is left of MAX_SKIP_CHECKS */
     rbp_layout *out;
 } dctx;
 
@@ -62,6 +65,11 @@ void dw_drop_err(dctx *c, Dwarf_Error *e);
  * ends within the section whatever DW_AT_sibling says. */
 bool dw_die_after(dctx *c, Dwarf_Die d, Dwarf_Off *last);
 bool dw_die_at(dctx *c, Dwarf_Off off, Dwarf_Die *d);
+/* The next sibling of d, as dwarf_siblingof_b gives it (DW_DLV_OK,
+ * DW_DLV_NO_ENTRY, DW_DLV_ERROR), but only once it is known that libdwarf
+ * can find it without looping; DW_DLV_ERROR when that cannot be shown.
+ * Every walk over siblings steps with this, never with libdwarf directly. */
+int dw_die_next(dctx *c, Dwarf_Die d, Dwarf_Die *next);
 Dwarf_Half dw_die_tag(dctx *c, Dwarf_Die d);
 const char *dw_die_name(dctx *c, Dwarf_Die d);
 bool dw_die_has(dctx *c, Dwarf_Die d, Dwarf_Half at);

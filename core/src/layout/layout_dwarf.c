@@ -85,8 +85,7 @@ static bool scan_cu(dctx *c, Dwarf_Die cu, long *budget)
             if (ti >= 0) consider(c, d, ti);
         }
         Dwarf_Die next = NULL;
-        rc = dwarf_siblingof_b(c->dbg, d, 1, &next, &e);
-        dw_drop_err(c, &e);
+        rc = dw_die_next(c, d, &next);
         dwarf_dealloc_die(d);
         d = next;
     }
@@ -167,6 +166,7 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
     *c = zero;
     c->out = out;
     c->addr_size = 8;
+    c->skip_checks = MAX_SKIP_CHECKS;
     for (int id = 0; id < RBP_L_COUNT; id++) {
         const char *t = rbp_field_type((rbp_field_id)id);
         int ti = 0;

@@ -392,23 +392,30 @@ static void test_real_rubies(void)
     }
 }
 
-/* fuzz_dwarf's find of 2026-11-25 (data/dwarf-sibling-cycle.elf, 8.9 KB):
- * a DW_AT_sibling pointing back made the top-level walk a cycle, which ran
- * for 2 minutes under ASan (16 s without) until the DIE budget was spent.
- * It must now end at once, whatever it concludes: it takes about 10 ms of
+/* fuzz_dwarf's finds of 2026-11-25, each a file that hung the extractor:
+ * - data/dwarf-sibling-cycle.elf: a top-level DW_AT_sibling pointing back
+ *   made the top-level walk a cycle (2 minutes under ASan, 16 s without,
+ *   until the DIE budget was spent);
+ * - data/dwarf-nested-sibling-loop.elf: a DW_AT_sibling pointing at its own
+ *   DIE, three levels down, looped forever inside one dwarf_siblingof_b
+ *   call, where libdwarf skips a struct's children to find the next one.
+ * Each must now end at once, whatever it concludes: it takes about 10 ms of
  * CPU, and a CPU-time alarm of 3 s (SIGPROF, which kills the test: a load
- * on the machine does not count) fails the cycle, not a slow machine. */
+ * on the machine does not count) fails the loop, not a slow machine. */
 static void test_sibling_cycle(void)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/unit/layout/data/dwarf-sibling-cycle.elf", RBP_SOURCE_DIR);
-    rbp_layout l;
-    char err[256] = "";
-    struct itimerval limit = {.it_value = {.tv_sec = 3}}, off = {{0, 0}, {0, 0}};
-    setitimer(ITIMER_PROF, &limit, NULL);
-    int rc = rbp_dwarf_layout(path, &l, err, sizeof err);
-    setitimer(ITIMER_PROF, &off, NULL);
-    CU_ASSERT(rc == 0 || err[0] != '\0');   /* a refusal says why */
+    static const char *const files[] = {"dwarf-sibling-cycle.elf", "dwarf-nested-sibling-loop.elf"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tests/unit/layout/data/%s", RBP_SOURCE_DIR, files[i]);
+        rbp_layout l;
+        char err[256] = "";
+        struct itimerval limit = {.it_value = {.tv_sec = 3}}, off = {{0, 0}, {0, 0}};
+        setitimer(ITIMER_PROF, &limit, NULL);
+        int rc = rbp_dwarf_layout(path, &l, err, sizeof err);
+        setitimer(ITIMER_PROF, &off, NULL);
+        CU_ASSERT(rc == 0 || err[0] != '\0');   /* a refusal says why */
+    }
 }
 
 static const rbp_cu_test tests[] = {
@@ -421,7 +428,7 @@ static const rbp_cu_test tests[] = {
     {"missing file", test_missing_file},
     {"declarations only", test_declarations_only},
     {"garbage files", test_garbage_files},
-    {"a DIE sibling chain that points back", test_sibling_cycle},
+    {"DIE sibling chains that point back", test_sibling_cycle},
     {"real Ruby builds match the committed DWARF tables", test_real_rubies},
     {NULL, NULL},
 };
