@@ -120,14 +120,13 @@ static bool member_info(dctx *c, Dwarf_Die m, long base_bits, member_hit *hit)
 }
 
 /* Searches the struct/union at agg_off for a member called name, descending
- * through unnamed struct/union members. base_bits is where that aggregate
- * starts in the outermost one. */
-/* Searches agg's members for name, and the members of its anonymous
- * struct/union members, MAX_ANON_DEPTH deep. *budget bounds the members
- * looked at over the whole search: each level's walk alone is bounded, but
- * a hostile file whose anonymous members all name the same struct would
- * make the levels multiply (MAX_CHILDREN to the 8th). As in scan_cu
- * (layout_dwarf.c), a sibling must lie past the DIE before it. */
+ * through unnamed struct/union members, MAX_ANON_DEPTH deep. base_bits is
+ * where that aggregate starts in the outermost one. *budget (MAX_CHILDREN
+ * from the caller) bounds the members looked at over the whole search, not
+ * per level: a hostile file whose anonymous members all name the same
+ * struct would otherwise make the levels multiply (MAX_CHILDREN to the
+ * 8th). As in scan_cu (layout_dwarf.c), a sibling must lie past the DIE
+ * before it. */
 static bool find_member(dctx *c, Dwarf_Off agg_off, const char *name, long base_bits, int depth,
                         member_hit *hit, long *budget)
 {
@@ -141,7 +140,7 @@ static bool find_member(dctx *c, Dwarf_Off agg_off, const char *name, long base_
     dwarf_dealloc_die(agg);
     bool found = false;
     Dwarf_Off last = 0;
-    for (int i = 0; rc == DW_DLV_OK && i < MAX_CHILDREN && !found && --*budget > 0 && dw_die_after(c, ch, &last); i++) {
+    while (rc == DW_DLV_OK && !found && --*budget > 0 && dw_die_after(c, ch, &last)) {
         if (dw_die_tag(c, ch) == DW_TAG_member) {
             const char *mname = dw_die_name(c, ch);
             if (mname && strcmp(mname, name) == 0) {
