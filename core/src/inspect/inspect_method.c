@@ -37,7 +37,7 @@
 enum { M_ISEQ, M_CFUNC, M_ATTRSET, M_IVAR, M_BMETHOD, M_ZSUPER, M_ALIAS, M_UNDEF, M_NOTIMPLEMENTED,
        M_OPTIMIZED, M_MISSING, M_REFINED };
 enum { P_REQ, P_OPT, P_REST, P_KEYREQ, P_KEY, P_KEYREST, P_BLOCK, P_NOKEY };
-enum { MAX_PARAMS = 256, MAX_ALIAS = 16, MAX_LOCALS = 1 << 16, MAX_SUPER_HOPS = 64, MAX_METHOD_NEST = 8 };
+enum { MAX_PARAMS = 256, MAX_ALIAS = 16, MAX_LOCALS = 1 << 16, MAX_METHOD_NEST = 8 };
 enum { LINE_27, LINE_31, LINE_33, LINE_34, LINE_OTHER };
 
 typedef struct param {
@@ -329,14 +329,12 @@ static bool receiver(rbp_insp *in, int line, uint64_t recv, uint64_t klass, uint
             uint64_t v = rbp_class_attached(in->h, &c);
             int t = v ? rbp_obj_type(in->s, v) : -1;
             if (!v) return rbp_insp_why(in, "the object its singleton class is attached to cannot be read");
-            if (t != RBP_T_CLASS && t != RBP_T_MODULE) {
-                int hops = 0;
-                do {
-                    if (++hops > MAX_SUPER_HOPS || !rbp_obj_at(in->h, mklass, buf, sizeof buf, &c) ||
-                        !(mklass = rbp_class_super(in->h, &c)))
-                        return rbp_insp_why(in, "the superclass chain of its class cannot be followed");
-                } while (rbp_obj_type(in->s, mklass) == RBP_T_ICLASS);
-            }
+            /* method_inspect steps to the superclass, then past iclasses;
+             * above a non-class object's singleton there is no other
+             * singleton, so that is rbp_class_real (cached, and on the
+             * command's chain budget) */
+            if (t != RBP_T_CLASS && t != RBP_T_MODULE && !(mklass = rbp_class_real(in->h, mklass)))
+                return rbp_insp_why(in, "the superclass chain of its class cannot be followed");
         }
     }
     value_then_other(in, mklass, defined_class);
@@ -427,17 +425,15 @@ bool rbp_insp_method(rbp_insp *in, const rbp_obj *o)
     int line = release_line(in);
     if (line == LINE_OTHER)
         return rbp_insp_why(in, "method_inspect of Ruby %d.%d was not read for rbpeek", in->s->ver_major, in->s->ver_minor);
+    /* a receiver is printed by the dispatcher, which may come back here
+     * for a Method that is (garbage can make it) its own receiver's */
+    if (in->method_nest >= MAX_METHOD_NEST)
+        return rbp_insp_why(in, "its receiver nests Methods more than %d deep", MAX_METHOD_NEST);
     /* MAX_PARAMS entries: kept off the printer's recursion stack */
     mctx *mc = calloc(1, sizeof *mc);
     if (!mc) return rbp_insp_why(in, "out of memory");
     mc->in = in;
     mc->line = line;
-    /* a receiver is printed by the dispatcher, which may come back here
-     * for a Method that is (garbage can make it) its own receiver's */
-    if (in->method_nest >= MAX_METHOD_NEST) {
-        free(mc);
-        return rbp_insp_why(in, "its receiver nests Methods more than %d deep", MAX_METHOD_NEST);
-    }
     /* printed aside, so that a refusal half way leaves nothing behind */
     rbp_strbuf *saved = in->out, tmp;
     rbp_sb_init(&tmp);
