@@ -96,7 +96,7 @@ bool rbp_class_ivar(rbp_heap *h, const rbp_obj *o, const char *name, uint64_t *c
     return f.found;
 }
 
-static uint64_t attached_object(rbp_heap *h, const rbp_obj *o)
+uint64_t rbp_class_attached(rbp_heap *h, const rbp_obj *o)
 {
     uint64_t ext, v = 0;
     if (rbp_has(L(h), RBP_L_classext_attached_object)) {
@@ -105,11 +105,6 @@ static uint64_t attached_object(rbp_heap *h, const rbp_obj *o)
     }
     rbp_class_ivar(h, o, "__attached__", &h->id_attached, &v);
     return v;
-}
-
-uint64_t rbp_class_attached(rbp_heap *h, const rbp_obj *o)
-{
-    return attached_object(h, o);
 }
 
 uint64_t rbp_class_real(rbp_heap *h, uint64_t klass)
@@ -199,7 +194,7 @@ const char *rbp_heap_class_name(rbp_heap *h, uint64_t klass)
         name = strdup(path);
     } else if (ok && o.type == RBP_T_CLASS && (o.flags & h->c.fl_singleton)) {
         /* "#<Class:Foo>" for a metaclass, "#<Class:#<Foo:0x...>>" otherwise */
-        uint64_t att = attached_object(h, &o);
+        uint64_t att = rbp_class_attached(h, &o);
         int at = att ? rbp_obj_type(h->s, att) : -1;
         const char *inner = NULL;
         char tmp[64];
@@ -260,12 +255,12 @@ bool rbp_obj_internal(rbp_heap *h, const rbp_obj *o)
         if (o->flags & h->c.fl_singleton) {
             /* rb_singleton_class_internal_p: a metaclass that has no
              * metaclass of its own */
-            uint64_t att = attached_object(h, o);
+            uint64_t att = rbp_class_attached(h, o);
             if (!att || rbp_obj_type(h->s, att) != RBP_T_CLASS) return false;
             uint8_t buf[64];
             rbp_obj meta;
             if (rbp_obj_at(h, o->klass, buf, sizeof buf, &meta) && meta.type == RBP_T_CLASS &&
-                (meta.flags & h->c.fl_singleton) && attached_object(h, &meta) == o->addr)
+                (meta.flags & h->c.fl_singleton) && rbp_class_attached(h, &meta) == o->addr)
                 return false;
             return true;
         }
