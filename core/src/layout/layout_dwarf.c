@@ -93,6 +93,26 @@ static bool scan_cu(dctx *c, Dwarf_Die cu, long *budget)
     return true;
 }
 
+/* Whether a CU can define CRuby's types: those are in its C sources only.
+ * Since 3.2 a libruby built with YJIT also holds Rust CUs, most of its
+ * DIEs (LLVM writes no DW_AT_sibling, so stepping over each of their
+ * subprograms and namespaces means reading it all); a CU that names another
+ * language is not read. One that names none is. */
+static bool cu_in_c(dctx *c, Dwarf_Die cu)
+{
+    long long lang;
+    if (!dw_attr_int(c, cu, DW_AT_language, &lang)) return true;
+    switch (lang) {
+    case DW_LANG_C89: case DW_LANG_C: case DW_LANG_C99: case DW_LANG_C11:
+    case 0x2c: /* DW_LANG_C17, newer than this libdwarf's dwarf.h */
+    case DW_LANG_C_plus_plus: case DW_LANG_C_plus_plus_03: case DW_LANG_C_plus_plus_11:
+    case DW_LANG_C_plus_plus_14:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* The "ruby_version" string constant exported by every libruby (version.c),
  * read from the file's own bytes via the symbol table. Best effort. */
 static void read_ruby_version(const char *path, char *out, size_t outlen)
@@ -210,7 +230,7 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
             dw_drop_err(c, &e);
             continue;
         }
-        bool go_on = scan_cu(c, cu, &budget);
+        bool go_on = !cu_in_c(c, cu) || scan_cu(c, cu, &budget);
         dwarf_dealloc_die(cu);
         if (!go_on) break;
     }
