@@ -13,7 +13,8 @@ nanoseconds. In one debugger session: `ruby sample` and `ruby sample
 --nonblocking`, both --per-thread, then `ruby bt -a --json` with every
 thread stopped. Every parked thread's samples must equal its stack in the
 reference, frame for frame; every sample of the main thread must be
-serve > compute_calls with 0 to 8 dig frames on top. The default must drop
+serve > compute_calls with 0 to 8 dig frames on top, or (rarely: it lasts
+nanoseconds) serve > loop between two iterations. The default must drop
 nothing; --nonblocking must drop some of the main thread's stacks (else the
 check was not tested) and at most its share of them. The target must be
 left running.
@@ -77,8 +78,18 @@ def test(ruby_spec, debugger, workdir):
                 raise Failure("%s: the main thread is in %d of %d samples, and %d stacks were dropped"
                               % (what, sum(main.values()), SAMPLES, torn))
             depths = {}
+            between = 0
             for stack, count in main.items():
                 labels = [re.sub(r"^[A-Z][\w:]*[#.]", "", f.split(" (")[0]) for f in stack]   # 3.4: "Object#dig"
+                # Between two of loop's iterations (compute_calls returned, the
+                # next not yet called) the stack ends at loop or at its block:
+                # a real state, but one that lasts a few hundred nanoseconds
+                # in every compute_calls of milliseconds, so it must be rare.
+                rest = labels[labels.index("serve") + 1:] if "serve" in labels else None
+                if rest and rest[0] == "loop" and (len(rest) == 1 or (len(rest) == 2 and re.fullmatch(
+                        r"block in (\w+#)?serve", rest[1]))):   # 3.4: "block in Object#serve"
+                    between += count
+                    continue
                 ok = ("serve" in labels and "compute_calls" in labels and
                       labels.index("serve") < labels.index("compute_calls") and
                       len(labels) - labels.index("compute_calls") - 1 <= 8 and
@@ -88,8 +99,12 @@ def test(ruby_spec, debugger, workdir):
                                   "--calls never runs" % (what, count, ";".join(stack)))
                 depth = len(labels) - labels.index("compute_calls") - 1
                 depths[depth] = depths.get(depth, 0) + count
-            harness.log("%s %s %s: %d stacks dropped as torn; the main thread's dig depth in the rest: %s; "
-                        "parked threads exact" % (ruby_spec, debugger, what, torn, dict(sorted(depths.items()))))
+            if between > SAMPLES // 20:
+                raise Failure("%s: the main thread was between two of loop's iterations in %d of %d samples, a "
+                              "state of nanoseconds: stacks cut short?" % (what, between, SAMPLES))
+            harness.log("%s %s %s: %d stacks dropped as torn; the main thread's dig depth in the rest: %s, "
+                        "between iterations %d; parked threads exact"
+                        % (ruby_spec, debugger, what, torn, dict(sorted(depths.items())), between))
     finally:
         os.sched_setaffinity(0, cpus)
         target.close()

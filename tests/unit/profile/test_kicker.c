@@ -85,7 +85,10 @@ static void test_fires_at_deadline(void)
         rbpeek_kicker_arm(k, deadline);
         uint64_t got = next_report(rd, 2000);
         CU_ASSERT(got >= deadline);
-        CU_ASSERT(got < deadline + 50 * MS);   /* generous: a loaded CI machine */
+        /* Late only by scheduling: a loaded machine (a fuzz run at nice 19 on
+         * both CPUs) once made it 50 ms. A kicker that used the wrong clock or
+         * fired only on the next deadline would be seconds late. */
+        CU_ASSERT(got < deadline + 250 * MS);
         uint64_t fired = 0;
         CU_ASSERT_EQUAL(rbpeek_kicker_disarm(k, &fired), 1);
         CU_ASSERT(fired >= deadline && fired <= got);
