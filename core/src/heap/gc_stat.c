@@ -16,6 +16,7 @@
 #include "base/strbuf.h"
 #include "context/context.h"
 #include "vm/robject.h"
+#include "vm/threads.h"
 #include "vm/validate.h"
 
 enum { MAX_POOLS = 16 };
@@ -232,6 +233,13 @@ static rbpeek_status read_stat(rbpeek_session *s, gc_stat *g)
         return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read heap_pages.allocated_pages of the objspace at 0x%llx",
                         (unsigned long long)os);
     }
+    /* 4.0: what each Ractor allocated since the last GC is still counted
+     * in its newobj cache (GC.stat adds the calling Ractor's first). */
+    uint64_t cached[MAX_POOLS] = {0};
+    if (!rbp_ractor_cache_counts(s, cached, g->npools))
+        return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the Ractors' newobj caches, where 4.0 counts the "
+                                            "objects allocated since the last GC");
+    for (size_t i = 0; i < g->npools; i++) g->pools[i].allocated += cached[i];
     for (size_t i = 0; i < g->npools; i++) {
         const gc_pool *p = &g->pools[i];
         g->available += p->eden_slots + p->tomb_slots;

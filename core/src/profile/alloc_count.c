@@ -7,8 +7,9 @@
  *
  * Where they are: before 3.2, one rb_objspace.total_allocated_objects; in
  * 3.2 and 3.3, one per size pool (rb_objspace.size_pools[i]); from 3.4, one
- * per heap (rb_objspace.heaps[i]). Each is incremented once per allocation
- * by the allocating thread (gc.c newobj_init / newobj_alloc), so a read of
+ * per heap (rb_objspace.heaps[i]), to which 4.0 adds what each Ractor's
+ * newobj cache has counted since the last GC. Each is incremented once per
+ * allocation by the allocating thread (gc.c newobj_init / newobj_alloc), so a read of
  * the running target sees a value that was true a moment ago. rb_objspace
  * is gc.c's private struct: its members come from our DWARF builds, and a
  * value that cannot be a counter (too small for a booted Ruby, or going
@@ -20,6 +21,7 @@
 #include "context/context.h"
 #include "memory/mem.h"
 #include "vm/robject.h"
+#include "vm/threads.h"
 #include "vm/validate.h"
 
 /* A booted Ruby has allocated more objects than this before running any
@@ -85,6 +87,16 @@ rbpeek_status rbpeek_alloc_counts_read(rbpeek_session *s, rbpeek_alloc_counts *o
             out->total += out->per_heap[i];
         }
         out->nheaps = (uint32_t)n;
+        /* 4.0: what each Ractor allocated since the last GC is still
+         * counted in its newobj cache, not yet in its heap's counter. */
+        uint64_t cached[RBPEEK_ALLOC_MAX_HEAPS] = {0};
+        if (!rbp_ractor_cache_counts(s, cached, (size_t)n))
+            return rbp_fail(s, RBPEEK_ERR_READ, "allocs: cannot read the Ractors' newobj caches, where 4.0 counts "
+                                                "the objects allocated since the last GC");
+        for (uint64_t i = 0; i < n; i++) {
+            out->per_heap[i] += cached[i];
+            out->total += cached[i];
+        }
     }
     if (out->total < MIN_BOOT_ALLOCATIONS) {
         char why[160];

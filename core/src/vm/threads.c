@@ -20,6 +20,9 @@
 #include "vm/robject.h"
 
 #define MAX_RACTORS 10000
+/* A newobj cache's count is reset at every GC; no Ruby allocates 2^40
+ * objects between two. */
+#define MAX_CACHE_COUNT (UINT64_C(1) << 40)
 
 typedef struct list_walk {
     uint64_t head, cur;
@@ -206,4 +209,33 @@ bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t 
         holder_ids(s, owner, &out[(*n)++]);
     }
     return !warning && *n > 0;
+}
+
+bool rbp_ractor_cache_counts(rbpeek_session *s, uint64_t *per_heap, size_t nheaps)
+{
+    const rbp_layout *L = &s->layout;
+    if (!rbp_has(L, RBP_L_newobj_heap_cache_allocated)) return true;
+    if (!rbp_has(L, RBP_L_vm_ractor_set) || !rbp_has(L, RBP_L_ractor_newobj_cache) ||
+        !rbp_has(L, RBP_L_newobj_cache_heap_caches) || L->f[RBP_L_newobj_heap_cache_size].size <= 0)
+        return false;
+    uint64_t stride = (uint64_t)L->f[RBP_L_newobj_heap_cache_size].size;
+    int32_t all = L->f[RBP_L_newobj_cache_heap_caches].size;
+    size_t n = all > 0 ? (size_t)((uint64_t)all / stride) : 0;
+    if (n < nheaps) nheaps = n;
+    const char *warning = NULL;
+    list_walk rw = list_start(s->vm + (uint64_t)rbp_off(L, RBP_L_vm_ractor_set), rbp_off(L, RBP_L_ractor_vmlr_node), MAX_RACTORS);
+    uint64_t r;
+    while ((r = list_next(s, &rw, &warning)) != 0) {
+        uint64_t cache = 0;
+        if (!rbp_read_field(s, r, RBP_L_ractor_newobj_cache, &cache)) return false;
+        if (!cache) continue; /* a Ractor that has not allocated yet */
+        uint64_t caches = cache + (uint64_t)rbp_off(L, RBP_L_newobj_cache_heap_caches);
+        for (size_t i = 0; i < nheaps; i++) {
+            uint64_t c = 0;
+            if (!rbp_read_field(s, caches + i * stride, RBP_L_newobj_heap_cache_allocated, &c) || c > MAX_CACHE_COUNT)
+                return false;
+            per_heap[i] += c;
+        }
+    }
+    return !warning;
 }

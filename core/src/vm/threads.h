@@ -51,4 +51,12 @@ typedef struct rbp_gvl_holder {
  * max ractors: the caller cannot know who may run Ruby code. */
 bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t *n);
 
+/* Allocations not yet in the heaps' counters: from 4.0 each Ractor counts
+ * what it allocates in its newobj cache, one count per heap, and adds them
+ * to the heap's total_allocated_objects at the next GC. Adds every Ractor's
+ * counts to per_heap[0..nheaps) and returns true; true and nothing added
+ * where the Ruby has no such counts (before 4.0); false when a Ractor or its
+ * cache cannot be read, or a count is no count (the totals would be short). */
+bool rbp_ractor_cache_counts(rbpeek_session *s, uint64_t *per_heap, size_t nheaps);
+
 #endif
