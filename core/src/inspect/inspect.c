@@ -55,7 +55,7 @@ static bool immediate(rbp_insp *in, uint64_t v)
     } else if (v == in->qfalse) {
         puts_(in, "false");
     } else if (v == in->h->c.qundef) {
-        puts_(in, "#<rbpeek: Qundef (no value)>");
+        rbp_insp_unreadable(in, "#<rbpeek: Qundef (no value)>");
     } else {
         return false;
     }
@@ -103,7 +103,7 @@ static void values_list(rbp_insp *in, const rbp_obj *o, uint64_t ptr, uint64_t l
             if (at >= o->addr && at + k * 8 <= o->addr + o->slot_size) {
                 memcpy(chunk, o->slot + (at - o->addr), k * 8);
             } else if (!rbp_mem_read(in->s->mem, at, chunk, k * 8)) {
-                puts_(in, i ? ", #<rbpeek: unreadable elements>" : "#<rbpeek: unreadable elements>");
+                rbp_insp_unreadable(in, i ? ", #<rbpeek: unreadable elements>" : "#<rbpeek: unreadable elements>");
                 return;
             }
         }
@@ -116,7 +116,7 @@ static void array(rbp_insp *in, const rbp_obj *o)
 {
     uint64_t ptr, len;
     if (!rbp_array_values(in->h, o, &ptr, &len)) {
-        puts_(in, "#<rbpeek: Array with an unreadable body>");
+        rbp_insp_unreadable(in, "#<rbpeek: Array with an unreadable body>");
         return;
     }
     if (len == 0) {
@@ -174,7 +174,7 @@ static void hash(rbp_insp *in, const rbp_obj *o)
 {
     uint64_t n = 0;
     if (!rbp_hash_count(in->h, o, &n)) {
-        puts_(in, "#<rbpeek: Hash with an unreadable table>");
+        rbp_insp_unreadable(in, "#<rbpeek: Hash with an unreadable table>");
         return;
     }
     if (n == 0) {
@@ -188,7 +188,7 @@ static void hash(rbp_insp *in, const rbp_obj *o)
     if (!enter(in, o->addr, "{" RBP_ELLIPSIS "}")) return;
     puts_(in, "{");
     pairs p = {in, 0, false};
-    if (!rbp_hash_each(in->h, o, pair_cb, &p)) puts_(in, p.i ? ", #<rbpeek: unreadable entries>" : "#<rbpeek: unreadable entries>");
+    if (!rbp_hash_each(in->h, o, pair_cb, &p)) rbp_insp_unreadable(in, p.i ? ", #<rbpeek: unreadable entries>" : "#<rbpeek: unreadable entries>");
     puts_(in, "}");
     in->depth--;
 }
@@ -197,7 +197,7 @@ static void range(rbp_insp *in, const rbp_obj *o, uint64_t ptr, uint64_t len)
 {
     uint64_t v[3];
     if (len != 3 || !rbp_mem_read(in->s->mem, ptr, v, sizeof v)) {
-        puts_(in, "#<rbpeek: Range with an unreadable body>");
+        rbp_insp_unreadable(in, "#<rbpeek: Range with an unreadable body>");
         return;
     }
     uint64_t nil = in->h->c.qnil;
@@ -212,7 +212,7 @@ static void structure(rbp_insp *in, const rbp_obj *o)
 {
     uint64_t ptr, len;
     if (!rbp_struct_values(in->h, o, &ptr, &len)) {
-        puts_(in, "#<rbpeek: Struct with an unreadable body>");
+        rbp_insp_unreadable(in, "#<rbpeek: Struct with an unreadable body>");
         return;
     }
     uint64_t real = rbp_class_real(in->h, o->klass);
@@ -246,11 +246,14 @@ static void structure(rbp_insp *in, const rbp_obj *o)
             puts_(in, mname);
         else if (sym)
             rbp_insp_value(in, sym);
-        else
-            rbp_sb_printf(in->out, "#<rbpeek: member %" PRIu64 ">", i);
+        else {
+            char marker[48];
+            snprintf(marker, sizeof marker, "#<rbpeek: member %" PRIu64 ">", i);
+            rbp_insp_unreadable(in, marker);
+        }
         puts_(in, "=");
         if (i % 64 == 0 && !rbp_mem_read(in->s->mem, ptr + i * 8, vals, (len - i < 64 ? len - i : 64) * 8)) {
-            puts_(in, "#<rbpeek: unreadable>");
+            rbp_insp_unreadable(in, "#<rbpeek: unreadable>");
             break;
         }
         rbp_insp_value(in, vals[i % 64]);
@@ -349,7 +352,7 @@ static void numeric_pair(rbp_insp *in, const rbp_obj *o)
     bool rat = o->type == RBP_T_RATIONAL;
     if (!rbp_read_field(in->s, o->addr, rat ? RBP_L_rrational_num : RBP_L_rcomplex_real, &a) ||
         !rbp_read_field(in->s, o->addr, rat ? RBP_L_rrational_den : RBP_L_rcomplex_imag, &b)) {
-        puts_(in, "#<rbpeek: unreadable number>");
+        rbp_insp_unreadable(in, "#<rbpeek: unreadable number>");
         return;
     }
     puts_(in, "(");
@@ -391,7 +394,9 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
     rbp_obj o;
     char why[240];
     if (rbp_insp_check(in->h, v, buf, sizeof buf, &o, why, sizeof why)) {
-        rbp_sb_printf(in->out, "#<rbpeek: %s>", why);
+        char marker[sizeof why + 16];
+        snprintf(marker, sizeof marker, "#<rbpeek: %s>", why);
+        rbp_insp_unreadable(in, marker);
         return;
     }
     switch (o.type) {
@@ -401,7 +406,7 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
         rbp_enc_kind enc;
         unsigned char *p = rbp_insp_read_str(in, &o, in->max_len, &len, &cut, &enc);
         if (!p) {
-            puts_(in, "#<rbpeek: String with unreadable bytes>");
+            rbp_insp_unreadable(in, "#<rbpeek: String with unreadable bytes>");
             return;
         }
         rbp_insp_str_bytes(in, p, len, enc, cut);
@@ -415,11 +420,11 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
     case RBP_T_FLOAT: {
         double d;
         if (rbp_float_value(in->h, &o, &d)) rbp_insp_float(in->out, d);
-        else puts_(in, "#<rbpeek: unreadable Float>");
+        else rbp_insp_unreadable(in, "#<rbpeek: unreadable Float>");
         return;
     }
     case RBP_T_BIGNUM:
-        if (!rbp_insp_bignum(in, &o)) puts_(in, "#<rbpeek: unreadable Bignum>");
+        if (!rbp_insp_bignum(in, &o)) rbp_insp_unreadable(in, "#<rbpeek: unreadable Bignum>");
         return;
     case RBP_T_RATIONAL: case RBP_T_COMPLEX: numeric_pair(in, &o); return;
     case RBP_T_ARRAY: array(in, &o); return;
@@ -445,7 +450,11 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
         if (in->depth == 0) rbp_insp_why(in, "its class's own #inspect is not decoded");
         break;
     }
-    /* rb_any_to_s: what Kernel#to_s gives; the type's own #inspect is not decoded */
-    rbp_sb_printf(in->out, "#<%s:0x%016" PRIx64 ">", rbp_insp_class_name(in, o.klass), v);
-    if (in->depth == 0) in->inexact = true;
+    /* rb_any_to_s: what Kernel#to_s gives, and what Kernel#inspect gives an
+     * object of such a type unless its class defines #inspect, which rbpeek
+     * cannot tell; so the value is flagged, whether this is it or a part. */
+    const char *cls = rbp_insp_class_name(in, o.klass);
+    rbp_sb_printf(in->out, "#<%s:0x%016" PRIx64 ">", cls, v);
+    in->inexact = true;
+    if (!in->why[0]) snprintf(in->why, sizeof in->why, "it holds a %s, whose own #inspect is not decoded", cls);
 }

@@ -20,7 +20,7 @@ typedef struct rbp_inspect_limits {
 
 typedef struct rbp_inspect_result {
     bool cut;               /* something was elided by the limits */
-    bool inexact;           /* the value's type has an #inspect rbpeek does not decode */
+    bool inexact;           /* not byte for byte what Ruby prints: a type (the value or a part) whose #inspect is not decoded, or a part unreadable */
     char why[200];          /* when inexact: why (its type is not decoded, or what was unreadable) */
 } rbp_inspect_result;
 

@@ -95,6 +95,14 @@ bool rbp_insp_why(rbp_insp *in, const char *fmt, ...)
     return false;
 }
 
+void rbp_insp_unreadable(rbp_insp *in, const char *marker)
+{
+    rbp_sb_puts(in->out, marker);
+    in->inexact = true;
+    if (!in->why[0])
+        snprintf(in->why, sizeof in->why, "a part of it could not be read (%s)", marker + (marker[0] == ',' ? 2 : 0));
+}
+
 rbp_enc_kind rbp_insp_enc_kind(rbp_insp *in, int idx)
 {
     const char *name = rbp_encoding_name(in->h, idx);
@@ -140,8 +148,11 @@ void rbp_insp_symbol(rbp_insp *in, uint64_t v)
         const char *name = rbp_id_name(in->s, v >> 8);
         if (name)
             rbp_insp_sym_name(in, (const unsigned char *)name, strlen(name), RBP_ENC_UTF8);
-        else
-            rbp_sb_printf(in->out, "#<rbpeek: Symbol of unknown ID %" PRIu64 ">", v >> 8);
+        else {
+            char marker[64];
+            snprintf(marker, sizeof marker, "#<rbpeek: Symbol of unknown ID %" PRIu64 ">", v >> 8);
+            rbp_insp_unreadable(in, marker);
+        }
         return;
     }
     uint64_t fstr = 0; /* dynamic: an RSymbol whose fstr is its name */
@@ -149,7 +160,7 @@ void rbp_insp_symbol(rbp_insp *in, uint64_t v)
     rbp_enc_kind enc;
     unsigned char *p = rbp_read_field(in->s, v, RBP_L_rsymbol_fstr, &fstr) ? rbp_insp_string_value(in, fstr, &len, &enc) : NULL;
     if (!p) {
-        rbp_sb_puts(in->out, "#<rbpeek: Symbol with an unreadable name>");
+        rbp_insp_unreadable(in, "#<rbpeek: Symbol with an unreadable name>");
         return;
     }
     rbp_insp_sym_name(in, p, len, enc);

@@ -38,11 +38,11 @@ typedef struct rbp_insp {
     uint64_t path[RBP_INSP_MAX_NEST];   /* objects being printed, outermost first */
     uint64_t budget;
     bool cut;               /* something was elided */
-    bool inexact;           /* the top value's type has an #inspect rbpeek does not decode */
+    bool inexact;           /* not what Ruby prints: a type (top or nested) whose #inspect is not decoded, or a part unreadable */
     bool newer_0x85;        /* 3.2+: U+0085 is escaped (Ruby bug #16842) */
     bool hash_34;           /* 3.4+: {key: 1, "k" => 2} */
     uint64_t qtrue, qfalse; /* special constants of this version */
-    char why[200];          /* why the top value is inexact, when a decoder gave up on it */
+    char why[200];          /* the first reason it is inexact */
     uint64_t top_self;      /* main (rb_vm_t.top_self), or 0 when unknown */
     int method_nest;        /* Methods being printed inside Methods' receivers (garbage can make a loop) */
     /* Prints a value inside the one being printed (rbp_insp_value, set by
@@ -81,12 +81,16 @@ bool rbp_insp_bignum(rbp_insp *in, const rbp_obj *o);
  * this permanent path. */
 const char *rbp_insp_class_name(rbp_insp *in, uint64_t klass);
 bool rbp_insp_inherits(rbp_insp *in, uint64_t klass, const char *path);
-/* Records (for the top value) why its own #inspect could not be decoded;
- * returns false, so a decoder can `return rbp_insp_why(...)`. */
 rbp_enc_kind rbp_insp_enc_kind(rbp_insp *in, int encindex);
 /* A String VALUE's bytes (malloc'd) when it is a live String; NULL otherwise. */
 unsigned char *rbp_insp_string_value(rbp_insp *in, uint64_t v, size_t *len, rbp_enc_kind *enc);
+/* Records (for the top value) why its own #inspect could not be decoded;
+ * returns false, so a decoder can `return rbp_insp_why(...)`. */
 bool rbp_insp_why(rbp_insp *in, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints rbpeek's own marker (#<rbpeek: ...>) for a part it could not
+ * read, which Ruby never prints: the value, top or nested, is flagged
+ * inexact, with the first such marker as the reason. */
+void rbp_insp_unreadable(rbp_insp *in, const char *marker);
 
 /* Decoders of types whose #inspect needs the VM's private structs: true
  * when the value was printed exactly; false (nothing printed, the reason

@@ -163,6 +163,19 @@ static void expect_error(heap_fixture *f, uint64_t v, const char *what)
     if (!strstr(rbpeek_session_error(f->s), what)) fprintf(stderr, "p 0x%llx: %s\n", (unsigned long long)v, rbpeek_session_error(f->s));
 }
 
+/* `ruby p --raw` of v: OK, its first line starting with want, and when why
+ * is given, the value said to be inexact for that reason. */
+static void expect_inexact(heap_fixture *f, uint64_t v, const char *want, const char *why)
+{
+    char *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(p(f, v, &out), RBPEEK_OK);
+    CU_ASSERT(strncmp(out, want, strlen(want)) == 0);
+    CU_ASSERT(why ? strstr(out, why) != NULL : strstr(out, "not exact") == NULL);
+    if (strncmp(out, want, strlen(want)) || (why ? !strstr(out, why) : !!strstr(out, "not exact")))
+        fprintf(stderr, "p 0x%llx: got %s", (unsigned long long)v, out);
+    rbpeek_free(out);
+}
+
 static void test_p_synthetic(void)
 {
     heap_fixture f;
@@ -189,21 +202,17 @@ static void test_p_synthetic(void)
     }
     put64(slot_bytes(&f, 110), RBP_T_ARRAY | RBP_FL_USER(1)), put64(slot_bytes(&f, 110) + 8, f.cls);
     expect(&f, slot_addr(&f, 10), "[[[[[[[[[\xe2\x80\xa6]]]]]]]]]");
+    /* Exact or not, for the whole value: a part printed in Kernel#to_s's
+     * form (slot 6, a T_DATA, inside the Array of slot 8) or as rbpeek's
+     * own marker makes the value inexact, and says which part. */
+    put64(slot_bytes(&f, 6), RBP_T_DATA), put64(slot_bytes(&f, 6) + 8, f.cls);
+    put64(slot_bytes(&f, 8), RBP_T_ARRAY | RBP_FL_USER(1) | (UINT64_C(2) << (RBP_FL_USHIFT + 3)));
+    put64(slot_bytes(&f, 8) + 8, f.cls), put64(slot_bytes(&f, 8) + 16, 0x55), put64(slot_bytes(&f, 8) + 24, slot_addr(&f, 6));
+    expect_inexact(&f, slot_addr(&f, 2), "[1, \"hi\", [...]]", NULL);
+    expect_inexact(&f, slot_addr(&f, 8), "[42, #<", "whose own #inspect is not decoded");
+    expect_inexact(&f, slot_addr(&f, 3), "[#<rbpeek: unreadable elements>]", "could not be read (#<rbpeek: unreadable elements>)");
     rbpeek_session_free(f.s);
     image_free(&f.im);
-}
-
-/* `ruby p --raw` of v: OK, its first line starting with want, and when why
- * is given, the value said to be inexact for that reason. */
-static void expect_inexact(heap_fixture *f, uint64_t v, const char *want, const char *why)
-{
-    char *out = NULL;
-    CU_ASSERT_EQUAL_FATAL(p(f, v, &out), RBPEEK_OK);
-    CU_ASSERT(strncmp(out, want, strlen(want)) == 0);
-    CU_ASSERT(why ? strstr(out, why) != NULL : strstr(out, "not exact") == NULL);
-    if (strncmp(out, want, strlen(want)) || (why ? !strstr(out, why) : !!strstr(out, "not exact")))
-        fprintf(stderr, "p 0x%llx: got %s", (unsigned long long)v, out);
-    rbpeek_free(out);
 }
 
 enum { DATA = 0x600000 }; /* the Procs' rb_data_type_t, name and rb_proc_t structs */
