@@ -101,10 +101,13 @@ run_one() {
     mkdir -p "$corpus" "$findings"
     # The grown corpus first (new inputs are written there), then the
     # committed seeds, which are only read.
+    # Its exit status is the finding's first sign: taken with || so that
+    # set -e does not end this (sub)shell before it is written down.
+    local rc=0
     nice -n "${FUZZ_NICE:-10}" "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 \
         -max_len="${MAXLEN[$h]}" -len_control=0 -seed="${FUZZ_SEED:-0}" -print_final_stats=1 -artifact_prefix="$findings/" \
-        "$corpus" "tests/fuzz/corpus/$h" >"$findings/fuzz.log" 2>&1
-    echo $? >"$findings/exit"
+        "$corpus" "tests/fuzz/corpus/$h" >"$findings/fuzz.log" 2>&1 || rc=$?
+    echo "$rc" >"$findings/exit"
 }
 if [ -n "$PARALLEL" ]; then
     for h in "${HARNESSES[@]}"; do run_one "$h" & done
@@ -115,7 +118,7 @@ fi
 for h in "${HARNESSES[@]}"; do
     findings=$BUILD/findings/$h
     log=$findings/fuzz.log
-    rc=$(cat "$findings/exit")
+    rc=$(cat "$findings/exit" 2>/dev/null || echo "unknown")
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     execs=${execs:-0}
     total=$((total + execs))
@@ -124,7 +127,10 @@ for h in "${HARNESSES[@]}"; do
     # (a loaded machine makes them): kept, but not findings; timeout-* are.
     found=$(find "$findings" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
         -o -name 'oom-*' \) | wc -l)
-    if [ "$rc" -ne 0 ] || [ "$found" -ne 0 ]; then
+    if [ "$rc" = 72 ] && [ "$found" -eq 0 ]; then
+        # libFuzzer's status when SIGINT or SIGTERM stopped it early
+        echo "fuzz: $h: $execs executions (${rate:-?}/s), stopped early (interrupted), no findings"
+    elif [ "$rc" != 0 ] || [ "$found" -ne 0 ]; then
         failed=1
         echo "fuzz: $h: $execs executions (${rate:-?}/s), FINDING (exit $rc, $found input(s) in $findings):"
         grep -E "ERROR: |SUMMARY: |runtime error|Test unit written" "$log" | head -8 | sed 's/^/    /'
