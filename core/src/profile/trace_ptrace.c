@@ -184,6 +184,24 @@ static bool wanted_stopped(struct rbpeek_trace *t)
     return true;
 }
 
+/* Polls for the stops just asked for, for a moment, before the blocking
+ * wait. A thread on another CPU stops within 50-150 us of its
+ * PTRACE_INTERRUPT, and it is held for as long as the sampler takes to
+ * notice: blocked in waitpid, the sampler's CPU goes idle, and on a
+ * virtual machine waking an idle CPU again costs tens of microseconds more
+ * of the holder's time. Polling spends the sampler's own CPU instead. */
+static void spin_for_stops(struct rbpeek_trace *t, uint64_t until)
+{
+    while (!wanted_stopped(t) && t->end != RBPEEK_TRACE_EXITED && rbp_now_ns() < until) {
+        int status;
+        pid_t tid = waitpid(-1, &status, __WALL | __WNOTHREAD | WNOHANG);
+        if (tid > 0)
+            handle(t, tid, status, false);
+        else if (tid < 0 && errno != EINTR)
+            return;   /* ECHILD and the like: the blocking wait deals with them */
+    }
+}
+
 /* Interrupts the wanted threads still running and waits (bounded) for them. */
 static size_t stop_wanted(struct rbpeek_trace *t)
 {
@@ -193,7 +211,8 @@ static size_t stop_wanted(struct rbpeek_trace *t)
         if (pt(PTRACE_INTERRUPT, e->tid, 0) == 0) e->interrupted = true;
         else if (errno == ESRCH) e->state = TR_STOPPED;   /* gone: its exit report follows */
     }
-    uint64_t give_up = rbp_now_ns() + STOP_TIMEOUT_NS;
+    uint64_t now = rbp_now_ns(), give_up = now + STOP_TIMEOUT_NS;
+    spin_for_stops(t, now + STOP_SPIN_NS);
     tr_arm(t, give_up);
     wait_until(t, give_up, false, wanted_stopped);
     tr_arm(t, 0);

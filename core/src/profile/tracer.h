@@ -19,6 +19,7 @@
 #include "rbpeek.h"
 
 #define STOP_TIMEOUT_NS 100000000ull   /* longest wait for the threads to stop */
+#define STOP_SPIN_NS 250000ull         /* polled for, before blocking (trace_ptrace.c) */
 #define SEIZE_TRIES 30                 /* 10 ms apart, while a thread is still traced by someone else */
 #define WAKE_REPEAT_NS 1000000ull      /* the wake-up timer repeats, in case one came just before the wait */
 #define MAX_TRACEES 65536              /* threads: a bound on what garbage /proc could make us track */
