@@ -153,18 +153,23 @@ static void handle(struct rbpeek_trace *t, pid_t tid, int status, bool running)
     if (running && t->end == RBPEEK_TRACE_RUNNING) resume(t, e);
 }
 
-/* Takes reports until deadline (or until done() holds); the caller has
- * armed the timer for the deadline. */
-static void wait_until(struct rbpeek_trace *t, uint64_t deadline, bool running, bool (*done)(struct rbpeek_trace *))
+/* Takes reports until deadline (or until done() holds). Blocking in
+ * waitpid, the caller has armed the timer for the deadline; polling (poll),
+ * it spins on waitpid(WNOHANG) until then and needs no timer. */
+static void wait_until(struct rbpeek_trace *t, uint64_t deadline, bool running, bool (*done)(struct rbpeek_trace *),
+                       bool poll)
 {
+    int flags = __WALL | __WNOTHREAD | (poll ? WNOHANG : 0);
     while (t->end == RBPEEK_TRACE_RUNNING || !running) {
         if (done && done(t)) return;
         if (running && atomic_load(&t->cancel)) return;
         if (rbp_now_ns() >= deadline) return;
         int status;
-        pid_t tid = waitpid(-1, &status, __WALL | __WNOTHREAD);
+        pid_t tid = waitpid(-1, &status, flags);
         if (tid > 0) {
             handle(t, tid, status, running);
+        } else if (tid == 0) {
+            continue; /* polling, and no report yet */
         } else if (errno == ECHILD) {
             /* Nothing left to trace: the process is gone. */
             set_end(t, RBPEEK_TRACE_EXITED);
@@ -184,24 +189,6 @@ static bool wanted_stopped(struct rbpeek_trace *t)
     return true;
 }
 
-/* Polls for the stops just asked for, for a moment, before the blocking
- * wait. A thread on another CPU stops within 50-150 us of its
- * PTRACE_INTERRUPT, and it is held for as long as the sampler takes to
- * notice: blocked in waitpid, the sampler's CPU goes idle, and on a
- * virtual machine waking an idle CPU again costs tens of microseconds more
- * of the holder's time. Polling spends the sampler's own CPU instead. */
-static void spin_for_stops(struct rbpeek_trace *t, uint64_t until)
-{
-    while (!wanted_stopped(t) && t->end != RBPEEK_TRACE_EXITED && rbp_now_ns() < until) {
-        int status;
-        pid_t tid = waitpid(-1, &status, __WALL | __WNOTHREAD | WNOHANG);
-        if (tid > 0)
-            handle(t, tid, status, false);
-        else if (tid < 0 && errno != EINTR)
-            return;   /* ECHILD and the like: the blocking wait deals with them */
-    }
-}
-
 /* Interrupts the wanted threads still running and waits (bounded) for them. */
 static size_t stop_wanted(struct rbpeek_trace *t)
 {
@@ -211,10 +198,16 @@ static size_t stop_wanted(struct rbpeek_trace *t)
         if (pt(PTRACE_INTERRUPT, e->tid, 0) == 0) e->interrupted = true;
         else if (errno == ESRCH) e->state = TR_STOPPED;   /* gone: its exit report follows */
     }
+    /* Polled for a moment first. A thread on another CPU stops within
+     * 50-150 us of its PTRACE_INTERRUPT, and is held for as long as the
+     * sampler takes to notice: blocked in waitpid, the sampler's CPU goes
+     * idle, and on a virtual machine waking it again costs tens of
+     * microseconds more of the holder's time. Polling spends the sampler's
+     * own CPU instead. */
     uint64_t now = rbp_now_ns(), give_up = now + STOP_TIMEOUT_NS;
-    spin_for_stops(t, now + STOP_SPIN_NS);
+    wait_until(t, now + STOP_SPIN_NS, false, wanted_stopped, true);
     tr_arm(t, give_up);
-    wait_until(t, give_up, false, wanted_stopped);
+    wait_until(t, give_up, false, wanted_stopped, false);
     tr_arm(t, 0);
     size_t late = 0;
     for (size_t i = 0; i < t->ntr;) {
@@ -273,7 +266,7 @@ void tr_resume_all(struct rbpeek_trace *t)
 void tr_run_until(struct rbpeek_trace *t, uint64_t deadline)
 {
     tr_arm(t, deadline);
-    wait_until(t, deadline, true, NULL);
+    wait_until(t, deadline, true, NULL, false);
 }
 
 /* -- attaching and detaching ------------------------------------------------ */
