@@ -239,9 +239,9 @@ static rbpeek_status read_stat(rbpeek_session *s, gc_stat *g)
     if (!rbp_ractor_cache_counts(s, cached, g->npools))
         return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the Ractors' newobj caches, where 4.0 counts the "
                                             "objects allocated since the last GC");
-    for (size_t i = 0; i < g->npools; i++) g->pools[i].allocated += cached[i];
     for (size_t i = 0; i < g->npools; i++) {
-        const gc_pool *p = &g->pools[i];
+        gc_pool *p = &g->pools[i];
+        p->allocated += cached[i];
         g->available += p->eden_slots + p->tomb_slots;
         g->allocated += p->allocated;
         g->freed += p->freed;

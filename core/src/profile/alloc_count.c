@@ -9,11 +9,11 @@
  * 3.2 and 3.3, one per size pool (rb_objspace.size_pools[i]); from 3.4, one
  * per heap (rb_objspace.heaps[i]), to which 4.0 adds what each Ractor's
  * newobj cache has counted since the last GC. Each is incremented once per
- * allocation by the allocating thread (gc.c newobj_init / newobj_alloc), so a read of
- * the running target sees a value that was true a moment ago. rb_objspace
- * is gc.c's private struct: its members come from our DWARF builds, and a
- * value that cannot be a counter (too small for a booted Ruby, or going
- * backwards, which the caller checks) refuses the layout.
+ * allocation by the allocating thread (gc.c newobj_init / newobj_alloc), so
+ * a read of the running target sees a value that was true a moment ago.
+ * rb_objspace is gc.c's private struct: its members come from our DWARF
+ * builds, and a value that cannot be a counter (too small for a booted
+ * Ruby, or going backwards, which the caller checks) refuses the layout.
  */
 #include <stdio.h>
 #include <string.h>

@@ -63,6 +63,13 @@ static uint64_t list_next(rbpeek_session *s, list_walk *w, const char **warning)
     return w->cur;
 }
 
+/* A walk over the VM's ractors (3.0+), at most limit of them. */
+static list_walk ractor_walk(rbpeek_session *s, size_t limit)
+{
+    const rbp_layout *L = &s->layout;
+    return list_start(s->vm + (uint64_t)rbp_off(L, RBP_L_vm_ractor_set), rbp_off(L, RBP_L_ractor_vmlr_node), limit);
+}
+
 void rbp_thread_read(rbpeek_session *s, uint64_t th, rbp_thread_raw *t)
 {
     const rbp_layout *L = &s->layout;
@@ -145,8 +152,7 @@ rbpeek_status rbp_threads_collect(rbpeek_session *s, rbp_thread_raw **out, size_
 
     if (rbp_has(L, RBP_L_vm_ractor_set)) {
         rbp_read_field(s, s->vm, RBP_L_vm_ractor_main_thread, &main_th);
-        list_walk rw =
-            list_start(s->vm + (uint64_t)rbp_off(L, RBP_L_vm_ractor_set), rbp_off(L, RBP_L_ractor_vmlr_node), MAX_RACTORS);
+        list_walk rw = ractor_walk(s, MAX_RACTORS);
         uint64_t r;
         int index = 0;
         while ((r = list_next(s, &rw, warning)) != 0) {
@@ -202,7 +208,7 @@ bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t 
     else if (rbp_has(L, RBP_L_ractor_gvl_owner)) field = RBP_L_ractor_gvl_owner;         /* 3.0, 3.1 */
     else return false;
     const char *warning = NULL;
-    list_walk rw = list_start(s->vm + (uint64_t)rbp_off(L, RBP_L_vm_ractor_set), rbp_off(L, RBP_L_ractor_vmlr_node), max + 1);
+    list_walk rw = ractor_walk(s, max + 1);
     uint64_t r;
     while ((r = list_next(s, &rw, &warning)) != 0) {
         if (*n >= max || !rbp_read_field(s, r, field, &owner)) return false;
@@ -223,7 +229,7 @@ bool rbp_ractor_cache_counts(rbpeek_session *s, uint64_t *per_heap, size_t nheap
     size_t n = all > 0 ? (size_t)((uint64_t)all / stride) : 0;
     if (n < nheaps) nheaps = n;
     const char *warning = NULL;
-    list_walk rw = list_start(s->vm + (uint64_t)rbp_off(L, RBP_L_vm_ractor_set), rbp_off(L, RBP_L_ractor_vmlr_node), MAX_RACTORS);
+    list_walk rw = ractor_walk(s, MAX_RACTORS);
     uint64_t r;
     while ((r = list_next(s, &rw, &warning)) != 0) {
         uint64_t cache = 0;
