@@ -19,7 +19,11 @@
  *                ran on (/proc/PID/stat field 39) and back afterwards;
  *   same-cpu-rt  the same at SCHED_FIFO 1 during the stop, so that the
  *                move preempts the child at once instead of waiting for
- *                its slice to end (needs CAP_SYS_NICE; else reported so).
+ *                its slice to end (needs CAP_SYS_NICE; else reported so);
+ *   other-poll   from wherever the tracer runs, polling waitpid(WNOHANG)
+ *                for the stop instead of blocking in it, so that the
+ *                tracer's CPU never goes idle (what `ruby sample` does
+ *                since 2026-11-26, for up to 250 us).
  * It prints the mean and median from PTRACE_INTERRUPT to waitpid's report,
  * and the child's CPU time per wall second over the run (its own
  * utime + stime): what it kept. Needs 2 CPUs or more, and a quiet machine.
@@ -98,7 +102,7 @@ static void run(const char *name, int mode, int samples, int gap_us)
     uint64_t w0 = now_ns();
     for (int i = 0; i < samples; i++) {
         usleep((useconds_t)gap_us);
-        if (mode > 0) {
+        if (mode == 1 || mode == 2) {
             char buf[1024];
             int cpu = atoi(stat_field(child, 39, buf, sizeof buf));
             if (mode == 2) {
@@ -113,10 +117,13 @@ static void run(const char *name, int mode, int samples, int gap_us)
         uint64_t a = now_ns();
         ptrace(PTRACE_INTERRUPT, child, 0, 0);
         int status;
-        waitpid(child, &status, __WALL);
+        if (mode == 3)
+            while (waitpid(child, &status, __WALL | WNOHANG) == 0) continue;
+        else
+            waitpid(child, &status, __WALL);
         lat[i] = now_ns() - a;
         ptrace(PTRACE_CONT, child, 0, 0);
-        if (mode > 0) {
+        if (mode == 1 || mode == 2) {
             sched_setaffinity(0, sizeof all, &all);
             if (mode == 2 && rt_ok) {
                 struct sched_param normal = {.sched_priority = 0};
@@ -149,5 +156,6 @@ int main(int argc, char **argv)
     run("other-cpu", 0, samples, gap_us);
     run("same-cpu", 1, samples, gap_us);
     run("same-cpu-rt", 2, samples, gap_us);
+    run("other-poll", 3, samples, gap_us);
     return 0;
 }
