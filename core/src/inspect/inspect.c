@@ -456,5 +456,5 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
     const char *cls = rbp_insp_class_name(in, o.klass);
     rbp_sb_printf(in->out, "#<%s:0x%016" PRIx64 ">", cls, v);
     in->inexact = true;
-    if (!in->why[0]) snprintf(in->why, sizeof in->why, "it holds a %s, whose own #inspect is not decoded", cls);
+    if (!in->why[0]) snprintf(in->why, sizeof in->why, "a part of class %s has an #inspect rbpeek does not decode", cls);
 }

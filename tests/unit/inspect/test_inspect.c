@@ -209,7 +209,7 @@ static void test_p_synthetic(void)
     put64(slot_bytes(&f, 8), RBP_T_ARRAY | RBP_FL_USER(1) | (UINT64_C(2) << (RBP_FL_USHIFT + 3)));
     put64(slot_bytes(&f, 8) + 8, f.cls), put64(slot_bytes(&f, 8) + 16, 0x55), put64(slot_bytes(&f, 8) + 24, slot_addr(&f, 6));
     expect_inexact(&f, slot_addr(&f, 2), "[1, \"hi\", [...]]", NULL);
-    expect_inexact(&f, slot_addr(&f, 8), "[42, #<", "whose own #inspect is not decoded");
+    expect_inexact(&f, slot_addr(&f, 8), "[42, #<", "has an #inspect rbpeek does not decode");
     expect_inexact(&f, slot_addr(&f, 3), "[#<rbpeek: unreadable elements>]", "could not be read (#<rbpeek: unreadable elements>)");
     rbpeek_session_free(f.s);
     image_free(&f.im);
