@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -103,6 +104,7 @@ static inline bool fixture_start_in(fixture_proc *f, const char *tag, const char
     pid_t pid = fork();
     if (pid < 0) return false;
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* dies with a test a fatal assertion ended */
         dup2(fds[1], 1);
         if (core_dir) {
             struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};

@@ -271,6 +271,18 @@ void tr_run_until(struct rbpeek_trace *t, uint64_t deadline)
 
 /* -- attaching and detaching ------------------------------------------------ */
 
+/* Takes the reports already waiting, without blocking, the target meant to
+ * run. */
+static void take_waiting(struct rbpeek_trace *t)
+{
+    for (size_t i = 0; i < MAX_TRACEES; i++) {
+        int status;
+        pid_t tid = waitpid(-1, &status, __WALL | __WNOTHREAD | WNOHANG);
+        if (tid <= 0) return;
+        handle(t, tid, status, true);
+    }
+}
+
 /* Seizes every thread of the process, reading /proc/PID/task until a pass
  * finds none new (threads may start meanwhile; later ones are traced
  * through their creator's PTRACE_O_TRACECLONE). */
@@ -280,6 +292,7 @@ bool tr_seize_all(struct rbpeek_trace *t)
     snprintf(path, sizeof path, "/proc/%d/task", (int)t->pid);
     const unsigned long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
     for (int pass = 0; pass < 100; pass++) {
+        take_waiting(t);   /* threads born traced since the last pass are known, not seized again */
         DIR *d = opendir(path);
         if (!d) {
             snprintf(t->stats.message, sizeof t->stats.message, "cannot list %s: %s", path, strerror(errno));
@@ -292,17 +305,22 @@ bool tr_seize_all(struct rbpeek_trace *t)
             long tid = strtol(de->d_name, &end, 10);
             if (*end || tid <= 0 || find(t, (pid_t)tid)) continue;
             long rc;
-            int tries = 0;
-            while ((rc = pt(PTRACE_SEIZE, (pid_t)tid, opts)) != 0 && errno == EPERM && ++tries < SEIZE_TRIES) {
-                /* The debugger that just detached may still be letting go
-                 * (lldb-server detaches after it has answered). */
+            int err = 0, tries = 0;
+            while ((rc = pt(PTRACE_SEIZE, (pid_t)tid, opts)) != 0 && (err = errno) == EPERM && ++tries < SEIZE_TRIES) {
+                /* EPERM: traced already. Either by us, born of a thread
+                 * seized earlier (PTRACE_O_TRACECLONE), which its creator's
+                 * clone report tells; or by the debugger that just detached
+                 * and may still be letting go (lldb-server detaches after it
+                 * has answered). */
+                take_waiting(t);
+                if (find(t, (pid_t)tid)) break;
                 struct timespec ts = {0, 10 * 1000000L};
                 nanosleep(&ts, NULL);
             }
             if (rc != 0) {
-                if (errno == ESRCH) continue;   /* it exited meanwhile */
+                if (err == ESRCH || find(t, (pid_t)tid)) continue;   /* it exited meanwhile, or is ours */
                 snprintf(t->stats.message, sizeof t->stats.message, "cannot trace thread %ld of process %d: %s",
-                         tid, (int)t->pid, strerror(errno));
+                         tid, (int)t->pid, strerror(err));
                 closedir(d);
                 return false;
             }

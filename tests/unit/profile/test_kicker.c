@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +42,7 @@ static pid_t start_child(int *rd)
     if (pipe(p) != 0) return -1;
     pid_t pid = fork();
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* dies with a test a fatal assertion ended */
         close(p[0]);
         report_fd = p[1];
         struct sigaction sa;

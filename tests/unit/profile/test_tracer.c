@@ -7,8 +7,9 @@
  * ends after N samples and leaves the child running and untraced; threads
  * born while traced are let go with the rest; signals the debugger would
  * pass on are delivered at once; a stop signal someone sent ends sampling
- * and is left to the caller; a fault ends it with the child group-stopped
- * and the fault pending; the child's exit and a cancel end
+ * and is left to the caller; threads born of seized ones while seizing are
+ * taken as traced, not seized again; a fault ends it with the child
+ * group-stopped and the fault pending; the child's exit and a cancel end
  * it; a process that cannot be traced gives an error.
  */
 #define _GNU_SOURCE
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,7 +31,7 @@
 #include "cu_main.h"
 #include "rbpeek.h"
 
-enum { CHILD_SPAWN = 1, CHILD_FAULT = 2 };
+enum { CHILD_SPAWN = 1, CHILD_FAULT = 2, CHILD_BURST = 4 };
 
 static int g_report_fd = -1;
 
@@ -76,6 +78,21 @@ static void *spawner(void *arg)
     return NULL;
 }
 
+static void *instant(void *arg) { return arg; }
+
+/* Starts threads back to back. Six of them, seized one after another, make
+ * a pass over /proc/PID/task likely to meet both a thread born untraced (so
+ * another pass follows) and one born traced, of a burster seized before. */
+static void *burster(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, instant, NULL) == 0) pthread_join(t, NULL);
+    }
+    return NULL;
+}
+
 /* Forks the child; *rd gets the read end of its report pipe. exit_ms > 0:
  * the child exits with status 7 that long after it is ready. */
 static pid_t start_child(int flags, int exit_ms, int *rd)
@@ -84,6 +101,9 @@ static pid_t start_child(int flags, int exit_ms, int *rd)
     if (pipe(fds) != 0) return -1;
     pid_t pid = fork();
     if (pid == 0) {
+        /* A failed fatal assertion leaves the test without killing its
+         * child, which would spin on: it dies with the test. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(fds[0]);
         g_report_fd = fds[1];
         signal(SIGUSR2, on_usr2);
@@ -91,6 +111,7 @@ static pid_t start_child(int flags, int exit_ms, int *rd)
         pthread_create(&t, NULL, spin, NULL);
         if (flags & CHILD_SPAWN) pthread_create(&t, NULL, spawner, NULL);
         if (flags & CHILD_FAULT) pthread_create(&t, NULL, faulter, NULL);
+        for (int i = 0; (flags & CHILD_BURST) && i < 6; i++) pthread_create(&t, NULL, burster, NULL);
         char c = 'r';
         if (write(fds[1], &c, 1) != 1) _exit(3);
         if (exit_ms > 0) {
@@ -189,6 +210,14 @@ static void fixture_free(fixture *fx)
     rbpeek_session_free(fx->s);
 }
 
+/* Starts the tracer on the fixture's process; a failure names its reason. */
+static rbpeek_status start_trace(fixture *fx, rbpeek_trace **t)
+{
+    rbpeek_status st = rbpeek_trace_start(fx->s, fx->p, &fx->opt, &fx->cfg, t);
+    if (st != RBPEEK_OK) fprintf(stderr, "\nrbpeek_trace_start: %s\n", rbpeek_session_error(fx->s));
+    return st;
+}
+
 static rbpeek_trace_stats run_to_end(rbpeek_trace *t, int max_ms)
 {
     rbpeek_trace_stats st;
@@ -228,7 +257,7 @@ static void test_samples_then_lets_go(void)
     fixture_init(&fx, pid, 0.001);
     fx.cfg.max_samples = 300;
     rbpeek_trace *t = NULL;
-    CU_ASSERT_EQUAL_FATAL(rbpeek_trace_start(fx.s, fx.p, &fx.opt, &fx.cfg, &t), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(start_trace(&fx, &t), RBPEEK_OK);
     rbpeek_trace_stats st = run_to_end(t, 20000);
     CU_ASSERT_EQUAL(st.end, RBPEEK_TRACE_DONE);
     CU_ASSERT_EQUAL(st.samples, 300);
@@ -242,6 +271,27 @@ static void test_samples_then_lets_go(void)
     stop_child(pid, rd);
 }
 
+/* A thread born of one already seized is traced from birth: seizing it
+ * again fails with EPERM, which must not fail the start. */
+static void test_threads_born_while_seizing(void)
+{
+    for (int round = 0; round < 5; round++) {
+        int rd;
+        pid_t pid = start_child(CHILD_BURST, 0, &rd);
+        CU_ASSERT_FATAL(pid > 0);
+        fixture fx;
+        fixture_init(&fx, pid, 0.001);
+        fx.cfg.max_samples = 20;
+        rbpeek_trace *t = NULL;
+        CU_ASSERT_EQUAL_FATAL(start_trace(&fx, &t), RBPEEK_OK);
+        rbpeek_trace_stats st = run_to_end(t, 10000);
+        CU_ASSERT_EQUAL(st.end, RBPEEK_TRACE_DONE);
+        assert_let_go_running(pid);
+        fixture_free(&fx);
+        stop_child(pid, rd);
+    }
+}
+
 static void test_pass_and_stop_signals(void)
 {
     int rd;
@@ -251,7 +301,7 @@ static void test_pass_and_stop_signals(void)
     fixture_init(&fx, pid, 0.002);
     fx.cfg.stop_signals[SIGUSR1] = 1;
     rbpeek_trace *t = NULL;
-    CU_ASSERT_EQUAL_FATAL(rbpeek_trace_start(fx.s, fx.p, &fx.opt, &fx.cfg, &t), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(start_trace(&fx, &t), RBPEEK_OK);
     /* Passed on: delivered at once, while still traced. */
     for (int i = 0; i < 3; i++) {
         kill(pid, SIGUSR2);
@@ -288,7 +338,7 @@ static void test_fault_left_pending(void)
     fixture_init(&fx, pid, 0.002);
     fx.cfg.stop_signals[SIGSEGV] = 1;
     rbpeek_trace *t = NULL;
-    CU_ASSERT_EQUAL_FATAL(rbpeek_trace_start(fx.s, fx.p, &fx.opt, &fx.cfg, &t), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(start_trace(&fx, &t), RBPEEK_OK);
     rbpeek_trace_stats st = run_to_end(t, 5000);
     CU_ASSERT_EQUAL(st.end, RBPEEK_TRACE_SIGNAL);
     CU_ASSERT_EQUAL(st.signal, SIGSEGV);
@@ -311,7 +361,7 @@ static void test_exit_ends_it(void)
     fixture fx;
     fixture_init(&fx, pid, 0.001);
     rbpeek_trace *t = NULL;
-    CU_ASSERT_EQUAL_FATAL(rbpeek_trace_start(fx.s, fx.p, &fx.opt, &fx.cfg, &t), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(start_trace(&fx, &t), RBPEEK_OK);
     rbpeek_trace_stats st = run_to_end(t, 10000);
     CU_ASSERT_EQUAL(st.end, RBPEEK_TRACE_EXITED);
     CU_ASSERT_EQUAL(st.exit_code, 7);
@@ -330,7 +380,7 @@ static void test_cancel_wakes_it(void)
     fixture fx;
     fixture_init(&fx, pid, 60.0);   /* the first sample would be a minute away */
     rbpeek_trace *t = NULL;
-    CU_ASSERT_EQUAL_FATAL(rbpeek_trace_start(fx.s, fx.p, &fx.opt, &fx.cfg, &t), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(start_trace(&fx, &t), RBPEEK_OK);
     usleep(50000);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
@@ -381,6 +431,7 @@ static void test_cannot_trace(void)
 
 static const rbp_cu_test TESTS[] = {
     {"N samples, then the child runs on untraced (threads born meanwhile too)", test_samples_then_lets_go},
+    {"threads born of seized ones while seizing are not seized again", test_threads_born_while_seizing},
     {"passed signals delivered at once; a sent stop signal ends it, for the caller to resend",
      test_pass_and_stop_signals},
     {"a fault ends it with the child group-stopped, the fault pending", test_fault_left_pending},
