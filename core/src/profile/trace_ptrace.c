@@ -12,12 +12,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "profile/helper_thread.h"
@@ -369,4 +371,47 @@ void tr_detach_all(struct rbpeek_trace *t)
         pt(PTRACE_DETACH, t->tr[i].tid, (unsigned long)(t->tr[i].state == TR_STOPPED ? t->tr[i].pending_sig : 0));
     }
     t->ntr = 0;
+}
+
+/* Whether some thread of pid names tracer as its tracer (/proc's TracerPid:
+ * the tracing thread's TID). */
+static bool traced_by(pid_t pid, pid_t tracer)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d) return false;   /* gone */
+    bool found = false;
+    struct dirent *de;
+    for (size_t n = 0; !found && n < MAX_TRACEES && (de = readdir(d)); n++) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+        char sp[96], buf[1024];
+        snprintf(sp, sizeof sp, "/proc/%d/task/%.16s/status", (int)pid, de->d_name);
+        int fd = open(sp, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t got = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (got <= 0) continue;
+        buf[got] = 0;
+        const char *at = strstr(buf, "\nTracerPid:");
+        if (at && strtol(at + 11, NULL, 10) == tracer) found = true;
+    }
+    closedir(d);
+    return found;
+}
+
+/* A thread PTRACE_DETACH could not let go (one that never stopped in time)
+ * stays traced until the tracing thread is gone; pthread_join returns
+ * before the kernel has let go of it (the thread's TID is cleared before
+ * its tracees are released), and a debugger attaching at that moment would
+ * fail with EPERM. So the caller waits, bounded, until none is. */
+bool tr_wait_untraced(pid_t pid, pid_t tracer, unsigned max_ms)
+{
+    if (tracer <= 0) return true;
+    for (unsigned ms = 0; ms < max_ms; ms++) {
+        if (!traced_by(pid, tracer)) return true;
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return !traced_by(pid, tracer);
 }

@@ -22,10 +22,11 @@
  * New threads are traced from their first instruction (PTRACE_O_TRACECLONE)
  * and sampled like the rest; forked children are not traced.
  *
- * The tracing thread sleeps in waitpid() both while the target runs and
- * while it stops: polling for the stops instead (even with short sleeps)
- * measured two to three times slower, as the poller takes CPU time from
- * the threads it waits for. Deadlines (the next sample; the bound on a
+ * The tracing thread sleeps in waitpid() while the target runs. For a stop
+ * it polls waitpid(WNOHANG) a moment (STOP_SPIN_NS) before it sleeps: a
+ * thread on another CPU stops within 50-150 us, and waking an idle virtual
+ * CPU to report it would add tens of microseconds to the holder's stop
+ * (docs/performance.md). Deadlines (the next sample; the bound on a
  * stop) wake it with a POSIX timer that sends it, and only it, a real-time
  * signal with an empty handler (an unused one, whose handler is restored
  * afterwards), which interrupts the wait. Events are handled as they come:
@@ -480,6 +481,7 @@ void rbpeek_trace_free(rbpeek_trace *t)
     if (!t) return;
     rbpeek_trace_cancel(t);
     pthread_join(t->thread, NULL);   /* it detaches from the target before it returns */
+    tr_wait_untraced(t->pid, t->self_tid, 1000);
     pthread_cond_destroy(&t->cond);
     pthread_mutex_destroy(&t->lock);
     free(t->tr);

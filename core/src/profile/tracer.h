@@ -101,6 +101,9 @@ void tr_run_until(struct rbpeek_trace *t, uint64_t deadline);
 /* Stops the target and lets go of it, keeping a signal that ended sampling
  * for the debugger. */
 void tr_detach_all(struct rbpeek_trace *t);
+/* After the tracing thread has ended: waits up to max_ms until no thread of
+ * pid is traced by it any more (false if one still is). */
+bool tr_wait_untraced(pid_t pid, pid_t tracer, unsigned max_ms);
 
 /* trace_wakeup.c: the wake-up timer of the tracing thread. */
 bool tr_setup_wakeup(struct rbpeek_trace *t);

@@ -286,6 +286,11 @@ static void test_threads_born_while_seizing(void)
         CU_ASSERT_EQUAL_FATAL(start_trace(&fx, &t), RBPEEK_OK);
         rbpeek_trace_stats st = run_to_end(t, 10000);
         CU_ASSERT_EQUAL(st.end, RBPEEK_TRACE_DONE);
+        /* At once, as a debugger attaching again would look. */
+        char states[256];
+        int traced, pending;
+        thread_states(pid, states, (int)sizeof states, &traced, SIGUSR1, &pending);
+        CU_ASSERT_EQUAL(traced, 0);
         assert_let_go_running(pid);
         fixture_free(&fx);
         stop_child(pid, rd);
