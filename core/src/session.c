@@ -46,7 +46,8 @@ static void free_regions(rbpeek_session *s)
 }
 
 /* Frees the caches hung off the session by the layers below: the symbol
- * and label caches (vm/), the ELF parse results (memory/). */
+ * and label caches (vm/), the ELF parse results (memory/), the frame
+ * walker's scratch room. */
 static void free_caches(rbpeek_session *s)
 {
     rbp_symcache_free(s->symcache);
@@ -55,6 +56,10 @@ static void free_caches(rbpeek_session *s)
     s->idcache = NULL;
     rbp_elfcache_free(s->elfcache);
     s->elfcache = NULL;
+    rbp_scratch_free(&s->walk_raw);
+    rbp_scratch_free(&s->walk_cframes);
+    rbp_scratch_free(&s->walk_pending);
+    rbp_scratch_free(&s->walk_values);
 }
 
 void rbpeek_session_free(rbpeek_session *s)

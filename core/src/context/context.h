@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "rbpeek.h"
+#include "base/scratch.h"
 #include "layout/layout.h"
 #include "memory/mem.h"
 
@@ -63,6 +64,11 @@ struct rbpeek_session {
     rbp_symcache *symcache;
     rbp_idcache *idcache;
     struct rbp_elfcache *elfcache;  /* per-image .dynsym parse results */
+
+    /* The frame walker's temporaries (vm/frames.c), kept from walk to walk
+     * so that a sample allocates none of them: the control frames as read
+     * and as decoded, the frames being built, the value stack it pins. */
+    rbp_scratch walk_raw, walk_cframes, walk_pending, walk_values;
 };
 
 /* Records a one-line error and returns status. */

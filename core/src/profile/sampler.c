@@ -204,15 +204,14 @@ rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapsh
     if (result) *result = r;
     if (!p) return RBPEEK_ERR_ARG;
     if (!snap) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_snapshot: no snapshot");
-    rbp_sample_scratch s = {0};
-    rbp_sb_init(&s.text);
+    rbp_sample_scratch *s = &p->add_scratch;   /* the profile's, kept: a sample allocates nothing once warm */
     rbpeek_status st = RBPEEK_OK;
     size_t n = rbpeek_snapshot_thread_count(snap);
     for (size_t i = 0; i < n; i++) {
         const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
         if (!t) continue;
         bool unknown = false;
-        switch (rbp_sample_add_thread(p, t, opt, &s, &unknown)) {
+        switch (rbp_sample_add_thread(p, t, opt, s, &unknown)) {
         case RBP_SAMPLE_ADDED: r.added++; break;
         case RBP_SAMPLE_FAILED: r.failed++; break;
         case RBP_SAMPLE_FILTERED: r.filtered++; break;
@@ -224,7 +223,6 @@ rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapsh
         if (unknown) r.tid_unknown++;
         if (st != RBPEEK_OK) break;
     }
-    rbp_sample_scratch_free(&s);
     if (result) *result = r;
     return st;
 }

@@ -49,6 +49,7 @@ static bool emit(rbp_arena *a, pending *p, size_t *n, size_t max, int kind, cons
 {
     if (*n >= max) return false;
     pending *e = &p[(*n)++];
+    memset(e, 0, sizeof *e);
     e->f.kind = kind;
     e->f.label = arena_str(a, label ? label : "?");
     e->f.path = path ? arena_str(a, path) : NULL;
@@ -98,10 +99,11 @@ const char *rbp_cframes_read(rbpeek_session *s, uint64_t ec, size_t max, rbp_cfr
     if (nraw > max) nraw = max;
     if (nraw == 0) return NULL;
 
-    uint8_t *raw = malloc((size_t)(nraw * cfp_size));
-    out->frames = malloc((size_t)nraw * sizeof *out->frames);
+    uint8_t *raw = rbp_scratch_get(&s->walk_raw, (size_t)(nraw * cfp_size));
+    out->room = &s->walk_cframes;
+    out->frames = rbp_scratch_get(out->room, (size_t)nraw * sizeof *out->frames);
     if (!raw || !out->frames) {
-        free(raw);
+        rbp_scratch_done(&s->walk_raw);
         rbp_cframes_free(out);
         return "out of memory";
     }
@@ -112,7 +114,7 @@ const char *rbp_cframes_read(rbpeek_session *s, uint64_t ec, size_t max, rbp_cfr
         nraw = got / cfp_size;
         err = "part of its control frame array is unreadable";
         if (nraw == 0) { /* nothing to hand back: the array goes now, not with the caller */
-            free(raw);
+            rbp_scratch_done(&s->walk_raw);
             rbp_cframes_free(out);
             return "its control frame array is unreadable";
         }
@@ -122,7 +124,7 @@ const char *rbp_cframes_read(rbpeek_session *s, uint64_t ec, size_t max, rbp_cfr
         out->frames[i] = (rbp_cframe){rbp_field_extract(L, RBP_L_cfp_pc, f), rbp_field_extract(L, RBP_L_cfp_iseq, f),
                                       rbp_field_extract(L, RBP_L_cfp_self, f), rbp_field_extract(L, RBP_L_cfp_ep, f)};
     }
-    free(raw);
+    rbp_scratch_done(&s->walk_raw);
     out->n = (size_t)nraw;
     out->vm_stack = vm_stack;
     out->cfp = cfp;
@@ -131,7 +133,7 @@ const char *rbp_cframes_read(rbpeek_session *s, uint64_t ec, size_t max, rbp_cfr
 
 void rbp_cframes_free(rbp_cframes *cf)
 {
-    free(cf->frames);
+    if (cf->room) rbp_scratch_done(cf->room);
     *cf = (rbp_cframes){0};
 }
 
@@ -187,7 +189,7 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
         return err;
     }
     size_t nraw = cf.n;
-    pending *p = calloc(nraw + 1, sizeof *p);
+    pending *p = rbp_scratch_get(&s->walk_pending, (nraw + 1) * sizeof *p);   /* emit() fills each entry it uses */
     uint8_t *values = NULL;
     if (!p) {
         err = "out of memory";
@@ -207,7 +209,7 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
     }
     if (ep_hi) {
         uint64_t lo = ep_lo - 16, len = ep_hi + 8 - lo;
-        values = malloc((size_t)len);
+        values = rbp_scratch_get(&s->walk_values, (size_t)len);
         if (values && rbp_mem_read(s->mem, lo, values, (size_t)len)) rbp_mem_pin(s->mem, lo, values, (size_t)len);
     }
 
@@ -313,8 +315,8 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
     out->nframes = n;
 done:
     rbp_mem_pin(s->mem, 0, NULL, 0);
-    free(values);
-    free(p);
+    rbp_scratch_done(&s->walk_values);
+    rbp_scratch_done(&s->walk_pending);
     rbp_cframes_free(&cf);
     return err;
 }

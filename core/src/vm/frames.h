@@ -21,17 +21,19 @@ typedef struct rbp_cframe {
 } rbp_cframe;
 
 typedef struct rbp_cframes {
-    rbp_cframe *frames;   /* innermost first; malloc'd */
+    rbp_cframe *frames;   /* innermost first; in the session's scratch room */
     size_t n;
     uint64_t vm_stack;    /* the VM stack's start ... */
     uint64_t cfp;         /* ... and the current frame: values live in between */
+    rbp_scratch *room;    /* where frames lives */
 } rbp_cframes;
 
 /* Reads at most max control frames of the execution context ec in one read,
  * after checking the VM stack's bounds. Returns NULL on success (possibly
  * with n == 0: a thread with no frames yet), or why it could not; on a
  * partly unreadable frame array the readable innermost frames are kept and
- * the reason is still returned. Free with rbp_cframes_free. */
+ * the reason is still returned. The frames live in the session's scratch
+ * room: one rbp_cframes at a time, ended with rbp_cframes_free. */
 const char *rbp_cframes_read(rbpeek_session *s, uint64_t ec, size_t max, rbp_cframes *out);
 void rbp_cframes_free(rbp_cframes *cf);
 

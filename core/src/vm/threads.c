@@ -95,6 +95,8 @@ void rbp_thread_read(rbpeek_session *s, uint64_t th, rbp_thread_raw *t)
     }
 }
 
+#define SCAN_THREADS 64   /* lists up to this long are checked for a loop by a scan */
+
 static bool push(rbp_thread_raw **arr, size_t *n, size_t *cap, const rbp_thread_raw *t)
 {
     if (*n == *cap) {
@@ -119,11 +121,23 @@ static void walk_thread_list(rbpeek_session *s, uint64_t head, int32_t node_off,
             *warning = "more threads than rbpeek lists; the list is cut there";
             return;
         }
-        if (rbp_addrmap_get(seen, th)) {
+        /* A short list is checked by a scan of what it listed; a long one
+         * gets a hash set, built once it is long (a sample lists every
+         * thread, and a set's table would be an allocation each time). */
+        bool dup = false, oom = false;
+        if (*n < SCAN_THREADS) {
+            for (size_t i = 0; i < *n && !dup; i++) dup = (*arr)[i].th == th;
+        } else {
+            if (!seen->len) /* the list just grew long: the set takes what it listed */
+                for (size_t i = 0; i < *n && !oom; i++) oom = !rbp_addrmap_put(seen, (*arr)[i].th, (void *)1);
+            dup = rbp_addrmap_get(seen, th) != NULL;
+            oom = oom || (!dup && !rbp_addrmap_put(seen, th, (void *)1));
+        }
+        if (dup) {
             *warning = "a thread list leads into a thread already listed; the list is cut there";
             return;
         }
-        if (!rbp_addrmap_put(seen, th, (void *)1)) {
+        if (oom) {
             *warning = "out of memory while listing threads";
             return;
         }

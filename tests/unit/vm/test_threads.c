@@ -22,6 +22,8 @@ enum {
     THREADS = 0x300000, /* thread i at THREADS + i * 0x100: list node at 0, self at 16 */
 };
 
+enum { MAX_TEST_THREADS = 256 };
+
 static uint64_t ractor_at(int i) { return RACTORS + (uint64_t)i * 0x100; }
 static uint64_t thread_at(int i) { return THREADS + (uint64_t)i * 0x100; }
 
@@ -36,7 +38,7 @@ static void make(world *w, bool ractors)
     memset(w, 0, sizeof *w);
     w->vm = add_region(&w->im, VM, 64);
     w->ractors = add_region(&w->im, RACTORS, 0x1000);
-    w->threads = add_region(&w->im, THREADS, 0x1000);
+    w->threads = add_region(&w->im, THREADS, 0x100 * MAX_TEST_THREADS);
     w->s = image_session(&w->im, ractors ? 3 : 2, ractors ? 4 : 7, ractors ? "3.4.5" : "2.7.4");
     CU_ASSERT_PTR_NOT_NULL_FATAL(w->s);
     w->s->vm = VM;
@@ -118,6 +120,31 @@ static void test_loop_past_the_head(void)
     image_free(&w.im);
 }
 
+/* Past 64 threads the loop check moves from a scan to a hash set: a loop
+ * back to a thread listed before the move, and to one listed after it. */
+static void test_loop_in_a_long_list(void)
+{
+    const int len = 200, back_to[] = {5, 150};
+    for (size_t k = 0; k < sizeof back_to / sizeof *back_to; k++) {
+        world w;
+        make(&w, false);
+        link_to(&w, VM, thread_at(0));
+        for (int i = 0; i + 1 < len; i++) link_to(&w, thread_at(i), thread_at(i + 1));
+        link_to(&w, thread_at(len - 1), thread_at(back_to[k]));
+        rbp_thread_raw *t = NULL;
+        size_t n = 0;
+        const char *warning = NULL;
+        CU_ASSERT_EQUAL(rbp_threads_collect(w.s, &t, &n, &warning), RBPEEK_OK);
+        CU_ASSERT_EQUAL(n, (size_t)len);
+        CU_ASSERT_PTR_NOT_NULL(warning);
+        if (warning) CU_ASSERT_PTR_NOT_NULL(strstr(warning, "already listed"));
+        for (size_t i = 0; i < n; i++) CU_ASSERT_EQUAL(t[i].th, thread_at((int)i));
+        free(t);
+        rbpeek_session_free(w.s);
+        image_free(&w.im);
+    }
+}
+
 static void test_intact_lists_have_no_warning(void)
 {
     world w;
@@ -150,6 +177,7 @@ static const rbp_cu_test TESTS[] = {
     {"a thread-list head into another ractor's list: cut at once, no thread twice",
      test_head_into_another_ractors_list},
     {"a list looping past its head: cut where it loops", test_loop_past_the_head},
+    {"a loop in a list of 200: cut where it loops, before and after the set takes over", test_loop_in_a_long_list},
     {"intact ractor lists: every thread once, no warning", test_intact_lists_have_no_warning},
     {NULL, NULL},
 };
