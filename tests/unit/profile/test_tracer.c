@@ -248,17 +248,30 @@ static void assert_let_go_running(pid_t pid)
     for (int i = 0; i < n; i++) CU_ASSERT(states[i] != 't' && states[i] != 'T');
 }
 
+/* Samples pid n times, interval_s apart on average, and returns the
+ * tracer's stats (end RBPEEK_TRACE_FAILED if it could not start). */
+static rbpeek_trace_stats sample_n(pid_t pid, double interval_s, uint64_t n, int max_ms)
+{
+    fixture fx;
+    fixture_init(&fx, pid, interval_s);
+    fx.cfg.max_samples = n;
+    rbpeek_trace *t = NULL;
+    rbpeek_trace_stats st;
+    memset(&st, 0, sizeof st);
+    st.end = RBPEEK_TRACE_FAILED;
+    rbpeek_status started = start_trace(&fx, &t);
+    CU_ASSERT_EQUAL(started, RBPEEK_OK);
+    if (started == RBPEEK_OK) st = run_to_end(t, max_ms);
+    fixture_free(&fx);
+    return st;
+}
+
 static void test_samples_then_lets_go(void)
 {
     int rd;
     pid_t pid = start_child(CHILD_SPAWN, 0, &rd);
     CU_ASSERT_FATAL(pid > 0);
-    fixture fx;
-    fixture_init(&fx, pid, 0.001);
-    fx.cfg.max_samples = 300;
-    rbpeek_trace *t = NULL;
-    CU_ASSERT_EQUAL_FATAL(start_trace(&fx, &t), RBPEEK_OK);
-    rbpeek_trace_stats st = run_to_end(t, 20000);
+    rbpeek_trace_stats st = sample_n(pid, 0.001, 300, 20000);
     CU_ASSERT_EQUAL(st.end, RBPEEK_TRACE_DONE);
     CU_ASSERT_EQUAL(st.samples, 300);
     CU_ASSERT_EQUAL(st.failed_samples, 300);   /* not a Ruby: every walk fails, none is fatal */
@@ -267,7 +280,6 @@ static void test_samples_then_lets_go(void)
     CU_ASSERT(st.elapsed_s > 0.1 && st.elapsed_s < 10.0);
     /* Threads born while traced (about one a millisecond) were let go too. */
     assert_let_go_running(pid);
-    fixture_free(&fx);
     stop_child(pid, rd);
 }
 
@@ -279,12 +291,7 @@ static void test_threads_born_while_seizing(void)
         int rd;
         pid_t pid = start_child(CHILD_BURST, 0, &rd);
         CU_ASSERT_FATAL(pid > 0);
-        fixture fx;
-        fixture_init(&fx, pid, 0.001);
-        fx.cfg.max_samples = 20;
-        rbpeek_trace *t = NULL;
-        CU_ASSERT_EQUAL_FATAL(start_trace(&fx, &t), RBPEEK_OK);
-        rbpeek_trace_stats st = run_to_end(t, 10000);
+        rbpeek_trace_stats st = sample_n(pid, 0.001, 20, 10000);
         CU_ASSERT_EQUAL(st.end, RBPEEK_TRACE_DONE);
         /* At once, as a debugger attaching again would look. */
         char states[256];
@@ -292,7 +299,6 @@ static void test_threads_born_while_seizing(void)
         thread_states(pid, states, (int)sizeof states, &traced, SIGUSR1, &pending);
         CU_ASSERT_EQUAL(traced, 0);
         assert_let_go_running(pid);
-        fixture_free(&fx);
         stop_child(pid, rd);
     }
 }
