@@ -63,7 +63,6 @@ void rbpeek_profile_free(rbpeek_profile *p)
     }
     free(p->meta);
     free(p->start_lines);
-    rbp_sample_scratch_free(&p->add_scratch);
     free(p);
 }
 

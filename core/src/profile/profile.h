@@ -25,7 +25,6 @@
 
 #include "rbpeek.h"
 #include "base/arena.h"
-#include "profile/sampler.h"
 
 #define RBP_NO_NODE UINT32_MAX
 #define RBP_ROOT_FRAME UINT32_MAX   /* the root node's frame: the "all" box */
@@ -74,9 +73,6 @@ struct rbpeek_profile {
      * (start_lines_len entries). For the pprof writer's functions. */
     int32_t *start_lines;
     uint32_t start_lines_len;
-
-    /* rbpeek_profile_add_snapshot's buffers, kept from sample to sample. */
-    rbp_sample_scratch add_scratch;
 
     uint64_t skipped_lines;         /* malformed lines read_folded skipped */
 };

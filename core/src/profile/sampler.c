@@ -200,11 +200,20 @@ rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
 rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,
                                           const rbpeek_sample_options *opt, rbpeek_sample_result *result)
 {
+    rbp_sample_scratch s = {0};
+    rbpeek_status st = rbp_sample_add_snapshot(p, snap, opt, result, &s);
+    rbp_sample_scratch_free(&s);
+    return st;
+}
+
+rbpeek_status rbp_sample_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,
+                                      const rbpeek_sample_options *opt, rbpeek_sample_result *result,
+                                      rbp_sample_scratch *s)
+{
     rbpeek_sample_result r = {0};
     if (result) *result = r;
     if (!p) return RBPEEK_ERR_ARG;
     if (!snap) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_snapshot: no snapshot");
-    rbp_sample_scratch *s = &p->add_scratch;   /* the profile's, kept: a sample allocates nothing once warm */
     rbpeek_status st = RBPEEK_OK;
     size_t n = rbpeek_snapshot_thread_count(snap);
     for (size_t i = 0; i < n; i++) {

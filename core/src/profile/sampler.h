@@ -38,6 +38,13 @@ int64_t rbp_sample_thread_tid(const rbpeek_thread *t, const rbpeek_sample_option
  * set when the kernel could not be asked and Ruby's status alone decided. */
 bool rbp_sample_on_cpu(const rbpeek_thread *t, const rbpeek_sample_options *opt, bool *unknown);
 
+/* rbpeek_profile_add_snapshot with the caller's scratch, which a caller
+ * adding sample after sample (the tracer) keeps, so that a warm sample
+ * allocates nothing here. */
+rbpeek_status rbp_sample_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,
+                                      const rbpeek_sample_options *opt, rbpeek_sample_result *result,
+                                      rbp_sample_scratch *scratch);
+
 /* Adds t's stack to p (count 1) unless it is filtered out or failed. */
 rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
                                       const rbpeek_sample_options *opt, rbp_sample_scratch *scratch,

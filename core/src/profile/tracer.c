@@ -171,7 +171,7 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
         pthread_mutex_unlock(&t->lock);
         return true;
     }
-    rbpeek_status st = rbpeek_profile_add_snapshot(t->profile, snap, &t->opt, &res);
+    rbpeek_status st = rbp_sample_add_snapshot(t->profile, snap, &t->opt, &res, &t->add_scratch);
     if (st == RBPEEK_OK && (res.tid_unknown || t->want_tid_map) && !running &&
         rbp_now_ns() - t->tid_map_at > TID_MAP_REFRESH_NS) {
         refresh_tid_map(t, snap, rbp_now_ns());
@@ -486,5 +486,6 @@ void rbpeek_trace_free(rbpeek_trace *t)
     pthread_mutex_destroy(&t->lock);
     free(t->tr);
     free(t->tid_map);
+    rbp_sample_scratch_free(&t->add_scratch);
     free(t);
 }

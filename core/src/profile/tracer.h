@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "rbpeek.h"
+#include "profile/sampler.h"
 
 #define STOP_TIMEOUT_NS 100000000ull   /* longest wait for the threads to stop */
 #define STOP_SPIN_NS 250000ull         /* polled for, before blocking (trace_ptrace.c) */
@@ -72,6 +73,7 @@ struct rbpeek_trace {
     bool released;               /* this sample: resumed before its walk ended */
     uint64_t resume_from, resume_to;
     uint64_t last_cont;          /* this sample: when the last stopped thread was resumed */
+    rbp_sample_scratch add_scratch;   /* rbp_sample_add_snapshot's, kept from sample to sample */
     struct sample_state {        /* this sample: what was stopped (tracer.c: prepare, stop_now) */
         pid_t tids[64];          /* the GVL holders' TIDs */
         size_t ntids;
