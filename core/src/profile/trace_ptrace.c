@@ -208,9 +208,13 @@ static size_t stop_wanted(struct rbpeek_trace *t)
      * own CPU instead. */
     uint64_t now = rbp_now_ns(), give_up = now + STOP_TIMEOUT_NS;
     wait_until(t, now + STOP_SPIN_NS, false, wanted_stopped, true);
-    tr_arm(t, give_up);
-    wait_until(t, give_up, false, wanted_stopped, false);
-    tr_arm(t, 0);
+    if (!wanted_stopped(t)) {
+        /* Only now the timer: arming it is two system calls, made while
+         * the threads already stopped are held. */
+        tr_arm(t, give_up);
+        wait_until(t, give_up, false, wanted_stopped, false);
+        tr_arm(t, 0);
+    }
     size_t late = 0;
     for (size_t i = 0; i < t->ntr;) {
         if (!t->tr[i].want || t->tr[i].state == TR_STOPPED) {

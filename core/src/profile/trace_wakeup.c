@@ -1,8 +1,10 @@
 /*
- * How the tracing thread wakes from waitpid() at a deadline (see tracer.c):
- * a POSIX timer that sends it, and only it, a real-time signal the host
- * process leaves at its default, given an empty handler for the duration
- * and restored afterwards.
+ * The signals of the host process while its tracing thread runs (see
+ * tracer.c). How that thread wakes from waitpid() at a deadline: a POSIX
+ * timer that sends it, and only it, a real-time signal the host process
+ * leaves at its default, given an empty handler for the duration and
+ * restored afterwards. And SIGCHLD, which the kernel would send the host
+ * at every stop of a traced thread (tr_quiet_sigchld).
  */
 #define _GNU_SOURCE
 #include "profile/tracer.h"
@@ -77,4 +79,39 @@ void tr_teardown_wakeup(struct rbpeek_trace *t)
          * which blocks it and is about to exit: it never reaches the host. */
         sigaction(t->wake_sig, &t->wake_old, NULL);
     }
+}
+
+/* Every stop of a traced thread sends SIGCHLD to the tracer's process, and
+ * since the tracing thread blocks it, the kernel wakes another thread of
+ * the host (the debugger's main thread) to take it, often on the CPU the
+ * stopped thread has just left or on the tracer's. That cost the GVL holder
+ * about 50 us of each sample on a 2-CPU guest: the reads made while it was
+ * held waited for that thread (docs/performance.md). The kernel sends no
+ * SIGCHLD for a stop when the action has SA_NOCLDSTOP (waitpid still
+ * reports the stop; exits still send it), so the action gets that flag
+ * while sampling. */
+void tr_quiet_sigchld(struct rbpeek_trace *t)
+{
+    struct sigaction cur;
+    t->chld_quieted = false;
+    if (sigaction(SIGCHLD, NULL, &cur) != 0 || cur.sa_handler == SIG_IGN || (cur.sa_flags & SA_NOCLDSTOP)) return;
+    t->chld_old = cur;
+    cur.sa_flags |= SA_NOCLDSTOP;
+    t->chld_quieted = sigaction(SIGCHLD, &cur, NULL) == 0;
+}
+
+/* Puts SIGCHLD's action back, unless the host changed it meanwhile, and
+ * sends the host one SIGCHLD if it handles them: a host waiting for a
+ * stop of a child of its own (gdb with another inferior running) was told
+ * nothing while sampling, and looks again. */
+void tr_restore_sigchld(struct rbpeek_trace *t)
+{
+    if (!t->chld_quieted) return;
+    t->chld_quieted = false;
+    struct sigaction cur;
+    if (sigaction(SIGCHLD, NULL, &cur) != 0 || cur.sa_handler != t->chld_old.sa_handler ||
+        cur.sa_flags != (t->chld_old.sa_flags | SA_NOCLDSTOP))
+        return;
+    sigaction(SIGCHLD, &t->chld_old, NULL);
+    if (t->chld_old.sa_handler != SIG_DFL) kill(getpid(), SIGCHLD);
 }

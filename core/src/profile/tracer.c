@@ -329,9 +329,11 @@ static void *tracer_main(void *arg)
     struct rbpeek_trace *t = arg;
     /* Deadlines are a few hundred microseconds apart at high rates. */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    tr_quiet_sigchld(t);
     if (!tr_setup_wakeup(t) || !tr_seize_all(t)) {
         tr_detach_all(t);
         tr_teardown_wakeup(t);
+        tr_restore_sigchld(t);
         finish(t, RBPEEK_TRACE_FAILED);
         return NULL;
     }
@@ -391,6 +393,7 @@ static void *tracer_main(void *arg)
     int end = t->end;
     tr_detach_all(t);
     tr_teardown_wakeup(t);
+    tr_restore_sigchld(t);
     pthread_mutex_lock(&t->lock);
     t->stats.elapsed_s = (double)(rbp_now_ns() - t0) * 1e-9;
     pthread_mutex_unlock(&t->lock);

@@ -62,6 +62,8 @@ struct rbpeek_trace {
     pid_t self_tid;              /* of the tracing thread */
     int wake_sig;                /* the real-time signal that ends its waits */
     struct sigaction wake_old;   /* its disposition before, restored at the end */
+    struct sigaction chld_old;   /* SIGCHLD's action before tr_quiet_sigchld */
+    bool chld_quieted;           /* ... which set SA_NOCLDSTOP on it */
     timer_t timer;
     bool have_timer;
     uint64_t *tid_map;           /* (pthread_t, TID) pairs for Rubies before 3.1 */
@@ -107,11 +109,15 @@ void tr_detach_all(struct rbpeek_trace *t);
  * pid is traced by it any more (false if one still is). */
 bool tr_wait_untraced(pid_t pid, pid_t tracer, unsigned max_ms);
 
-/* trace_wakeup.c: the wake-up timer of the tracing thread. */
+/* trace_wakeup.c: the wake-up timer of the tracing thread, and SIGCHLD. */
 bool tr_setup_wakeup(struct rbpeek_trace *t);
 void tr_teardown_wakeup(struct rbpeek_trace *t);
 /* Fires at deadline (CLOCK_MONOTONIC ns), then every WAKE_REPEAT_NS until
  * re-armed; 0 disarms it. */
 void tr_arm(struct rbpeek_trace *t, uint64_t deadline);
+/* No SIGCHLD to the host for the traced threads' stops while sampling
+ * (SA_NOCLDSTOP), and the action put back afterwards. */
+void tr_quiet_sigchld(struct rbpeek_trace *t);
+void tr_restore_sigchld(struct rbpeek_trace *t);
 
 #endif

@@ -8,9 +8,10 @@
  * born while traced are let go with the rest; signals the debugger would
  * pass on are delivered at once; a stop signal someone sent ends sampling
  * and is left to the caller; threads born of seized ones while seizing are
- * taken as traced, not seized again; a fault ends it with the child
- * group-stopped and the fault pending; the child's exit and a cancel end
- * it; a process that cannot be traced gives an error.
+ * taken as traced, not seized again; the host gets no SIGCHLD for each
+ * stop, and its SIGCHLD action back afterwards; a fault ends it with the
+ * child group-stopped and the fault pending; the child's exit and a cancel
+ * end it; a process that cannot be traced gives an error.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -303,6 +304,39 @@ static void test_threads_born_while_seizing(void)
     }
 }
 
+static volatile sig_atomic_t g_sigchld;
+static void on_sigchld(int sig)
+{
+    (void)sig;
+    g_sigchld++;
+}
+
+/* The stops of a sample send the host no SIGCHLD (each would wake a thread
+ * of the debugger: SA_NOCLDSTOP while sampling); the host's action is put
+ * back afterwards, and one SIGCHLD tells it to look at its own children. */
+static void test_no_sigchld_per_stop(void)
+{
+    struct sigaction mine, old, after;
+    memset(&mine, 0, sizeof mine);
+    mine.sa_handler = on_sigchld;
+    mine.sa_flags = SA_RESTART;
+    sigemptyset(&mine.sa_mask);
+    sigaction(SIGCHLD, &mine, &old);
+    int rd;
+    pid_t pid = start_child(0, 0, &rd);
+    CU_ASSERT_FATAL(pid > 0);
+    g_sigchld = 0;
+    rbpeek_trace_stats st = sample_n(pid, 0.001, 200, 10000);
+    CU_ASSERT_EQUAL(st.end, RBPEEK_TRACE_DONE);
+    CU_ASSERT(st.samples == 200);
+    CU_ASSERT(g_sigchld >= 1 && g_sigchld <= 2);   /* the one sent at the end; without the flag, 400 or so */
+    sigaction(SIGCHLD, NULL, &after);
+    CU_ASSERT(after.sa_handler == on_sigchld);
+    CU_ASSERT_EQUAL(after.sa_flags & SA_NOCLDSTOP, 0);
+    stop_child(pid, rd);
+    sigaction(SIGCHLD, &old, NULL);
+}
+
 static void test_pass_and_stop_signals(void)
 {
     int rd;
@@ -443,6 +477,7 @@ static void test_cannot_trace(void)
 static const rbp_cu_test TESTS[] = {
     {"N samples, then the child runs on untraced (threads born meanwhile too)", test_samples_then_lets_go},
     {"threads born of seized ones while seizing are not seized again", test_threads_born_while_seizing},
+    {"no SIGCHLD to the host for each stop; its action put back", test_no_sigchld_per_stop},
     {"passed signals delivered at once; a sent stop signal ends it, for the caller to resend",
      test_pass_and_stop_signals},
     {"a fault ends it with the child group-stopped, the fault pending", test_fault_left_pending},
