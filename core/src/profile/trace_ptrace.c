@@ -277,8 +277,8 @@ void tr_run_until(struct rbpeek_trace *t, uint64_t deadline)
 
 /* -- attaching and detaching ------------------------------------------------ */
 
-/* Takes the reports already waiting, without blocking, the target meant to
- * run. */
+/* Takes the reports already waiting, without blocking; a thread that
+ * reported a stop is resumed (the target is meant to run). */
 static void take_waiting(struct rbpeek_trace *t)
 {
     for (size_t i = 0; i < MAX_TRACEES; i++) {
