@@ -2,16 +2,17 @@
 
     test_foreign_cores.py VERSION
 
-../shared/testdata/rbspy-cores/ (or $RBPEEK_FOREIGN_CORES; without it the
-test skips, exit 77) holds gzip'd cores of small Ruby programs made on other machines by rbspy's test suite, without
+../shared/testdata/rbspy-cores/ (or $RBPEEK_FOREIGN_CORES) holds gzip'd cores
+of small Ruby programs made on other machines by rbspy's test suite, without
 their binaries or libraries; its README gives, per core, the address of the
 VM pointer and the program. One function per core below checks what rbpeek
 makes of it: the stack exactly as that Ruby's own Thread#backtrace_locations
 reports it (the truth being the program's source and the Ruby's backtrace
 rules, not rbspy's output, whose line numbers differ), found both by
 rbpeek's own discovery and with the README's VM address given, and a heap
-census that adds up. A core that is missing fails: CI must not pass by
-having nothing to test.
+census that adds up. Without that folder (a clone away from ../shared) the
+test skips, exit 77; with it, a core that is missing fails: CI must not
+pass by having nothing to test.
 """
 
 import gzip
