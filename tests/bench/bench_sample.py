@@ -109,7 +109,7 @@ SUMMARY = re.compile(r"^Samples:\s+(\d+) in ([0-9.]+) s: ([0-9.]+) Hz", re.M)
 COST = re.compile(r"^Cost:\s+per sample (\d+) us walking the stacks, (\d+) us for the debugger to stop the target; "
                   r"resumed (\d+)%", re.M)
 COST_TRACED = re.compile(r"^Cost:\s+per sample (\d+) us stopping the threads, (\d+) us walking the stacks, (\d+) us "
-                         r"resuming them \(traced by rbpeek\); the target ran ([0-9.]+)%", re.M)
+                         r"resuming them \(traced by rbpeek\); the sampler was at work ([0-9.]+)%", re.M)
 
 
 def baseline(rows, before_end, after_start, span=2.0):
@@ -151,7 +151,7 @@ def run_rbpeek(ruby, debugger, rate, seconds, workdir, via=False):
             resumed = int(c.group(3)) / 100.0
         else:
             stop, walk, resume = (int(c.group(i)) * 1e-6 for i in (1, 2, 3))
-            resumed = float(c.group(4)) / 100.0
+            resumed = 1.0 - float(c.group(4)) / 100.0   # the share the sampler was not at work
         return {"achieved": achieved, "slowdown": 1.0 - during / base if base and during else None,
                 "projected": proj, "stopped": stopped, "walk": walk, "stop": stop, "resume": resume,
                 "cycle": per_sample, "resumed": resumed}

@@ -75,10 +75,14 @@ def traced_cost_lines(st):
                 % (n - st.full_stops, n, st.threads_stopped / float(n)))
     else:
         what = "every thread (--stop-all)"
+    # The steps' times are the sampler's, not the target's: most of "stopping"
+    # (reads before the stop) and "walking" (parked threads, after the
+    # resume) run while the target runs. What the target loses is "held".
+    busy = 100.0 * (1.0 - st.running / el) if el > 0 else 0.0
     lines = ["Cost:      per sample %.0f us stopping the threads, %.0f us walking the stacks, %.0f us "
-             "resuming them (traced by rbpeek); the target ran %.1f%% of the time; threads held stopped "
-             "%.2f%% of the wall time" % (1e6 * st.stop / n, 1e6 * st.walk / n, 1e6 * st.resume / n,
-                                           100.0 * (st.running / el if el > 0 else 0.0), held),
+             "resuming them (traced by rbpeek); the sampler was at work %.1f%% of the wall time; threads held "
+             "stopped %.2f%% of the wall time" % (1e6 * st.stop / n, 1e6 * st.walk / n, 1e6 * st.resume / n,
+                                                   busy, held),
              "Stopped:   %s" % what]
     if st.stop_mode == "gvl":
         lines.append(dropped_line(st, "changed while they were read after the resume"))
