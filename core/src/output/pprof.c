@@ -23,6 +23,7 @@
 #include "output/writer.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,24 @@ static bool pp_frame(pp_build *b, uint32_t i)
     return true;
 }
 
+/* pprof's values are int64: a count past INT64_MAX, and a count times the
+ * period past it, are written as INT64_MAX rather than wrap (the product
+ * would be undefined behaviour in C, and a negative time to pprof). The
+ * profile's counts are uint64 sums whose root total never wraps
+ * (rbp_profile_add_stack_ids checks), so only this conversion can. */
+static int64_t pp_count(uint64_t count)
+{
+    return count > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)count;
+}
+
+static int64_t pp_count_times(uint64_t count, int64_t period)
+{
+    int64_t v;
+    if (period <= 0) return 0;
+    if (__builtin_mul_overflow(pp_count(count), period, &v)) return INT64_MAX;
+    return v;
+}
+
 /* One sample per node whose stack ends there, its locations leaf first. */
 static int pp_visit(void *ctx, uint32_t node, bool entering)
 {
@@ -150,8 +169,8 @@ static int pp_visit(void *ctx, uint32_t node, bool entering)
     }
     b->loc_off[b->nsamples] = b->pool_len;
     for (uint32_t d = n->depth; d > 0; d--) b->loc_pool[b->pool_len++] = (uint64_t)b->path[d - 1] + 1;
-    b->values[2 * b->nsamples] = (int64_t)n->self;
-    b->values[2 * b->nsamples + 1] = (int64_t)n->self * b->period;
+    b->values[2 * b->nsamples] = pp_count(n->self);
+    b->values[2 * b->nsamples + 1] = pp_count_times(n->self, b->period);
     b->nsamples++;
     return 0;
 oom:

@@ -6,7 +6,7 @@
  * their labels with their files and start lines (noted by the sampler, or
  * guessed from the lines seen), locations with lines,
  * names that do not split, the title comment, the times; also an empty
- * profile and write errors.
+ * profile, write errors, and counts too large for pprof's int64 values.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -315,11 +315,56 @@ static void test_large(void)
     rbpeek_profile_free(pr);
 }
 
+/* Counts near 2^64 (a folded file can hold any): pprof's values are
+ * int64, so a count past INT64_MAX and a count times the period past it are
+ * written as INT64_MAX. The product used to be computed in int64 (undefined
+ * behaviour; UBSan stops on it, a plain build wrapped it negative). */
+static void test_huge_counts(void)
+{
+    rbpeek_profile *pr = rbpeek_profile_new();
+    const char *a[] = {"<main> (big.rb:1)", "huge (big.rb:2)"};
+    const char *b[] = {"<main> (big.rb:1)", "small (big.rb:3)"};
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, a, 2, UINT64_MAX - 1), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, b, 2, 1), RBPEEK_OK);
+    char path[512];
+    tmp_path(path, sizeof path, "pprof", "huge.pb.gz");
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, NULL), RBPEEK_OK);
+    Prof *p = read_pprof(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const Perftools__Profiles__Sample *s = find_sample(p, "<main>@big.rb:1;huge@big.rb:2");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(s->value[0], INT64_MAX);
+    CU_ASSERT_EQUAL(s->value[1], INT64_MAX);
+    s = find_sample(p, "<main>@big.rb:1;small@big.rb:3");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(s->value[0], 1);
+    CU_ASSERT_EQUAL(s->value[1], 10000000);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    rbpeek_profile_free(pr);
+
+    /* A count that fits int64 but whose time does not, at the largest period
+     * accepted: the time saturates, the count is exact. */
+    pr = rbpeek_profile_new();
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, b, 2, 3), RBPEEK_OK);
+    rbpeek_pprof_options o = {.period_ns = (uint64_t)INT64_MAX / 2};
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, &o), RBPEEK_OK);
+    p = read_pprof(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    s = find_sample(p, "<main>@big.rb:1;small@big.rb:3");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(s->value[0], 3);
+    CU_ASSERT_EQUAL(s->value[1], INT64_MAX);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    unlink(path);
+    rbpeek_profile_free(pr);
+}
+
 static const rbp_cu_test tests[] = {
     {"round trip: types, period, stacks, functions, locations", test_round_trip},
     {"on-CPU, defaults, empty profile, errors", test_on_cpu_defaults_and_empty},
     {"start lines noted by the sampler", test_noted_start_lines},
     {"deep and wide profile", test_large},
+    {"counts past int64 saturate", test_huge_counts},
     {NULL, NULL},
 };
 
