@@ -17,6 +17,7 @@
 #include "profile/profile.h"
 
 #define RBP_MAX_READ_FRAMES 1000000   /* per folded line; deeper is garbage */
+#define RBP_UTF8_BOM "\xEF\xBB\xBF"  /* U+FEFF */
 
 typedef struct rbp_folded_ctx {
     const rbpeek_profile *p;
@@ -24,6 +25,7 @@ typedef struct rbp_folded_ctx {
     char *path;             /* the current stack, sanitised, ';'-joined */
     size_t cap;
     size_t *plen;           /* length of path at each depth */
+    bool wrote;             /* a line is out */
 } rbp_folded_ctx;
 
 static int rbp_folded_visit(void *vctx, uint32_t node, bool entering)
@@ -55,6 +57,13 @@ static int rbp_folded_visit(void *vctx, uint32_t node, bool entering)
     }
     c->plen[n->depth] = start + nlen;
     if (n->self > 0) {
+        /* A reader takes a U+FEFF that opens the file for a byte order
+         * mark and drops it; when the first frame of the first line begins
+         * with one, a mark goes before it, so that only the mark is
+         * dropped. */
+        if (!c->wrote && start + nlen >= 3 && memcmp(c->path, RBP_UTF8_BOM, 3) == 0)
+            fwrite(RBP_UTF8_BOM, 1, 3, c->f);
+        c->wrote = true;
         fwrite(c->path, 1, start + nlen, c->f);
         if (fprintf(c->f, " %llu\n", (unsigned long long)n->self) < 0) {
             rbp_profile_fail(c->p, RBPEEK_ERR_IO, "error writing folded stacks: %s",
@@ -128,7 +137,7 @@ rbpeek_status rbpeek_profile_read_folded(rbpeek_profile *p, const char *path)
         size_t len = (size_t)got;
         const char *reason = NULL;
         char *s = line;
-        if (lineno == 1 && len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+        if (lineno == 1 && len >= 3 && memcmp(s, RBP_UTF8_BOM, 3) == 0) {
             s += 3;   /* a UTF-8 byte order mark some editors add */
             len -= 3;
         }
@@ -147,8 +156,10 @@ rbpeek_status rbpeek_profile_read_folded(rbpeek_profile *p, const char *path)
                     sep = q - 1;
                     break;
                 }
+            /* Nothing before the count is one frame with an empty name, as
+             * the writer writes it (";" is two): every stack the writer
+             * writes reads back. */
             if (!sep) reason = "no sample count (expected \"frame;frame;... COUNT\")";
-            else if (sep == s) reason = "empty stack";
             else if (!rbp_parse_count(sep + 1, &count)) reason = "sample count is not a whole number";
         }
         if (!reason) {

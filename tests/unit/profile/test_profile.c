@@ -209,6 +209,67 @@ static void test_folded_round_trip(void)
     rbpeek_profile_free(q);
 }
 
+/* Write p, read it back, write that: the same bytes, totals and stacks.
+ * Returns the text written. */
+static char *round_trip(const rbpeek_profile *p, const char *name)
+{
+    char a[512], b[512];
+    snprintf(b, sizeof b, "%s-again", name);
+    tmp_path(a, sizeof a, "profile", name);
+    char *tb = folded_of(p, b);
+    rbpeek_profile *q = rbpeek_profile_new();
+    spit(a, tb);
+    CU_ASSERT_EQUAL(rbpeek_profile_read_folded(q, a), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_profile_skipped_lines(q), 0);
+    CU_ASSERT_EQUAL(rbpeek_profile_total(q), rbpeek_profile_total(p));
+    CU_ASSERT_EQUAL(rbpeek_profile_stack_count(q), rbpeek_profile_stack_count(p));
+    char *tq = folded_of(q, b);
+    CU_ASSERT_STRING_EQUAL(tq, tb);
+    free(tq);
+    remove(a);
+    rbpeek_profile_free(q);
+    return tb;
+}
+
+/* What the reader used to take from the writer's output (issue 24): a
+ * first frame that begins with U+FEFF lost it as a byte order mark; a
+ * stack of one frame with an empty name was an "empty stack" line,
+ * skipped, and a file of nothing else was refused as corrupt. */
+static void test_folded_round_trip_edges(void)
+{
+    rbpeek_profile *p = rbpeek_profile_new();
+    add(p, "\xEF\xBB\xBF" "main;work", 3);
+    add(p, "\xEF\xBB\xBF" "main", 1);
+    add(p, "\xEF\xBB\xBF", 2);   /* a name of U+FEFF alone */
+    char *t = round_trip(p, "bom.folded");
+    /* One mark for the file, then the name's own. */
+    CU_ASSERT_STRING_EQUAL(t, "\xEF\xBB\xBF\xEF\xBB\xBF 2\n\xEF\xBB\xBF" "main 1\n\xEF\xBB\xBF" "main;work 3\n");
+    free(t);
+    rbpeek_profile_free(p);
+
+    /* U+FEFF in a first frame that is not on the first line: no mark. */
+    p = rbpeek_profile_new();
+    add(p, "a;b", 1);
+    add(p, "\xEF\xBB\xBF" "z", 1);
+    t = round_trip(p, "bom-later.folded");
+    CU_ASSERT_STRING_EQUAL(t, "a;b 1\n\xEF\xBB\xBF" "z 1\n");
+    free(t);
+    rbpeek_profile_free(p);
+
+    p = rbpeek_profile_new();
+    add(p, "", 5);
+    t = round_trip(p, "empty-only.folded");
+    CU_ASSERT_STRING_EQUAL(t, " 5\n");
+    free(t);
+    add(p, ";", 1);
+    add(p, "main;", 2);
+    add(p, ";main", 4);
+    t = round_trip(p, "empty-names.folded");
+    CU_ASSERT_STRING_EQUAL(t, " 5\n; 1\n;main 4\nmain; 2\n");
+    free(t);
+    rbpeek_profile_free(p);
+}
+
 static void test_read_folded_robust(void)
 {
     char path[512];
@@ -219,20 +280,20 @@ static void test_read_folded_robust(void)
                "\n   \n"                             /* blank lines: ignored */
                "no count here\n"                     /* malformed */
                "main;x 12abc\n"                      /* malformed */
-               " 7\n"                                /* empty stack */
+               " 7\n"                                /* one frame, its name empty */
                "main;y 99999999999999999999999\n"    /* overflows */
                "main;z\t3\n"                         /* tab separator */
                "main;w 0\n"                          /* zero: valid, adds nothing */
                "main;last 1");                       /* no final newline */
     rbpeek_profile *p = rbpeek_profile_new();
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_read_folded(p, path), RBPEEK_OK);
-    CU_ASSERT_EQUAL(rbpeek_profile_total(p), 11);
-    CU_ASSERT_EQUAL(rbpeek_profile_stack_count(p), 3);
-    CU_ASSERT_EQUAL(rbpeek_profile_skipped_lines(p), 4);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rbpeek_profile_error(p), "skipped 4 malformed lines"));
+    CU_ASSERT_EQUAL(rbpeek_profile_total(p), 18);
+    CU_ASSERT_EQUAL(rbpeek_profile_stack_count(p), 4);
+    CU_ASSERT_EQUAL(rbpeek_profile_skipped_lines(p), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbpeek_profile_error(p), "skipped 3 malformed lines"));
     CU_ASSERT_PTR_NOT_NULL(strstr(rbpeek_profile_error(p), "line 5"));
     char *text = folded_of(p, "robust-out.folded");
-    CU_ASSERT_STRING_EQUAL(text, "main;foo bar (a b.rb:3) 7\nmain;last 1\nmain;z 3\n");
+    CU_ASSERT_STRING_EQUAL(text, " 7\nmain;foo bar (a b.rb:3) 7\nmain;last 1\nmain;z 3\n");
     free(text);
     rbpeek_profile_free(p);
 
@@ -451,6 +512,7 @@ static const rbp_cu_test tests[] = {
     {"top-N self and total with recursion", test_top},
     {"folded sanitising", test_folded_sanitise},
     {"folded round trip", test_folded_round_trip},
+    {"folded round trip: U+FEFF and empty names", test_folded_round_trip_edges},
     {"read_folded robustness", test_read_folded_robust},
     {"meta", test_meta},
     {"speedscope JSON", test_speedscope},
