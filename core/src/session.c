@@ -85,6 +85,7 @@ static rbpeek_status set_source(rbpeek_session *s, rbp_source src)
     }
     rbp_mem_free(s->mem);
     s->mem = m;
+    rbp_mem_set_warn(m, rbp_session_warnsink(s));
     s->attached = false;
     return RBPEEK_OK;
 }

@@ -63,6 +63,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The same file as the libruby of a target: the .symtab fallback. */
     rbp_region r = {.start = 0x7f0000000000, .end = 0x7f0000400000, .file_offset = 0, .path = g_ruby};
     uint64_t addr;
-    rbp_elf_symtab_lookup(&r, 1, "ruby_current_vm_ptr", &addr);
+    rbp_elf_symtab_lookup(&r, 1, "ruby_current_vm_ptr", &addr, NULL);
     return 0;
 }

@@ -38,6 +38,15 @@ void rbp_warn(rbpeek_session *s, const char *fmt, ...)
     va_end(ap);
 }
 
+static void warn_line(void *ctx, const char *line)
+{
+    rbpeek_session *s = ctx;
+    if (!*line || strstr(s->warning, line)) return;
+    rbp_warn(s, "%s", line);
+}
+
+rbp_warnsink rbp_session_warnsink(rbpeek_session *s) { return (rbp_warnsink){warn_line, s}; }
+
 bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, const char **how)
 {
     if (s->lookup && s->lookup(s->lookup_ctx, name, addr) == 0 && *addr) {
@@ -48,7 +57,7 @@ bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, cons
         if (how) *how = "ELF dynamic symbols in target memory";
         return true;
     }
-    if (rbp_elf_symtab_lookup(s->regions, s->nregions, name, addr) && *addr) {
+    if (rbp_elf_symtab_lookup(s->regions, s->nregions, name, addr, rbp_mem_warn(s->mem)) && *addr) {
         if (how) *how = ".symtab of the Ruby image on disk";
         return true;
     }

@@ -75,6 +75,10 @@ struct rbpeek_session {
 rbpeek_status rbp_fail(rbpeek_session *s, rbpeek_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void rbp_warn(rbpeek_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A sink onto the session's warning line, for the layers below that take
+ * one (memory/: files a core names that are not regular files). A line
+ * already on the warning line is not added again. */
+rbp_warnsink rbp_session_warnsink(rbpeek_session *s);
 
 /* Version helpers: true if the target is at least major.minor. */
 static inline bool rbp_ver_ge(const rbpeek_session *s, int major, int minor)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/errbuf.h"
+#include "base/target_file.h"
 #include "layout/dwarf_read.h"
 
 /* A top-level struct/union/typedef named like a wanted type: if it leads to
@@ -117,7 +118,7 @@ static bool cu_in_c(dctx *c, Dwarf_Die cu)
  * read from the file's own bytes via the symbol table. Best effort. */
 static void read_ruby_version(const char *path, char *out, size_t outlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = rbp_open_target_file(path, NULL, 0);
     if (fd < 0) return;
     if (elf_version(EV_CURRENT) == EV_NONE) {
         close(fd);
@@ -169,8 +170,14 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
         return -1;
     }
     /* Check readability ourselves: libdwarf reports a missing file as "no
-     * DWARF", which would hide the real problem. */
-    int fd = open(elf_path, O_RDONLY | O_CLOEXEC);
+     * DWARF", which would hide the real problem; and it opens the file with
+     * a plain open, which a FIFO would block forever. */
+    char kind[32];
+    int fd = rbp_open_target_file(elf_path, kind, sizeof kind);
+    if (fd == RBP_NOT_REGULAR) {
+        rbp_set_err(err, errlen, "%s is %s, not a regular file: not read", elf_path, kind);
+        return RBP_NOT_REGULAR;
+    }
     if (fd < 0) {
         rbp_set_err(err, errlen, "cannot open %s: %s", elf_path, strerror(errno));
         return -1;

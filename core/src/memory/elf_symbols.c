@@ -15,7 +15,10 @@
  * PT_LOAD headers; that serves exactly the tables the loader uses, which is
  * why plain parsing suffices and libelf is not needed. The file is used
  * only if its ELF and program headers match what memory holds (when memory
- * holds them), so an upgraded library cannot feed us wrong addresses.
+ * holds them), so an upgraded library cannot feed us wrong addresses,
+ * and only if it is a regular file (base/target_file.h): the paths are the
+ * target's word (a core's NT_FILE note), and a FIFO or a device is refused
+ * with one line on the session's warning sink.
  *
  * Images are searched in ascending load address, which puts the main
  * executable (lowest in the usual layouts) first, as the dynamic linker
@@ -27,6 +30,8 @@
  */
 #define _GNU_SOURCE
 #include "memory/elf_symbols.h"
+
+#include "base/target_file.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -68,6 +73,7 @@ typedef struct elf_image {
     Elf64_Phdr *fload;
     size_t nfload;
     int fd;                 /* open only during one rbp_elf_lookup call */
+    const rbp_warnsink *warn;   /* the memory's (rbp_mem_warn) */
 } elf_image;
 
 struct rbp_elfcache {
@@ -109,7 +115,11 @@ static long pread_all(int fd, void *buf, size_t len, uint64_t off)
 
 static int image_fd(elf_image *im)
 {
-    if (im->fd < 0 && im->path && im->path[0] == '/') im->fd = open(im->path, O_RDONLY | O_CLOEXEC);
+    /* A refusal leaves file_state -1 (load_file), so it is said once. */
+    if (im->fd < 0 && im->path && im->path[0] == '/') {
+        int fd = rbp_open_target_file_warn(im->path, "the mapped image", im->warn);
+        im->fd = fd < 0 ? -1 : fd;
+    }
     return im->fd;
 }
 
@@ -440,7 +450,7 @@ static rbp_elfcache *cache_build(const rbp_mem *mem, const rbp_region *regions, 
             rbp_elfcache_free(c);
             return NULL;
         }
-        c->imgs[c->n++] = (elf_image){.path = dup, .base = r->start, .fd = -1};
+        c->imgs[c->n++] = (elf_image){.path = dup, .base = r->start, .fd = -1, .warn = rbp_mem_warn(mem)};
     }
     qsort(c->imgs, c->n, sizeof *c->imgs, cmp_image);
     size_t out = 0;

@@ -28,7 +28,8 @@ void rbp_elfcache_free(rbp_elfcache *c);
 
 /* Finds name in the full .symtab of the files of the Ruby images among
  * regions (for hidden symbols such as ruby_current_vm_ptr in a source
- * build). */
-bool rbp_elf_symtab_lookup(const rbp_region *regions, size_t nregions, const char *name, uint64_t *addr);
+ * build). A file that is not a regular file is said on warn (may be NULL). */
+bool rbp_elf_symtab_lookup(const rbp_region *regions, size_t nregions, const char *name, uint64_t *addr,
+                           const rbp_warnsink *warn);
 
 #endif

@@ -5,7 +5,8 @@
  * hidden (local symbols, absent from .dynsym), so a session without a
  * debugger (rbpeek-bt on a core, the unit tests) needs .symtab to find them.
  * Only images that look like libruby or a ruby executable are searched, and
- * only when they were not stripped.
+ * only when they were not stripped, and only regular files: the paths
+ * are the target's word (base/target_file.h).
  */
 #include <fcntl.h>
 #include <gelf.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/target_file.h"
 #include "memory/elf_symbols.h"
 
 #define MAX_SYMS (1u << 22)
@@ -25,9 +27,10 @@ static bool ruby_image(const char *path)
 }
 
 /* Searches one file; *bias_base is where its first byte is mapped. */
-static bool search_file(const char *path, uint64_t map_base, const char *name, uint64_t *addr)
+static bool search_file(const char *path, uint64_t map_base, const char *name, uint64_t *addr,
+                        const rbp_warnsink *warn)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = rbp_open_target_file_warn(path, "the mapped Ruby image", warn);
     if (fd < 0) return false;
     bool found = false;
     Elf *e = elf_begin(fd, ELF_C_READ, NULL);
@@ -76,7 +79,8 @@ out:
     return found;
 }
 
-bool rbp_elf_symtab_lookup(const rbp_region *regions, size_t nregions, const char *name, uint64_t *addr)
+bool rbp_elf_symtab_lookup(const rbp_region *regions, size_t nregions, const char *name, uint64_t *addr,
+                           const rbp_warnsink *warn)
 {
     if (elf_version(EV_CURRENT) == EV_NONE) return false;
     for (size_t i = 0; i < nregions; i++) {
@@ -85,7 +89,7 @@ bool rbp_elf_symtab_lookup(const rbp_region *regions, size_t nregions, const cha
         bool seen = false; /* a file is mapped several times; search it once */
         for (size_t j = 0; j < i && !seen; j++)
             seen = regions[j].path && regions[j].file_offset == 0 && strcmp(regions[j].path, r->path) == 0;
-        if (!seen && search_file(r->path, r->start, name, addr)) return true;
+        if (!seen && search_file(r->path, r->start, name, addr, warn)) return true;
     }
     return false;
 }

@@ -54,6 +54,7 @@ struct rbp_mem {
     size_t nstrict;
     uint64_t prev_strict[MAX_HOT]; /* ... and before it: what rbp_mem_fence fetches */
     size_t nprev_strict;
+    rbp_warnsink warn;  /* see rbp_mem_set_warn */
 };
 
 rbp_mem *rbp_mem_new(rbp_source src)
@@ -79,6 +80,15 @@ void rbp_mem_free(rbp_mem *m)
 }
 
 const char *rbp_mem_kind(const rbp_mem *m) { return m && m->src.kind ? m->src.kind : "none"; }
+
+void rbp_mem_set_warn(rbp_mem *m, rbp_warnsink sink)
+{
+    if (!m) return;
+    m->warn = sink;
+    if (m->src.set_warn) m->src.set_warn(m->src.ctx, sink);
+}
+
+const rbp_warnsink *rbp_mem_warn(const rbp_mem *m) { return m ? &m->warn : NULL; }
 
 void rbp_mem_invalidate(rbp_mem *m)
 {

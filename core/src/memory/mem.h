@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "rbpeek.h"
+#include "base/target_file.h"
 
 /* A memory source: read returns bytes read (short = rest unreadable) or -1.
  * read_many (optional) reads n ranges of len bytes at addrs[i] into bufs[i]
@@ -27,6 +28,9 @@ typedef struct rbp_source {
     long (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
     void (*read_many)(void *ctx, const uint64_t *addrs, uint8_t *const *bufs, size_t n, size_t len, long *got);
     void (*close)(void *ctx);       /* may be NULL */
+    /* Where the source says what it refused (a file a core names that is
+     * no regular file); may be NULL. rbp_mem_set_warn calls it. */
+    void (*set_warn)(void *ctx, rbp_warnsink sink);
     void *ctx;
     const char *kind;               /* "callback", "proc", "core" */
 } rbp_source;
@@ -37,6 +41,10 @@ typedef struct rbp_mem rbp_mem;
 rbp_mem *rbp_mem_new(rbp_source src);
 void rbp_mem_free(rbp_mem *m);
 const char *rbp_mem_kind(const rbp_mem *m);
+/* Where the source and the readers of the target's files (elf_symbols.c)
+ * say what they refused: the session's warning line. */
+void rbp_mem_set_warn(rbp_mem *m, rbp_warnsink sink);
+const rbp_warnsink *rbp_mem_warn(const rbp_mem *m);
 
 /* Reads exactly len bytes; false if any byte is unreadable. */
 bool rbp_mem_read(rbp_mem *m, uint64_t addr, void *buf, size_t len);

@@ -8,6 +8,10 @@
  * p_filesz smaller than p_memsz or by writing no PT_LOAD at all. The NT_FILE
  * note still names the file behind each mapping and the offset it was
  * mapped from, so for addresses the core lacks we read that file instead.
+ * Those paths are the core's word, and a core may come from anyone: a file
+ * is read only if it is a regular file (base/target_file.h), so a note
+ * naming a FIFO or a device cannot block or feed us its bytes; each refusal
+ * is said once on the session's warning line.
  *
  * Reads use pread on a descriptor kept open rather than mmap of the core:
  * a core may be truncated (a crash while it was being written, a disk that
@@ -22,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "base/errbuf.h"
+#include "base/target_file.h"
 #include "memory/mem.h"
 
 #include <elf.h>
@@ -78,6 +83,7 @@ typedef struct core {
     size_t nfiles;
     size_t nopen;
     uint64_t clock;
+    rbp_warnsink warn;      /* where refused files are said (rbp_mem_set_warn) */
 } core;
 
 /* pread that retries on EINTR and on partial transfers; returns bytes read
@@ -242,14 +248,19 @@ static core *core_open(const char *path, char *err, size_t errlen)
         rbp_set_err(err, errlen, "out of memory");
         return NULL;
     }
-    c->fd = open(path, O_RDONLY | O_CLOEXEC);
+    char kind[32];
+    c->fd = rbp_open_target_file(path, kind, sizeof kind);
+    if (c->fd == RBP_NOT_REGULAR) {
+        rbp_set_err(err, errlen, "core %s is %s, not a regular file", path, kind);
+        goto fail;
+    }
     if (c->fd < 0) {
         rbp_set_err(err, errlen, "cannot open core %s: %s", path, strerror(errno));
         goto fail;
     }
     struct stat st;
-    if (fstat(c->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rbp_set_err(err, errlen, "core %s is not a regular file", path);
+    if (fstat(c->fd, &st) != 0) {
+        rbp_set_err(err, errlen, "cannot stat core %s: %s", path, strerror(errno));
         goto fail;
     }
     c->size = (uint64_t)st.st_size;
@@ -428,9 +439,9 @@ static int file_fd(core *c, uint32_t file)
             c->nopen--;
         }
     }
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    int fd = rbp_open_target_file_warn(f->path, "the core's mapped file", &c->warn);
     if (fd < 0) {
-        f->state = -1;
+        f->state = -1;   /* never tried again, so never said twice */
         return -1;
     }
     if (f->state == 0 && !file_matches_core(c, file, fd)) {
@@ -493,6 +504,8 @@ static long core_read(void *ctx, uint64_t addr, void *buf, size_t len)
 
 static void core_close(void *ctx) { core_free(ctx); }
 
+static void core_set_warn(void *ctx, rbp_warnsink sink) { ((core *)ctx)->warn = sink; }
+
 bool rbp_source_core(const char *core_path, rbp_source *out, char *err, size_t errlen)
 {
     if (!core_path || !out) {
@@ -501,7 +514,7 @@ bool rbp_source_core(const char *core_path, rbp_source *out, char *err, size_t e
     }
     core *c = core_open(core_path, err, errlen);
     if (!c) return false;
-    *out = (rbp_source){.read = core_read, .close = core_close, .ctx = c, .kind = "core"};
+    *out = (rbp_source){.read = core_read, .close = core_close, .set_warn = core_set_warn, .ctx = c, .kind = "core"};
     return true;
 }
 

@@ -153,8 +153,12 @@ static bool try_dwarf(rbpeek_session *s, const char *path, char *why, size_t why
     rbp_layout l;
     char err[256];
     rbp_layout_clear(&l);
-    if (rbp_dwarf_layout(path, &l, err, sizeof err) != 0) {
+    int rc = rbp_dwarf_layout(path, &l, err, sizeof err);
+    if (rc != 0) {
         snprintf(why, whylen, "%s", err);
+        /* A file the target names that is a FIFO or a device: said even
+         * when another layout is found. */
+        if (rc == RBP_NOT_REGULAR) rbp_warnsink_say(rbp_mem_warn(s->mem), "%s", err);
         return false;
     }
     char source[600];

@@ -263,6 +263,29 @@ static void test_missing_file(void)
     expect_failure(NULL, NULL);
 }
 
+/* A libruby path a core names may be a FIFO (libdwarf's own open would
+ * wait for a writer for ever) or a device: refused before any open, with
+ * what it is (issue 24). */
+static void test_not_regular(void)
+{
+    char fifo[512];
+    snprintf(fifo, sizeof fifo, "%s/libruby-fifo-%d.so", RBP_FIXTURE_DIR, (int)getpid());
+    unlink(fifo);
+    CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
+    unsigned prev = alarm(30);   /* a blocked open ends the test here */
+    const char *paths[] = {fifo, "/dev/zero", "/dev/null", RBP_FIXTURE_DIR};
+    const char *kinds[] = {"is a FIFO", "is a character device", "is a character device", "is a directory"};
+    for (size_t i = 0; i < 4; i++) {
+        rbp_layout l;
+        char err[512] = "";
+        CU_ASSERT_EQUAL(rbp_dwarf_layout(paths[i], &l, err, sizeof err), RBP_NOT_REGULAR);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, kinds[i]));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "not a regular file"));
+    }
+    alarm(prev);
+    unlink(fifo);
+}
+
 static void test_declarations_only(void)
 {
     expect_failure(fixture("liblayout_fixture_decls.so"), "rb_control_frame_struct");
@@ -426,6 +449,7 @@ static const rbp_cu_test tests[] = {
     {"no DWARF", test_no_dwarf},
     {"stripped, with .gnu_debuglink", test_debuglink},
     {"missing file", test_missing_file},
+    {"a FIFO, a device, a directory: refused unopened", test_not_regular},
     {"declarations only", test_declarations_only},
     {"garbage files", test_garbage_files},
     {"DIE sibling chains that point back", test_sibling_cycle},
