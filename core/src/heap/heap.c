@@ -189,6 +189,7 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
     memset(h, 0, sizeof *h);
     h->ref_budget = RBP_HEAP_REF_BUDGET;
     h->chain_budget = RBP_HEAP_CHAIN_BUDGET;
+    rbp_recguard_init(&h->naming, RBP_HEAP_NAMING_DEPTH, &h->chain_budget);
     h->s = s;
     if (!s || !s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "heap: attach to a Ruby first");
     const rbp_layout *L = &s->layout;
@@ -301,15 +302,25 @@ rbp_walkguard rbp_heap_chain_guard(rbp_heap *h, size_t limit)
     return rbp_walkguard_start(limit, &h->chain_budget);
 }
 
-bool rbp_heap_chain_step(rbp_heap *h, rbp_walkguard *g, uint64_t node, const char *what, uint64_t from)
+static bool chain_cut(rbp_heap *h, rbp_walk_verdict v, const char *what, uint64_t from, const char *why)
 {
-    rbp_walk_verdict v = rbp_walkguard_step(g, node);
     if (v == RBP_WALK_OK) return true;
     h->chain_last = v;
     if (!h->chain_cuts++)
-        snprintf(h->chain_cut, sizeof h->chain_cut, "%s of 0x%llx: %s", what, (unsigned long long)from,
-                 rbp_walk_verdict_str(v));
+        snprintf(h->chain_cut, sizeof h->chain_cut, "%s of 0x%llx: %s", what, (unsigned long long)from, why);
     return false;
+}
+
+bool rbp_heap_chain_step(rbp_heap *h, rbp_walkguard *g, uint64_t node, const char *what, uint64_t from)
+{
+    rbp_walk_verdict v = rbp_walkguard_step(g, node);
+    return chain_cut(h, v, what, from, rbp_walk_verdict_str(v));
+}
+
+bool rbp_heap_rec_enter(rbp_heap *h, rbp_recguard *g, uint64_t node, const char *what, uint64_t from)
+{
+    rbp_walk_verdict v = rbp_rec_enter(g, node);
+    return chain_cut(h, v, what, from, v == RBP_WALK_BUDGET ? rbp_walk_verdict_str(v) : rbp_rec_verdict_str(v));
 }
 
 const char *rbp_heap_chain_note(rbp_heap *h) { return h->chain_cuts ? h->chain_cut : ""; }

@@ -53,6 +53,10 @@ typedef struct rbp_heap_consts {
  * objects' shapes takes. */
 #define RBP_HEAP_CHAIN_BUDGET ((size_t)1 << 22)
 
+/* "#<Class:#<Class:...>>": singletons named through their attached
+ * objects, at most this many levels (h->naming). */
+#define RBP_HEAP_NAMING_DEPTH 16
+
 typedef struct rbp_heap {
     rbpeek_session *s;
     uint64_t objspace;
@@ -74,7 +78,7 @@ typedef struct rbp_heap {
     uint64_t chain_cuts;
     char chain_cut[160];
     rbp_walk_verdict chain_last; /* why the latest cut walk stopped */
-    int name_depth;             /* rbp_heap_class_name's recursion through attached objects */
+    rbp_recguard naming;        /* rbp_heap_class_name's recursion through attached objects */
     /* the decoders' caches for one walk (freed by rbp_heap_close) */
     rbp_addrmap klass_ok;       /* klass -> (void*)1 valid, (void*)2 invalid */
     rbp_addrmap names;          /* class -> malloc'd name */
@@ -99,6 +103,11 @@ rbp_walkguard rbp_heap_chain_guard(rbp_heap *h, size_t limit);
 /* One step of a chain walk over what (e.g. "the superclass chain of
  * 0x..."): false means stop there; the cut is recorded for the note. */
 bool rbp_heap_chain_step(rbp_heap *h, rbp_walkguard *g, uint64_t node, const char *what, uint64_t from);
+/* Entering node in a recursion of the heap's decoders (g: h->naming),
+ * drawing on the same chain budget: false means do not go down; the
+ * refusal is recorded as a cut, like a chain walk's. After true,
+ * rbp_rec_leave(g) on the way back. */
+bool rbp_heap_rec_enter(rbp_heap *h, rbp_recguard *g, uint64_t node, const char *what, uint64_t from);
 
 /* The page whose slot region contains addr, or NULL. */
 const rbp_heap_page *rbp_heap_page_of(const rbp_heap *h, uint64_t addr);

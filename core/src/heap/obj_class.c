@@ -201,19 +201,16 @@ const char *rbp_heap_class_name(rbp_heap *h, uint64_t klass)
         if (at == RBP_T_CLASS || at == RBP_T_MODULE) {
             /* a singleton of a singleton of ... names its attached object
              * in turn; garbage can make that a loop (A attached to B
-             * attached to A): the recursion is bounded like a chain walk */
-            if (att != klass && h->name_depth < MAX_NAME_DEPTH) {
-                rbp_walkguard one = rbp_heap_chain_guard(h, 1);
-                if (rbp_heap_chain_step(h, &one, att, "a singleton class's attached objects", klass)) {
-                    h->name_depth++;
-                    inner = rbp_heap_class_name(h, att);
-                    h->name_depth--;
-                }
-            } else if (att != klass) {
-                rbp_walkguard none = rbp_heap_chain_guard(h, 0);
-                rbp_heap_chain_step(h, &none, att, "a singleton class's attached objects", klass);
+             * attached to A, or to itself): the recursion goes through the
+             * heap's recursion guard, which sees the loop at once, and a
+             * chain deeper than RBP_HEAP_NAMING_DEPTH; either is a cut */
+            if (rbp_heap_rec_enter(h, &h->naming, klass, "a singleton class's attached objects", klass)) {
+                if (att != klass) inner = rbp_heap_class_name(h, att);
+                else rbp_heap_rec_enter(h, &h->naming, att, "a singleton class's attached objects", klass);
+                rbp_rec_leave(&h->naming);
             }
         } else if (att) {
+            /* real is no singleton: its name needs no further name */
             uint64_t real = 0, aklass = 0;
             if (rbp_mem_u64(h->s->mem, att + 8, &aklass)) real = rbp_class_real(h, aklass);
             snprintf(tmp, sizeof tmp, "0x%016llx", (unsigned long long)att);

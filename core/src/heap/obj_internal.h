@@ -26,7 +26,6 @@ enum {
     CHUNK = 1024,               /* VALUEs read per call for long buffers */
     MAX_CLASS_HOPS = 256,       /* singleton/iclass chain in rbp_class_real */
     MAX_SUPER = 64,             /* superclass chains searched for a class or a hidden ivar */
-    MAX_NAME_DEPTH = 16,        /* "#<Class:#<Class:...>>": singletons named through their attached object */
     SHAPE_IVAR = 1,             /* enum shape_type, 3.2+: the shape adds the ivar edge_name */
     MAX_SHAPE_DEPTH = 1 << 16,  /* shapes walked from one to the root */
     ST_ENTRY = 24,              /* st_table_entry: hash, key, record */

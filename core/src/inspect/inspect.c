@@ -11,8 +11,13 @@
  * believable (rbp_heap_classify); otherwise the top-level value gets one
  * clear line ("not a Ruby object: ...") and a nested one prints as
  * #<rbpeek: ...>. Nesting, elements per object and objects per value are
- * bounded (--depth, --max-length, a fixed budget), so a corrupt or cyclic
- * structure ends, and Ruby's own recursion marks ([...], {...}) are kept.
+ * bounded (--depth, --max-length), and every object whose parts are
+ * printed goes through one recursion guard (base/walkguard.h: a depth of
+ * RBP_INSP_MAX_LEVELS objects of any type, a loop check, a budget of
+ * objects per value and per command), so a corrupt or cyclic structure
+ * ends: Ruby's own recursion marks ([...], {...}, #<struct X:...>, "(... ..
+ * ...)", #<X:0x... ...>) where Ruby has one, and rbpeek's marker saying
+ * why elsewhere (a Rational whose numerator is itself).
  */
 #include "inspect/inspect.h"
 
@@ -64,24 +69,21 @@ static bool immediate(rbp_insp *in, uint64_t v)
 
 /* --- containers ------------------------------------------------------------ */
 
-/* Whether o is already being printed (Ruby shows the recursion). */
-static bool on_path(rbp_insp *in, uint64_t v)
-{
-    for (int i = 0; i < in->depth; i++)
-        if (in->path[i] == v) return true;
-    return false;
-}
+/* Whether the object a container printer was called for is being printed
+ * further up: it then prints Ruby's mark for the recursion. */
+static bool again(const rbp_insp *in) { return in->again; }
 
-/* Entering a container: false (and the elided form printed) when the
- * depth limit is reached. */
-static bool enter(rbp_insp *in, uint64_t v, const char *elided)
+/* Entering a container's elements: false (and the elided form printed)
+ * when --depth is reached. The container itself is on the recursion
+ * guard's path already (rbp_insp_value). */
+static bool enter(rbp_insp *in, const char *elided)
 {
     if (in->depth >= in->max_depth || in->depth >= RBP_INSP_MAX_NEST) {
         puts_(in, elided);
         in->cut = true;
         return false;
     }
-    in->path[in->depth++] = v;
+    in->depth++;
     return true;
 }
 
@@ -123,11 +125,11 @@ static void array(rbp_insp *in, const rbp_obj *o)
         puts_(in, "[]");
         return;
     }
-    if (on_path(in, o->addr)) {
+    if (again(in)) {
         puts_(in, "[...]");
         return;
     }
-    if (!enter(in, o->addr, "[" RBP_ELLIPSIS "]")) return;
+    if (!enter(in, "[" RBP_ELLIPSIS "]")) return;
     puts_(in, "[");
     values_list(in, o, ptr, len);
     puts_(in, "]");
@@ -181,11 +183,11 @@ static void hash(rbp_insp *in, const rbp_obj *o)
         puts_(in, "{}");
         return;
     }
-    if (on_path(in, o->addr)) {
+    if (again(in)) {
         puts_(in, "{...}");
         return;
     }
-    if (!enter(in, o->addr, "{" RBP_ELLIPSIS "}")) return;
+    if (!enter(in, "{" RBP_ELLIPSIS "}")) return;
     puts_(in, "{");
     pairs p = {in, 0, false};
     if (!rbp_hash_each(in->h, o, pair_cb, &p)) rbp_insp_unreadable(in, p.i ? ", #<rbpeek: unreadable entries>" : "#<rbpeek: unreadable entries>");
@@ -201,9 +203,14 @@ static void range(rbp_insp *in, const rbp_obj *o, uint64_t ptr, uint64_t len)
         return;
     }
     uint64_t nil = in->h->c.qnil;
-    if (!enter(in, o->addr, "(" RBP_ELLIPSIS ")")) return;
+    bool excl = !(v[2] == in->qfalse || v[2] == nil);
+    if (again(in)) { /* range.c's inspect_range, recur */
+        puts_(in, excl ? "(... ... ...)" : "(... .. ...)");
+        return;
+    }
+    if (!enter(in, "(" RBP_ELLIPSIS ")")) return;
     if (v[0] != nil || v[1] == nil) rbp_insp_value(in, v[0]);
-    puts_(in, v[2] == in->qfalse || v[2] == nil ? ".." : "...");
+    puts_(in, excl ? "..." : "..");
     if (v[0] == nil || v[1] != nil) rbp_insp_value(in, v[1]);
     in->depth--;
 }
@@ -225,12 +232,12 @@ static void structure(rbp_insp *in, const rbp_obj *o)
     const char *cname = real ? rbp_heap_class_name(in->h, real) : "?";
     bool named = cname[0] != '#';
     puts_(in, data ? "#<data " : "#<struct ");
-    if (on_path(in, o->addr)) {
+    if (again(in)) {
         rbp_sb_printf(in->out, "%s:...>", cname);
         return;
     }
     if (named) puts_(in, cname);
-    if (!enter(in, o->addr, named ? " " RBP_ELLIPSIS ">" : RBP_ELLIPSIS ">")) return;
+    if (!enter(in, named ? " " RBP_ELLIPSIS ">" : RBP_ELLIPSIS ">")) return;
     uint64_t members = rbp_struct_members(in->h, real);
     long mlen = 0;
     uint64_t vals[64], melems = 0;
@@ -332,11 +339,11 @@ static void object(rbp_insp *in, const rbp_obj *o)
         return;
     }
     rbp_sb_printf(in->out, "#<%s:0x%016" PRIx64, cname, o->addr);
-    if (on_path(in, o->addr)) {
+    if (again(in)) {
         puts_(in, " ...>");
         return;
     }
-    if (!enter(in, o->addr, " " RBP_ELLIPSIS ">")) return;
+    if (!enter(in, " " RBP_ELLIPSIS ">")) return;
     ivars w = {in, 0, 0, false};
     int st = rbp_obj_ivars_each(in->h, o, ivar_cb, &w);
     if (st == RBP_VALUES_NO_LAYOUT) puts_(in, " #<rbpeek: ivar names unknown for this layout>");
@@ -380,16 +387,58 @@ static void numeric_pair(rbp_insp *in, const rbp_obj *o)
 
 /* --- dispatch ---------------------------------------------------------------- */
 
+/* Types whose #inspect shows recursion its own way ([...], {...},
+ * #<struct X:...>, "(... .. ...)" for a Range, which is a T_STRUCT, and
+ * #<X:0x... ...>): their printers ask again(). */
+static bool marks_recursion(int type)
+{
+    return type == RBP_T_ARRAY || type == RBP_T_HASH || type == RBP_T_STRUCT || type == RBP_T_OBJECT;
+}
+
+/* The marker for an object the recursion guard refused: what it is and
+ * why, once for the budget (later parts print as …). */
+static void refused(rbp_insp *in, const rbp_obj *o, rbp_walk_verdict why)
+{
+    in->cut = true;
+    if (why == RBP_WALK_BUDGET) {
+        if (in->budget_said) {
+            puts_(in, RBP_ELLIPSIS);
+            return;
+        }
+        in->budget_said = true;
+        char marker[160];
+        if (in->command_budget)
+            snprintf(marker, sizeof marker, "#<rbpeek: cut: this command's budget of %d objects is spent>",
+                     RBP_INSP_COMMAND_BUDGET);
+        else
+            snprintf(marker, sizeof marker, "#<rbpeek: cut: the budget of %d objects per value is spent>",
+                     RBP_INSP_BUDGET);
+        rbp_insp_unreadable(in, marker);
+        return;
+    }
+    if (in->budget) in->budget--; /* the object was read: it counts, so refusals end too */
+    const char *cls = o->type == RBP_T_RATIONAL ? "Rational" : o->type == RBP_T_COMPLEX ? "Complex"
+                      : rbp_insp_class_name(in, o->klass);
+    char marker[320];
+    if (why == RBP_WALK_CYCLE)
+        snprintf(marker, sizeof marker, "#<rbpeek: a %s that contains itself (0x%" PRIx64 ")>", cls, o->addr);
+    else
+        snprintf(marker, sizeof marker, "#<rbpeek: a %s that nests too deep (over %d objects, at 0x%" PRIx64 ")>", cls,
+                 RBP_INSP_MAX_LEVELS, o->addr);
+    rbp_insp_unreadable(in, marker);
+}
+
+static void print_object(rbp_insp *in, uint64_t v, rbp_obj *o);
+
 void rbp_insp_value(rbp_insp *in, uint64_t v)
 {
     in->nested = rbp_insp_value;
     if (immediate(in, v)) return;
-    if (!in->budget) {
-        puts_(in, RBP_ELLIPSIS);
-        in->cut = true;
+    if (!in->budget) { /* spent: say so without reading more */
+        rbp_obj none = {.addr = v};
+        refused(in, &none, RBP_WALK_BUDGET);
         return;
     }
-    in->budget--;
     uint8_t buf[RBP_INSP_SLOT];
     rbp_obj o;
     char why[240];
@@ -399,6 +448,26 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
         rbp_insp_unreadable(in, marker);
         return;
     }
+    /* Every object goes through the guard, leaves too (a String costs its
+     * place in the budget); one met again inside itself is refused, but
+     * for the types that print Ruby's own mark for it. */
+    bool mark = marks_recursion(o.type) && rbp_rec_on_path(&in->rec, v);
+    if (!mark) {
+        rbp_walk_verdict vd = rbp_rec_enter(&in->rec, v);
+        if (vd != RBP_WALK_OK) {
+            refused(in, &o, vd);
+            return;
+        }
+    }
+    in->again = mark;   /* read by the container printers before they print any part */
+    print_object(in, v, &o);
+    in->again = false;
+    if (!mark) rbp_rec_leave(&in->rec);
+}
+
+static void print_object(rbp_insp *in, uint64_t v, rbp_obj *o_)
+{
+    rbp_obj o = *o_;
     switch (o.type) {
     case RBP_T_STRING: {
         size_t len;
@@ -439,7 +508,7 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
             if (rbp_insp_time(in, &o)) return;
         } else if (rbp_insp_is_data(in, &o, "method", "Method") || rbp_insp_is_data(in, &o, "method", "UnboundMethod")) {
             if (rbp_insp_method(in, &o)) return;
-        } else if (in->depth == 0) {
+        } else if (rbp_insp_top(in)) {
             rbp_insp_why(in, "its class's own #inspect is not decoded");
         }
         break;
@@ -447,7 +516,7 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
         if (rbp_insp_regexp(in, &o)) return;
         break;
     default:
-        if (in->depth == 0) rbp_insp_why(in, "its class's own #inspect is not decoded");
+        if (rbp_insp_top(in)) rbp_insp_why(in, "its class's own #inspect is not decoded");
         break;
     }
     /* rb_any_to_s: what Kernel#to_s gives, and what Kernel#inspect gives an

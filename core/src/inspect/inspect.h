@@ -13,9 +13,15 @@
 #include "base/strbuf.h"
 #include "heap/heap.h"
 
+/* Objects one command prints over all its values (bt --locals: a thread's
+ * selves and locals), beside each value's own budget. */
+#define RBP_INSP_COMMAND_BUDGET (1 << 24)
+
 typedef struct rbp_inspect_limits {
     int depth;              /* containers nested deeper print as [...] (…) */
     uint64_t max_length;    /* elements per container, bytes per String */
+    size_t *budget;         /* objects a whole command may print over all its values, drawn on by each
+                               (start it at RBP_INSP_COMMAND_BUDGET); NULL: each value has its own only */
 } rbp_inspect_limits;
 
 typedef struct rbp_inspect_result {

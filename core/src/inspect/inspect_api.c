@@ -35,7 +35,15 @@ static void insp_init(rbp_insp *in, rbp_heap *h, const rbp_inspect_limits *lim, 
     in->out = out;
     in->max_depth = lim->depth < 0 ? 0 : lim->depth > RBP_INSP_MAX_NEST ? RBP_INSP_MAX_NEST : lim->depth;
     in->max_len = lim->max_length ? lim->max_length : 1;
+    /* A value prints at most RBP_INSP_BUDGET objects, and no more than
+     * what is left of its command's budget, if it shares one. */
     in->budget = RBP_INSP_BUDGET;
+    in->shared = lim->budget;
+    if (in->shared && *in->shared < in->budget) {
+        in->budget = *in->shared;
+        in->command_budget = true;
+    }
+    rbp_recguard_init(&in->rec, RBP_INSP_MAX_LEVELS, &in->budget);
     in->newer_0x85 = rbp_ver_ge(h->s, 3, 2); /* 3.1.2 prints it raw, 3.3.8 escapes it */
     in->hash_34 = rbp_ver_ge(h->s, 3, 4);
     in->qtrue = 0x14;
@@ -54,7 +62,9 @@ void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, 
 {
     rbp_insp in;
     insp_init(&in, h, lim, out);
+    size_t before = in.budget;
     rbp_insp_value(&in, v);
+    if (in.shared) *in.shared -= before - in.budget;
     if (res) {
         res->cut = in.cut;
         res->inexact = in.inexact;
@@ -128,7 +138,7 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
     rbp_heap h;
     rbpeek_status st = rbp_heap_open(s, &h);
     if (st != RBPEEK_OK) return st;
-    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100};
+    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, NULL};
     bool raw = opt && opt->raw;
     int type = -1;
     const char *cls = NULL;

@@ -86,7 +86,7 @@ bool rbp_insp_inherits(rbp_insp *in, uint64_t klass, const char *path)
 
 bool rbp_insp_why(rbp_insp *in, const char *fmt, ...)
 {
-    if (in->depth == 0 && !in->why[0]) {
+    if (rbp_insp_top(in) && !in->why[0]) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(in->why, sizeof in->why, fmt, ap);

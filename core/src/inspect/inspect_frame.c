@@ -112,7 +112,8 @@ rbpeek_status rbpeek_frame_locals(rbpeek_session *s, const rbpeek_frame *frame, 
     rbp_heap h;
     rbpeek_status st = open_for_locals(s, &h);
     if (st != RBPEEK_OK) return st;
-    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100};
+    size_t budget = RBP_INSP_COMMAND_BUDGET;   /* objects printed over the frame's self and locals */
+    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, &budget};
     rbp_strbuf b;
     rbp_sb_init(&b);
     frame_json(s, &h, frame, &lim, &b);
@@ -127,7 +128,8 @@ rbpeek_status rbpeek_thread_locals(rbpeek_session *s, const rbpeek_thread *t, co
     rbp_heap h; /* opened once for all the thread's frames: its page table and caches serve them all */
     rbpeek_status st = open_for_locals(s, &h);
     if (st != RBPEEK_OK) return st;
-    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100};
+    size_t budget = RBP_INSP_COMMAND_BUDGET;   /* objects printed over every frame's self and locals */
+    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, &budget};
     rbp_strbuf b;
     rbp_sb_init(&b);
     rbp_sb_puts(&b, "[");

@@ -1,9 +1,12 @@
 /*
  * What the value printer's files share (inspect.c drives; inspect_str.c
  * writes Strings and Symbols; inspect_num.c Floats, Bignums): the printer's
- * state for one value, with its limits (depth, length, a budget of objects)
- * and the path of objects being printed, which is how recursion is shown
- * as Ruby shows it ("[...]").
+ * state for one value, with its limits (depth, length) and its recursion
+ * guard (base/walkguard.h): every object whose parts are printed is
+ * entered in it, so nesting is bounded, an object met again inside itself
+ * is seen at once (shown as Ruby shows it, "[...]", for the types whose
+ * #inspect does, else as rbpeek's marker), and a budget of objects ends a
+ * value, whatever its shape.
  */
 #ifndef RBP_INSPECT_INT_H
 #define RBP_INSPECT_INT_H
@@ -13,13 +16,16 @@
 #include <stdint.h>
 
 #include "base/strbuf.h"
+#include "base/walkguard.h"
 #include "context/context.h"
 #include "heap/heap.h"
+#include "inspect/inspect.h"
 
 #define RBP_ELLIPSIS "\xe2\x80\xa6" /* U+2026: where --depth or --max-length cut */
 
 enum {
-    RBP_INSP_MAX_NEST = 64,         /* hard cap on --depth: the printer recurses */
+    RBP_INSP_MAX_NEST = 64,         /* hard cap on --depth */
+    RBP_INSP_MAX_LEVELS = RBP_REC_MAX_LIMIT, /* objects nested, of any type: the printer recurses */
     RBP_INSP_SLOT = 640,            /* bytes of a slot copied per object (larger slots read the rest on demand) */
     RBP_INSP_BUDGET = 1 << 20,      /* objects printed per value, whatever the limits */
     RBP_INSP_MAX_STR = 1 << 20,     /* bytes of one String read */
@@ -34,9 +40,13 @@ typedef struct rbp_insp {
     int max_depth;          /* containers nested deeper print as [...]… */
     uint64_t max_len;       /* elements (and String bytes) shown per object */
     bool raw;
-    int depth;
-    uint64_t path[RBP_INSP_MAX_NEST];   /* objects being printed, outermost first */
-    uint64_t budget;
+    int depth;              /* containers entered, for --depth */
+    rbp_recguard rec;       /* every object being printed, outermost first */
+    size_t budget;          /* objects this value may still print (rec draws on it) */
+    size_t *shared;         /* the command's budget (rbp_inspect_limits), or NULL */
+    bool command_budget;    /* budget is what was left of the command's, less than a value's own */
+    bool budget_said;       /* the budget's marker is out: later parts print as … */
+    bool again;             /* the object being dispatched is being printed further up */
     bool cut;               /* something was elided */
     bool inexact;           /* not what Ruby prints: a type (top or nested) whose #inspect is not decoded, or a part unreadable */
     bool newer_0x85;        /* 3.2+: U+0085 is escaped (Ruby bug #16842) */
@@ -44,7 +54,6 @@ typedef struct rbp_insp {
     uint64_t qtrue, qfalse; /* special constants of this version */
     char why[200];          /* the first reason it is inexact */
     uint64_t top_self;      /* main (rb_vm_t.top_self), or 0 when unknown */
-    int method_nest;        /* Methods being printed inside Methods' receivers (garbage can make a loop) */
     /* Prints a value inside the one being printed (rbp_insp_value, set by
      * it): a type printer whose parts may be any object (a Method's
      * receiver) calls back through it rather than into the dispatcher, which
@@ -53,6 +62,9 @@ typedef struct rbp_insp {
 } rbp_insp;
 
 void rbp_insp_value(rbp_insp *in, uint64_t v);
+/* Whether the object whose decoder is running is the value itself, not a
+ * part of it (the reason a value is not exact is the top value's). */
+static inline bool rbp_insp_top(const rbp_insp *in) { return in->rec.depth <= 1; }
 /* NULL when v is the start of a live, believable object slot (read into
  * buf as *o); else the reason, written into why. */
 const char *rbp_insp_check(rbp_heap *h, uint64_t v, uint8_t *buf, size_t bufsize, rbp_obj *o, char *why, size_t n);

@@ -37,7 +37,7 @@
 enum { M_ISEQ, M_CFUNC, M_ATTRSET, M_IVAR, M_BMETHOD, M_ZSUPER, M_ALIAS, M_UNDEF, M_NOTIMPLEMENTED,
        M_OPTIMIZED, M_MISSING, M_REFINED };
 enum { P_REQ, P_OPT, P_REST, P_KEYREQ, P_KEY, P_KEYREST, P_BLOCK, P_NOKEY };
-enum { MAX_PARAMS = 256, MAX_ALIAS = 16, MAX_LOCALS = 1 << 16, MAX_METHOD_NEST = 8 };
+enum { MAX_PARAMS = 256, MAX_ALIAS = 16, MAX_LOCALS = 1 << 16 };
 enum { LINE_27, LINE_31, LINE_33, LINE_34, LINE_OTHER };
 
 typedef struct param {
@@ -426,9 +426,8 @@ bool rbp_insp_method(rbp_insp *in, const rbp_obj *o)
     if (line == LINE_OTHER)
         return rbp_insp_why(in, "method_inspect of Ruby %d.%d was not read for rbpeek", in->s->ver_major, in->s->ver_minor);
     /* a receiver is printed by the dispatcher, which may come back here
-     * for a Method that is (garbage can make it) its own receiver's */
-    if (in->method_nest >= MAX_METHOD_NEST)
-        return rbp_insp_why(in, "its receiver nests Methods more than %d deep", MAX_METHOD_NEST);
+     * for a Method that is (garbage can make it) its own receiver's: the
+     * dispatcher's recursion guard ends that */
     /* MAX_PARAMS entries: kept off the printer's recursion stack */
     mctx *mc = calloc(1, sizeof *mc);
     if (!mc) return rbp_insp_why(in, "out of memory");
@@ -438,9 +437,7 @@ bool rbp_insp_method(rbp_insp *in, const rbp_obj *o)
     rbp_strbuf *saved = in->out, tmp;
     rbp_sb_init(&tmp);
     in->out = &tmp;
-    in->method_nest++;
     bool ok = method_body(in, o, mc);
-    in->method_nest--;
     in->out = saved;
     if (ok && tmp.buf) rbp_sb_putn(saved, tmp.buf, tmp.len);
     rbp_sb_free(&tmp);

@@ -128,9 +128,22 @@ static size_t char_len(const unsigned char *p, const unsigned char *e)
 
 static bool global_punct(unsigned c) { return c && strchr("~*$?!@/\\;,.=:<>\"&`'+0", (int)c) != NULL; }
 
-static int symname_type(const unsigned char *name, size_t len, unsigned allowed);
+/* Ruby's function calls itself for a name ending in "=" (is "foo" of
+ * "foo=" a local or constant name?), once per trailing "=" when each
+ * level takes the same path: a million levels for a Symbol named "@" and
+ * a million "=" read from a damaged heap, which overflowed the stack. The
+ * outer call only accepts ID_LOCAL or ID_CONST from the inner one, and an
+ * inner call that would recurse again can return nothing but ID_ATTRSET
+ * or -1, so the inner call (nested) does not recurse: the answer is the
+ * same, and the recursion is one level, whatever the name. */
+static int symname_type_at(const unsigned char *name, size_t len, unsigned allowed, bool nested);
 
 static int symname_type(const unsigned char *name, size_t len, unsigned allowed)
+{
+    return symname_type_at(name, len, allowed, false);
+}
+
+static int symname_type_at(const unsigned char *name, size_t len, unsigned allowed, bool nested)
 {
     const unsigned char *m = name, *e = name + len;
     int type;
@@ -177,8 +190,8 @@ done:
 #undef MORE
     if (more) {
         if (m >= e || (*m != '_' && !((*m | 0x20) >= 'a' && (*m | 0x20) <= 'z') && *m < 0x80)) {
-            if (len > 1 && e[-1] == '=') {
-                int t = symname_type(name, len - 1, allowed);
+            if (len > 1 && e[-1] == '=' && !nested && !(allowed & (1u << ID_ATTRSET))) {
+                int t = symname_type_at(name, len - 1, allowed, true);
                 if (t >= 0 && (allowed & (1u << t))) return ID_ATTRSET;
             }
             return -1;

@@ -42,8 +42,10 @@ bool dw_die_at(dctx *c, Dwarf_Off off, Dwarf_Die *d)
  * dwarf-nested-sibling-loop.elf). So the DIEs libdwarf would read are
  * looked at here first, the same way: a child with a DW_AT_sibling must
  * point forward and is not entered (libdwarf jumps over it), a child with
- * children and none is looked into in turn. */
-static bool skip_is_safe(dctx *c, Dwarf_Die d, int depth)
+ * children and none is looked into in turn. The recursion goes through a
+ * recursion guard (base/walkguard.h): MAX_SKIP_DEPTH levels below d, and
+ * the DIEs looked at over the whole file drawn from c->skip_checks. */
+static bool skip_is_safe(dctx *c, Dwarf_Die d, rbp_recguard *g)
 {
     Dwarf_Half kids = 0;
     Dwarf_Error e = NULL;
@@ -51,13 +53,17 @@ static bool skip_is_safe(dctx *c, Dwarf_Die d, int depth)
     if (!kids) return true;
     Dwarf_Off self = dw_die_off(c, d), sib;
     if (dw_die_has(c, d, DW_AT_sibling)) return dw_attr_ref(c, d, DW_AT_sibling, &sib) && sib > self;
-    if (depth >= MAX_SKIP_DEPTH) return false;
     Dwarf_Die ch = NULL;
     int rc = dwarf_child(d, &ch, &e);
     dw_drop_err(c, &e);
     Dwarf_Off last = self;
     while (rc == DW_DLV_OK) {
-        if (--c->skip_checks < 0 || !dw_die_after(c, ch, &last) || !skip_is_safe(c, ch, depth + 1)) {
+        bool ok = dw_die_after(c, ch, &last) && rbp_rec_enter(g, last) == RBP_WALK_OK;
+        if (ok) {
+            ok = skip_is_safe(c, ch, g);
+            rbp_rec_leave(g);
+        }
+        if (!ok) {
             dwarf_dealloc_die(ch);
             return false;
         }
@@ -73,7 +79,9 @@ static bool skip_is_safe(dctx *c, Dwarf_Die d, int depth)
 int dw_die_next(dctx *c, Dwarf_Die d, Dwarf_Die *next)
 {
     *next = NULL;
-    if (!skip_is_safe(c, d, 0)) return DW_DLV_ERROR;
+    rbp_recguard g;
+    rbp_recguard_init(&g, MAX_SKIP_DEPTH + 1, &c->skip_checks);
+    if (rbp_rec_enter(&g, dw_die_off(c, d)) != RBP_WALK_OK || !skip_is_safe(c, d, &g)) return DW_DLV_ERROR;
     Dwarf_Error e = NULL;
     int rc = dwarf_siblingof_b(c->dbg, d, 1, next, &e);
     dw_drop_err(c, &e);
@@ -181,9 +189,28 @@ bool dw_strip_type(dctx *c, Dwarf_Off off, Dwarf_Off *out, Dwarf_Half *tag_out)
     return false;
 }
 
-long dw_type_size(dctx *c, Dwarf_Off off, int depth)
+static long dw_type_size_in(dctx *c, Dwarf_Off off, rbp_recguard *g);
+
+/* Through a recursion guard (base/walkguard.h): MAX_TYPE_CHAIN levels, and
+ * a type that is (through typedefs, qualifiers or array elements) its own
+ * part is seen at once. */
+static long type_size_at(dctx *c, Dwarf_Off off, rbp_recguard *g)
 {
-    if (depth > MAX_TYPE_CHAIN) return -1;
+    if (rbp_rec_enter(g, off) != RBP_WALK_OK) return -1;
+    long size = dw_type_size_in(c, off, g);
+    rbp_rec_leave(g);
+    return size;
+}
+
+long dw_type_size(dctx *c, Dwarf_Off off)
+{
+    rbp_recguard g;
+    rbp_recguard_init(&g, MAX_TYPE_CHAIN + 1, NULL);
+    return type_size_at(c, off, &g);
+}
+
+static long dw_type_size_in(dctx *c, Dwarf_Off off, rbp_recguard *g)
+{
     Dwarf_Die d;
     if (!dw_die_at(c, off, &d)) return -1;
     long size = -1;
@@ -193,13 +220,13 @@ long dw_type_size(dctx *c, Dwarf_Off off, int depth)
     if (dw_attr_int(c, d, DW_AT_byte_size, &v)) {
         size = (long)v;
     } else if (dw_is_qualifier(tag)) {
-        if (dw_attr_ref(c, d, DW_AT_type, &sub)) size = dw_type_size(c, sub, depth + 1);
+        if (dw_attr_ref(c, d, DW_AT_type, &sub)) size = type_size_at(c, sub, g);
     } else if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type) {
         size = c->addr_size;
     } else if (tag == DW_TAG_array_type && dw_attr_ref(c, d, DW_AT_type, &sub)) {
         /* Element size times every dimension; a dimension without a bound
          * (a flexible array member) contributes nothing: sizeof is 0. */
-        long elem = dw_type_size(c, sub, depth + 1);
+        long elem = type_size_at(c, sub, g);
         if (elem >= 0) {
             long total = elem;
             Dwarf_Die ch = NULL;

@@ -92,7 +92,7 @@ static bool member_info(dctx *c, Dwarf_Die m, long base_bits, member_hit *hit)
     long bytes;
     if (!member_location(c, m, &bytes)) return false;
     hit->has_type = dw_attr_ref(c, m, DW_AT_type, &hit->type_off);
-    hit->type_bytes = hit->has_type ? dw_type_size(c, hit->type_off, 0) : -1;
+    hit->type_bytes = hit->has_type ? dw_type_size(c, hit->type_off) : -1;
     hit->bit_size = 0;
     hit->bit_pos = base_bits + bytes * 8;
     long long bsize;
@@ -119,6 +119,9 @@ static bool member_info(dctx *c, Dwarf_Die m, long base_bits, member_hit *hit)
     return true;
 }
 
+static bool find_member_in(dctx *c, Dwarf_Off agg_off, const char *name, long base_bits, rbp_recguard *g,
+                           member_hit *hit, long *budget);
+
 /* Searches the struct/union at agg_off for a member called name, descending
  * through unnamed struct/union members, MAX_ANON_DEPTH deep. base_bits is
  * where that aggregate starts in the outermost one. *budget (MAX_CHILDREN
@@ -126,11 +129,21 @@ static bool member_info(dctx *c, Dwarf_Die m, long base_bits, member_hit *hit)
  * per level: a hostile file whose anonymous members all name the same
  * struct would otherwise make the levels multiply (MAX_CHILDREN to the
  * 8th). As in scan_cu (layout_dwarf.c), a sibling must lie past the DIE
- * before it. */
-static bool find_member(dctx *c, Dwarf_Off agg_off, const char *name, long base_bits, int depth,
+ * before it. The descent goes through a recursion guard (base/walkguard.h):
+ * MAX_ANON_DEPTH levels, and an anonymous member whose type is an
+ * aggregate being searched further up (itself) is a loop, seen at once. */
+static bool find_member(dctx *c, Dwarf_Off agg_off, const char *name, long base_bits, rbp_recguard *g,
                         member_hit *hit, long *budget)
 {
-    if (depth > MAX_ANON_DEPTH) return false;
+    if (rbp_rec_enter(g, agg_off) != RBP_WALK_OK) return false;
+    bool found = find_member_in(c, agg_off, name, base_bits, g, hit, budget);
+    rbp_rec_leave(g);
+    return found;
+}
+
+static bool find_member_in(dctx *c, Dwarf_Off agg_off, const char *name, long base_bits, rbp_recguard *g,
+                           member_hit *hit, long *budget)
+{
     Dwarf_Die agg;
     if (!dw_die_at(c, agg_off, &agg)) return false;
     Dwarf_Die ch = NULL;
@@ -152,7 +165,7 @@ static bool find_member(dctx *c, Dwarf_Off agg_off, const char *name, long base_
                 Dwarf_Half tag;
                 if (member_info(c, ch, base_bits, &anon) && anon.has_type && anon.bit_size == 0 &&
                     dw_strip_type(c, anon.type_off, &inner, &tag) && dw_is_aggregate(tag))
-                    found = find_member(c, inner, name, anon.bit_pos, depth + 1, hit, budget);
+                    found = find_member(c, inner, name, anon.bit_pos, g, hit, budget);
             }
         }
         if (found) break;
@@ -170,7 +183,7 @@ void dw_resolve_field(dctx *c, rbp_field_id id, Dwarf_Off agg_off)
     const char *path = rbp_field_member(id);
     rbp_field *f = &c->out->f[id];
     if (!path) {
-        long size = dw_type_size(c, agg_off, 0);
+        long size = dw_type_size(c, agg_off);
         if (size >= 0) *f = (rbp_field){.offset = 0, .size = (int32_t)size};
         return;
     }
@@ -188,7 +201,9 @@ void dw_resolve_field(dctx *c, rbp_field_id id, Dwarf_Off agg_off)
     member_hit hit = {0};
     for (int i = 0; i < nparts; i++) {
         long budget = MAX_CHILDREN;
-        if (!find_member(c, cur, parts[i], base_bits, 0, &hit, &budget)) return;
+        rbp_recguard g;
+        rbp_recguard_init(&g, MAX_ANON_DEPTH + 1, NULL);
+        if (!find_member(c, cur, parts[i], base_bits, &g, &hit, &budget)) return;
         if (i + 1 == nparts) break;
         /* Descend: the member must itself be a complete struct or union. */
         Dwarf_Half tag;

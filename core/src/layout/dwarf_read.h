@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 
+#include "base/walkguard.h"
 #include "layout/layout.h"
 
 #if defined(__has_include)
@@ -50,7 +51,7 @@ typedef struct dctx {
     wanted_type types[RBP_L_COUNT];
     int ntypes, pending;
     int type_of_field[RBP_L_COUNT];
-    long skip_checks;          /* what is left of MAX_SKIP_CHECKS */
+    size_t skip_checks;        /* what is left of MAX_SKIP_CHECKS */
     rbp_layout *out;
 } dctx;
 
@@ -82,7 +83,7 @@ bool dw_attr_ref(dctx *c, Dwarf_Die d, Dwarf_Half at, Dwarf_Off *off);
  * type. Returns false on a broken chain or a qualified "void". */
 bool dw_strip_type(dctx *c, Dwarf_Off off, Dwarf_Off *out, Dwarf_Half *tag_out);
 /* sizeof the type at off, or -1 when DWARF does not say. */
-long dw_type_size(dctx *c, Dwarf_Off off, int depth);
+long dw_type_size(dctx *c, Dwarf_Off off);
 
 static inline bool dw_is_aggregate(Dwarf_Half tag)
 {

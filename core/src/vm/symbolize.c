@@ -392,15 +392,17 @@ static void gen_method_name(rbpeek_session *s, uint64_t owner, const char *name,
 }
 
 /* 3.4's calculate_iseq_label. It recurses once per block nesting (a
- * block's label is built on its local iseq's); every hop and every level
- * draws on one budget of MAX_PARENT_HOPS, so garbage iseqs whose parents
- * and local iseqs point at each other cannot recurse without end; and the
- * recursion, which takes a label buffer per level, stops at MAX_LABEL_DEPTH
- * (a real block's local iseq is a method, class or top-level iseq: one
+ * block's label is built on its local iseq's), through a recursion guard
+ * (base/walkguard.h): every hop and every level draws on one budget of
+ * MAX_PARENT_HOPS, so garbage iseqs whose parents and local iseqs point at
+ * each other cannot recurse without end; a local iseq met again further
+ * up is a loop, seen at once; and the recursion, which takes a label
+ * buffer per level, stops at MAX_LABEL_DEPTH levels below the first (a
+ * real block's local iseq is a method, class or top-level iseq: one
  * level). */
 #define MAX_LABEL_DEPTH 8
 static void iseq_label_34_at(rbpeek_session *s, const rbp_iseq_info *in, uint64_t owner, char *out, size_t outlen,
-                             size_t *budget, int depth)
+                             size_t *budget, rbp_recguard *rec)
 {
     rbp_walkguard g = rbp_walkguard_start(MAX_PARENT_HOPS, budget);
     for (; in && rbp_walkguard_step(&g, in->iseq) == RBP_WALK_OK;) {
@@ -430,10 +432,14 @@ static void iseq_label_34_at(rbpeek_session *s, const rbp_iseq_info *in, uint64_
                 }
             }
             char inner[LABEL_MAX - 64]; /* room for the "block (N levels) in " prefix */
-            if (cur == orig || depth >= MAX_LABEL_DEPTH) /* no parent: Ruby would recurse forever; report the raw label */
+            /* no parent (Ruby would recurse forever), a local iseq met
+             * again further up, or too deep: report the raw label */
+            if (cur == orig || rbp_rec_enter(rec, cur->iseq) != RBP_WALK_OK) {
                 snprintf(inner, sizeof inner, "%s", orig->label);
-            else
-                iseq_label_34_at(s, cur, owner, inner, sizeof inner, budget, depth + 1);
+            } else {
+                iseq_label_34_at(s, cur, owner, inner, sizeof inner, budget, rec);
+                rbp_rec_leave(rec);
+            }
             if (level <= 1)
                 snprintf(out, outlen, "block in %s", inner);
             else
@@ -456,7 +462,10 @@ static void iseq_label_34_at(rbpeek_session *s, const rbp_iseq_info *in, uint64_
 static void iseq_label_34(rbpeek_session *s, const rbp_iseq_info *in, uint64_t owner, char *out, size_t outlen)
 {
     size_t budget = MAX_PARENT_HOPS;
-    iseq_label_34_at(s, in, owner, out, outlen, &budget, 0);
+    rbp_recguard rec;
+    rbp_recguard_init(&rec, MAX_LABEL_DEPTH + 1, &budget);
+    if (in) rbp_rec_enter(&rec, in->iseq);
+    iseq_label_34_at(s, in, owner, out, outlen, &budget, &rec);
 }
 
 static uint64_t pair_key(uint64_t a, uint64_t b)

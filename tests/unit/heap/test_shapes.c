@@ -322,6 +322,13 @@ static void test_attached_object_loop(void)
     CU_ASSERT_EQUAL(strncmp(name, "#<Class:#<Class:", 16), 0);
     CU_ASSERT(h.chain_cuts >= 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(rbp_heap_chain_note(&h), "attached objects"));
+    /* the recursion guard sees the loop when it comes back to META, not
+     * after RBP_HEAP_NAMING_DEPTH levels: META, OBJ, then META's address */
+    int levels = 0;
+    for (const char *p = name; (p = strstr(p, "#<Class:")) != NULL; p++) levels++;
+    CU_ASSERT_EQUAL(levels, 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rbp_heap_chain_note(&h), "it contains itself"));
+    if (levels != 3) fprintf(stderr, "\n  named %s\n", name);
     rbp_heap_close(&h);
     rbpeek_session_free(s);
     image_free(&im);

@@ -9,6 +9,7 @@
  * exact-output side is the integration test (tests/integration/test_inspect.py),
  * against Ruby's own #inspect.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,11 @@ static void build(heap_fixture *f)
     set_field(l, RBP_L_rbignum_heap_len, 16, 8);
     set_field(l, RBP_L_rbignum_heap_digits, 24, 8);
     set_field(l, RBP_L_rbignum_ary, 16, 24);
+    set_field(l, RBP_L_rrational_num, 16, 8);
+    set_field(l, RBP_L_rrational_den, 24, 8);
+    set_field(l, RBP_L_rcomplex_real, 16, 8);
+    set_field(l, RBP_L_rcomplex_imag, 24, 8);
+    set_field(l, RBP_L_rsymbol_fstr, 32, 8);
     /* slot 0: a class (nameless); 1: "hi" (embedded, UTF-8); 2: [1, "hi", self];
      * 3: an Array of 1000 elements in unmapped memory; 4: a heap String whose
      * bytes are unmapped; 5..: free */
@@ -118,6 +124,10 @@ static void build(heap_fixture *f)
     put64(slot_bytes(f, 4) + 16, 50), put64(slot_bytes(f, 4) + 24, 0x7700000);
 }
 
+/* The longest output p() accepts: values of the fuzz part stay far below;
+ * a million-byte Symbol, or a value cut by the budget of objects, not. */
+static size_t max_out = 200000;
+
 /* One `ruby p`: OK with a bounded, valid UTF-8 line, or the clear error. */
 static rbpeek_status p(heap_fixture *f, uint64_t v, char **text)
 {
@@ -129,7 +139,7 @@ static rbpeek_status p(heap_fixture *f, uint64_t v, char **text)
         CU_ASSERT_PTR_NOT_NULL(out);
         if (out) {
             size_t n = strlen(out);
-            CU_ASSERT(n < 200000);
+            CU_ASSERT(n < max_out);
             for (size_t i = 0; i < n;) {
                 size_t k = rbp_utf8_seq_len((const unsigned char *)out + i, n - i);
                 CU_ASSERT_FATAL(k > 0);
@@ -314,6 +324,99 @@ static void test_p_corrupt_proc_regexp(void)
     image_free(&f.im);
 }
 
+/* A two-part number (T_RATIONAL or T_COMPLEX) in slot i. */
+static void put_pair(heap_fixture *f, int i, uint64_t type, uint64_t a, uint64_t b)
+{
+    put64(slot_bytes(f, i), type), put64(slot_bytes(f, i) + 8, f->cls);
+    put64(slot_bytes(f, i) + 16, a), put64(slot_bytes(f, i) + 24, b);
+}
+
+/* `ruby p` of v: OK, and out holds each of the (NULL-ended) strings. */
+static void expect_has(heap_fixture *f, uint64_t v, ...)
+{
+    char *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(p(f, v, &out), RBPEEK_OK);
+    va_list ap;
+    va_start(ap, v);
+    for (const char *want; (want = va_arg(ap, const char *)) != NULL;) {
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+        if (!strstr(out, want)) fprintf(stderr, "p 0x%llx: no '%s' in: %s", (unsigned long long)v, want, out);
+    }
+    va_end(ap);
+    rbpeek_free(out);
+}
+
+/* Damage a crashed process's heap can hold (issue 24): a Rational whose
+ * numerator is itself, a Complex whose real part is itself, and the same
+ * through each other and through an Array. Each used to recurse without
+ * end and kill gdb and lldb with SIGSEGV; now each prints rbpeek's marker
+ * saying why, and the value is flagged inexact. */
+static void test_p_self_containing(void)
+{
+    heap_fixture f;
+    build(&f);
+    uint64_t r = slot_addr(&f, 30), c = slot_addr(&f, 31), a = slot_addr(&f, 32), b = slot_addr(&f, 33);
+    put_pair(&f, 30, RBP_T_RATIONAL, r, 0x7);   /* (self/3) */
+    put_pair(&f, 31, RBP_T_COMPLEX, c, c);      /* (self+selfi) */
+    expect_has(&f, r, "(#<rbpeek: a Rational that contains itself", "/3)", "not exact", "contains itself", NULL);
+    expect_has(&f, c, "(#<rbpeek: a Complex that contains itself", "+#<rbpeek: a Complex that contains itself",
+               "i)", NULL);
+    /* a Rational and a Complex that are each other's part */
+    put_pair(&f, 32, RBP_T_RATIONAL, b, 0x3);
+    put_pair(&f, 33, RBP_T_COMPLEX, 0x5, a);
+    expect_has(&f, a, "((2+#<rbpeek: a Rational that contains itself", "i)/1)", NULL);
+    /* through an Array: Ruby's own mark for the Array, [...] */
+    put64(slot_bytes(&f, 34), RBP_T_ARRAY | RBP_FL_USER(1) | (UINT64_C(1) << (RBP_FL_USHIFT + 3)));
+    put64(slot_bytes(&f, 34) + 8, f.cls), put64(slot_bytes(&f, 34) + 16, slot_addr(&f, 35));
+    put_pair(&f, 35, RBP_T_RATIONAL, slot_addr(&f, 34), 0x3);
+    expect_has(&f, slot_addr(&f, 34), "[([...]/1)]", NULL);
+    /* a chain of 300 Rationals, each the numerator of the one before:
+     * deeper than the printer goes */
+    for (int i = 40; i < 340; i++) put_pair(&f, i, RBP_T_RATIONAL, i + 1 < 340 ? slot_addr(&f, i + 1) : 0x3, 0x3);
+    expect_has(&f, slot_addr(&f, 40), "((((((((", "#<rbpeek: a Rational that nests too deep", NULL);
+    /* a Complex whose parts are a Complex whose parts are... each twice:
+     * 2^100 paths, ended by the budget of objects per value */
+    for (int i = 40; i < 140; i++) {
+        uint64_t next = i + 1 < 140 ? slot_addr(&f, i + 1) : 0x3;
+        put_pair(&f, i, RBP_T_COMPLEX, next, next);
+    }
+    max_out = (size_t)64 << 20;
+    expect_has(&f, slot_addr(&f, 40), "#<rbpeek: cut: the budget of 1048576 objects per value is spent>", NULL);
+    max_out = 200000;
+    rbpeek_session_free(f.s);
+    image_free(&f.im);
+}
+
+enum { SYMNAME = 0x2000000 };
+
+/* A dynamic Symbol whose name is "@" and a million "=": the check of
+ * whether it prints bare (symbol.c's rb_enc_symname_type) recursed once
+ * per "=" and overflowed the stack. */
+static void test_p_long_symbol_name(void)
+{
+    heap_fixture f;
+    build(&f);
+    size_t n = (size_t)1 << 20;
+    uint8_t *name = add_region(&f.im, SYMNAME, n);
+    name[0] = '@';
+    memset(name + 1, '=', n - 1);
+    put64(slot_bytes(&f, 30), RBP_T_STRING | RBP_FL_USER(1)), put64(slot_bytes(&f, 30) + 8, f.cls);
+    put64(slot_bytes(&f, 30) + 16, n), put64(slot_bytes(&f, 30) + 24, SYMNAME);
+    put64(slot_bytes(&f, 31), RBP_T_SYMBOL), put64(slot_bytes(&f, 31) + 8, f.cls);
+    put64(slot_bytes(&f, 31) + 32, slot_addr(&f, 30));
+    max_out = (size_t)8 << 20;
+    expect_has(&f, slot_addr(&f, 31), ":\"@===", NULL);
+    max_out = 200000;
+    /* and names that do print bare still do */
+    memcpy(name, "foo=", 5);
+    put64(slot_bytes(&f, 30) + 16, 4);
+    expect(&f, slot_addr(&f, 31), ":foo=");
+    memcpy(name, "@a==", 5);
+    expect(&f, slot_addr(&f, 31), ":\"@a==\"");
+    rbpeek_session_free(f.s);
+    image_free(&f.im);
+}
+
 static uint64_t rng(uint64_t *x)
 {
     *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
@@ -332,13 +435,13 @@ static void test_p_fuzz(void)
         if (p(&f, v, NULL) == RBPEEK_OK) ok++; else refused++;
     }
     /* the page's objects corrupted at random: flags, classes, bodies */
-    static const uint64_t types[] = {RBP_T_STRING, RBP_T_ARRAY, RBP_T_HASH, RBP_T_OBJECT, RBP_T_STRUCT,
-                                     RBP_T_FLOAT, RBP_T_BIGNUM, RBP_T_SYMBOL, RBP_T_CLASS, RBP_T_DATA};
+    static const uint64_t types[] = {RBP_T_STRING, RBP_T_ARRAY, RBP_T_HASH,   RBP_T_OBJECT,   RBP_T_STRUCT, RBP_T_FLOAT,
+                                     RBP_T_BIGNUM, RBP_T_SYMBOL, RBP_T_CLASS, RBP_T_DATA, RBP_T_RATIONAL, RBP_T_COMPLEX};
     for (int round = 0; round < 300; round++) {
         for (int i = 1; i < 60; i++) {
             uint8_t *b = slot_bytes(&f, i);
             uint64_t r = rng(&seed);
-            put64(b, (types[r % 10] | (rng(&seed) & ~UINT64_C(0x1f) & 0xffffffffull)) & ~RBP_FL_USER(0));
+            put64(b, (types[r % 12] | (rng(&seed) & ~UINT64_C(0x1f) & 0xffffffffull)) & ~RBP_FL_USER(0));
             put64(b + 8, r & 0x100 ? f.cls : slot_addr(&f, (int)(rng(&seed) % 60)));
             for (int w = 2; w < SLOT / 8; w++) {
                 uint64_t k = rng(&seed);
@@ -357,6 +460,8 @@ static const rbp_cu_test TESTS[] = {
     {"float_to_s", test_float_to_s},
     {"p_synthetic", test_p_synthetic},
     {"p_corrupt_proc_regexp", test_p_corrupt_proc_regexp},
+    {"p_self_containing", test_p_self_containing},
+    {"p_long_symbol_name", test_p_long_symbol_name},
     {"p_fuzz", test_p_fuzz},
     {NULL, NULL},
 };
