@@ -1,8 +1,9 @@
 /*
  * The speedscope writer (https://www.speedscope.app/file-format-schema.json):
- * one "sampled" profile whose frames are the interned names, split into
- * label, file and line where a name has the "label (path:line)" shape, with
- * one sample per distinct stack weighted by its count.
+ * one "sampled" profile whose frames are the profile's frame table (a
+ * frame with a place in a Ruby file as its label, file and line; any other
+ * by its display name), with one sample per distinct stack weighted by its
+ * count.
  */
 #include "output/writer.h"
 
@@ -90,18 +91,16 @@ rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const cha
     fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n", f);
     fputs("\"shared\":{\"frames\":[\n", f);
     for (uint32_t i = 0; i < p->nnames; i++) {
-        size_t label_len, file_off, file_len;
-        long line;
-        const char *name = p->names[i];
-        size_t len = p->name_lens[i];
+        const rbp_pframe *fr = rbp_profile_pframe(p, i);
         fputs(i ? ",\n{\"name\":" : "{\"name\":", f);
-        if (rbp_split_frame(name, len, &label_len, &file_off, &file_len, &line)) {
-            rbp_json_string(f, name, label_len);
+        if (rbp_pframe_has_place(fr)) {
+            const char *label = rbp_pframe_label(fr);
+            rbp_json_string(f, label, strlen(label));
             fputs(",\"file\":", f);
-            rbp_json_string(f, name + file_off, file_len);
-            fprintf(f, ",\"line\":%ld}", line);
+            rbp_json_string(f, fr->d.path, fr->path_len);
+            fprintf(f, ",\"line\":%ld}", (long)fr->d.line);
         } else {
-            rbp_json_string(f, name, len);
+            rbp_json_string(f, p->names[i], p->name_lens[i]);
             putc('}', f);
         }
     }
