@@ -154,8 +154,11 @@ def capture(checkout, cores, out, debuggers):
             r = subprocess.run([sys.executable, cli] + args + target, capture_output=True, env=env, timeout=900,
                                stdin=subprocess.DEVNULL, cwd=dest)
             with open(os.path.join(dest, fname), "wb") as f:
-                # `info` names the library: the checkouts' paths differ
-                f.write(r.stdout.replace(checkout.encode(), b"<checkout>"))
+                # `info` names the library, whose path differs between the checkouts
+                out = r.stdout
+                if fname == "info.txt":
+                    out = out.replace(checkout.encode() + b"/build/lib/", b"<checkout>/build/lib/")
+                f.write(out)
                 if r.returncode:
                     f.write(b"\n[exit %d]\n" % r.returncode + r.stderr)
             return r
