@@ -295,7 +295,7 @@ static int python_check(const char *script_name, const char *script, const char 
 
 static const char SPEEDSCOPE_CHECK[] =
     "import json, sys\n"
-    "d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+    "d = json.loads(open(sys.argv[1], 'rb').read().decode('utf-8'))\n"
     "assert d['$schema'] == 'https://www.speedscope.app/file-format-schema.json'\n"
     "frames = d['shared']['frames']\n"
     "assert len(d['profiles']) == 1\n"
@@ -324,7 +324,7 @@ static const char SPEEDSCOPE_CHECK[] =
     "assert stacks[('<main>', 'block (2 levels) in run', q)] == 1\n"
     "assert p['endValue'] == 9 and p['name'] == 'my profile'\n"
     "raw = open(sys.argv[1], 'rb').read()\n"
-    "assert b'\\\\u0001' in raw and b'\\\\u0009' in raw\n";
+    "assert b'\\\\u0001' in raw and b'\\\\t' in raw and b'\\\\ufffd' in raw\n";
 
 static void test_speedscope(void)
 {
