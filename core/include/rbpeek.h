@@ -215,10 +215,34 @@ typedef enum rbpeek_format {
     RBPEEK_FORMAT_JSON = 1,   /* the stable schema described in docs/usage.md */
 } rbpeek_format;
 
-/* Renders a snapshot (all threads when thread_index < 0, else that one).
- * *out is a NUL-terminated malloc'd string to be released with rbpeek_free. */
+/* `ruby bt`'s printer, the one gdb, lldb and the command line use: threads
+ * as the target Ruby prints its own backtraces (text: a title per thread,
+ * then one "path:line:in 'label'" line per frame, quoted as that version
+ * quotes), or the JSON document of docs/usage.md. A debugger passes which
+ * threads to print and its own numbers and TIDs for them. */
+typedef struct rbpeek_bt_options {
+    const size_t *threads;      /* indexes into the snapshot, in the order to print; NULL: every thread */
+    size_t nthreads;
+    const int64_t *numbers;     /* one per snapshot thread: the number its title shows (the
+                                 * debugger's), < 0: none; NULL: index + 1 */
+    const int64_t *tids;        /* one per snapshot thread: a TID to show where Ruby keeps
+                                 * none (before 3.1), <= 0: none; NULL: none */
+    int32_t locals;             /* nonzero: each Ruby frame's self, method owner and locals */
+    int32_t locals_depth;       /* ... printed as rbpeek_value_inspect prints, within these limits */
+    uint64_t locals_max_length;
+    uint32_t show;              /* which frames besides Ruby's own; 0 (no other kinds yet) */
+} rbpeek_bt_options;
+
+/* *out is a NUL-terminated malloc'd string to be released with rbpeek_free.
+ * opt NULL: every thread, numbered from 1, no locals. */
+RBPEEK_API rbpeek_status rbpeek_snapshot_render_bt(rbpeek_session *s, const rbpeek_snapshot *snap,
+                                                   rbpeek_format format, const rbpeek_bt_options *opt, char **out);
+/* The same for all threads (thread_index < 0) or one. */
 RBPEEK_API rbpeek_status rbpeek_snapshot_render(rbpeek_session *s, const rbpeek_snapshot *snap,
                                      rbpeek_format format, long thread_index, char **out);
+/* One frame's line as the target Ruby prints it in a backtrace ("path:line:in
+ * 'label'"; a nil path is the program's name). *out as above. */
+RBPEEK_API rbpeek_status rbpeek_frame_render(rbpeek_session *s, const rbpeek_frame *frame, char **out);
 RBPEEK_API void rbpeek_free(void *p);
 
 /* ---------------------------------------------------------------------------

@@ -31,6 +31,36 @@ class Failure(Exception):
     pass
 
 
+def strict_json(data):
+    """A JSON document read strictly: the bytes must be valid UTF-8 (Python's
+    json.loads would let encoded surrogates through), and no string may hold
+    a lone surrogate (a \\ud800 escape that no UTF-8 can carry). Raises
+    ValueError saying which rule was broken. data: bytes or text."""
+    if isinstance(data, (bytes, bytearray)):
+        data = bytes(data).decode("utf-8")   # strict: invalid bytes raise UnicodeDecodeError (a ValueError)
+    doc = json.loads(data)
+    todo = [doc]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            todo.extend(v.keys())
+            todo.extend(v.values())
+        elif isinstance(v, list):
+            todo.extend(v)
+        elif isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise ValueError("a string holds a lone surrogate: %r" % v[max(0, e.start - 10):e.end + 10])
+    return doc
+
+
+def read_json(path):
+    """The JSON document in the file at path, read strictly (strict_json)."""
+    with open(path, "rb") as f:
+        return strict_json(f.read())
+
+
 def log(msg):
     print(msg, flush=True)
 

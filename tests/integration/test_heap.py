@@ -20,11 +20,16 @@ parks with GC disabled. In the debugger, `ruby heap --json` and
           value and encoding agree for >= 99% of strings; and the dump
           finds >= 99% of the objects Ruby's has.
 
+Every line of rbpeek's dump is read by a strict JSON parser (UTF-8
+strictly decoded, no lone surrogate).
+
 In core mode a damaged copy of the core is then censused too: garbage
 written over the slots of two heap pages and over the header of a third
 must give a census (and a dump) that completes, counts unreadable slots
-and a skipped page, and prints no traceback. The live target must be left
-running.
+and a skipped page, and prints no traceback; and a String whose bytes are
+not UTF-8, marked 7-bit in that copy, must be dumped with each bad byte as
+U+FFFD, every line still strict JSON (issue 24). The live target must be
+left running.
 """
 
 import collections
@@ -52,21 +57,23 @@ def ruby27_escapes(value):
                    for c in value)
 
 
-def load_dump(path, mimic_27=False):
+def load_dump(path, mimic_27=False, strict=False):
     """address -> (type, class, hash of the reference set, hash of the string
-    fields or None). Hashes keep an 800,000-object dump small in memory."""
+    fields or None). Hashes keep an 800,000-object dump small in memory.
+    strict: every line must be JSON a strict parser reads (rbpeek's dump;
+    Ruby's own may hold bytes that are not UTF-8)."""
     out = {}
-    with open(path, encoding="utf-8", errors="surrogateescape") as f:
-        for n, line in enumerate(f, 1):
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
             try:
-                o = json.loads(line)
+                o = harness.strict_json(raw) if strict else json.loads(raw.decode("utf-8", "surrogateescape"))
             except ValueError as e:
-                raise Failure("%s line %d is not JSON: %s: %r" % (path, n, e, line[:200]))
+                raise Failure("%s line %d is not %sJSON: %s: %r" % (path, n, "strict " if strict else "", e, raw[:200]))
             t = o.get("type")
             if t == "ROOT":
                 continue
             if "address" not in o or t is None:
-                raise Failure("%s line %d lacks address or type: %r" % (path, n, line[:200]))
+                raise Failure("%s line %d lacks address or type: %r" % (path, n, raw[:200]))
             refs = hash(frozenset(o.get("references", ())))
             value = ruby27_escapes(o.get("value")) if mimic_27 else o.get("value")
             strf = hash((o.get("bytesize"), value, o.get("encoding"))) if t == "STRING" else None
@@ -171,10 +178,44 @@ def scribble(path, segs, addr, length, rng):
     raise Failure("0x%x is not in the core's memory" % addr)
 
 
-def corruption_check(debugger, ruby, core, census, workdir):
+CODERANGE_MASK = 3 << 20    # ENC_CODERANGE_MASK: FL_USER8 | FL_USER9
+CODERANGE_7BIT = 1 << 20
+
+
+def mark_7bit(path, segs, addr):
+    """Sets the coderange bits of the String at addr to 7BIT in the core at
+    path, as a damaged heap may have them."""
+    for vaddr, offset, filesz in segs:
+        if vaddr <= addr and addr + 8 <= vaddr + filesz:
+            with open(path, "r+b") as f:
+                f.seek(offset + addr - vaddr)
+                flags = int.from_bytes(f.read(8), "little")
+                f.seek(offset + addr - vaddr)
+                f.write(((flags & ~CODERANGE_MASK) | CODERANGE_7BIT).to_bytes(8, "little"))
+            return
+    raise Failure("0x%x is not in the core's memory" % addr)
+
+
+def check_damaged_string(dump, addr):
+    """Issue 24: the String marked 7-bit over bytes that are not UTF-8 is in
+    the dump with its value, each invalid byte as U+FFFD, and every line of
+    the dump reads as strict JSON (load_dump checks)."""
+    lines = load_dump(dump, strict=True)
+    if int(addr, 16) not in lines:
+        raise Failure("the damaged String 0x%s is not in the dump" % addr)
+    with open(dump, "rb") as f:
+        mine = [harness.strict_json(l) for l in f if b'"address":"%s"' % addr.encode() in l]
+    want = "not \ufffd\ufffd utf-8 \ufffd\ufffd"
+    if len(mine) != 1 or mine[0].get("value") != want:
+        raise Failure("the damaged String's line: %r, want its value %r" % (mine, want))
+    harness.log("  a String marked 7-bit over bytes that are not UTF-8: dumped as %r" % want)
+
+
+def corruption_check(debugger, ruby, core, census, workdir, expected):
     damaged = os.path.join(workdir, "damaged.core")
     shutil.copyfile(core, damaged)
     segs = harness.core_segments(damaged)
+    mark_7bit(damaged, segs, int(expected["not_utf8"], 16))
     pages = [p for p in census["heap"]["page_list"] if p["live"] > 50]
     if len(pages) < 3:
         raise Failure("too few populated pages to damage")
@@ -191,8 +232,7 @@ def corruption_check(debugger, ruby, core, census, workdir):
     harness.assert_no_traceback(output)
     if not os.path.exists(out_json) or not os.path.exists(out_dump):
         raise Failure("no census or dump from the damaged core; debugger output:\n" + output[-3000:])
-    with open(out_json, encoding="utf-8") as f:
-        d = json.load(f)
+    d = harness.read_json(out_json)
     heap = d["heap"]
     harness.log("  damaged core: %d unreadable slots, %d skipped pages, %d live"
                 % (heap["unreadable"], heap["rejected_pages"], heap["live"]))
@@ -203,6 +243,7 @@ def corruption_check(debugger, ruby, core, census, workdir):
         raise Failure("the damaged census stopped early: %d live of %d" % (heap["live"], census["heap"]["live"]))
     if "unreadable" not in output:
         raise Failure("the dump of the damaged core did not mention unreadable slots:\n" + output[-2000:])
+    check_damaged_string(out_dump, expected["not_utf8"])
 
 
 def test(ruby_spec, debugger, mode, workdir):
@@ -227,8 +268,7 @@ def test(ruby_spec, debugger, mode, workdir):
         for line in output.splitlines():
             if line.startswith("rbpeek: ") and "objects" in line:
                 harness.log("  " + line)
-        with open(out_json, encoding="utf-8") as f:
-            census = json.load(f)
+        census = harness.read_json(out_json)
         with open(os.path.join(workdir, "counts.json"), encoding="utf-8") as f:
             counts = json.load(f)
         expected = target.expected()
@@ -236,11 +276,11 @@ def test(ruby_spec, debugger, mode, workdir):
             raise Failure("version: rbpeek says %s, Ruby says %s" % (census["ruby_version"], expected["ruby_version"]))
         compare_census(expected, counts, census)
         compare_dumps(load_dump(os.path.join(workdir, "dump.jsonl")),
-                      load_dump(out_dump, mimic_27=expected["ruby_version"].startswith("2.")))
+                      load_dump(out_dump, mimic_27=expected["ruby_version"].startswith("2."), strict=True))
         if mode == "live":
             target.assert_left_running()
         else:
-            corruption_check(debugger, ruby, core, census, workdir)
+            corruption_check(debugger, ruby, core, census, workdir, expected)
         harness.log("%s %s %s: census and dump agree with Ruby's own" % (ruby_spec, debugger, mode))
     finally:
         target.close()

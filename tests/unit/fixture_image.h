@@ -83,6 +83,7 @@ static inline rbpeek_session *image_session(image *im, int major, int minor, con
     }
     s->attached = true;
     s->ver_major = major, s->ver_minor = minor;
+    rbp_release_init(&s->rel, major, minor, 0);
     snprintf(s->ruby_version, sizeof s->ruby_version, "%s", version);
     rbp_layout_clear(&s->layout);
     return s;

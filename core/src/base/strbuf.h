@@ -1,7 +1,7 @@
 /*
- * A growable string buffer for the output writers, with the escaping they
- * need: JSON strings (always valid UTF-8 out, whatever bytes came in, since
- * target strings are arbitrary bytes) and XML text.
+ * A growable string buffer for the output writers, and the length of a UTF-8
+ * sequence, which their escapers share (JSON: base/json.h, into a strbuf;
+ * XML: output/writer.h).
  */
 #ifndef RBP_STRBUF_H
 #define RBP_STRBUF_H
@@ -20,10 +20,6 @@ void rbp_sb_free(rbp_strbuf *b);
 void rbp_sb_putn(rbp_strbuf *b, const char *s, size_t n);
 void rbp_sb_puts(rbp_strbuf *b, const char *s);
 void rbp_sb_printf(rbp_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends s as a quoted JSON string ("null" for NULL). */
-void rbp_sb_json_str(rbp_strbuf *b, const char *s);
-/* Appends s with XML special characters escaped and invalid UTF-8 replaced. */
-void rbp_sb_xml(rbp_strbuf *b, const char *s);
 /* Hands the buffer to the caller (NUL-terminated, malloc'd); NULL on OOM. */
 char *rbp_sb_take(rbp_strbuf *b);
 

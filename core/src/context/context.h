@@ -17,6 +17,7 @@
 
 #include "rbpeek.h"
 #include "base/scratch.h"
+#include "context/release.h"
 #include "layout/layout.h"
 #include "memory/mem.h"
 
@@ -48,6 +49,7 @@ struct rbpeek_session {
     char ruby_version[32];      /* the version in use (--ruby-version, if given) */
     char target_version[32];    /* what the target itself reports, "" if unknown */
     int ver_major, ver_minor, ver_patch;
+    rbp_release rel;            /* what the version means for every reader (release.h) */
     rbp_layout layout;
     char layout_source[600];
     char layout_checks[320];    /* what validation verified (validate.c) */
@@ -85,6 +87,9 @@ static inline bool rbp_ver_ge(const rbpeek_session *s, int major, int minor)
 {
     return s->ver_major > major || (s->ver_major == major && s->ver_minor >= minor);
 }
+
+/* The label quoting of the target's backtraces. */
+static inline const rbp_label_quotes *rbp_release_quotes(const rbpeek_session *s) { return &s->rel.quotes; }
 
 /* Symbol resolution: the caller's lookup first, then the ELF images mapped in
  * the target (memory/elf_symbols.c, memory/elf_symtab.c). Sets *how to a

@@ -13,6 +13,7 @@
 
 #include "base/addrmap.h"
 #include "base/arena.h"
+#include "base/json.h"
 #include "base/strbuf.h"
 #include "context/context.h"
 #include "heap/heap.h"
@@ -290,76 +291,103 @@ static const rbpeek_census_class **ordered(const rbpeek_census *c, int by_bytes)
     return out;
 }
 
-static void json_u64(rbp_strbuf *b, const char *key, uint64_t v, bool comma)
-{
-    rbp_sb_printf(b, "%s\"%s\": %llu", comma ? ", " : "", key, (unsigned long long)v);
-}
-
+/* The census document; its line breaks are the format's (docs/heap.md). */
 static void render_json(const rbpeek_census *c, const rbpeek_census_class **cls, size_t n, int by_bytes,
                         rbp_strbuf *b)
 {
     const rbpeek_census_summary *s = &c->sum;
-    rbp_sb_puts(b, "{\"ruby_version\": ");
-    rbp_sb_json_str(b, c->ruby_version);
-    rbp_sb_puts(b, ",\n \"heap\": {");
-    json_u64(b, "pages", s->pages, false);
-    json_u64(b, "rejected_pages", s->rejected_pages, true);
-    json_u64(b, "slots", s->slots, true);
-    json_u64(b, "live", s->live, true);
-    json_u64(b, "free", s->free_slots, true);
-    json_u64(b, "unreadable", s->unreadable, true);
-    if (c->chain_note[0]) {
-        rbp_sb_puts(b, ", \"cut\": ");
-        rbp_sb_json_str(b, c->chain_note);
-    }
-    rbp_sb_puts(b, ",\n  \"slot_sizes\": [");
+    rbp_json j;
+    rbp_json_init(&j, b, RBP_JSON_SPACED);
+    rbp_json_object(&j);
+    rbp_json_kstr(&j, "ruby_version", c->ruby_version);
+    rbp_json_ws(&j, "\n ");
+    rbp_json_key(&j, "heap");
+    rbp_json_object(&j);
+    rbp_json_ku64(&j, "pages", s->pages);
+    rbp_json_ku64(&j, "rejected_pages", s->rejected_pages);
+    rbp_json_ku64(&j, "slots", s->slots);
+    rbp_json_ku64(&j, "live", s->live);
+    rbp_json_ku64(&j, "free", s->free_slots);
+    rbp_json_ku64(&j, "unreadable", s->unreadable);
+    if (c->chain_note[0]) rbp_json_kstr(&j, "cut", c->chain_note);
+    rbp_json_ws(&j, "\n  ");
+    rbp_json_key(&j, "slot_sizes");
+    rbp_json_array(&j);
     for (size_t i = 0; i < c->nsizes; i++) {
         const size_row *z = &c->sizes[i];
-        rbp_sb_printf(b, "%s{\"slot_size\": %u", i ? ", " : "", z->slot_size);
-        json_u64(b, "pages", z->pages, true);
-        json_u64(b, "slots", z->slots, true);
-        json_u64(b, "live", z->live, true);
-        json_u64(b, "free", z->free_slots, true);
-        rbp_sb_puts(b, "}");
+        rbp_json_object(&j);
+        rbp_json_ku64(&j, "slot_size", z->slot_size);
+        rbp_json_ku64(&j, "pages", z->pages);
+        rbp_json_ku64(&j, "slots", z->slots);
+        rbp_json_ku64(&j, "live", z->live);
+        rbp_json_ku64(&j, "free", z->free_slots);
+        rbp_json_object_end(&j);
     }
-    rbp_sb_puts(b, "],\n  \"page_list\": [");
+    rbp_json_array_end(&j);
+    rbp_json_ws(&j, "\n  ");
+    rbp_json_key(&j, "page_list");
+    rbp_json_array(&j);
     for (size_t i = 0; i < c->npages; i++) {
         const page_row *p = &c->pages[i];
-        rbp_sb_printf(b, "%s{\"header\": \"0x%llx\", \"start\": \"0x%llx\", \"slot_size\": %u, \"slots\": %u, "
-                         "\"live\": %u, \"free\": %u, \"unreadable\": %u}",
-                      i ? ",\n    " : "\n    ", (unsigned long long)p->header, (unsigned long long)p->start,
-                      p->slot_size, p->slots, p->live, p->free_slots, p->unreadable);
+        rbp_json_ws(&j, "\n    ");
+        rbp_json_object(&j);
+        rbp_json_khex(&j, "header", p->header);
+        rbp_json_khex(&j, "start", p->start);
+        rbp_json_ku64(&j, "slot_size", p->slot_size);
+        rbp_json_ku64(&j, "slots", p->slots);
+        rbp_json_ku64(&j, "live", p->live);
+        rbp_json_ku64(&j, "free", p->free_slots);
+        rbp_json_ku64(&j, "unreadable", p->unreadable);
+        rbp_json_object_end(&j);
     }
-    rbp_sb_puts(b, "]},\n \"count_objects\": {");
-    json_u64(b, "TOTAL", s->slots, false);
-    json_u64(b, "FREE", s->free_slots, true);
+    rbp_json_array_end(&j);
+    rbp_json_object_end(&j);
+    rbp_json_ws(&j, "\n ");
+    rbp_json_key(&j, "count_objects");
+    rbp_json_object(&j);
+    rbp_json_ku64(&j, "TOTAL", s->slots);
+    rbp_json_ku64(&j, "FREE", s->free_slots);
     for (int t = 0; t < NTYPES; t++)
-        if (c->type_count[t]) json_u64(b, rbp_type_name(t), c->type_count[t], true);
-    rbp_sb_puts(b, "},\n \"types\": [");
-    bool first = true;
+        if (c->type_count[t]) rbp_json_ku64(&j, rbp_type_name(t), c->type_count[t]);
+    rbp_json_object_end(&j);
+    rbp_json_ws(&j, "\n ");
+    rbp_json_key(&j, "types");
+    rbp_json_array(&j);
     for (int t = 0; t < NTYPES; t++) {
         if (!c->type_count[t]) continue;
-        rbp_sb_printf(b, "%s{\"type\": \"%s\"", first ? "" : ", ", rbp_type_name(t));
-        json_u64(b, "count", c->type_count[t], true);
-        json_u64(b, "bytes", c->type_bytes[t], true);
-        rbp_sb_puts(b, "}");
-        first = false;
+        rbp_json_object(&j);
+        rbp_json_kstr(&j, "type", rbp_type_name(t));
+        rbp_json_ku64(&j, "count", c->type_count[t]);
+        rbp_json_ku64(&j, "bytes", c->type_bytes[t]);
+        rbp_json_object_end(&j);
     }
-    rbp_sb_puts(b, "],\n \"bytes\": {");
-    json_u64(b, "total", s->bytes, false);
-    json_u64(b, "memsize_of_all_comparable", s->bytes_visible, true);
-    rbp_sb_printf(b, "},\n \"classes_by\": \"%s\", \"classes_total\": %zu,\n \"classes\": [",
-                  by_bytes ? "bytes" : "count", c->nclasses);
+    rbp_json_array_end(&j);
+    rbp_json_ws(&j, "\n ");
+    rbp_json_key(&j, "bytes");
+    rbp_json_object(&j);
+    rbp_json_ku64(&j, "total", s->bytes);
+    rbp_json_ku64(&j, "memsize_of_all_comparable", s->bytes_visible);
+    rbp_json_object_end(&j);
+    rbp_json_ws(&j, "\n ");
+    rbp_json_kstr(&j, "classes_by", by_bytes ? "bytes" : "count");
+    rbp_json_ku64(&j, "classes_total", c->nclasses);
+    rbp_json_ws(&j, "\n ");
+    rbp_json_key(&j, "classes");
+    rbp_json_array(&j);
     for (size_t i = 0; i < n; i++) {
         const rbpeek_census_class *k = cls[i];
-        rbp_sb_puts(b, i ? ",\n  {\"name\": " : "\n  {\"name\": ");
-        rbp_sb_json_str(b, k->name);
-        rbp_sb_printf(b, ", \"address\": \"0x%llx\"", (unsigned long long)k->address);
-        json_u64(b, "count", k->count, true);
-        json_u64(b, "bytes", k->bytes, true);
-        rbp_sb_printf(b, ", \"internal\": %s}", k->internal ? "true" : "false");
+        rbp_json_ws(&j, "\n  ");
+        rbp_json_object(&j);
+        rbp_json_kstr(&j, "name", k->name);
+        rbp_json_khex(&j, "address", k->address);
+        rbp_json_ku64(&j, "count", k->count);
+        rbp_json_ku64(&j, "bytes", k->bytes);
+        rbp_json_kbool(&j, "internal", k->internal);
+        rbp_json_object_end(&j);
     }
-    rbp_sb_puts(b, "]}\n");
+    rbp_json_array_end(&j);
+    rbp_json_object_end(&j);
+    rbp_sb_putn(b, "\n", 1);
 }
 
 static void human(char *buf, size_t n, uint64_t bytes)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/strbuf.h"
 #include "context/context.h"
 #include "vm/robject.h"
@@ -274,7 +275,7 @@ static const char *phase_name(const gc_stat *g)
     }
 }
 
-/* GC.stress's value: false, true, or the Integer of stress flags. */
+/* GC.stress's value: false, true, or the Integer of stress flags (text). */
 static void put_stress(rbpeek_session *s, rbp_strbuf *b, uint64_t v)
 {
     if (v == 0)
@@ -297,35 +298,59 @@ static void put_stress(rbpeek_session *s, rbp_strbuf *b, uint64_t v)
     X("malloc_increase_bytes", malloc_increase) X("minor_gc_count", minor) X("major_gc_count", major)                 \
     X("oldmalloc_increase_bytes", oldmalloc_increase)
 
+/* GC.stress's value in JSON: nil is null there. */
+static void json_stress(rbpeek_session *s, rbp_json *j, uint64_t v)
+{
+    if (v == 0 || v == 0x14)
+        rbp_json_bool(j, v != 0);
+    else if (v & 1)
+        rbp_json_i64(j, (int64_t)v >> 1);
+    else if (v == rbp_qnil(s))
+        rbp_json_null(j);
+    else
+        rbp_json_hex(j, v);
+}
+
 static void render_json(rbpeek_session *s, const gc_stat *g, rbp_strbuf *b)
 {
-    rbp_sb_puts(b, "{\"ruby_version\": ");
-    rbp_sb_json_str(b, s->ruby_version);
-    rbp_sb_printf(b, ", \"objspace\": \"0x%llx\"", (unsigned long long)g->objspace);
-#define J(name, m) rbp_sb_printf(b, ", \"" name "\": %llu", (unsigned long long)g->m);
+    rbp_json j;
+    rbp_json_init(&j, b, RBP_JSON_SPACED);
+    rbp_json_object(&j);
+    rbp_json_kstr(&j, "ruby_version", s->ruby_version);
+    rbp_json_khex(&j, "objspace", g->objspace);
+#define J(name, m) rbp_json_ku64(&j, name, g->m);
     COUNTERS(J)
 #undef J
-    rbp_sb_printf(b, ", \"during_gc\": %s, \"phase\": \"%s\"", g->during_gc ? "true" : "false", phase_name(g));
-    if (g->minor_known) /* 3.2's table leaves these bits out (docs/versions.md) */
-        rbp_sb_printf(b, ", \"minor_gc\": %s, \"incremental_marking\": %s", g->minor_gc ? "true" : "false",
-                      g->incremental ? "true" : "false");
-    rbp_sb_printf(b, ", \"disabled\": %s, \"stress\": ", g->dont_gc ? "true" : "false");
-    put_stress(s, b, g->stress_value);
-    rbp_sb_puts(b, ", \"heaps\": [");
+    rbp_json_kbool(&j, "during_gc", g->during_gc);
+    rbp_json_kstr(&j, "phase", phase_name(g));
+    if (g->minor_known) { /* 3.2's table leaves these bits out (docs/versions.md) */
+        rbp_json_kbool(&j, "minor_gc", g->minor_gc);
+        rbp_json_kbool(&j, "incremental_marking", g->incremental);
+    }
+    rbp_json_kbool(&j, "disabled", g->dont_gc);
+    rbp_json_key(&j, "stress");
+    json_stress(s, &j, g->stress_value);
+    rbp_json_key(&j, "heaps");
+    rbp_json_array(&j);
     for (size_t i = 0; i < g->npools; i++) {
         const gc_pool *p = &g->pools[i];
-        rbp_sb_printf(b, "%s{\"slot_size\": %llu, \"heap_eden_pages\": %llu, \"heap_eden_slots\": %llu", i ? ", " : "",
-                      (unsigned long long)p->slot_size, (unsigned long long)p->eden_pages,
-                      (unsigned long long)p->eden_slots);
-        if (p->has_tomb)
-            rbp_sb_printf(b, ", \"heap_tomb_pages\": %llu, \"heap_tomb_slots\": %llu", (unsigned long long)p->tomb_pages,
-                          (unsigned long long)p->tomb_slots);
-        if (p->has_objects)
-            rbp_sb_printf(b, ", \"total_allocated_objects\": %llu, \"total_freed_objects\": %llu",
-                          (unsigned long long)p->allocated, (unsigned long long)p->freed);
-        rbp_sb_puts(b, "}");
+        rbp_json_object(&j);
+        rbp_json_ku64(&j, "slot_size", p->slot_size);
+        rbp_json_ku64(&j, "heap_eden_pages", p->eden_pages);
+        rbp_json_ku64(&j, "heap_eden_slots", p->eden_slots);
+        if (p->has_tomb) {
+            rbp_json_ku64(&j, "heap_tomb_pages", p->tomb_pages);
+            rbp_json_ku64(&j, "heap_tomb_slots", p->tomb_slots);
+        }
+        if (p->has_objects) {
+            rbp_json_ku64(&j, "total_allocated_objects", p->allocated);
+            rbp_json_ku64(&j, "total_freed_objects", p->freed);
+        }
+        rbp_json_object_end(&j);
     }
-    rbp_sb_puts(b, "]}\n");
+    rbp_json_array_end(&j);
+    rbp_json_object_end(&j);
+    rbp_sb_putn(b, "\n", 1);
 }
 
 static void render_text(rbpeek_session *s, const gc_stat *g, rbp_strbuf *b)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "context/context.h"
 #include "heap/heap.h"
 #include "heap/obj.h"
@@ -53,40 +54,6 @@ void rbp_dump_writer_free(rbp_dump_writer *w) { rbp_sb_free(&w->line); }
 static void maybe_flush(rbp_dump_writer *w)
 {
     if (w->line.len >= FLUSH_AT) rbp_dump_writer_flush(w);
-}
-
-void rbp_dump_escape(rbp_strbuf *b, const uint8_t *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t run = 0; /* bytes copied as they are, flushed in one call */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        const char *esc = NULL;
-        char u[7];
-        switch (c) {
-        case '\\': esc = "\\\\"; break;
-        case '"': esc = "\\\""; break;
-        case '\b': esc = "\\b"; break;
-        case '\t': esc = "\\t"; break;
-        case '\f': esc = "\\f"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case 0x7f: esc = "\\u007f"; break;
-        default:
-            if (c <= 0x1f) {
-                u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4], u[5] = hex[c & 15], u[6] = 0;
-                esc = u;
-            }
-        }
-        if (!esc) {
-            run++;
-            continue;
-        }
-        if (run) rbp_sb_putn(b, (const char *)s + i - run, run);
-        run = 0;
-        rbp_sb_puts(b, esc);
-    }
-    if (run) rbp_sb_putn(b, (const char *)s + n - run, run);
 }
 
 const char *rbp_dump_type_name(int type)
@@ -132,141 +99,129 @@ const char *rbp_dump_imemo_name(int imemo_type, int ver)
     return names[imemo_type];
 }
 
-static void put_ref(rbp_strbuf *b, uint64_t v) { rbp_sb_printf(b, "\"0x%llx\"", (unsigned long long)v); }
-
-static void put_string(rbp_strbuf *b, const char *s)
+/* dump_append_string_content: bytesize, capacity, value. The value is read
+ * and escaped in chunks; a UTF-8 character cut by a chunk's end is carried
+ * into the next, so the chunking never shows in the output. */
+static void string_content(rbp_dump_writer *w, rbp_json *j, const rbp_dump_rec *r)
 {
-    rbp_sb_puts(b, "\"");
-    rbp_dump_escape(b, (const uint8_t *)s, strlen(s));
-    rbp_sb_puts(b, "\"");
-}
-
-/* dump_append_string_content: bytesize, capacity, value. */
-static void string_content(rbp_dump_writer *w, const rbp_dump_rec *r)
-{
-    rbp_strbuf *b = &w->line;
-    rbp_sb_printf(b, ", \"bytesize\":%llu", (unsigned long long)r->bytesize);
-    if (r->has_capacity) rbp_sb_printf(b, ", \"capacity\":%llu", (unsigned long long)r->capacity);
+    rbp_json_ku64(j, "bytesize", r->bytesize);
+    if (r->has_capacity) rbp_json_ku64(j, "capacity", r->capacity);
     if (!r->has_value) return;
-    rbp_sb_puts(b, ", \"value\":\"");
-    uint8_t *chunk = r->bytesize ? malloc(r->bytesize < VALUE_CHUNK ? r->bytesize : VALUE_CHUNK) : NULL;
+    rbp_json_key(j, "value");
+    rbp_json_str_open(j);
+    enum { CARRY = 4 };
+    char *chunk = r->bytesize ? malloc(CARRY + (r->bytesize < VALUE_CHUNK ? r->bytesize : VALUE_CHUNK)) : NULL;
+    size_t carried = 0;
     for (uint64_t off = 0; chunk && off < r->bytesize; off += VALUE_CHUNK) {
         size_t n = r->bytesize - off < VALUE_CHUNK ? (size_t)(r->bytesize - off) : VALUE_CHUNK;
-        if (!r->read_value || !r->read_value(r->value_ctx, off, chunk, n)) break; /* keep what we have */
-        rbp_dump_escape(b, chunk, n);
+        if (!r->read_value || !r->read_value(r->value_ctx, off, chunk + carried, n)) break; /* keep what we have */
+        size_t have = carried + n, used = rbp_json_escape_part(&w->line, chunk, have, off + n >= r->bytesize);
+        carried = have - used;
+        memmove(chunk, chunk + used, carried);
         maybe_flush(w);
     }
+    if (carried) rbp_json_escape(&w->line, chunk, carried);   /* a read failed after a cut character */
     free(chunk);
-    rbp_sb_puts(b, "\"");
+    rbp_json_str_close(j);
 }
 
 void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
 {
-    rbp_strbuf *b = &w->line;
     bool v32 = r->ver >= 302, v33 = r->ver >= 303, v34 = r->ver >= 304, v30 = r->ver >= 300;
-    rbp_sb_puts(b, "{\"address\":");
-    put_ref(b, r->address);
-    rbp_sb_printf(b, ", \"type\":\"%s\"", rbp_dump_type_name(r->type));
-    if (v32) rbp_sb_printf(b, ", \"shape_id\":%llu, \"slot_size\":%u", (unsigned long long)r->shape_id, r->slot_size);
-    if (r->klass) {
-        rbp_sb_puts(b, ", \"class\":");
-        put_ref(b, r->klass);
+    rbp_json jw, *j = &jw;
+    rbp_json_init(j, &w->line, RBP_JSON_DUMP);
+    rbp_json_object(j);
+    rbp_json_khex(j, "address", r->address);
+    rbp_json_kstr(j, "type", rbp_dump_type_name(r->type));
+    if (v32) {
+        rbp_json_ku64(j, "shape_id", r->shape_id);
+        rbp_json_ku64(j, "slot_size", r->slot_size);
     }
-    if (r->frozen) rbp_sb_puts(b, ", \"frozen\":true");
+    if (r->klass) rbp_json_khex(j, "class", r->klass);
+    if (r->frozen) rbp_json_kbool(j, "frozen", true);
     switch (r->type) {
     case RBP_T_NONE:
     case RBP_T_ZOMBIE:
-        rbp_sb_puts(b, "}\n");
+        rbp_json_object_end(j);
+        rbp_sb_putn(&w->line, "\n", 1);
         maybe_flush(w);
         return;
     case RBP_T_IMEMO:
-        rbp_sb_printf(b, ", \"imemo_type\":\"%s\"", rbp_dump_imemo_name(r->imemo_type, r->ver));
+        rbp_json_kstr(j, "imemo_type", rbp_dump_imemo_name(r->imemo_type, r->ver));
         break;
     case RBP_T_SYMBOL:
-        string_content(w, r);
+        string_content(w, j, r);
         break;
     case RBP_T_STRING:
-        if (r->embedded) rbp_sb_puts(b, ", \"embedded\":true");
-        if (!v33 && r->broken) rbp_sb_puts(b, ", \"broken\":true");
-        if (r->fstring) rbp_sb_puts(b, ", \"fstring\":true");
-        if (v34 && r->chilled) rbp_sb_puts(b, ", \"chilled\":true");
-        if (r->shared) rbp_sb_puts(b, ", \"shared\":true");
-        else string_content(w, r);
-        if (r->encoding) {
-            rbp_sb_puts(b, ", \"encoding\":");
-            put_string(b, r->encoding);
-        }
+        if (r->embedded) rbp_json_kbool(j, "embedded", true);
+        if (!v33 && r->broken) rbp_json_kbool(j, "broken", true);
+        if (r->fstring) rbp_json_kbool(j, "fstring", true);
+        if (v34 && r->chilled) rbp_json_kbool(j, "chilled", true);
+        if (r->shared) rbp_json_kbool(j, "shared", true);
+        else string_content(w, j, r);
+        if (r->encoding) rbp_json_kstr(j, "encoding", r->encoding);
         if (v33) {
             static const char *const cr[] = {"unknown", "7bit", "valid", "broken"};
-            rbp_sb_printf(b, ", \"coderange\":\"%s\"", cr[r->coderange & 3]);
-            if (r->coderange == 3) rbp_sb_puts(b, ", \"broken\":true");
+            rbp_json_kstr(j, "coderange", cr[r->coderange & 3]);
+            if (r->coderange == 3) rbp_json_kbool(j, "broken", true);
         }
         break;
     case RBP_T_HASH:
-        rbp_sb_printf(b, ", \"size\":%llu", (unsigned long long)r->size);
-        if (r->has_default) {
-            rbp_sb_puts(b, ", \"default\":");
-            put_ref(b, r->default_value);
-        }
+        rbp_json_ku64(j, "size", r->size);
+        if (r->has_default) rbp_json_khex(j, "default", r->default_value);
         break;
     case RBP_T_ARRAY:
-        rbp_sb_printf(b, ", \"length\":%llu", (unsigned long long)r->length);
-        if (r->length > 0 && r->shared) rbp_sb_puts(b, ", \"shared\":true");
-        if (r->embedded && (v33 || r->length > 0)) rbp_sb_puts(b, ", \"embedded\":true");
+        rbp_json_ku64(j, "length", r->length);
+        if (r->length > 0 && r->shared) rbp_json_kbool(j, "shared", true);
+        if (r->embedded && (v33 || r->length > 0)) rbp_json_kbool(j, "embedded", true);
         break;
     case RBP_T_ICLASS:
     case RBP_T_CLASS:
     case RBP_T_MODULE:
         if (v33 && r->type == RBP_T_CLASS && r->has_variation_count)
-            rbp_sb_printf(b, ", \"variation_count\":%d", r->variation_count);
-        if (v30 && r->superclass) {
-            rbp_sb_puts(b, ", \"superclass\":");
-            put_ref(b, r->superclass);
-        }
+            rbp_json_ki64(j, "variation_count", r->variation_count);
+        if (v30 && r->superclass) rbp_json_khex(j, "superclass", r->superclass);
         if (r->type == RBP_T_ICLASS || !r->klass) break;
-        if (r->name) {
-            rbp_sb_puts(b, ", \"name\":");
-            put_string(b, r->name);
-        } else if (v30 && r->real_class_name) {
-            rbp_sb_puts(b, ", \"real_class_name\":");
-            put_string(b, r->real_class_name);
-        }
-        if (v30 && r->singleton) rbp_sb_puts(b, ", \"singleton\":true");
+        if (r->name) rbp_json_kstr(j, "name", r->name);
+        else if (v30 && r->real_class_name) rbp_json_kstr(j, "real_class_name", r->real_class_name);
+        if (v30 && r->singleton) rbp_json_kbool(j, "singleton", true);
         break;
     case RBP_T_DATA:
-        if (r->struct_name) {
-            rbp_sb_puts(b, ", \"struct\":");
-            put_string(b, r->struct_name);
-        }
+        if (r->struct_name) rbp_json_kstr(j, "struct", r->struct_name);
         break;
-    case RBP_T_FLOAT:
+    case RBP_T_FLOAT: {
         /* dump_all: "%g" before 3.0, dump_append_g's "%#g" after */
         if (!r->has_float) break;
+        char num[64];
         if (v30 && isnan(r->float_value)) /* Ruby's own printf spells these */
-            rbp_sb_puts(b, ", \"value\":\"NaN\"");
+            snprintf(num, sizeof num, "NaN");
         else if (v30 && isinf(r->float_value))
-            rbp_sb_puts(b, r->float_value > 0 ? ", \"value\":\"Inf\"" : ", \"value\":\"-Inf\"");
+            snprintf(num, sizeof num, r->float_value > 0 ? "Inf" : "-Inf");
         else
-            rbp_sb_printf(b, v30 ? ", \"value\":\"%#g\"" : ", \"value\":\"%g\"", r->float_value);
+            snprintf(num, sizeof num, v30 ? "%#g" : "%g", r->float_value);
+        rbp_json_kstr(j, "value", num);
         break;
+    }
     case RBP_T_FILE:
-        if (r->has_fd) rbp_sb_printf(b, ", \"fd\":%d", r->fd);
+        if (r->has_fd) rbp_json_ki64(j, "fd", r->fd);
         break;
     case RBP_T_OBJECT:
-        if (v33 && r->embedded) rbp_sb_puts(b, ", \"embedded\":true");
-        rbp_sb_printf(b, ", \"ivars\":%llu", (unsigned long long)r->ivars);
-        if (v33 && r->too_complex) rbp_sb_puts(b, ", \"too_complex_shape\":true");
+        if (v33 && r->embedded) rbp_json_kbool(j, "embedded", true);
+        rbp_json_ku64(j, "ivars", r->ivars);
+        if (v33 && r->too_complex) rbp_json_kbool(j, "too_complex_shape", true);
         break;
     default:
         break;
     }
-    for (size_t i = 0; i < r->nrefs; i++) {
-        rbp_sb_puts(b, i ? ", " : ", \"references\":[");
-        put_ref(b, r->refs[i]);
+    if (r->nrefs) {
+        rbp_json_key(j, "references");
+        rbp_json_array(j);
+        for (size_t i = 0; i < r->nrefs; i++) rbp_json_hex(j, r->refs[i]);
+        rbp_json_array_end(j);
     }
-    if (r->nrefs) rbp_sb_puts(b, "]");
-    if (r->memsize) rbp_sb_printf(b, ", \"memsize\":%llu", (unsigned long long)r->memsize);
-    rbp_sb_puts(b, "}\n");
+    if (r->memsize) rbp_json_ku64(j, "memsize", r->memsize);
+    rbp_json_object_end(j);
+    rbp_sb_putn(&w->line, "\n", 1);
     maybe_flush(w);
 }
 

@@ -3,7 +3,11 @@
  * format can be tested on its own: one record (everything a line says about
  * an object) in, one line in ObjectSpace.dump_all's format out, streamed
  * through a FILE* in large buffered writes. Field names, order and the
- * rules for optional fields follow the target version's objspace_dump.c.
+ * rules for optional fields follow the target version's objspace_dump.c;
+ * strings are escaped by the one JSON escaper (base/json.h), which escapes
+ * what dump_append_string_value escapes and, where dump_all would write a
+ * byte that is not UTF-8 (a String whose coderange says 7-bit but whose
+ * bytes are not), writes \ufffd, so the dump stays valid JSON.
  */
 #ifndef RBP_HEAP_DUMP_H
 #define RBP_HEAP_DUMP_H
@@ -78,10 +82,6 @@ void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r);
 /* Writes what is pending; false if any write failed. */
 bool rbp_dump_writer_flush(rbp_dump_writer *w);
 void rbp_dump_writer_free(rbp_dump_writer *w);
-
-/* Appends n bytes as a JSON string body, escaped exactly as dump_all's
- * dump_append_string_value does (no quotes added). */
-void rbp_dump_escape(rbp_strbuf *b, const uint8_t *s, size_t n);
 
 /* dump_all's type names ("STRING", "IMEMO"...) and imemo names ("iseq"). */
 const char *rbp_dump_type_name(int type);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/strbuf.h"
 #include "heap/census.h"
 #include "heap/obj.h"
@@ -289,41 +290,56 @@ static void render_text(page_view *v, rbp_strbuf *b)
 static void render_json(page_view *v, rbp_strbuf *b)
 {
     const rbp_heap_page *pg = v->pg;
-    rbp_sb_printf(b, "{\"address\": \"0x%" PRIx64 "\", \"page\": \"0x%" PRIx64 "\", \"header\": \"0x%" PRIx64
-                  "\", \"start\": \"0x%" PRIx64 "\", \"slot_size\": %u, \"total_slots\": %u, \"free_slots\": %"
-                  PRIu64 ", ", v->addr, v->body, pg->header, pg->start, pg->slot_size, pg->total_slots,
-                  v->free_slots);
-    if (rbp_has(LAYOUT(v), RBP_L_page_final_slots)) rbp_sb_printf(b, "\"final_slots\": %" PRIu64 ", ", v->final_slots);
-    else rbp_sb_puts(b, "\"final_slots\": null, ");
-    if (rbp_has(LAYOUT(v), RBP_L_page_pinned_slots)) rbp_sb_printf(b, "\"pinned_slots\": %" PRIu64 ", ", v->pinned_slots);
-    else rbp_sb_puts(b, "\"pinned_slots\": null, ");
-    rbp_sb_printf(b, "\"age_from\": \"%s\", \"freelist_length\": %" PRIu64 ", \"freelist_note\": ",
-                  v->has[B_AGE] ? "age_bits" : "flags", v->listed);
-    if (v->list_note[0]) rbp_sb_json_str(b, v->list_note);
-    else rbp_sb_puts(b, "null");
-    rbp_sb_puts(b, ", \"bits\": [");
-    for (int i = 0, first = 1; i < NBITS - 1; i++)
-        if (v->has[i]) rbp_sb_printf(b, "%s\"%s\"", first ? "" : ", ", BIT_NAME[i]), first = 0;
-    rbp_sb_puts(b, "], \"slots\": [");
+    rbp_json j;
+    rbp_json_init(&j, b, RBP_JSON_SPACED);
+    rbp_json_object(&j);
+    rbp_json_khex(&j, "address", v->addr);
+    rbp_json_khex(&j, "page", v->body);
+    rbp_json_khex(&j, "header", pg->header);
+    rbp_json_khex(&j, "start", pg->start);
+    rbp_json_ku64(&j, "slot_size", pg->slot_size);
+    rbp_json_ku64(&j, "total_slots", pg->total_slots);
+    rbp_json_ku64(&j, "free_slots", v->free_slots);
+    rbp_json_key(&j, "final_slots");
+    if (rbp_has(LAYOUT(v), RBP_L_page_final_slots)) rbp_json_u64(&j, v->final_slots);
+    else rbp_json_null(&j);
+    rbp_json_key(&j, "pinned_slots");
+    if (rbp_has(LAYOUT(v), RBP_L_page_pinned_slots)) rbp_json_u64(&j, v->pinned_slots);
+    else rbp_json_null(&j);
+    rbp_json_kstr(&j, "age_from", v->has[B_AGE] ? "age_bits" : "flags");
+    rbp_json_ku64(&j, "freelist_length", v->listed);
+    rbp_json_kstr(&j, "freelist_note", v->list_note[0] ? v->list_note : NULL);
+    rbp_json_key(&j, "bits");
+    rbp_json_array(&j);
+    for (int i = 0; i < NBITS - 1; i++)
+        if (v->has[i]) rbp_json_str(&j, BIT_NAME[i]);
+    rbp_json_array_end(&j);
+    rbp_json_key(&j, "slots");
+    rbp_json_array(&j);
     for (uint32_t k = 0; k < pg->total_slots; k++) {
         slot_info si;
         slot_at(v, k, &si);
-        rbp_sb_printf(b, "%s\n  {\"index\": %u, \"address\": \"0x%" PRIx64 "\", \"type\": \"%s\"", k ? "," : "", k,
-                      si.addr, kind_name(si.type));
-        if (si.type == -1) rbp_sb_printf(b, ", \"on_freelist\": %s", v->on_list[k] ? "true" : "false");
+        rbp_json_ws(&j, "\n  ");
+        rbp_json_object(&j);
+        rbp_json_ku64(&j, "index", k);
+        rbp_json_khex(&j, "address", si.addr);
+        rbp_json_kstr(&j, "type", kind_name(si.type));
+        if (si.type == -1) rbp_json_kbool(&j, "on_freelist", v->on_list[k]);
         if (si.type >= 0) {
-            const char *cls = slot_class(v, si.type, si.klass);
-            rbp_sb_printf(b, ", \"flags\": \"0x%" PRIx64 "\", \"klass\": \"0x%" PRIx64 "\", \"class\": ", si.flags,
-                          si.klass);
-            if (cls) rbp_sb_json_str(b, cls);
-            else rbp_sb_puts(b, "null");
+            rbp_json_khex(&j, "flags", si.flags);
+            rbp_json_khex(&j, "klass", si.klass);
+            rbp_json_kstr(&j, "class", slot_class(v, si.type, si.klass));
             for (int i = 0; i < NBITS - 1; i++)
-                if (v->has[i]) rbp_sb_printf(b, ", \"%s\": %s", BIT_NAME[i], si.b[i] ? "true" : "false");
-            rbp_sb_printf(b, ", \"age\": %u, \"old\": %s", si.age, si.age == 3 ? "true" : "false");
+                if (v->has[i]) rbp_json_kbool(&j, BIT_NAME[i], si.b[i]);
+            rbp_json_ku64(&j, "age", si.age);
+            rbp_json_kbool(&j, "old", si.age == 3);
         }
-        rbp_sb_puts(b, "}");
+        rbp_json_object_end(&j);
     }
-    rbp_sb_puts(b, "\n]}\n");
+    rbp_json_ws(&j, "\n");
+    rbp_json_array_end(&j);
+    rbp_json_object_end(&j);
+    rbp_sb_putn(b, "\n", 1);
 }
 
 rbpeek_status rbpeek_page_render(rbpeek_session *s, uint64_t addr, rbpeek_format format, char **out)

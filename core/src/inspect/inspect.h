@@ -33,4 +33,33 @@ typedef struct rbp_inspect_result {
 void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, rbp_strbuf *out,
                         rbp_inspect_result *res);
 
+/* A Ruby frame's locals, as `ruby bt --locals`, `ruby frame` and
+ * rbpeek_frame_locals show them (inspect_frame.c): its self, its method
+ * entry's owner, and each named local with its value, every value printed
+ * by rbp_inspect_append. */
+typedef enum rbp_locals_state {
+    RBP_LOCALS_NONE = 0,    /* a C frame (or a Ruby frame without iseq or environment): nothing to show */
+    RBP_LOCALS_ERROR,       /* only error: its local table is unreadable */
+    RBP_LOCALS_READ,        /* self, owner and locals; error, if set, says the locals are missing */
+} rbp_locals_state;
+
+typedef struct rbp_frame_locals {
+    rbp_locals_state state;
+    const char *error;          /* static text, or NULL */
+    rbp_strbuf text;            /* every string below, NUL-terminated, at its offset */
+    size_t self_off;
+    bool has_owner;             /* false: no method entry, or its owner has no name */
+    size_t owner_off;
+    size_t n;                   /* named locals, in local-table order, each name once */
+    size_t *name_off, *value_off;
+} rbp_frame_locals;
+
+/* Opens h for reading locals: fails (with the session's error) when the
+ * layout lacks the iseq's local table. */
+rbpeek_status rbp_locals_open(rbpeek_session *s, rbp_heap *h);
+void rbp_frame_locals_read(rbpeek_session *s, rbp_heap *h, const rbpeek_frame *frame, const rbp_inspect_limits *lim,
+                           rbp_frame_locals *out);
+void rbp_frame_locals_free(rbp_frame_locals *l);
+static inline const char *rbp_locals_str(const rbp_frame_locals *l, size_t off) { return l->text.buf + off; }
+
 #endif

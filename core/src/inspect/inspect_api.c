@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "heap/obj.h"
 #include "heap/obj_values.h"
 #include "inspect/inspect.h"
@@ -86,48 +87,46 @@ static bool immediate_kind(rbp_heap *h, uint64_t v, int *type, const char **cls)
     return true;
 }
 
-/* --raw: the object's header, and where its parts are. */
-static void describe_raw(rbp_heap *h, const rbp_obj *o, rbp_strbuf *b, bool json)
+/* --raw: the object's header, and where its parts are, as one line. */
+static void raw_line(rbp_heap *h, const rbp_obj *o, char line[512])
 {
-    char line[512];
-    int n = snprintf(line, sizeof line, "flags=0x%" PRIx64 " klass=0x%" PRIx64 " slot_size=%u", o->flags, o->klass,
+    const size_t cap = 512;
+    int n = snprintf(line, cap, "flags=0x%" PRIx64 " klass=0x%" PRIx64 " slot_size=%u", o->flags, o->klass,
                      rbp_heap_page_of(h, o->addr) ? rbp_heap_page_of(h, o->addr)->slot_size : 0);
-    if (h->c.shapes) n += snprintf(line + n, sizeof line - (size_t)n, " shape_id=%" PRIu64, o->flags >> 32);
+    if (h->c.shapes) n += snprintf(line + n, cap - (size_t)n, " shape_id=%" PRIu64, o->flags >> 32);
     uint64_t ptr = 0, len = 0, capa = 0, table = 0;
     bool st = false;
     rbp_str_info si;
     switch (o->type) {
     case RBP_T_STRING:
         if (rbp_str_info_of(h, o, &si))
-            n += snprintf(line + n, sizeof line - (size_t)n, " %s%s bytes=0x%" PRIx64 " len=%" PRIu64 " encoding=%s",
+            n += snprintf(line + n, cap - (size_t)n, " %s%s bytes=0x%" PRIx64 " len=%" PRIu64 " encoding=%s",
                           si.embedded ? "embedded" : "heap", si.shared ? " shared" : "", si.ptr, si.len,
                           rbp_encoding_name(h, si.encindex) ? rbp_encoding_name(h, si.encindex) : "?");
         break;
     case RBP_T_ARRAY:
         if (rbp_array_values(h, o, &ptr, &len))
-            n += snprintf(line + n, sizeof line - (size_t)n, " %s elements=0x%" PRIx64 " len=%" PRIu64,
+            n += snprintf(line + n, cap - (size_t)n, " %s elements=0x%" PRIx64 " len=%" PRIu64,
                           ptr >= o->addr && ptr < o->addr + o->slot_size ? "embedded" : "heap", ptr, len);
         break;
     case RBP_T_HASH:
         if (rbp_hash_storage(h, o, &table, &st) && rbp_hash_count(h, o, &len))
-            n += snprintf(line + n, sizeof line - (size_t)n, " %s=0x%" PRIx64 " size=%" PRIu64,
+            n += snprintf(line + n, cap - (size_t)n, " %s=0x%" PRIx64 " size=%" PRIu64,
                           st ? "st_table" : "ar_table", table, len);
         break;
     case RBP_T_STRUCT:
         if (rbp_struct_values(h, o, &ptr, &len))
-            n += snprintf(line + n, sizeof line - (size_t)n, " %s members=0x%" PRIx64 " len=%" PRIu64,
+            n += snprintf(line + n, cap - (size_t)n, " %s members=0x%" PRIx64 " len=%" PRIu64,
                           ptr >= o->addr && ptr < o->addr + o->slot_size ? "embedded" : "heap", ptr, len);
         break;
     case RBP_T_OBJECT:
         if (rbp_obj_ivar_storage(h, o, &ptr, &len, &capa, &table))
-            n += table ? snprintf(line + n, sizeof line - (size_t)n, " too_complex ivar_table=0x%" PRIx64, table)
-                       : snprintf(line + n, sizeof line - (size_t)n, " %s ivars=0x%" PRIx64 " count=%" PRIu64
+            n += table ? snprintf(line + n, cap - (size_t)n, " too_complex ivar_table=0x%" PRIx64, table)
+                       : snprintf(line + n, cap - (size_t)n, " %s ivars=0x%" PRIx64 " count=%" PRIu64
                                   " capacity=%" PRIu64, ptr >= o->addr && ptr < o->addr + o->slot_size ? "embedded"
                                   : "heap", ptr, len, capa);
         break;
     }
-    if (json) rbp_sb_json_str(b, line);
-    else rbp_sb_printf(b, "  %s\n", line);
 }
 
 rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpeek_inspect_options *opt,
@@ -163,23 +162,24 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
     rbp_inspect_append(&h, value, &lim, &text, &res);
     rbp_strbuf b;
     rbp_sb_init(&b);
+    char line[512];
     if (format == RBPEEK_FORMAT_JSON) {
-        rbp_sb_printf(&b, "{\"address\": \"0x%" PRIx64 "\", \"type\": ", value);
-        rbp_sb_json_str(&b, TYPE_NAMES[type & 31]);
-        rbp_sb_puts(&b, ", \"class\": ");
-        rbp_sb_json_str(&b, cls);
-        rbp_sb_puts(&b, ", \"inspect\": ");
-        rbp_sb_json_str(&b, text.buf ? text.buf : "");
-        rbp_sb_printf(&b, ", \"elided\": %s, \"exact\": %s", res.cut ? "true" : "false", res.inexact ? "false" : "true");
-        if (res.inexact) {
-            rbp_sb_puts(&b, ", \"not_exact_because\": ");
-            rbp_sb_json_str(&b, res.why[0] ? res.why : "its class's own #inspect is not decoded");
-        }
+        rbp_json j;
+        rbp_json_init(&j, &b, RBP_JSON_SPACED);
+        rbp_json_object(&j);
+        rbp_json_khex(&j, "address", value);
+        rbp_json_kstr(&j, "type", TYPE_NAMES[type & 31]);
+        rbp_json_kstr(&j, "class", cls);
+        rbp_json_kstr(&j, "inspect", text.buf ? text.buf : "");
+        rbp_json_kbool(&j, "elided", res.cut);
+        rbp_json_kbool(&j, "exact", !res.inexact);
+        if (res.inexact) rbp_json_kstr(&j, "not_exact_because", res.why[0] ? res.why : "its class's own #inspect is not decoded");
         if (raw && !imm) {
-            rbp_sb_puts(&b, ", \"raw\": ");
-            describe_raw(&h, &o, &b, true);
+            raw_line(&h, &o, line);
+            rbp_json_kstr(&j, "raw", line);
         }
-        rbp_sb_puts(&b, "}\n");
+        rbp_json_object_end(&j);
+        rbp_sb_putn(&b, "\n", 1);
     } else {
         rbp_sb_puts(&b, text.buf ? text.buf : "");
         rbp_sb_puts(&b, "\n");
@@ -188,7 +188,10 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
             if (res.inexact)
                 rbp_sb_printf(&b, "  not exact (Kernel#to_s form shown): %s\n",
                               res.why[0] ? res.why : "its class's own #inspect is not decoded");
-            if (!imm) describe_raw(&h, &o, &b, false);
+            if (!imm) {
+                raw_line(&h, &o, line);
+                rbp_sb_printf(&b, "  %s\n", line);
+            }
         }
     }
     rbp_sb_free(&text);

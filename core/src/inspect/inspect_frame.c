@@ -1,5 +1,6 @@
 /*
- * A Ruby frame's locals for `ruby bt --locals` (rbpeek_frame_locals): the
+ * A Ruby frame's locals for `ruby bt --locals` (rbp_frame_locals_read, which
+ * the backtrace printer calls, and rbpeek_frame_locals' JSON): the
  * names from its iseq's local table (body->local_table, local_table_size
  * IDs), the values from its environment, where local i of n lives at
  * ep[-(n - i + 2)] (below the VM_ENV_DATA_SIZE words me/cref, specval and
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "heap/obj.h"
 #include "inspect/inspect.h"
 #include "vm/robject.h"
@@ -28,65 +30,122 @@ static bool local_name(const char *n)
     return c == '_' || (c >= 'a' && c <= 'z') || c >= 0x80;
 }
 
-static void put_value(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, rbp_strbuf *b)
+static size_t keep(rbp_frame_locals *l, const char *text)
 {
-    rbp_strbuf t;
-    rbp_sb_init(&t);
-    rbp_inspect_append(h, v, lim, &t, NULL);
-    rbp_sb_json_str(b, t.buf ? t.buf : "");
-    rbp_sb_free(&t);
+    size_t off = l->text.len;
+    rbp_sb_puts(&l->text, text);
+    rbp_sb_putn(&l->text, "", 1);
+    return off;
 }
 
-/* One frame's JSON object into b, through an open heap. */
-static void frame_json(rbpeek_session *s, rbp_heap *h, const rbpeek_frame *frame, const rbp_inspect_limits *lim,
-                       rbp_strbuf *b)
+static size_t keep_value(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, rbp_frame_locals *l)
 {
+    size_t off = l->text.len;
+    rbp_inspect_append(h, v, lim, &l->text, NULL);
+    rbp_sb_putn(&l->text, "", 1);
+    return off;
+}
+
+/* Appends local (name, value); a name already listed takes the new value
+ * in its old place, as a JSON object read back keeps a repeated key. Only
+ * names starting with '_' may repeat (def m(_, _) lists `_` twice), so only
+ * those are compared, within a budget a hostile table cannot exceed. */
+static void add_local(rbp_frame_locals *l, size_t name_off, size_t value_off, size_t *budget)
+{
+    const char *name = l->text.buf + name_off;
+    if (name[0] == '_')
+        for (size_t i = 0; i < l->n && *budget; i++, (*budget)--)
+            if (strcmp(l->text.buf + l->name_off[i], name) == 0) {
+                l->value_off[i] = value_off;
+                return;
+            }
+    l->name_off[l->n] = name_off;
+    l->value_off[l->n++] = value_off;
+}
+
+void rbp_frame_locals_free(rbp_frame_locals *l)
+{
+    rbp_sb_free(&l->text);
+    free(l->name_off);
+    free(l->value_off);
+    *l = (rbp_frame_locals){0};
+}
+
+void rbp_frame_locals_read(rbpeek_session *s, rbp_heap *h, const rbpeek_frame *frame, const rbp_inspect_limits *lim,
+                           rbp_frame_locals *l)
+{
+    *l = (rbp_frame_locals){.state = RBP_LOCALS_NONE};
     uint64_t body = 0, table = 0, size = 0;
-    if (frame->kind != RBPEEK_FRAME_RUBY || !frame->iseq || !frame->ep) {
-        rbp_sb_puts(b, "null");
-        return;
-    }
+    if (frame->kind != RBPEEK_FRAME_RUBY || !frame->iseq || !frame->ep) return;
     if (!rbp_read_field(s, frame->iseq, RBP_L_iseq_body, &body) || !body ||
         !rbp_read_field(s, body, RBP_L_body_local_table, &table) ||
         !rbp_read_field(s, body, RBP_L_body_local_table_size, &size) || (size & 0xffffffffu) > MAX_LOCALS ||
         ((size & 0xffffffffu) && !table)) {
-        rbp_sb_puts(b, "{\"error\": \"cannot read the local table of its iseq\"}");
+        l->state = RBP_LOCALS_ERROR;
+        l->error = "cannot read the local table of its iseq";
         return;
     }
     size &= 0xffffffffu;
     uint64_t *ids = size ? malloc(size * 8) : NULL, *vals = size ? malloc(size * 8) : NULL;
-    bool ok = !size || (ids && vals && rbp_mem_read(s->mem, table, ids, size * 8) &&
+    l->name_off = size ? malloc(size * sizeof *l->name_off) : NULL;
+    l->value_off = size ? malloc(size * sizeof *l->value_off) : NULL;
+    bool ok = !size || (ids && vals && l->name_off && l->value_off && rbp_mem_read(s->mem, table, ids, size * 8) &&
                         rbp_mem_read(s->mem, frame->ep - (size + 2) * 8, vals, size * 8));
-    rbp_sb_puts(b, "{\"self\": ");
-    put_value(h, frame->self, lim, b);
+    l->state = RBP_LOCALS_READ;
+    l->self_off = keep_value(h, frame->self, lim, l);
     rbp_cme cme;
     uint64_t me = rbp_frame_method_entry(s, frame->ep, NULL);
-    rbp_sb_puts(b, ", \"owner\": ");
-    if (me && rbp_cme_read(s, me, &cme) && cme.owner)
-        rbp_sb_json_str(b, rbp_heap_class_name(h, cme.owner));
-    else
-        rbp_sb_puts(b, "null");
-    rbp_sb_puts(b, ", \"locals\": {");
+    if (me && rbp_cme_read(s, me, &cme) && cme.owner) {
+        const char *owner = rbp_heap_class_name(h, cme.owner);
+        l->has_owner = owner != NULL;
+        if (owner) l->owner_off = keep(l, owner);
+    }
     if (!ok) {
-        rbp_sb_puts(b, "}, \"error\": \"the local table or the environment is unreadable\"}");
+        l->error = "the local table or the environment is unreadable";
     } else {
-        bool first = true;
-        for (uint64_t i = 0; i < size; i++) {
+        size_t budget = 1 << 20;
+        for (uint64_t i = 0; i < size && !l->text.oom; i++) {
             const char *name = rbp_id_name(s, ids[i]);
             if (!local_name(name)) continue;
-            if (!first) rbp_sb_puts(b, ", ");
-            first = false;
-            rbp_sb_json_str(b, name);
-            rbp_sb_puts(b, ": ");
-            put_value(h, vals[i], lim, b);
+            size_t name_off = keep(l, name);
+            size_t value_off = keep_value(h, vals[i], lim, l);
+            if (!l->text.oom) add_local(l, name_off, value_off, &budget);
         }
-        rbp_sb_puts(b, "}}");
     }
     free(ids);
     free(vals);
+    if (l->text.oom) {
+        rbp_frame_locals_free(l);
+        *l = (rbp_frame_locals){.state = RBP_LOCALS_ERROR, .error = "out of memory"};
+    }
 }
 
-static rbpeek_status open_for_locals(rbpeek_session *s, rbp_heap *h)
+/* One frame's locals as JSON (rbpeek_frame_locals' shape). */
+static void frame_json(rbpeek_session *s, rbp_heap *h, const rbpeek_frame *frame, const rbp_inspect_limits *lim,
+                       rbp_json *j)
+{
+    rbp_frame_locals l;
+    rbp_frame_locals_read(s, h, frame, lim, &l);
+    if (l.state == RBP_LOCALS_NONE) {
+        rbp_json_null(j);
+    } else {
+        rbp_json_object(j);
+        if (l.state == RBP_LOCALS_READ) {
+            rbp_json_kstr(j, "self", rbp_locals_str(&l, l.self_off));
+            rbp_json_kstr(j, "owner", l.has_owner ? rbp_locals_str(&l, l.owner_off) : NULL);
+            rbp_json_key(j, "locals");
+            rbp_json_object(j);
+            for (size_t i = 0; i < l.n; i++)
+                rbp_json_kstr(j, rbp_locals_str(&l, l.name_off[i]), rbp_locals_str(&l, l.value_off[i]));
+            rbp_json_object_end(j);
+        }
+        if (l.error) rbp_json_kstr(j, "error", l.error);
+        rbp_json_object_end(j);
+    }
+    rbp_frame_locals_free(&l);
+}
+
+rbpeek_status rbp_locals_open(rbpeek_session *s, rbp_heap *h)
 {
     const rbp_layout *l = &s->layout;
     if (!rbp_has(l, RBP_L_body_local_table) || !rbp_has(l, RBP_L_body_local_table_size))
@@ -110,13 +169,15 @@ rbpeek_status rbpeek_frame_locals(rbpeek_session *s, const rbpeek_frame *frame, 
     if (frame->kind != RBPEEK_FRAME_RUBY || !frame->iseq || !frame->ep)
         return rbp_fail(s, RBPEEK_ERR_ARG, "locals: a C frame keeps its locals in C, where only DWARF could name them");
     rbp_heap h;
-    rbpeek_status st = open_for_locals(s, &h);
+    rbpeek_status st = rbp_locals_open(s, &h);
     if (st != RBPEEK_OK) return st;
     size_t budget = RBP_INSP_COMMAND_BUDGET;   /* objects printed over the frame's self and locals */
     rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, &budget};
     rbp_strbuf b;
     rbp_sb_init(&b);
-    frame_json(s, &h, frame, &lim, &b);
+    rbp_json j;
+    rbp_json_init(&j, &b, RBP_JSON_SPACED);
+    frame_json(s, &h, frame, &lim, &j);
     return finish(s, &h, &b, out);
 }
 
@@ -126,17 +187,16 @@ rbpeek_status rbpeek_thread_locals(rbpeek_session *s, const rbpeek_thread *t, co
     if (!s || !t || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "locals: no session, thread or output");
     *out = NULL;
     rbp_heap h; /* opened once for all the thread's frames: its page table and caches serve them all */
-    rbpeek_status st = open_for_locals(s, &h);
+    rbpeek_status st = rbp_locals_open(s, &h);
     if (st != RBPEEK_OK) return st;
     size_t budget = RBP_INSP_COMMAND_BUDGET;   /* objects printed over every frame's self and locals */
     rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, &budget};
     rbp_strbuf b;
     rbp_sb_init(&b);
-    rbp_sb_puts(&b, "[");
-    for (size_t i = 0; i < t->nframes; i++) {
-        if (i) rbp_sb_puts(&b, ", ");
-        frame_json(s, &h, &t->frames[i], &lim, &b);
-    }
-    rbp_sb_puts(&b, "]");
+    rbp_json j;
+    rbp_json_init(&j, &b, RBP_JSON_SPACED);
+    rbp_json_array(&j);
+    for (size_t i = 0; i < t->nframes; i++) frame_json(s, &h, &t->frames[i], &lim, &j);
+    rbp_json_array_end(&j);
     return finish(s, &h, &b, out);
 }

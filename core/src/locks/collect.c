@@ -18,10 +18,11 @@ void lk_note(lk_ctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    /* the same note once only */
-    if (c->notes.buf && strstr(c->notes.buf, buf)) return;
-    if (c->nnotes++) rbp_sb_puts(&c->notes, ", ");
-    rbp_sb_json_str(&c->notes, buf);
+    /* the same note once only; notes are kept NUL-separated */
+    for (size_t off = 0; c->notes.buf && off < c->notes.len; off += strlen(c->notes.buf + off) + 1)
+        if (strcmp(c->notes.buf + off, buf) == 0) return;
+    c->nnotes++;
+    rbp_sb_putn(&c->notes, buf, strlen(buf) + 1);
 }
 
 bool lk_list_step(lk_ctx *c, rbp_walkguard *g, uint64_t node, const char *what)

@@ -8,7 +8,9 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "base/json.h"
 #include "locks/locks_model.h"
 #include "locks/waitgraph.h"
 
@@ -21,20 +23,26 @@ static const char *const owner_state_names[] = {"none", "thread", "dead_fiber", 
 
 /* --- JSON ------------------------------------------------------------------------------- */
 
-static void j_addr(rbp_strbuf *b, uint64_t v)
+static void j_addr(rbp_json *j, const char *key, uint64_t v)
 {
-    if (v)
-        rbp_sb_printf(b, "\"0x%llx\"", (unsigned long long)v);
-    else
-        rbp_sb_puts(b, "null");
+    rbp_json_key(j, key);
+    if (v) rbp_json_hex(j, v);
+    else rbp_json_null(j);
 }
 
-static void j_idx(rbp_strbuf *b, long i)
+static void j_idx(rbp_json *j, const char *key, long i)
 {
-    if (i >= 0)
-        rbp_sb_printf(b, "%ld", i);
-    else
-        rbp_sb_puts(b, "null");
+    rbp_json_key(j, key);
+    if (i >= 0) rbp_json_i64(j, i);
+    else rbp_json_null(j);
+}
+
+/* true, false, or null for "unknown" (< 0). */
+static void j_tri(rbp_json *j, const char *key, int v)
+{
+    rbp_json_key(j, key);
+    if (v < 0) rbp_json_null(j);
+    else rbp_json_bool(j, v != 0);
 }
 
 static const char *state_name(const lk_thread *t)
@@ -51,86 +59,70 @@ static const char *state_name(const lk_thread *t)
     }
 }
 
-static void j_thread(lk_ctx *c, rbp_strbuf *b, size_t i)
+static void j_thread(lk_ctx *c, rbp_json *j, size_t i)
 {
     const lk_thread *t = &c->th[i];
-    rbp_sb_printf(b, "{\"index\": %zu, \"thread\": ", i);
-    j_addr(b, t->th);
-    rbp_sb_puts(b, ", \"value\": ");
-    j_addr(b, t->t->thread_value);
-    rbp_sb_printf(b, ", \"state\": \"%s\", \"sleep_forever\": %s, \"holds_gvl\": %s, \"wait\": ", state_name(t),
-                  t->status == TH_STOPPED_FOREVER ? "true" : "false", t->gvl ? "true" : "false");
+    rbp_json_object(j);
+    rbp_json_ku64(j, "index", i);
+    j_addr(j, "thread", t->th);
+    j_addr(j, "value", t->t->thread_value);
+    rbp_json_kstr(j, "state", state_name(t));
+    rbp_json_kbool(j, "sleep_forever", t->status == TH_STOPPED_FOREVER);
+    rbp_json_kbool(j, "holds_gvl", t->gvl);
+    rbp_json_key(j, "wait");
     if (t->kind == W_NONE || t->kind == W_DEAD) {
-        rbp_sb_puts(b, "null");
+        rbp_json_null(j);
     } else {
-        rbp_sb_printf(b, "{\"kind\": \"%s\", \"method\": ", wait_kind_names[t->kind]);
-        rbp_sb_json_str(b, t->method[0] ? t->method : NULL);
-        rbp_sb_puts(b, ", \"object\": ");
-        j_addr(b, t->object);
-        rbp_sb_puts(b, ", \"class\": ");
-        rbp_sb_json_str(b, t->object ? t->object_class : NULL);
-        rbp_sb_puts(b, ", \"mutex\": ");
-        j_idx(b, t->mutex);
-        rbp_sb_puts(b, ", \"owner\": ");
-        j_idx(b, t->mutex >= 0 && c->mx[t->mutex].owner_state == OWN_THREAD ? c->mx[t->mutex].owner : -1);
-        rbp_sb_puts(b, ", \"monitor\": ");
-        j_addr(b, t->monitor);
-        rbp_sb_puts(b, ", \"cv_mutex\": ");
-        j_addr(b, t->cv_mutex);
-        rbp_sb_puts(b, ", \"target\": ");
-        j_idx(b, t->target);
-        rbp_sb_puts(b, ", \"fd\": ");
-        j_idx(b, t->fd);
-        rbp_sb_printf(b, ", \"timeout\": %s, \"confirmed\": %s, \"queue_length\": ",
-                      t->timeout < 0 ? "null" : t->timeout ? "true" : "false",
-                      t->confirmed < 0 ? "null" : t->confirmed ? "true" : "false");
-        j_idx(b, t->qlen);
-        rbp_sb_puts(b, ", \"queue_waiters\": ");
-        j_idx(b, t->qwaiting);
-        rbp_sb_puts(b, ", \"note\": ");
-        rbp_sb_json_str(b, t->note[0] ? t->note : NULL);
-        rbp_sb_puts(b, "}");
+        rbp_json_object(j);
+        rbp_json_kstr(j, "kind", wait_kind_names[t->kind]);
+        rbp_json_kstr(j, "method", t->method[0] ? t->method : NULL);
+        j_addr(j, "object", t->object);
+        rbp_json_kstr(j, "class", t->object ? t->object_class : NULL);
+        j_idx(j, "mutex", t->mutex);
+        j_idx(j, "owner", t->mutex >= 0 && c->mx[t->mutex].owner_state == OWN_THREAD ? c->mx[t->mutex].owner : -1);
+        j_addr(j, "monitor", t->monitor);
+        j_addr(j, "cv_mutex", t->cv_mutex);
+        j_idx(j, "target", t->target);
+        j_idx(j, "fd", t->fd);
+        j_tri(j, "timeout", t->timeout);
+        j_tri(j, "confirmed", t->confirmed);
+        j_idx(j, "queue_length", t->qlen);
+        j_idx(j, "queue_waiters", t->qwaiting);
+        rbp_json_kstr(j, "note", t->note[0] ? t->note : NULL);
+        rbp_json_object_end(j);
     }
-    rbp_sb_puts(b, ", \"holds\": [");
-    size_t nh = 0;
-    for (size_t k = 0; k < c->nmx; k++) {
-        if (c->mx[k].owner != (long)i || c->mx[k].owner_state != OWN_THREAD) continue;
-        rbp_sb_printf(b, nh++ ? ", %zu" : "%zu", k);
-    }
-    rbp_sb_puts(b, "], \"error\": ");
-    rbp_sb_json_str(b, t->t->error); /* the frame walk's own complaint, if any */
-    rbp_sb_puts(b, "}");
+    rbp_json_key(j, "holds");
+    rbp_json_array(j);
+    for (size_t k = 0; k < c->nmx; k++)
+        if (c->mx[k].owner == (long)i && c->mx[k].owner_state == OWN_THREAD) rbp_json_u64(j, k);
+    rbp_json_array_end(j);
+    rbp_json_kstr(j, "error", t->t->error); /* the frame walk's own complaint, if any */
+    rbp_json_object_end(j);
 }
 
-static void j_mutex(lk_ctx *c, rbp_strbuf *b, size_t k)
+static void j_mutex(lk_ctx *c, rbp_json *j, size_t k)
 {
     const lk_mutex *m = &c->mx[k];
-    rbp_sb_printf(b, "{\"index\": %zu, \"object\": ", k);
-    j_addr(b, m->value);
-    rbp_sb_puts(b, ", \"object_from\": ");
-    rbp_sb_json_str(b, m->value ? m->value_from : NULL);
-    rbp_sb_puts(b, ", \"data\": ");
-    j_addr(b, m->data);
-    rbp_sb_printf(b, ", \"locked\": %s, \"owner_state\": \"%s\", \"owner\": ",
-                  !m->owner_read ? "null" : m->owner_raw ? "true" : "false", owner_state_names[m->owner_state]);
-    j_idx(b, m->owner);
-    rbp_sb_puts(b, ", \"owner_fiber\": ");
-    j_addr(b, rbp_has(c->L, RBP_L_mutex_fiber) ? m->owner_raw : 0);
-    rbp_sb_puts(b, ", \"owner_fiber_current\": ");
-    rbp_sb_puts(b, m->owner_fiber_current < 0 ? "null" : m->owner_fiber_current ? "true" : "false");
-    rbp_sb_puts(b, ", \"listed_by\": ");
-    j_idx(b, m->listed_by);
-    rbp_sb_puts(b, ", \"waiters\": [");
-    size_t nw = 0;
+    rbp_json_object(j);
+    rbp_json_ku64(j, "index", k);
+    j_addr(j, "object", m->value);
+    rbp_json_kstr(j, "object_from", m->value ? m->value_from : NULL);
+    j_addr(j, "data", m->data);
+    j_tri(j, "locked", !m->owner_read ? -1 : m->owner_raw != 0);
+    rbp_json_kstr(j, "owner_state", owner_state_names[m->owner_state]);
+    j_idx(j, "owner", m->owner);
+    j_addr(j, "owner_fiber", rbp_has(c->L, RBP_L_mutex_fiber) ? m->owner_raw : 0);
+    j_tri(j, "owner_fiber_current", m->owner_fiber_current);
+    j_idx(j, "listed_by", m->listed_by);
+    rbp_json_key(j, "waiters");
+    rbp_json_array(j);
     for (size_t i = 0; i < c->n; i++)
-        if (c->th[i].mutex == (long)k) rbp_sb_printf(b, nw++ ? ", %zu" : "%zu", i);
-    rbp_sb_puts(b, "], \"queued\": ");
-    j_idx(b, m->queued);
-    rbp_sb_puts(b, ", \"monitor\": ");
-    j_addr(b, m->monitor);
-    rbp_sb_puts(b, ", \"monitor_count\": ");
-    j_idx(b, m->monitor_count);
-    rbp_sb_puts(b, "}");
+        if (c->th[i].mutex == (long)k) rbp_json_u64(j, i);
+    rbp_json_array_end(j);
+    j_idx(j, "queued", m->queued);
+    j_addr(j, "monitor", m->monitor);
+    j_idx(j, "monitor_count", m->monitor_count);
+    rbp_json_object_end(j);
 }
 
 /* --- the analysis ------------------------------------------------------------------------ */
@@ -158,42 +150,54 @@ static bool is_orphan(const lk_ctx *c, size_t i)
     return os == OWN_DEAD_FIBER || os == OWN_UNKNOWN;
 }
 
-static void j_edge(lk_ctx *c, rbp_strbuf *b, size_t i, uint32_t to)
+static void j_edge(lk_ctx *c, rbp_json *j, size_t i, uint32_t to)
 {
     const lk_thread *t = &c->th[i];
-    rbp_sb_printf(b, "{\"thread\": %zu, \"via\": \"%s\", \"object\": ", i, t->kind == W_MUTEX ? "mutex" : "join");
-    j_addr(b, t->kind == W_MUTEX ? (t->mutex >= 0 ? c->mx[t->mutex].value : 0) : t->object);
-    rbp_sb_puts(b, ", \"mutex\": ");
-    j_idx(b, t->kind == W_MUTEX ? t->mutex : -1);
-    rbp_sb_printf(b, ", \"waits_for\": %u}", to);
+    rbp_json_object(j);
+    rbp_json_ku64(j, "thread", i);
+    rbp_json_kstr(j, "via", t->kind == W_MUTEX ? "mutex" : "join");
+    j_addr(j, "object", t->kind == W_MUTEX ? (t->mutex >= 0 ? c->mx[t->mutex].value : 0) : t->object);
+    j_idx(j, "mutex", t->kind == W_MUTEX ? t->mutex : -1);
+    rbp_json_ku64(j, "waits_for", to);
+    rbp_json_object_end(j);
 }
 
 void rbp_locks_render(lk_ctx *c, rbp_strbuf *b, const gvl_info *gvl, size_t ngvl)
 {
-    rbp_sb_puts(b, "{\"ruby_version\": ");
-    rbp_sb_json_str(b, c->s->ruby_version);
+    rbp_json jw, *j = &jw;
+    rbp_json_init(j, b, RBP_JSON_SPACED);
+    rbp_json_object(j);
+    rbp_json_kstr(j, "ruby_version", c->s->ruby_version);
 
-    rbp_sb_puts(b, ",\n \"gvl\": [");
+    rbp_json_ws(j, "\n ");
+    rbp_json_key(j, "gvl");
+    rbp_json_array(j);
     for (size_t g = 0; g < ngvl; g++) {
-        rbp_sb_printf(b, "%s{\"ractor\": %d, \"known\": %s, \"owner\": ", g ? ", " : "", gvl[g].ractor_index,
-                      gvl[g].known ? "true" : "false");
-        j_idx(b, gvl[g].owner);
-        rbp_sb_puts(b, ", \"owner_thread\": ");
-        j_addr(b, gvl[g].owner_th);
-        rbp_sb_puts(b, "}");
+        rbp_json_object(j);
+        rbp_json_ki64(j, "ractor", gvl[g].ractor_index);
+        rbp_json_kbool(j, "known", gvl[g].known);
+        j_idx(j, "owner", gvl[g].owner);
+        j_addr(j, "owner_thread", gvl[g].owner_th);
+        rbp_json_object_end(j);
     }
+    rbp_json_array_end(j);
 
-    rbp_sb_puts(b, "],\n \"threads\": [");
+    rbp_json_ws(j, "\n ");
+    rbp_json_key(j, "threads");
+    rbp_json_array(j);
     for (size_t i = 0; i < c->n; i++) {
-        if (i) rbp_sb_puts(b, ",\n  ");
-        j_thread(c, b, i);
+        if (i) rbp_json_ws(j, "\n  ");
+        j_thread(c, j, i);
     }
-    rbp_sb_puts(b, "],\n \"mutexes\": [");
+    rbp_json_array_end(j);
+    rbp_json_ws(j, "\n ");
+    rbp_json_key(j, "mutexes");
+    rbp_json_array(j);
     for (size_t k = 0; k < c->nmx; k++) {
-        if (k) rbp_sb_puts(b, ",\n  ");
-        j_mutex(c, b, k);
+        if (k) rbp_json_ws(j, "\n  ");
+        j_mutex(c, j, k);
     }
-    rbp_sb_puts(b, "]");
+    rbp_json_array_end(j);
 
     /* The waits-for graph and what it says. */
     rbp_wg_edge *edges = malloc((c->n ? c->n : 1) * sizeof *edges);
@@ -211,27 +215,37 @@ void rbp_locks_render(lk_ctx *c, rbp_strbuf *b, const gvl_info *gvl, size_t ngvl
     if (!ok) {
         b->oom = true;
     } else {
-        rbp_sb_puts(b, ",\n \"deadlocks\": [");
+        rbp_json_ws(j, "\n ");
+        rbp_json_key(j, "deadlocks");
+        rbp_json_array(j);
         for (size_t k = 0; k < cyc.ncycles; k++) {
-            rbp_sb_puts(b, k ? ",\n  {\"cycle\": [" : "{\"cycle\": [");
+            if (k) rbp_json_ws(j, "\n  ");
+            rbp_json_object(j);
+            rbp_json_key(j, "cycle");
+            rbp_json_array(j);
             for (size_t p = cyc.start[k]; p < cyc.start[k + 1]; p++) {
                 uint32_t v = cyc.nodes[p], to = 0;
                 bad[v] = true;
                 wait_edge(c, v, &to);
-                if (p > cyc.start[k]) rbp_sb_puts(b, ", ");
-                j_edge(c, b, v, to);
+                j_edge(c, j, v, to);
             }
-            rbp_sb_puts(b, "]}");
+            rbp_json_array_end(j);
+            rbp_json_object_end(j);
         }
-        rbp_sb_printf(b, "],\n \"deadlocks_truncated\": %s,\n \"orphans\": [", cyc.truncated ? "true" : "false");
-        size_t no = 0;
+        rbp_json_array_end(j);
+        rbp_json_ws(j, "\n ");
+        rbp_json_kbool(j, "deadlocks_truncated", cyc.truncated);
+        rbp_json_ws(j, "\n ");
+        rbp_json_key(j, "orphans");
+        rbp_json_array(j);
         for (size_t i = 0; i < c->n; i++) {
             if (!is_orphan(c, i)) continue;
             const lk_mutex *m = &c->mx[c->th[i].mutex];
             bad[i] = true;
-            rbp_sb_printf(b, "%s{\"thread\": %zu, \"mutex\": %ld, \"object\": ", no++ ? ", " : "", i, c->th[i].mutex);
-            j_addr(b, m->value);
-            rbp_sb_puts(b, ", \"reason\": ");
+            rbp_json_object(j);
+            rbp_json_ku64(j, "thread", i);
+            rbp_json_ki64(j, "mutex", c->th[i].mutex);
+            j_addr(j, "object", m->value);
             char why[200];
             if (m->owner_state == OWN_DEAD_FIBER)
                 snprintf(why, sizeof why, "it is locked by fiber 0x%llx, which has finished: no live fiber can "
@@ -239,31 +253,36 @@ void rbp_locks_render(lk_ctx *c, rbp_strbuf *b, const gvl_info *gvl, size_t ngvl
             else
                 snprintf(why, sizeof why, "its owner (0x%llx) is not a live thread's fiber or thread",
                          (unsigned long long)m->owner_raw);
-            rbp_sb_json_str(b, why);
-            rbp_sb_puts(b, ", \"owner_thread\": ");
-            j_idx(b, m->owner);
-            rbp_sb_puts(b, "}");
+            rbp_json_kstr(j, "reason", why);
+            j_idx(j, "owner_thread", m->owner);
+            rbp_json_object_end(j);
         }
-        rbp_sb_puts(b, "],\n \"behind\": [");
-        size_t nb = 0;
+        rbp_json_array_end(j);
+        rbp_json_ws(j, "\n ");
+        rbp_json_key(j, "behind");
+        rbp_json_array(j);
         if (rbp_wg_reaching(c->n, edges, ne, bad, behind)) {
             for (size_t i = 0; i < c->n; i++) {
                 uint32_t to;
                 if (!behind[i] || bad[i] || !wait_edge(c, i, &to)) continue;
-                if (nb++) rbp_sb_puts(b, ", ");
-                j_edge(c, b, i, to);
+                j_edge(c, j, i, to);
             }
         } else {
             b->oom = true;
         }
-        rbp_sb_puts(b, "]");
+        rbp_json_array_end(j);
     }
     rbp_cycles_free(&cyc);
     free(edges);
     free(bad);
     free(behind);
 
-    rbp_sb_puts(b, ",\n \"notes\": [");
-    if (c->notes.buf) rbp_sb_puts(b, c->notes.buf);
-    rbp_sb_puts(b, "]}\n");
+    rbp_json_ws(j, "\n ");
+    rbp_json_key(j, "notes");
+    rbp_json_array(j);
+    for (size_t off = 0; c->notes.buf && off < c->notes.len; off += strlen(c->notes.buf + off) + 1)
+        rbp_json_str(j, c->notes.buf + off);
+    rbp_json_array_end(j);
+    rbp_json_object_end(j);
+    rbp_sb_putn(b, "\n", 1);
 }

@@ -85,7 +85,7 @@ typedef struct lk_ctx {
     rbp_addrmap by_th, by_value, by_data, type_names, waitqs;
     lk_mutex *mx;
     size_t nmx, capmx;
-    rbp_strbuf notes;
+    rbp_strbuf notes;         /* what could not be told, each note NUL-terminated (lk_note) */
     size_t nnotes;
     bool have_join_lists;     /* the layout lets us read th->join_list */
     size_t list_budget;       /* list nodes every walk of this analysis may still read (collect.h) */

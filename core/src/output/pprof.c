@@ -11,14 +11,13 @@
  * location per distinct frame name, with one line, in one mapping (the
  * Ruby program: meta "program", else "ruby", marked symbolized so pprof
  * looks for no binary); one function per distinct (label, file, start
- * line), named by the label. A frame name is split as the speedscope
- * writer splits it ("label (path:line)": function label in file path,
- * line); any other name (a thread's root frame, a frame without a line) is
- * a function of that name with no file. A function's start_line is where
- * its method or block starts (the iseq's first line, which the sampler
- * notes beside each frame: rbp_profile_note_start_line); for stacks that
- * came as names alone (a folded file) and C methods, the smallest line the
- * profile saw it at.
+ * line), named by the label. A frame with a place in a Ruby file (the
+ * frame table's label, path and line) is a function of its label in that
+ * file, at that line; any other (a thread's root frame, a frame without a
+ * line, a name read from a folded file) is a function of its display name
+ * with no file. A function's start_line is where its method or block
+ * starts (the iseq's first line, which the sampler gives with each frame);
+ * for C methods, the smallest line the profile saw it at.
  */
 #include "output/writer.h"
 
@@ -74,19 +73,16 @@ static int64_t pp_str(pp_build *b, const char *s, size_t len)
     return id == UINT32_MAX ? -1 : (int64_t)id;
 }
 
-/* Function and location of frame name i. */
+/* Function and location of frame i. */
 static bool pp_frame(pp_build *b, uint32_t i)
 {
-    const char *name = b->p->names[i];
-    size_t len = b->p->name_lens[i], label_len = len, file_off = 0, file_len = 0;
-    long line = 0;
-    if (!rbp_split_frame(name, len, &label_len, &file_off, &file_len, &line)) {
-        label_len = len;
-        file_len = 0;
-        line = 0;
-    }
+    const rbp_pframe *fr = rbp_profile_pframe(b->p, i);
+    bool placed = rbp_pframe_has_place(fr);
+    const char *name = placed ? rbp_pframe_label(fr) : b->p->names[i];
+    size_t label_len = placed ? strlen(name) : b->p->name_lens[i];
+    long line = placed ? fr->d.line : 0;
     int64_t fn_name = pp_str(b, name, label_len);
-    int64_t fn_file = file_len ? pp_str(b, name + file_off, file_len) : 0;
+    int64_t fn_file = placed ? pp_str(b, fr->d.path, fr->path_len) : 0;
     if (fn_name < 0 || fn_file < 0) return false;
     /* A function is a (label, file, start line): two blocks of one method
      * share a label but not a start. The key's id in fkeys is dense, in

@@ -1,6 +1,6 @@
 /*
  * The writers' shared helpers (see writer.h): the output file, fixed-point
- * numbers, UTF-8 lengths, and frame names split into label, file and line.
+ * numbers, UTF-8 lengths.
  */
 #include "output/writer.h"
 
@@ -72,30 +72,4 @@ size_t rbp_utf8_length(const char *s)
         i += k ? k : 1;   /* an invalid byte becomes one U+FFFD */
     }
     return n;
-}
-
-/* Splits "label (path:line)" into its parts. Returns false when name does
- * not have that shape. The label is the text before the last " (" that
- * precedes the ":line)" suffix, so labels like "block (2 levels) in foo"
- * keep their own parentheses. */
-bool rbp_split_frame(const char *name, size_t len, size_t *label_len, size_t *file_off,
-                            size_t *file_len, long *line)
-{
-    if (len < 6 || name[len - 1] != ')') return false;
-    size_t i = len - 1, digits_end = i;
-    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') i--;
-    if (i == digits_end || digits_end - i > 9 || i == 0 || name[i - 1] != ':') return false;
-    size_t colon = i - 1;
-    long v = 0;
-    for (size_t k = i; k < digits_end; k++) v = v * 10 + (name[k] - '0');
-    for (size_t k = colon; k >= 2; k--) {
-        if (name[k - 2] == ' ' && name[k - 1] == '(') {
-            *label_len = k - 2;
-            *file_off = k;
-            *file_len = colon - k;
-            *line = v;
-            return *file_len > 0;
-        }
-    }
-    return false;
 }

@@ -36,11 +36,4 @@ size_t rbp_utf8_length(const char *s);
  * setlocale() (debuggers do) must not get "12,5" inside SVG or JSON. */
 void rbp_fmt_fixed(char *buf, size_t cap, double v, int decimals);
 
-/* Splits a frame name of the shape "label (path:line)" (the sampler's) into
- * the label's length, the path's offset and length, and the line; false for
- * any other shape. Labels may hold parentheses ("block (2 levels) in foo").
- * (speedscope.c, pprof.c) */
-bool rbp_split_frame(const char *name, size_t len, size_t *label_len, size_t *file_off, size_t *file_len,
-                     long *line);
-
 #endif

@@ -1,7 +1,7 @@
 /*
  * The profile object: creating and freeing it, its error message, its
  * totals and its meta data (key/value pairs such as the pid and the title
- * that writers show). Frames are interned in intern.c and stacks merged
+ * that writers show). Frames are kept in intern.c's table and stacks merged
  * into the prefix tree in tree.c; the writers and the folded reader are in
  * output/.
  */
@@ -51,6 +51,7 @@ void rbpeek_profile_free(rbpeek_profile *p)
 {
     if (!p) return;
     free(p->err);
+    free(p->frames);
     free(p->names);
     free(p->name_lens);
     free(p->name_table);
@@ -62,29 +63,7 @@ void rbpeek_profile_free(rbpeek_profile *p)
         free(p->meta[i].value);
     }
     free(p->meta);
-    free(p->start_lines);
     free(p);
-}
-
-bool rbp_profile_note_start_line(rbpeek_profile *p, uint32_t id, int32_t first_lineno)
-{
-    if (first_lineno <= 0 || id >= p->nnames) return true;
-    if (id >= p->start_lines_len) {
-        uint32_t len = p->start_lines_len ? p->start_lines_len : 256;
-        while (len <= id) len *= 2;
-        int32_t *n = realloc(p->start_lines, (size_t)len * sizeof *n);
-        if (!n) return false;
-        memset(n + p->start_lines_len, 0, (size_t)(len - p->start_lines_len) * sizeof *n);
-        p->start_lines = n;
-        p->start_lines_len = len;
-    }
-    if (!p->start_lines[id]) p->start_lines[id] = first_lineno;
-    return true;
-}
-
-int32_t rbp_profile_start_line(const rbpeek_profile *p, uint32_t id)
-{
-    return id < p->start_lines_len ? p->start_lines[id] : 0;
 }
 
 const char *rbpeek_profile_error(const rbpeek_profile *p)

@@ -26,6 +26,45 @@
 #include "rbpeek.h"
 #include "base/arena.h"
 
+/* What kind of frame a profile frame is. Ruby and C-method frames keep the
+ * snapshot's kinds (rbpeek_frame_kind), as will the kinds a snapshot adds
+ * later (native and GC frames); the rest are the profile's own. */
+typedef enum rbp_pframe_kind {
+    RBP_PF_RUBY = RBPEEK_FRAME_RUBY,    /* a Ruby method or block: label, path, line, first line */
+    RBP_PF_CFUNC = RBPEEK_FRAME_CFUNC,  /* a C method as Ruby reports it: its label, its caller's path and line */
+    RBP_PF_THREAD = 64,                 /* --per-thread's root: 'Thread "NAME" (tid N)', the label alone */
+    RBP_PF_NAMED = 65,                  /* known by its display name alone: a folded file's frame,
+                                         * rbpeek_profile_add_stack's */
+} rbp_pframe_kind;
+
+/* A frame as a producer describes it (the sampler, the folded reader); its
+ * identity in the profile's frame table is every member but first_line.
+ * Strings are the caller's for the call; the table keeps copies. NULL and
+ * "" are the same (none). */
+typedef struct rbp_frame_desc {
+    int32_t kind;               /* rbp_pframe_kind */
+    const char *label;          /* Ruby's label; for THREAD and NAMED the whole name */
+    const char *path;           /* where Ruby says the frame is (its caller's place for a C method) */
+    int32_t line;               /* 0: none */
+    int32_t first_line;         /* where its method or block starts (the iseq's first line), 0: unknown;
+                                 * the first nonzero one seen for a frame is kept (pprof's start_line) */
+    /* Room for native frames (the whole-stack issue): */
+    const char *module;         /* the mapped file the pc lies in */
+    uint64_t pc;
+    const char *symbol;         /* the C function's name: a native frame's, or the one a cfunc stands for */
+    const char *native_file;    /* its source file and line (DWARF), if known */
+    int32_t native_line;
+} rbp_frame_desc;
+
+/* One entry of the frame table: the description (strings in the profile's
+ * arena, never NULL) and the display name the text writers show (folded,
+ * the SVG, top-N), made once from it by rbp_pframe_name_of. */
+typedef struct rbp_pframe {
+    rbp_frame_desc d;
+    uint32_t label_len, path_len;
+    uint64_t hash;              /* of the identity, for the table's growth */
+} rbp_pframe;
+
 #define RBP_NO_NODE UINT32_MAX
 #define RBP_ROOT_FRAME UINT32_MAX   /* the root node's frame: the "all" box */
 
@@ -48,12 +87,14 @@ struct rbpeek_profile {
      * profile can still report why they failed. */
     char *err;
 
-    /* Interned frame names: id -> NUL-terminated string. The strings live
-     * in an arena so 100k frames are not 100k mallocs. */
+    /* The frame table: id -> frame (frames) and its display name (names,
+     * name_lens: NUL-terminated). Strings live in an arena so 100k frames
+     * are not 100k mallocs. */
+    rbp_pframe *frames;
     char **names;
     uint32_t *name_lens;
     uint32_t nnames, names_cap;
-    uint32_t *name_table;           /* open addressing, slots hold id + 1 */
+    uint32_t *name_table;           /* open addressing by identity, slots hold id + 1 */
     size_t name_table_cap;          /* power of two */
     rbp_arena arena;
 
@@ -67,12 +108,6 @@ struct rbpeek_profile {
 
     rbp_meta *meta;
     size_t nmeta;
-
-    /* Where each frame's method or block starts (its iseq's first line),
-     * by frame id, 0 where unknown; as long as the sampler has told
-     * (start_lines_len entries). For the pprof writer's functions. */
-    int32_t *start_lines;
-    uint32_t start_lines_len;
 
     uint64_t skipped_lines;         /* malformed lines read_folded skipped */
 };
@@ -108,19 +143,33 @@ rbpeek_status rbp_profile_fail(const rbpeek_profile *p, rbpeek_status status,
 /* Empties the profile's error message (the writers and the reader start so). */
 void rbp_profile_clear_error(const rbpeek_profile *p);
 
-/* intern.c: the id of a frame name, added if new; UINT32_MAX when out of
- * memory. */
+/* intern.c: the id of the frame d describes, added to the frame table if
+ * new (a nonzero first_line fills in one still unknown); UINT32_MAX when out
+ * of memory or too many frames. */
+uint32_t rbp_profile_frame(rbpeek_profile *p, const rbp_frame_desc *d);
+/* The id of a frame known by its name alone (RBP_PF_NAMED). */
 uint32_t rbp_intern(rbpeek_profile *p, const char *name);
 
-/* tree.c: rbpeek_profile_add_stack, also giving each frame's id in ids
- * (nframes entries) when ids is not NULL and count > 0. */
-rbpeek_status rbp_profile_add_stack_ids(rbpeek_profile *p, const char *const *frames, size_t nframes,
-                                        uint64_t count, uint32_t *ids);
+/* Frame id's table entry, and what writers that show a frame's parts take
+ * for its label: Ruby's label, or "?" when Ruby gave none. */
+static inline const rbp_pframe *rbp_profile_pframe(const rbpeek_profile *p, uint32_t id) { return &p->frames[id]; }
+static inline const char *rbp_pframe_label(const rbp_pframe *f) { return *f->d.label ? f->d.label : "?"; }
+/* Whether a frame has a place in a Ruby source file (speedscope's file and
+ * line, pprof's function file and line): a Ruby or C-method frame whose
+ * path and line Ruby gave. */
+static inline bool rbp_pframe_has_place(const rbp_pframe *f)
+{
+    return (f->d.kind == RBP_PF_RUBY || f->d.kind == RBP_PF_CFUNC) && f->path_len > 0 && f->d.line > 0;
+}
+/* The start line known for frame id, or 0. */
+static inline int32_t rbp_profile_start_line(const rbpeek_profile *p, uint32_t id) { return p->frames[id].d.first_line; }
 
-/* profile.c: notes where frame id's method starts (first_lineno > 0); the
- * first note for an id stands. false when out of memory. */
-bool rbp_profile_note_start_line(rbpeek_profile *p, uint32_t id, int32_t first_lineno);
-/* The start line noted for frame id, or 0. */
-int32_t rbp_profile_start_line(const rbpeek_profile *p, uint32_t id);
+/* tree.c: adds count samples of the stack of frame ids (root first; every
+ * id from rbp_profile_frame). */
+rbpeek_status rbp_profile_add_ids(rbpeek_profile *p, const uint32_t *ids, size_t nframes, uint64_t count);
+/* Adds count samples of the stack of frames (root first); ids (nframes
+ * entries, may be NULL) gets each frame's id. */
+rbpeek_status rbp_profile_add_frames(rbpeek_profile *p, const rbp_frame_desc *frames, size_t nframes,
+                                     uint64_t count, uint32_t *ids);
 
 #endif

@@ -4,8 +4,9 @@
  * selected thread. Doing this in C keeps the Python side of `ruby sample` at
  * a handful of calls per sample, however deep the stacks are.
  *
- * Each frame becomes "label (path:line)", root first (a snapshot lists
- * frames innermost first). A thread whose walk reported an error is skipped
+ * Each frame becomes an entry of the profile's frame table (its kind,
+ * label, path, line and first line), root first (a snapshot lists frames
+ * innermost first). A thread whose walk reported an error is skipped
  * rather than recorded: its stack may be torn (a thread caught mid-push) and
  * a half stack would put samples under the wrong parent in a flamegraph.
  *
@@ -36,14 +37,10 @@
 void rbp_sample_scratch_free(rbp_sample_scratch *s)
 {
     rbp_sb_free(&s->text);
-    free(s->offsets);
-    free(s->names);
+    free(s->frames);
     free(s->ids);
-    free(s->starts);
-    s->offsets = NULL;
-    s->names = NULL;
+    s->frames = NULL;
     s->ids = NULL;
-    s->starts = NULL;
     s->cap = 0;
 }
 
@@ -52,18 +49,12 @@ static bool scratch_reserve(rbp_sample_scratch *s, size_t n)
     if (n <= s->cap) return true;
     size_t cap = s->cap ? s->cap : 64;
     while (cap < n) cap *= 2;
-    size_t *no = realloc(s->offsets, cap * sizeof *no);
-    if (!no) return false;
-    s->offsets = no;
-    const char **nn = realloc(s->names, cap * sizeof *nn);
-    if (!nn) return false;
-    s->names = nn;
+    rbp_frame_desc *nf = realloc(s->frames, cap * sizeof *nf);
+    if (!nf) return false;
+    s->frames = nf;
     uint32_t *ni = realloc(s->ids, cap * sizeof *ni);
     if (!ni) return false;
     s->ids = ni;
-    int32_t *ns = realloc(s->starts, cap * sizeof *ns);
-    if (!ns) return false;
-    s->starts = ns;
     s->cap = cap;
     return true;
 }
@@ -120,39 +111,21 @@ static bool selected(const rbpeek_thread *t, const rbpeek_sample_options *opt)
     return true;
 }
 
-/* Appends one NUL-terminated name to the scratch text and records where it
- * starts (pointers are taken only once the text has stopped growing). */
-static void push_name_start(rbp_sample_scratch *s, size_t i) { s->offsets[i] = s->text.len; }
-
-static void end_name(rbp_sample_scratch *s) { rbp_sb_putn(&s->text, "", 1); }
-
-static void thread_frame_name(rbp_sample_scratch *s, const rbpeek_thread *t)
+static void thread_frame_name(rbp_strbuf *text, const rbpeek_thread *t)
 {
     /* Only the TID Ruby itself keeps: a name from tid_map could change when
      * the map is refreshed, splitting one thread's samples in two. */
     int64_t tid = t->native_tid;
     if (t->name && *t->name) {
-        rbp_sb_puts(&s->text, "Thread \"");
-        rbp_sb_puts(&s->text, t->name);
-        rbp_sb_puts(&s->text, "\"");
+        rbp_sb_puts(text, "Thread \"");
+        rbp_sb_puts(text, t->name);
+        rbp_sb_puts(text, "\"");
     } else {
-        rbp_sb_puts(&s->text, t->is_main ? "Thread main" : "Thread");
+        rbp_sb_puts(text, t->is_main ? "Thread main" : "Thread");
     }
-    if (tid > 0) rbp_sb_printf(&s->text, " (tid %lld)", (long long)tid);
+    if (tid > 0) rbp_sb_printf(text, " (tid %lld)", (long long)tid);
     else if (!t->is_main && !(t->name && *t->name))
-        rbp_sb_printf(&s->text, " 0x%llx", (unsigned long long)t->thread_addr);
-}
-
-static void frame_name(rbp_sample_scratch *s, const rbpeek_frame *f)
-{
-    rbp_sb_puts(&s->text, f->label && *f->label ? f->label : "?");
-    const char *path = f->path ? f->path : "";
-    if (*path) {
-        rbp_sb_puts(&s->text, " (");
-        rbp_sb_puts(&s->text, path);
-        if (f->lineno > 0) rbp_sb_printf(&s->text, ":%d", (int)f->lineno);
-        rbp_sb_puts(&s->text, ")");
-    }
+        rbp_sb_printf(text, " 0x%llx", (unsigned long long)t->thread_addr);
 }
 
 rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
@@ -168,32 +141,24 @@ rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
     bool per_thread = opt && opt->per_thread;
     size_t n = t->nframes + (per_thread ? 1 : 0);
     if (!scratch_reserve(s, n)) return RBP_SAMPLE_NOMEM;
-    s->text.len = 0;
     size_t k = 0;
     if (per_thread) {
-        s->starts[k] = 0;
-        push_name_start(s, k++);
-        thread_frame_name(s, t);
-        end_name(s);
+        s->text.len = 0;
+        thread_frame_name(&s->text, t);
+        if (s->text.oom) {
+            /* strbuf's failure is sticky; start the next sample afresh. */
+            rbp_sb_free(&s->text);
+            return RBP_SAMPLE_NOMEM;
+        }
+        s->frames[k++] = (rbp_frame_desc){.kind = RBP_PF_THREAD, .label = s->text.buf};
     }
     for (size_t i = t->nframes; i-- > 0;) {   /* innermost first -> root first */
-        s->starts[k] = t->frames[i].first_lineno;
-        push_name_start(s, k++);
-        frame_name(s, &t->frames[i]);
-        end_name(s);
+        const rbpeek_frame *f = &t->frames[i];
+        /* The snapshot's frame kinds are the profile's. */
+        s->frames[k++] = (rbp_frame_desc){.kind = f->kind, .label = f->label, .path = f->path,
+                                          .line = f->lineno, .first_line = f->first_lineno};
     }
-    if (s->text.oom) {
-        /* strbuf's failure is sticky; start the next sample afresh. */
-        rbp_sb_free(&s->text);
-        return RBP_SAMPLE_NOMEM;
-    }
-    for (size_t i = 0; i < n; i++) s->names[i] = s->text.buf + s->offsets[i];
-    rbpeek_status st = rbp_profile_add_stack_ids(p, s->names, n, 1, s->ids);
-    if (st != RBPEEK_OK) return RBP_SAMPLE_NOMEM;
-    /* Where each method starts, for the pprof writer: a frame name holds
-     * the line being run, not the method's first. */
-    for (size_t i = 0; i < n; i++)
-        if (s->starts[i] > 0 && !rbp_profile_note_start_line(p, s->ids[i], s->starts[i])) return RBP_SAMPLE_NOMEM;
+    if (rbp_profile_add_frames(p, s->frames, n, 1, s->ids) != RBPEEK_OK) return RBP_SAMPLE_NOMEM;
     return RBP_SAMPLE_ADDED;
 }
 

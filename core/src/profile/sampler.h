@@ -8,6 +8,7 @@
 
 #include "rbpeek.h"
 #include "base/strbuf.h"
+#include "profile/profile.h"
 
 /* What happened to one thread. */
 typedef enum rbp_sample_fate {
@@ -20,12 +21,10 @@ typedef enum rbp_sample_fate {
 
 /* Reusable buffers, so a sample does not malloc per frame. */
 typedef struct rbp_sample_scratch {
-    rbp_strbuf text;        /* every frame name of the stack, NUL-separated */
-    size_t *offsets;        /* start of each name in text */
-    const char **names;     /* root first, pointers into text */
-    uint32_t *ids;          /* the profile's ids of names */
-    int32_t *starts;        /* each frame's first_lineno (0: none) */
-    size_t cap;             /* entries of offsets, names, ids and starts */
+    rbp_strbuf text;        /* the thread root frame's name */
+    rbp_frame_desc *frames; /* root first; strings borrowed from the snapshot */
+    uint32_t *ids;          /* the profile's ids of frames */
+    size_t cap;             /* entries of frames and ids */
 } rbp_sample_scratch;
 
 void rbp_sample_scratch_free(rbp_sample_scratch *s);

@@ -54,42 +54,68 @@ static uint32_t rbp_child(rbpeek_profile *p, uint32_t parent, uint32_t frame)
     return id;
 }
 
-rbpeek_status rbpeek_profile_add_stack(rbpeek_profile *p, const char *const *frames,
-                                       size_t nframes, uint64_t count)
+/* Checks what every way of adding a stack shares. */
+static rbpeek_status check_stack(rbpeek_profile *p, size_t nframes, uint64_t count)
 {
-    return rbp_profile_add_stack_ids(p, frames, nframes, count, NULL);
+    if (nframes == 0) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_stack: empty stack");
+    if (nframes >= UINT32_MAX - 2)
+        return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_stack: stack of %zu frames is too deep", nframes);
+    if (count && p->nodes[0].total + count < p->nodes[0].total)
+        return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_stack: sample count overflows 64 bits");
+    return RBPEEK_OK;
 }
 
-rbpeek_status rbp_profile_add_stack_ids(rbpeek_profile *p, const char *const *frames, size_t nframes,
-                                        uint64_t count, uint32_t *ids)
+rbpeek_status rbp_profile_add_ids(rbpeek_profile *p, const uint32_t *ids, size_t nframes, uint64_t count)
 {
-    if (!p) return RBPEEK_ERR_ARG;
-    if (!frames || nframes == 0)
-        return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_stack: empty stack");
-    if (nframes >= UINT32_MAX - 2)
-        return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_stack: stack of %zu frames is too deep",
-                                nframes);
-    if (count == 0) return RBPEEK_OK;
-    if (p->nodes[0].total + count < p->nodes[0].total)
-        return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_stack: sample count overflows 64 bits");
+    rbpeek_status st = check_stack(p, nframes, count);
+    if (st != RBPEEK_OK || count == 0) return st;
     /* Find or build the path first; counts are only touched once it exists,
      * so a failure half-way leaves zero-count nodes, which writers skip. */
     uint32_t node = 0;
     for (size_t i = 0; i < nframes; i++) {
-        if (!frames[i])
-            return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_stack: frame %zu is NULL", i);
-        uint32_t f = rbp_intern(p, frames[i]);
-        if (f == UINT32_MAX)
-            return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "add_stack: out of memory");
-        if (ids) ids[i] = f;
-        node = rbp_child(p, node, f);
-        if (node == RBP_NO_NODE)
-            return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "add_stack: out of memory");
+        node = rbp_child(p, node, ids[i]);
+        if (node == RBP_NO_NODE) return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "add_stack: out of memory");
     }
     if (p->nodes[node].self == 0) p->nstacks++;
     p->nodes[node].self += count;
     for (uint32_t n = node; n != RBP_NO_NODE; n = p->nodes[n].parent) p->nodes[n].total += count;
     return RBPEEK_OK;
+}
+
+rbpeek_status rbp_profile_add_frames(rbpeek_profile *p, const rbp_frame_desc *frames, size_t nframes,
+                                     uint64_t count, uint32_t *ids)
+{
+    if (!p) return RBPEEK_ERR_ARG;
+    rbpeek_status st = check_stack(p, nframes, count);
+    if (st != RBPEEK_OK || count == 0) return st;
+    uint32_t small[64], *own = NULL;
+    if (!ids) ids = nframes <= 64 ? small : (own = malloc(nframes * sizeof *own));
+    if (!ids) return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "add_stack: out of memory");
+    for (size_t i = 0; i < nframes && st == RBPEEK_OK; i++)
+        if ((ids[i] = rbp_profile_frame(p, &frames[i])) == UINT32_MAX)
+            st = rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "add_stack: out of memory");
+    if (st == RBPEEK_OK) st = rbp_profile_add_ids(p, ids, nframes, count);
+    free(own);
+    return st;
+}
+
+rbpeek_status rbpeek_profile_add_stack(rbpeek_profile *p, const char *const *frames,
+                                       size_t nframes, uint64_t count)
+{
+    if (!p) return RBPEEK_ERR_ARG;
+    if (!frames) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_stack: empty stack");
+    rbpeek_status st = check_stack(p, nframes, count);
+    if (st != RBPEEK_OK || count == 0) return st;
+    for (size_t i = 0; i < nframes; i++)
+        if (!frames[i]) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "add_stack: frame %zu is NULL", i);
+    uint32_t small[64], *ids = nframes <= 64 ? small : malloc(nframes * sizeof *ids);
+    if (!ids) return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "add_stack: out of memory");
+    for (size_t i = 0; i < nframes && st == RBPEEK_OK; i++)
+        if ((ids[i] = rbp_intern(p, frames[i])) == UINT32_MAX)
+            st = rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "add_stack: out of memory");
+    if (st == RBPEEK_OK) st = rbp_profile_add_ids(p, ids, nframes, count);
+    if (ids != small) free(ids);
+    return st;
 }
 
 /* --- sorted children and the walk ----------------------------------------- */

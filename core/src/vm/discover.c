@@ -27,6 +27,7 @@ static bool parse_version(rbpeek_session *s, const char *v)
     s->ver_major = a;
     s->ver_minor = b;
     s->ver_patch = c;
+    rbp_release_init(&s->rel, a, b, c);
     snprintf(s->ruby_version, sizeof s->ruby_version, "%d.%d.%d", a, b, c);
     return true;
 }

@@ -171,6 +171,15 @@ char *rbp_string_dup(rbpeek_session *s, uint64_t v)
     return buf;
 }
 
+char *rbp_vm_progname(rbpeek_session *s)
+{
+    uint64_t v = 0;
+    if (!rbp_has(&s->layout, RBP_L_vm_progname) ||
+        !rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(&s->layout, RBP_L_vm_progname), &v))
+        return NULL;
+    return rbp_string_dup(s, v);
+}
+
 bool rbp_array_info(rbpeek_session *s, uint64_t v, long *len, uint64_t *elems_addr)
 {
     const rbp_layout *L = &s->layout;

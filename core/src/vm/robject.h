@@ -50,6 +50,9 @@ long rbp_string_read(rbpeek_session *s, uint64_t v, char *buf, size_t max, bool 
 bool rbp_string_length(rbpeek_session *s, uint64_t v, uint64_t *len);
 /* A String's contents in a new malloc'd buffer (bounded to 1 MiB), or NULL. */
 char *rbp_string_dup(rbpeek_session *s, uint64_t v);
+/* The VM's progname ($0 as the program was started), malloc'd, or NULL:
+ * what Location#to_s prints for a frame whose path is nil. */
+char *rbp_vm_progname(rbpeek_session *s);
 
 /* Array length and element access; false if v is not a readable Array. */
 bool rbp_array_info(rbpeek_session *s, uint64_t v, long *len, uint64_t *elems_addr);

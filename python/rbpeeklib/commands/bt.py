@@ -1,10 +1,13 @@
 """`ruby bt`: Ruby-level backtraces of the selected thread or of all of
-them, as the target Ruby prints its own, or as JSON."""
+them, as the target Ruby prints its own, or as JSON. The core prints them
+(rbpeek_snapshot_render_bt); this command picks the threads and says how
+the debugger numbers them."""
 
 import time
 
-from .base import Command, RbpeekError, UsageError, add_output_options, json_text, parse_args, write_output
-from .threadview import frame_line, map_threads, progname_if_needed, thread_title, uses_new_quotes
+from ..core import FORMAT_JSON, FORMAT_TEXT
+from .base import Command, RbpeekError, UsageError, add_output_options, parse_args, write_output
+from .threadview import map_threads
 
 
 class BtCommand(Command):
@@ -44,71 +47,26 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
         args = parse_args(self.name, argv, build)
         if args.max_frames < 0:
             raise UsageError(self.name, "--max-frames must be positive")
+        if args.locals and (args.depth < 0 or args.max_length < 1):
+            raise UsageError("bt", "--depth must be >= 0 and --max-length >= 1")
         session = self.sessions.get(dbg, args)
-        version = session.info()["ruby_version"]
         session.reset_read_stats()
         started = time.perf_counter()
         with session.snapshot(args.max_frames) as snap:
             walked = time.perf_counter() - started
-            threads = map_threads(dbg, snap.threads(), session, snap)
+            threads = map_threads(dbg, snap.threads(frames=False), session, snap)
             if not args.all:
                 threads = [self._selected(dbg, threads)]
-            if args.locals:
-                self._add_locals(snap, threads, args)
+            text = snap.render_bt(FORMAT_JSON if args.json else FORMAT_TEXT, threads,
+                                  (args.depth, args.max_length) if args.locals else None)
         stats = session.read_stats()
-        if args.json:
-            doc = {"ruby_version": version,
-                   "threads": [{k: t[k] for k in ("name", "main", "native_tid", "status", "ractor", "truncated",
-                                                   "error", "frames")} for t in threads]}
-            write_output(dbg, json_text(doc), args.output)
-            if args.stats:
-                self._print_stats(dbg, threads, walked, stats)
-            return
-        new_quotes = uses_new_quotes(version)
-        progname = progname_if_needed(session, (f for t in threads for f in t["frames"]))
-        out = []
-        for t in threads:
-            out.append(thread_title(t) + ":")
-            if not t["frames"] and not t["error"]:
-                out.append("    (no Ruby frames)")
-            for f in t["frames"]:
-                out.append("    " + frame_line(f, new_quotes, progname))
-                if "locals" in f:
-                    out.append("        self = %s%s" % (f["self"], "  (in %s)" % f["owner"] if f.get("owner") else ""))
-                    out.extend("        %s = %s" % kv for kv in f["locals"].items())
-                elif "locals_error" in f:
-                    out.append("        (locals: %s)" % f["locals_error"])
-            if t["truncated"]:
-                out.append("    ... (cut at %d frames; use --max-frames)" % len(t["frames"]))
-            if t["error"]:
-                out.append("    (walk stopped early: %s)" % t["error"])
-            out.append("")
-        write_output(dbg, "\n".join(out), args.output)
+        write_output(dbg, text, args.output)
         if args.stats:
             self._print_stats(dbg, threads, walked, stats)
 
     @staticmethod
-    def _add_locals(snap, threads, args):
-        if args.depth < 0 or args.max_length < 1:
-            raise UsageError("bt", "--depth must be >= 0 and --max-length >= 1")
-        for t in threads:
-            try:
-                per_frame = snap.thread_locals(t["index"], args.depth, args.max_length)
-            except RbpeekError as e:
-                per_frame = [{"error": str(e)}] * len(t["frames"])
-            for f, loc in zip(t["frames"], per_frame):
-                if f["kind"] != "ruby" or loc is None:
-                    continue
-                if "locals" not in loc:
-                    f["locals_error"] = loc.get("error", "unreadable")
-                    continue
-                f["self"], f["owner"], f["locals"] = loc["self"], loc["owner"], loc["locals"]
-                if "error" in loc:
-                    f["locals_error"] = loc["error"]
-
-    @staticmethod
     def _print_stats(dbg, threads, walked, stats):
-        frames = sum(len(t["frames"]) for t in threads) or 1
+        frames = sum(t["nframes"] for t in threads) or 1
         dbg.write("rbpeek: walked %d threads, %d frames in %.1f ms (%.2f us/frame); %d reads reached the memory "
                   "source (%.3f/frame, %d KiB), %d cache requests\n"
                   % (len(threads), frames, walked * 1e3, walked * 1e6 / frames, stats["source_reads"],
@@ -121,7 +79,7 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
             raise RbpeekError("no thread is selected")
         for t in threads:
             if t.get("dbg_num") == sel["num"]:
-                if not t["frames"] and not t["error"]:
+                if not t["nframes"] and not t["error"]:
                     raise RbpeekError("thread %s is a Ruby thread with no Ruby frames right now "
                                       "('ruby bt -a' shows every Ruby thread)" % sel["num"])
                 return t

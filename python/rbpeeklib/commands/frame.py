@@ -3,7 +3,7 @@ is, its self and method owner, and every local with its value (see
 docs/inspect.md)."""
 
 from .base import Command, RbpeekError, UsageError, json_text, parse_args, add_output_options, write_output
-from .threadview import frame_line, map_threads, progname_if_needed, uses_new_quotes
+from .threadview import map_threads
 
 
 class FrameCommand(Command):
@@ -27,7 +27,6 @@ no locals rbpeek can name (they are C variables)."""
         if args.n < 0 or args.depth < 0 or args.max_length < 1:
             raise UsageError(self.name, "N and --depth must be >= 0, --max-length >= 1")
         session = self.sessions.get(dbg, args)
-        version = session.info()["ruby_version"]
         with session.snapshot(0) as snap:
             threads = map_threads(dbg, snap.threads(), session, snap)
             sel = dbg.selected_thread()
@@ -38,12 +37,12 @@ no locals rbpeek can name (they are C variables)."""
             if args.n >= len(t["frames"]):
                 raise RbpeekError("no frame %d: the thread has %d Ruby-level frames" % (args.n, len(t["frames"])))
             f = dict(t["frames"][args.n])
+            line = snap.frame_line(t["index"], args.n)
             if f["kind"] == "ruby":
                 f.update(snap.frame_locals(t["index"], args.n, args.depth, args.max_length))
         if args.json:
             write_output(dbg, json_text(dict(f, frame=args.n)), args.output)
             return
-        line = frame_line(f, uses_new_quotes(version), progname_if_needed(session, [f]))
         out = ["#%d %s" % (args.n, line)]
         if f["kind"] != "ruby":
             out.append("    (a C frame: its locals are C variables, which rbpeek cannot name)")

@@ -12,11 +12,16 @@ from .threadview import map_threads
 
 
 def analyze(sessions, dbg, args):
-    """(ruby_version, threads with debugger numbers, the core's locks document)."""
+    """(ruby_version, threads with debugger numbers, the core's locks
+    document). Each thread with frames has its innermost one as Ruby prints
+    it in a backtrace ("top_line")."""
     session = sessions.get(dbg, args)
     version = session.info()["ruby_version"]
     with session.snapshot(64) as snap:
         threads = map_threads(dbg, snap.threads(), session, snap)
+        for t in threads:
+            if t["frames"]:
+                t["top_line"] = snap.frame_line(t["index"], 0)
         doc = snap.locks()
     return version, threads, doc
 

@@ -4,7 +4,6 @@ TID, state, what it waits on, what it holds, and its innermost frame.
 
 from .base import Command, add_output_options, json_text, parse_args, write_output
 from .lockview import addr_text, analyze, gvl_text, mutex_text, owner_text, ref_text, thread_json
-from .threadview import frame_line, progname_if_needed, uses_new_quotes
 
 _STATE_WIDTH = 8
 _WHAT_WIDTH = 48
@@ -93,8 +92,6 @@ and its innermost Ruby frame. 'ruby locks' adds deadlock detection.
                    "notes": doc["notes"]}
             write_output(dbg, json_text(out), args.output)
             return
-        new_quotes = uses_new_quotes(version)
-        progname = progname_if_needed(self.sessions.get(dbg, args), (t["frames"][0] for t in threads if t["frames"]))
         lines = []
         for t in threads:
             lt = doc["threads"][t["index"]]
@@ -105,7 +102,7 @@ and its innermost Ruby frame. 'ruby locks' adds deadlock detection.
             extra = [x for x in (_holds_text(doc, lt), "holds the GVL" if lt["holds_gvl"] else "") if x]
             if extra:
                 what += "; " + "; ".join(extra)
-            top = frame_line(t["frames"][0], new_quotes, progname) if t["frames"] else "(no Ruby frames)"
+            top = t.get("top_line", "(no Ruby frames)")
             lines.append("%-4s %-16s %-11s %-*s %-*s  %s" % (num, name, tid, _STATE_WIDTH, lt["state"], _WHAT_WIDTH,
                                                                what, top))
         lines.extend(gvl_text(threads, doc))

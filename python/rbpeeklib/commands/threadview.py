@@ -1,6 +1,7 @@
 """Ruby threads in the debugger's terms: which debugger thread each one is
-(map_threads), and the lines Ruby itself prints for a thread and a frame.
-Shared by bt, threads, locks and sample."""
+(map_threads). Shared by bt, threads, locks, frame and sample. How Ruby
+prints a thread or a frame is the core's (rbpeek_snapshot_render_bt,
+rbpeek_frame_render)."""
 
 from ..core import RbpeekError, resolve_tids
 
@@ -41,47 +42,3 @@ def map_threads(dbg, threads, session=None, snapshot=None):
                 rt["dbg_num"] = by_tid[tid]["num"]
                 rt["native_tid"] = tid
     return threads
-
-
-def progname_if_needed(session, frames):
-    """The program's name, which frames with a nil path print as; read only
-    when one of frames has such a path."""
-    if any(f["path"] is None for f in frames):
-        return session.describe().get("progname")
-    return None
-
-
-def frame_line(frame, new_quotes, progname):
-    """One frame as Ruby prints it in a backtrace. A frame whose path is nil
-    (a C method with no Ruby frame below it) shows the program's name, as
-    Thread::Backtrace::Location#to_s does."""
-    loc = frame["path"] if frame["path"] is not None else (progname or "(unknown)")
-    if frame["lineno"]:
-        loc += ":%d" % frame["lineno"]
-    quote = "'%s'" if new_quotes else "`%s'"
-    return "%s:in %s" % (loc, quote % frame["label"])
-
-
-def thread_title(t):
-    parts = ["Thread"]
-    if t.get("dbg_num") is not None:
-        parts.append("%s" % t["dbg_num"])
-    if t["name"]:
-        parts.append('"%s"' % t["name"])
-    attrs = []
-    if t["main"]:
-        attrs.append("main")
-    attrs.append(t["status"])
-    if t["native_tid"]:
-        attrs.append("tid %d" % t["native_tid"])
-    if t["ractor"]:
-        attrs.append("ractor %d" % t["ractor"])
-    return "%s (%s)" % (" ".join(parts), ", ".join(attrs))
-
-
-def uses_new_quotes(version):
-    try:
-        major, minor = (int(x) for x in version.split(".")[:2])
-    except ValueError:
-        return False
-    return (major, minor) >= (3, 4)

@@ -23,6 +23,15 @@ class Thread(ctypes.Structure):
                 ("retried", ctypes.c_int32)]
 
 
+class BtOptions(ctypes.Structure):
+    """rbpeek_bt_options: which threads `ruby bt` prints, how the debugger
+    numbers them, and the locals."""
+    _fields_ = [("threads", ctypes.POINTER(ctypes.c_size_t)), ("nthreads", ctypes.c_size_t),
+                ("numbers", ctypes.POINTER(ctypes.c_int64)), ("tids", ctypes.POINTER(ctypes.c_int64)),
+                ("locals", ctypes.c_int32), ("locals_depth", ctypes.c_int32), ("locals_max_length", ctypes.c_uint64),
+                ("show", ctypes.c_uint32)]
+
+
 class ReadStats(ctypes.Structure):
     _fields_ = [("requests", ctypes.c_uint64), ("source_reads", ctypes.c_uint64),
                 ("source_bytes", ctypes.c_uint64), ("failures", ctypes.c_uint64)]

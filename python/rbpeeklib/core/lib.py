@@ -8,8 +8,9 @@ one-line message.
 import ctypes
 import os
 
-from .cstructs import (LOOKUP_FN, READ_FN, AllocCounts, CensusSummary, HeapDumpStats, InspectOptions, PprofOptions,
-                       ReadStats, SampleOptions, SampleResult, SvgOptions, Thread, TraceConfig, TraceStats)
+from .cstructs import (LOOKUP_FN, READ_FN, AllocCounts, BtOptions, CensusSummary, Frame, HeapDumpStats, InspectOptions,
+                       PprofOptions, ReadStats, SampleOptions, SampleResult, SvgOptions, Thread, TraceConfig,
+                       TraceStats)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
@@ -97,6 +98,8 @@ def lib():
         "rbpeek_snapshot_thread_count": (ctypes.c_size_t, [vp]),
         "rbpeek_snapshot_thread": (ctypes.POINTER(Thread), [vp, ctypes.c_size_t]),
         "rbpeek_snapshot_render": (st, [vp, vp, st, ctypes.c_long, ctypes.POINTER(ctypes.c_void_p)]),
+        "rbpeek_snapshot_render_bt": (st, [vp, vp, st, ctypes.POINTER(BtOptions), ctypes.POINTER(ctypes.c_void_p)]),
+        "rbpeek_frame_render": (st, [vp, ctypes.POINTER(Frame), ctypes.POINTER(ctypes.c_void_p)]),
         "rbpeek_thread_status_name": (cp, [ctypes.c_int32]),
         "rbpeek_free": (None, [vp]),
     }

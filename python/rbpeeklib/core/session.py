@@ -9,7 +9,7 @@ import ctypes
 import json
 import threading
 
-from .cstructs import LOOKUP_FN, READ_FN, AllocCounts, HeapDumpStats, InspectOptions, ReadStats
+from .cstructs import LOOKUP_FN, READ_FN, AllocCounts, BtOptions, HeapDumpStats, InspectOptions, ReadStats
 from .heap import Census
 from .lib import Owned, RbpeekError, decode, lib, take_text
 
@@ -23,21 +23,59 @@ class Snapshot(Owned):
         self._session = session
         self._h = handle
 
-    def threads(self):
-        """A list of plain dicts, one per thread (the JSON schema's shape)."""
+    def threads(self, frames=True):
+        """A list of plain dicts, one per thread (the JSON schema's shape),
+        each with its number of frames ("nframes") and, unless frames is
+        False, the frames themselves."""
         L = lib()
         out = []
         for i in range(L.rbpeek_snapshot_thread_count(self._h)):
             t = L.rbpeek_snapshot_thread(self._h, i).contents
-            frames = [{"label": decode(f.label), "path": decode(f.path), "absolute_path": decode(f.absolute_path),
-                       "lineno": f.lineno, "kind": "cfunc" if f.kind == 1 else "ruby"}
-                      for f in (t.frames[j] for j in range(t.nframes))]
-            out.append({"index": i, "name": decode(t.name), "main": bool(t.is_main),
-                        "native_tid": t.native_tid if t.native_tid > 0 else None,
-                        "pthread_id": t.pthread_id, "status": decode(L.rbpeek_thread_status_name(t.status)),
-                        "ractor": t.ractor_index, "truncated": bool(t.truncated), "error": decode(t.error),
-                        "frames": frames})
+            d = {"index": i, "name": decode(t.name), "main": bool(t.is_main),
+                 "native_tid": t.native_tid if t.native_tid > 0 else None,
+                 "pthread_id": t.pthread_id, "status": decode(L.rbpeek_thread_status_name(t.status)),
+                 "ractor": t.ractor_index, "truncated": bool(t.truncated), "error": decode(t.error),
+                 "nframes": t.nframes}
+            if frames:
+                d["frames"] = [{"label": decode(f.label), "path": decode(f.path),
+                                "absolute_path": decode(f.absolute_path), "lineno": f.lineno,
+                                "kind": "cfunc" if f.kind == 1 else "ruby"}
+                               for f in (t.frames[j] for j in range(t.nframes))]
+            out.append(d)
         return out
+
+    def frame_line(self, thread_index, frame_index):
+        """One frame as the target Ruby prints it in a backtrace (rbpeek_frame_render)."""
+        L = lib()
+        t = L.rbpeek_snapshot_thread(self._h, thread_index).contents
+        if not 0 <= frame_index < t.nframes:
+            raise RbpeekError("no frame %d in thread %d" % (frame_index, thread_index))
+        out = ctypes.c_void_p()
+        self._session._check(L.rbpeek_frame_render(self._session._h, ctypes.byref(t.frames[frame_index]),
+                                                   ctypes.byref(out)))
+        return take_text(out)
+
+    def render_bt(self, fmt, threads, locals_limits=None):
+        """`ruby bt`'s text or JSON, printed by the core (rbpeek_snapshot_render_bt):
+        threads, dicts of threads() in the order to print, numbered by their
+        "dbg_num" and with their "native_tid" (map_threads fills both in);
+        locals_limits (depth, max_length): each Ruby frame's locals too."""
+        L = lib()
+        n = L.rbpeek_snapshot_thread_count(self._h)
+        numbers = (ctypes.c_int64 * max(1, n))(*([-1] * n))
+        tids = (ctypes.c_int64 * max(1, n))()
+        for t in threads:
+            if t.get("dbg_num") is not None:
+                numbers[t["index"]] = t["dbg_num"]
+            tids[t["index"]] = t["native_tid"] or 0
+        which = (ctypes.c_size_t * max(1, len(threads)))(*(t["index"] for t in threads))
+        opt = BtOptions(which, len(threads), numbers, tids)
+        if locals_limits:
+            opt.locals, opt.locals_depth, opt.locals_max_length = 1, locals_limits[0], locals_limits[1]
+        out = ctypes.c_void_p()
+        self._session._check(L.rbpeek_snapshot_render_bt(self._session._h, self._h, fmt, ctypes.byref(opt),
+                                                         ctypes.byref(out)))
+        return take_text(out)
 
     def thread_locals(self, thread_index, depth, max_length):
         """Per frame of a thread: {"self", "owner", "locals"}, or None for a C

@@ -13,7 +13,8 @@
 # and wide), and a large hash.
 #
 # Ruby's view, written to OUT_DIR:
-#   expected.json  Ruby version, memsize_of_all, and for each own class its
+#   expected.json  Ruby version, memsize_of_all, the address of a String
+#                  whose bytes are not UTF-8, and for each own class its
 #                  name (inspect for the anonymous one) and the number of
 #                  objects whose class it is (each_object + instance_of?).
 #   dump.jsonl     ObjectSpace.dump_all(output: file)
@@ -104,6 +105,12 @@ $keep << Array.new(n(1_000)) { |i| "sjis#{i}".force_encoding(Encoding::Shift_JIS
 $keep << Array.new(n(1_000)) { |i| "euc#{i}".force_encoding("EUC-KR") }
 $keep << Array.new(n(1_000)) { |i| "wide#{i}".encode(Encoding::UTF_16LE) }
 $keep << Array.new(n(2_000)) { |i| "with\ttab\nand \"quotes\" \\ and \u0001 \x7f #{i}" }
+# A UTF-8 String whose bytes are not UTF-8 (its coderange: broken). Its
+# address is recorded for test_heap.py, which marks it 7-bit in a core, as a
+# damaged heap may: the dump must still be valid JSON.
+$not_utf8 = +"not \xFF\xFE utf-8 \xE6\x97"
+$not_utf8.valid_encoding?
+NOT_UTF8 = ObjectSpace.dump($not_utf8)[/"address":"(0x[0-9a-f]+)"/, 1]
 
 # arrays: empty to long, shared slices, subclasses
 big = Array.new(2000) { |i| i }
@@ -145,6 +152,7 @@ memsize = ObjectSpace.memsize_of_all
 File.open(File.join(OUT, "dump.jsonl"), "w") { |f| ObjectSpace.dump_all(output: f) }
 File.write(File.join(OUT, "expected.json"),
            %({"ruby_version": #{json_str(RUBY_VERSION)}, "memsize_of_all": #{memsize},\n) +
+           %( "not_utf8": #{json_str(NOT_UTF8)},\n) +
            %( "own_classes": [#{own.join(",\n  ")}]}\n))
 
 # count_objects last: into a preallocated hash, written through files opened

@@ -21,6 +21,7 @@
 #include "fixture_image.h"
 #include "rbpeek.h"
 
+#include "base/json.h"
 #include "base/strbuf.h"
 #include "context/context.h"
 #include "heap/heap.h"
@@ -138,12 +139,13 @@ static void test_census_render(void)
 
 /* --- dump format ----------------------------------------------------------- */
 
+/* The one escaper escapes what dump_append_string_value escapes, as it does. */
 static void test_dump_escape(void)
 {
-    static const uint8_t in[] = "q\"b\\s\n\t\r\b\f\x01\x1f\x7f \xc3\xa9\0z";
+    static const char in[] = "q\"b\\s\n\t\r\b\f\x01\x1f\x7f \xc3\xa9\0z";
     rbp_strbuf b;
     rbp_sb_init(&b);
-    rbp_dump_escape(&b, in, sizeof in - 1);
+    rbp_json_escape(&b, in, sizeof in - 1);
     CU_ASSERT_STRING_EQUAL(b.buf, "q\\\"b\\\\s\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f \xc3\xa9\\u0000z");
     rbp_sb_free(&b);
 }
@@ -252,6 +254,53 @@ static void test_dump_big_value(void)
                                         "\"memsize\":40}\n") +
                                      n + quotes);
     CU_ASSERT_EQUAL(strncmp(val + 9, "ab\\\"cab\\\"c", 10), 0);
+    free(out);
+    free(s);
+}
+
+/* Issue 24: a String whose coderange flag says 7-bit but whose bytes are
+ * not UTF-8 (a damaged heap) must not put those bytes into the dump, which
+ * strict JSON tools then refuse whole: each invalid byte is \ufffd. A valid
+ * UTF-8 character cut by the 64 KiB chunks the value is read in is kept. */
+static bool valid_utf8(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t k = rbp_utf8_seq_len((const unsigned char *)s + i, n - i);
+        if (!k) return false;
+        i += k;
+    }
+    return true;
+}
+
+static void test_dump_damaged_string(void)
+{
+    mem_str v = {"not \xFF\xFE utf-8 \xE6\x97"};
+    rbp_dump_rec r = {.ver = 304, .address = 0x10, .type = RBP_T_STRING, .klass = 0x20, .slot_size = 40,
+                      .embedded = true, .bytesize = strlen(v.s), .has_value = true, .read_value = read_str,
+                      .value_ctx = &v, .encoding = "UTF-8", .coderange = 1, .memsize = 40};
+    char *out = format(&r, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    CU_ASSERT_TRUE(valid_utf8(out));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"value\":\"not \\ufffd\\ufffd utf-8 \\ufffd\\ufffd\""));
+    free(out);
+
+    /* 65,535 ASCII bytes, then U+65E5 (3 bytes) across the first chunk's end. */
+    size_t n = 65535 + 3 + 2;
+    char *s = malloc(n + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    memset(s, 'a', 65535);
+    memcpy(s + 65535, "\xE6\x97\xA5zz", 5);
+    s[n] = 0;
+    mem_str big = {s};
+    r.bytesize = n;
+    r.value_ctx = &big;
+    r.embedded = false;
+    out = format(&r, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    CU_ASSERT_TRUE(valid_utf8(out));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "aaa\xE6\x97\xA5zz\""));
+    CU_ASSERT_PTR_NULL(strstr(out, "fffd"));
     free(out);
     free(s);
 }
@@ -528,6 +577,7 @@ static const rbp_cu_test TESTS[] = {
     {"dump: dump_all's string escaping", test_dump_escape},
     {"dump: line format across versions", test_dump_lines},
     {"dump: a 3 MiB value is streamed", test_dump_big_value},
+    {"dump: a damaged String stays UTF-8", test_dump_damaged_string},
     {"walk: garbage pages and slots are counted, not followed", test_walk_synthetic},
     {"walk: 3.4+ pages belong to one of the objspace's heaps[]", test_walk_heaps},
     {NULL, NULL},

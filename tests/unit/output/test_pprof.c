@@ -5,7 +5,9 @@
  * each stack (leaf first) with its count and time, functions named by
  * their labels with their files and start lines (noted by the sampler, or
  * guessed from the lines seen), locations with lines,
- * names that do not split, the title comment, the times; also an empty
+ * frames without a place (a thread's root, a C method without a path),
+ * frames known by a name alone (a folded file's: never split back into
+ * parts), the title comment, the times; also an empty
  * profile, write errors, and counts too large for pprof's int64 values.
  */
 #define _GNU_SOURCE
@@ -98,17 +100,24 @@ static const Perftools__Profiles__Function *function_named(const Prof *p, const 
     return NULL;
 }
 
+/* Frames as the sampler gives them: a Ruby frame, a C method's. */
+#define RB(l, p, n) {.kind = RBP_PF_RUBY, .label = (l), .path = (p), .line = (n)}
+#define CF(l, p, n) {.kind = RBP_PF_CFUNC, .label = (l), .path = (p), .line = (n)}
+
 static void test_round_trip(void)
 {
     rbpeek_profile *pr = rbpeek_profile_new();
-    const char *a[] = {"<main> (app.rb:30)", "Object#work (app.rb:12)", "Integer#times (<internal:numeric>:237)",
-                       "block in Object#work (app.rb:14)"};
-    const char *b[] = {"<main> (app.rb:30)", "Object#work (app.rb:16)", "block (2 levels) in idle (lib/x.rb:3)"};
-    const char *c[] = {"Thread \"worker\" (tid 77)", "sleep"};
-    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, a, 4, 7), RBPEEK_OK);
-    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, b, 3, 2), RBPEEK_OK);
-    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, b, 2, 1), RBPEEK_OK);   /* a stack ending inside another */
-    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, c, 2, 5), RBPEEK_OK);
+    const rbp_frame_desc a[] = {RB("<main>", "app.rb", 30), RB("Object#work", "app.rb", 12),
+                                CF("Integer#times", "<internal:numeric>", 237),
+                                RB("block in Object#work", "app.rb", 14)};
+    const rbp_frame_desc b[] = {RB("<main>", "app.rb", 30), RB("Object#work", "app.rb", 16),
+                                RB("block (2 levels) in idle", "lib/x.rb", 3)};
+    const rbp_frame_desc c[] = {{.kind = RBP_PF_THREAD, .label = "Thread \"worker\" (tid 77)"},
+                                CF("sleep", NULL, 0)};
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, a, 4, 7, NULL), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, b, 3, 2, NULL), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, b, 2, 1, NULL), RBPEEK_OK);   /* a stack ending inside another */
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, c, 2, 5, NULL), RBPEEK_OK);
     rbpeek_profile_set_meta(pr, "title", "ruby sample: pid 42");
     char path[512];
     tmp_path(path, sizeof path, "pprof", "rt.pb.gz");
@@ -211,8 +220,8 @@ static void test_on_cpu_defaults_and_empty(void)
     perftools__profiles__profile__free_unpacked(p, NULL);
 
     /* NULL options: wall, 10 ms. */
-    const char *f[] = {"x (a.rb:1)"};
-    rbpeek_profile_add_stack(pr, f, 1, 3);
+    const rbp_frame_desc f[] = {RB("x", "a.rb", 1)};
+    rbp_profile_add_frames(pr, f, 1, 3, NULL);
     rbpeek_profile_set_meta(pr, "program", "/usr/bin/ruby3.1");
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, NULL), RBPEEK_OK);
     p = read_pprof(path);
@@ -231,22 +240,22 @@ static void test_on_cpu_defaults_and_empty(void)
     rbpeek_profile_free(pr);
 }
 
-/* Start lines the sampler notes (the iseq's first line) make the function:
+/* Start lines the sampler gives (the iseq's first line) make the function:
  * two blocks with one label are two functions, each starting where Ruby
  * says, whatever lines they were sampled at. */
 static void test_noted_start_lines(void)
 {
     rbpeek_profile *pr = rbpeek_profile_new();
-    const char *a[] = {"<main> (s.rb:20)", "block in <main> (s.rb:21)"};
-    const char *b[] = {"<main> (s.rb:30)", "block in <main> (s.rb:33)", "sleep (s.rb:33)"};
-    int32_t sa[] = {1, 20}, sb[] = {1, 31, 0};
+    rbp_frame_desc a[] = {RB("<main>", "s.rb", 20), RB("block in <main>", "s.rb", 21)};
+    rbp_frame_desc b[] = {RB("<main>", "s.rb", 30), RB("block in <main>", "s.rb", 33), CF("sleep", "s.rb", 33)};
+    a[0].first_line = 1, a[1].first_line = 20;
+    b[0].first_line = 1, b[1].first_line = 31;
     uint32_t ids[3];
-    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_stack_ids(pr, a, 2, 4, ids), RBPEEK_OK);
-    for (int i = 0; i < 2; i++) CU_ASSERT_TRUE(rbp_profile_note_start_line(pr, ids[i], sa[i]));
-    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_stack_ids(pr, b, 3, 1, ids), RBPEEK_OK);
-    for (int i = 0; i < 3; i++) CU_ASSERT_TRUE(rbp_profile_note_start_line(pr, ids[i], sb[i]));
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, a, 2, 4, ids), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, b, 3, 1, ids), RBPEEK_OK);
     CU_ASSERT_EQUAL(rbp_profile_start_line(pr, ids[1]), 31);
-    CU_ASSERT_TRUE(rbp_profile_note_start_line(pr, ids[1], 99));   /* the first note stands */
+    b[1].first_line = 99;   /* the first start seen for a frame stands */
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, b, 3, 1, ids), RBPEEK_OK);
     CU_ASSERT_EQUAL(rbp_profile_start_line(pr, ids[1]), 31);
     char path[512];
     tmp_path(path, sizeof path, "pprof", "starts.pb.gz");
@@ -275,23 +284,39 @@ static void test_noted_start_lines(void)
     rbpeek_profile_free(pr);
 }
 
+/* A frame known only by its name (a folded file's, add_stack's) is a
+ * function of that name, with no file and no line, whatever it looks like:
+ * nothing parses a name back into parts. */
+static void test_names_stay_whole(void)
+{
+    rbpeek_profile *pr = rbpeek_profile_new();
+    const char *f[] = {"<main> (app.rb:30)", "work (app.rb:12)"};
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, f, 2, 1), RBPEEK_OK);
+    char path[512];
+    tmp_path(path, sizeof path, "pprof", "names.pb.gz");
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, NULL), RBPEEK_OK);
+    Prof *p = read_pprof(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NOT_NULL(find_sample(p, "<main> (app.rb:30)@:0;work (app.rb:12)@:0"));
+    CU_ASSERT_PTR_NOT_NULL(function_named(p, "work (app.rb:12)", ""));
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    unlink(path);
+    rbpeek_profile_free(pr);
+}
+
 /* A deep recursion and many stacks: every sample decodes back. */
 static void test_large(void)
 {
     enum { DEPTH = 3000, STACKS = 2000 };
     rbpeek_profile *pr = rbpeek_profile_new();
-    static char names[DEPTH][48];
-    const char *frames[DEPTH];
-    for (int i = 0; i < DEPTH; i++) {
-        snprintf(names[i], sizeof names[i], "fib (r.rb:%d)", 1 + i % 7);
-        frames[i] = names[i];
-    }
-    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, frames, DEPTH, 2), RBPEEK_OK);
+    static rbp_frame_desc frames[DEPTH];
+    for (int i = 0; i < DEPTH; i++) frames[i] = (rbp_frame_desc)RB("fib", "r.rb", 1 + i % 7);
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, frames, DEPTH, 2, NULL), RBPEEK_OK);
     char leaf[64];
     for (int i = 0; i < STACKS; i++) {
-        const char *st[] = {"<main> (m.rb:1)", leaf};
-        snprintf(leaf, sizeof leaf, "m%d (m.rb:%d)", i, 10 + i);
-        CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, st, 2, 1), RBPEEK_OK);
+        snprintf(leaf, sizeof leaf, "m%d", i);
+        const rbp_frame_desc st[] = {RB("<main>", "m.rb", 1), RB(leaf, "m.rb", 10 + i)};
+        CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, st, 2, 1, NULL), RBPEEK_OK);
     }
     char path[512];
     tmp_path(path, sizeof path, "pprof", "large.pb.gz");
@@ -322,10 +347,10 @@ static void test_large(void)
 static void test_huge_counts(void)
 {
     rbpeek_profile *pr = rbpeek_profile_new();
-    const char *a[] = {"<main> (big.rb:1)", "huge (big.rb:2)"};
-    const char *b[] = {"<main> (big.rb:1)", "small (big.rb:3)"};
-    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, a, 2, UINT64_MAX - 1), RBPEEK_OK);
-    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, b, 2, 1), RBPEEK_OK);
+    const rbp_frame_desc a[] = {RB("<main>", "big.rb", 1), RB("huge", "big.rb", 2)};
+    const rbp_frame_desc b[] = {RB("<main>", "big.rb", 1), RB("small", "big.rb", 3)};
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, a, 2, UINT64_MAX - 1, NULL), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, b, 2, 1, NULL), RBPEEK_OK);
     char path[512];
     tmp_path(path, sizeof path, "pprof", "huge.pb.gz");
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, NULL), RBPEEK_OK);
@@ -345,7 +370,7 @@ static void test_huge_counts(void)
     /* A count that fits int64 but whose time does not, at the largest period
      * accepted: the time saturates, the count is exact. */
     pr = rbpeek_profile_new();
-    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_add_stack(pr, b, 2, 3), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, b, 2, 3, NULL), RBPEEK_OK);
     rbpeek_pprof_options o = {.period_ns = (uint64_t)INT64_MAX / 2};
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, &o), RBPEEK_OK);
     p = read_pprof(path);
@@ -363,6 +388,7 @@ static const rbp_cu_test tests[] = {
     {"round trip: types, period, stacks, functions, locations", test_round_trip},
     {"on-CPU, defaults, empty profile, errors", test_on_cpu_defaults_and_empty},
     {"start lines noted by the sampler", test_noted_start_lines},
+    {"names alone stay whole", test_names_stay_whole},
     {"deep and wide profile", test_large},
     {"counts past int64 saturate", test_huge_counts},
     {NULL, NULL},

@@ -356,7 +356,7 @@ static int python_check(const char *script_name, const char *script, const char 
 
 static const char SPEEDSCOPE_CHECK[] =
     "import json, sys\n"
-    "d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+    "d = json.loads(open(sys.argv[1], 'rb').read().decode('utf-8'))\n"
     "assert d['$schema'] == 'https://www.speedscope.app/file-format-schema.json'\n"
     "frames = d['shared']['frames']\n"
     "assert len(d['profiles']) == 1\n"
@@ -385,15 +385,22 @@ static const char SPEEDSCOPE_CHECK[] =
     "assert stacks[('<main>', 'block (2 levels) in run', q)] == 1\n"
     "assert p['endValue'] == 9 and p['name'] == 'my profile'\n"
     "raw = open(sys.argv[1], 'rb').read()\n"
-    "assert b'\\\\u0001' in raw and b'\\\\u0009' in raw\n";
+    "assert b'\\\\u0001' in raw and b'\\\\t' in raw and b'\\\\ufffd' in raw\n";
 
 static void test_speedscope(void)
 {
     rbpeek_profile *p = rbpeek_profile_new();
-    add(p, "<main> (/app/main.rb:1);foo (a.rb:3);Integer#times", 5);
-    add(p, "<main> (/app/main.rb:1);foo (a.rb:3)", 2);
-    add(p, "<main> (/app/main.rb:1);block (2 levels) in run (lib/x y.rb:12);"
-           "q\"uote\\back\x01" "ctl\ttab \xFF", 1);
+    /* Frames as the sampler gives them: the writer shows their parts. */
+    const rbp_frame_desc mainf = {.kind = RBP_PF_RUBY, .label = "<main>", .path = "/app/main.rb", .line = 1},
+                         foo = {.kind = RBP_PF_RUBY, .label = "foo", .path = "a.rb", .line = 3},
+                         times = {.kind = RBP_PF_CFUNC, .label = "Integer#times"},
+                         blk = {.kind = RBP_PF_RUBY, .label = "block (2 levels) in run", .path = "lib/x y.rb",
+                                .line = 12},
+                         odd = {.kind = RBP_PF_NAMED, .label = "q\"uote\\back\x01" "ctl\ttab \xFF"};
+    const rbp_frame_desc s1[] = {mainf, foo, times}, s2[] = {mainf, blk, odd};
+    CU_ASSERT_EQUAL(rbp_profile_add_frames(p, s1, 3, 5, NULL), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbp_profile_add_frames(p, s1, 2, 2, NULL), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbp_profile_add_frames(p, s2, 3, 1, NULL), RBPEEK_OK);
     add(p, "odd (no line)", 1);
     rbpeek_profile_set_meta(p, "title", "my profile");
     char path[512];

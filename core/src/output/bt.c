@@ -1,0 +1,283 @@
+/*
+ * The backtrace printer: `ruby bt` in gdb, lldb and the command line, text
+ * and JSON, and the one frame line `ruby threads` and `ruby frame` show.
+ * The debugger's side only picks the threads and says how it numbers them;
+ * every rule of how Ruby prints a backtrace lives here (the quoting of the
+ * label, which changed in 3.4; a nil path shown as the program's name).
+ *
+ * Text: per thread a title ('Thread 3 "name" (main, sleep, tid N, ractor
+ * K):'), one line per frame as Thread::Backtrace::Location#to_s prints it,
+ * with --locals each Ruby frame's self and locals below it, then what cut
+ * the walk short; threads are separated by a blank line. JSON: the
+ * document of docs/usage.md, laid out as Python's json.dumps(indent=1)
+ * laid it out when the commands printed it.
+ *
+ * Frames are printed through a table by kind (frame_kinds): a kind says
+ * its JSON name, whether it is shown, and how its line reads, so native
+ * frames slot in as rows, shown under options of rbpeek_bt_options.show.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/strbuf.h"
+#include "context/context.h"
+#include "heap/heap.h"
+#include "inspect/inspect.h"
+#include "vm/robject.h"
+
+typedef struct bt_ctx {
+    rbpeek_session *s;
+    const rbpeek_snapshot *snap;
+    const rbpeek_bt_options *opt;
+    char *progname;             /* read when a frame first needs it */
+    bool progname_read;
+    bool heap_open;             /* for --locals: opened once for every frame */
+    const char *locals_error;   /* why no frame has locals (the heap would not open) */
+    char locals_error_buf[512];
+    rbp_heap heap;
+    rbp_inspect_limits lim;
+    size_t budget;              /* objects printed over every frame's self and locals: one budget a command */
+} bt_ctx;
+
+/* What Location#to_s prints for a frame whose path is nil: the progname,
+ * with no line number. */
+static const char *nil_path_text(bt_ctx *c)
+{
+    if (!c->progname_read) {
+        c->progname = rbp_vm_progname(c->s);
+        c->progname_read = true;
+    }
+    return c->progname && *c->progname ? c->progname : "(unknown)";
+}
+
+/* A Ruby or C-method frame: "path:line:in 'label'", Location#to_s. */
+static void location_line(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f)
+{
+    rbp_sb_puts(b, f->path ? f->path : nil_path_text(c));
+    if (f->lineno) rbp_sb_printf(b, ":%d", (int)f->lineno);
+    const rbp_label_quotes *q = rbp_release_quotes(c->s);
+    rbp_sb_puts(b, ":in ");
+    rbp_sb_puts(b, q->open);
+    rbp_sb_puts(b, f->label ? f->label : "");
+    rbp_sb_puts(b, q->close);
+}
+
+typedef struct frame_kind {
+    const char *name;           /* the JSON "kind" */
+    void (*line)(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f);
+} frame_kind;
+
+static const frame_kind frame_kinds[] = {
+    [RBPEEK_FRAME_RUBY] = {"ruby", location_line},
+    [RBPEEK_FRAME_CFUNC] = {"cfunc", location_line},
+};
+
+static const frame_kind *kind_of(const rbpeek_frame *f)
+{
+    if (f->kind < 0 || (size_t)f->kind >= sizeof frame_kinds / sizeof *frame_kinds || !frame_kinds[f->kind].name)
+        return NULL;
+    return &frame_kinds[f->kind];
+}
+
+/* Whether the options show frame f: Ruby's own frames always. */
+static bool shown(const bt_ctx *c, const rbpeek_frame *f)
+{
+    (void)c;
+    return kind_of(f) != NULL;
+}
+
+static size_t shown_count(const bt_ctx *c, const rbpeek_thread *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->nframes; i++) n += shown(c, &t->frames[i]);
+    return n;
+}
+
+static int64_t thread_tid(const bt_ctx *c, const rbpeek_thread *t, size_t index)
+{
+    if (t->native_tid > 0) return t->native_tid;
+    return c->opt && c->opt->tids && c->opt->tids[index] > 0 ? c->opt->tids[index] : 0;
+}
+
+/* Reads frame f's locals into l, or says why there are none. */
+static void frame_locals(bt_ctx *c, const rbpeek_frame *f, rbp_frame_locals *l)
+{
+    *l = (rbp_frame_locals){.state = RBP_LOCALS_NONE};
+    if (f->kind != RBPEEK_FRAME_RUBY) return;
+    if (!c->heap_open && !c->locals_error) {
+        if (rbp_locals_open(c->s, &c->heap) == RBPEEK_OK) {
+            c->heap_open = true;
+        } else {
+            snprintf(c->locals_error_buf, sizeof c->locals_error_buf, "%s", c->s->error);
+            c->locals_error = c->locals_error_buf;
+        }
+    }
+    if (c->heap_open) {
+        rbp_frame_locals_read(c->s, &c->heap, f, &c->lim, l);
+    } else {
+        l->state = RBP_LOCALS_ERROR;
+        l->error = c->locals_error;
+    }
+}
+
+/* --- text --------------------------------------------------------------- */
+
+static void text_locals(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f)
+{
+    rbp_frame_locals l;
+    frame_locals(c, f, &l);
+    if (l.state == RBP_LOCALS_READ) {
+        rbp_sb_printf(b, "        self = %s", rbp_locals_str(&l, l.self_off));
+        if (l.has_owner && *rbp_locals_str(&l, l.owner_off))
+            rbp_sb_printf(b, "  (in %s)", rbp_locals_str(&l, l.owner_off));
+        rbp_sb_putn(b, "\n", 1);
+        for (size_t i = 0; i < l.n; i++)
+            rbp_sb_printf(b, "        %s = %s\n", rbp_locals_str(&l, l.name_off[i]), rbp_locals_str(&l, l.value_off[i]));
+    } else if (l.state == RBP_LOCALS_ERROR) {
+        rbp_sb_printf(b, "        (locals: %s)\n", l.error);
+    }
+    rbp_frame_locals_free(&l);
+}
+
+static void text_thread(bt_ctx *c, rbp_strbuf *b, size_t index)
+{
+    const rbpeek_thread *t = rbpeek_snapshot_thread(c->snap, index);
+    int64_t number = c->opt && c->opt->numbers ? c->opt->numbers[index] : (int64_t)index + 1;
+    rbp_sb_puts(b, "Thread");
+    if (number >= 0) rbp_sb_printf(b, " %lld", (long long)number);
+    if (t->name && *t->name) rbp_sb_printf(b, " \"%s\"", t->name);
+    rbp_sb_printf(b, " (%s%s", t->is_main ? "main, " : "", rbpeek_thread_status_name(t->status));
+    int64_t tid = thread_tid(c, t, index);
+    if (tid) rbp_sb_printf(b, ", tid %lld", (long long)tid);
+    if (t->ractor_index) rbp_sb_printf(b, ", ractor %d", (int)t->ractor_index);
+    rbp_sb_puts(b, "):\n");
+    size_t shown_frames = shown_count(c, t);
+    if (!shown_frames && !t->error) rbp_sb_puts(b, "    (no Ruby frames)\n");
+    for (size_t i = 0; i < t->nframes; i++) {
+        const rbpeek_frame *f = &t->frames[i];
+        if (!shown(c, f)) continue;
+        rbp_sb_puts(b, "    ");
+        kind_of(f)->line(c, b, f);
+        rbp_sb_putn(b, "\n", 1);
+        if (c->opt && c->opt->locals) text_locals(c, b, f);
+    }
+    if (t->truncated) rbp_sb_printf(b, "    ... (cut at %zu frames; use --max-frames)\n", shown_frames);
+    if (t->error) rbp_sb_printf(b, "    (walk stopped early: %s)\n", t->error);
+}
+
+/* --- JSON --------------------------------------------------------------- */
+
+static void json_frame(bt_ctx *c, rbp_json *j, const rbpeek_frame *f)
+{
+    rbp_json_object(j);
+    rbp_json_kstr(j, "label", f->label);
+    rbp_json_kstr(j, "path", f->path);
+    rbp_json_kstr(j, "absolute_path", f->absolute_path);
+    rbp_json_ki64(j, "lineno", f->lineno);
+    rbp_json_kstr(j, "kind", kind_of(f)->name);
+    if (c->opt && c->opt->locals) {
+        rbp_frame_locals l;
+        frame_locals(c, f, &l);
+        if (l.state == RBP_LOCALS_READ) {
+            rbp_json_kstr(j, "self", rbp_locals_str(&l, l.self_off));
+            rbp_json_kstr(j, "owner", l.has_owner ? rbp_locals_str(&l, l.owner_off) : NULL);
+            rbp_json_key(j, "locals");
+            rbp_json_object(j);
+            for (size_t i = 0; i < l.n; i++)
+                rbp_json_kstr(j, rbp_locals_str(&l, l.name_off[i]), rbp_locals_str(&l, l.value_off[i]));
+            rbp_json_object_end(j);
+        }
+        if (l.state != RBP_LOCALS_NONE && l.error) rbp_json_kstr(j, "locals_error", l.error);
+        rbp_frame_locals_free(&l);
+    }
+    rbp_json_object_end(j);
+}
+
+static void json_thread(bt_ctx *c, rbp_json *j, size_t index)
+{
+    const rbpeek_thread *t = rbpeek_snapshot_thread(c->snap, index);
+    rbp_json_object(j);
+    rbp_json_kstr(j, "name", t->name);
+    rbp_json_kbool(j, "main", t->is_main);
+    int64_t tid = thread_tid(c, t, index);
+    rbp_json_key(j, "native_tid");
+    if (tid) rbp_json_i64(j, tid);
+    else rbp_json_null(j);
+    rbp_json_kstr(j, "status", rbpeek_thread_status_name(t->status));
+    rbp_json_ki64(j, "ractor", t->ractor_index);
+    rbp_json_kbool(j, "truncated", t->truncated);
+    rbp_json_kstr(j, "error", t->error);
+    rbp_json_key(j, "frames");
+    rbp_json_array(j);
+    for (size_t i = 0; i < t->nframes; i++)
+        if (shown(c, &t->frames[i])) json_frame(c, j, &t->frames[i]);
+    rbp_json_array_end(j);
+    rbp_json_object_end(j);
+}
+
+/* --- the API ------------------------------------------------------------ */
+
+rbpeek_status rbpeek_snapshot_render_bt(rbpeek_session *s, const rbpeek_snapshot *snap, rbpeek_format format,
+                                        const rbpeek_bt_options *opt, char **out)
+{
+    if (!s || !snap || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "render: missing argument");
+    *out = NULL;
+    if (format != RBPEEK_FORMAT_TEXT && format != RBPEEK_FORMAT_JSON)
+        return rbp_fail(s, RBPEEK_ERR_ARG, "render: unknown format %d", (int)format);
+    size_t n = rbpeek_snapshot_thread_count(snap);
+    size_t count = opt && opt->threads ? opt->nthreads : n;
+    for (size_t k = 0; opt && opt->threads && k < count; k++)
+        if (opt->threads[k] >= n) return rbp_fail(s, RBPEEK_ERR_NOT_FOUND, "no Ruby thread #%zu", opt->threads[k] + 1);
+    bt_ctx c = {.s = s, .snap = snap, .opt = opt};
+    c.budget = RBP_INSP_COMMAND_BUDGET;
+    if (opt) c.lim = (rbp_inspect_limits){opt->locals_depth, opt->locals_max_length, &c.budget};
+    rbp_strbuf b;
+    rbp_sb_init(&b);
+    if (format == RBPEEK_FORMAT_JSON) {
+        rbp_json j;
+        rbp_json_init(&j, &b, RBP_JSON_INDENT1);
+        rbp_json_object(&j);
+        rbp_json_kstr(&j, "ruby_version", s->ruby_version);
+        rbp_json_key(&j, "threads");
+        rbp_json_array(&j);
+        for (size_t k = 0; k < count; k++) json_thread(&c, &j, opt && opt->threads ? opt->threads[k] : k);
+        rbp_json_array_end(&j);
+        rbp_json_object_end(&j);
+        rbp_sb_putn(&b, "\n", 1);
+    } else {
+        for (size_t k = 0; k < count; k++) {
+            if (k) rbp_sb_putn(&b, "\n", 1);
+            text_thread(&c, &b, opt && opt->threads ? opt->threads[k] : k);
+        }
+    }
+    if (c.heap_open) rbp_heap_close(&c.heap);
+    free(c.progname);
+    *out = rbp_sb_take(&b);
+    return *out ? RBPEEK_OK : rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+}
+
+rbpeek_status rbpeek_snapshot_render(rbpeek_session *s, const rbpeek_snapshot *snap, rbpeek_format format,
+                                     long thread_index, char **out)
+{
+    if (!s || !snap || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "render: missing argument");
+    size_t one = thread_index < 0 ? 0 : (size_t)thread_index;
+    rbpeek_bt_options opt = {.threads = thread_index < 0 ? NULL : &one, .nthreads = 1};
+    return rbpeek_snapshot_render_bt(s, snap, format, &opt, out);
+}
+
+rbpeek_status rbpeek_frame_render(rbpeek_session *s, const rbpeek_frame *f, char **out)
+{
+    if (!s || !f || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "render: missing argument");
+    *out = NULL;
+    const frame_kind *k = kind_of(f);
+    if (!k) return rbp_fail(s, RBPEEK_ERR_ARG, "render: unknown frame kind %d", (int)f->kind);
+    bt_ctx c = {.s = s};
+    rbp_strbuf b;
+    rbp_sb_init(&b);
+    k->line(&c, &b, f);
+    free(c.progname);
+    *out = rbp_sb_take(&b);
+    return *out ? RBPEEK_OK : rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+}
