@@ -407,7 +407,10 @@ static void refused(rbp_insp *in, const rbp_obj *o, rbp_walk_verdict why)
         }
         in->budget_said = true;
         char marker[160];
-        if (in->command_budget)
+        if (in->output_full)
+            snprintf(marker, sizeof marker, "#<rbpeek: cut: the value's text passed %d MiB>",
+                     RBP_INSP_MAX_OUTPUT >> 20);
+        else if (in->command_budget)
             snprintf(marker, sizeof marker, "#<rbpeek: cut: this command's budget of %d objects is spent>",
                      RBP_INSP_COMMAND_BUDGET);
         else
@@ -434,6 +437,10 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
 {
     in->nested = rbp_insp_value;
     if (immediate(in, v)) return;
+    if (in->out->len >= RBP_INSP_MAX_OUTPUT && in->budget) { /* the text is long enough: an end like the budget's */
+        in->budget = 0;
+        in->output_full = true;
+    }
     if (!in->budget) { /* spent: say so without reading more */
         rbp_obj none = {.addr = v};
         refused(in, &none, RBP_WALK_BUDGET);
