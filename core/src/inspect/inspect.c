@@ -195,7 +195,7 @@ static void hash(rbp_insp *in, const rbp_obj *o)
     in->depth--;
 }
 
-static void range(rbp_insp *in, const rbp_obj *o, uint64_t ptr, uint64_t len)
+static void range(rbp_insp *in, uint64_t ptr, uint64_t len)
 {
     uint64_t v[3];
     if (len != 3 || !rbp_mem_read(in->s->mem, ptr, v, sizeof v)) {
@@ -225,7 +225,7 @@ static void structure(rbp_insp *in, const rbp_obj *o)
     uint64_t real = rbp_class_real(in->h, o->klass);
     const char *path = real ? rbp_heap_class_path(in->h, real) : NULL;
     if (path && !strcmp(path, "Range")) {
-        range(in, o, ptr, len);
+        range(in, ptr, len);
         return;
     }
     bool data = !rbp_insp_inherits(in, real, "Struct") && rbp_insp_inherits(in, real, "Data");
