@@ -47,10 +47,10 @@ install(FILES ${CMAKE_SOURCE_DIR}/core/include/rbpeek.h DESTINATION ${CMAKE_INST
 # What a static link needs besides librbpeek.a. Debian 12's libdwarf-dev has
 # no libdwarf.pc: then it is named in Libs.private.
 if(LIBDWARF_FOUND)
-  set(RBPEEK_PC_REQUIRES "libelf libdwarf libprotobuf-c zlib")
+  set(RBPEEK_PC_REQUIRES "libelf libdwarf libprotobuf-c zlib gmp")
   set(RBPEEK_PC_LIBS "-lm")
 else()
-  set(RBPEEK_PC_REQUIRES "libelf libprotobuf-c zlib")
+  set(RBPEEK_PC_REQUIRES "libelf libprotobuf-c zlib gmp")
   set(RBPEEK_PC_LIBS "-ldwarf -lm")
 endif()
 rbpeek_relpath(RBPEEK_PC_PREFIX "${CMAKE_INSTALL_LIBDIR}/pkgconfig" "")

@@ -39,6 +39,8 @@ foreach(layer ${RBPEEK_LAYERS})
     set(libs PkgConfig::LIBDWARF PkgConfig::LIBELF)
   elseif(layer STREQUAL "memory")
     set(libs PkgConfig::LIBELF)
+  elseif(layer STREQUAL "inspect")
+    set(libs PkgConfig::GMP)   # Bignum to decimal (inspect_num.c)
   elseif(layer STREQUAL "output")
     set(extra ${RBPEEK_PPROF_PB_C})   # protoc-c's code for output/pprof.proto
     set(libs PkgConfig::PROTOBUF_C ZLIB::ZLIB)

@@ -8,7 +8,7 @@ PKGS=(build-essential cmake pkg-config gdb lldb-16 python3-lldb-16 clang-16 libc
       libdwarf-dev libelf-dev libcunit1-dev ruby3.1 ruby3.1-dev ruby-stackprof
       valgrind dpkg-dev autoconf bison libssl-dev libyaml-dev libffi-dev
       zlib1g-dev libgdbm-dev libreadline-dev chromium libxml2-utils
-      libprotobuf-c-dev protobuf-c-compiler golang-go
+      libprotobuf-c-dev protobuf-c-compiler golang-go libgmp-dev
       file)  # file: cpack -G DEB (dpkg-shlibdeps) finds the ELF files with it
 
 # Extra deb-src suites carrying the CRuby versions in the test matrix. They

@@ -195,7 +195,7 @@ static void hash(rbp_insp *in, const rbp_obj *o)
     in->depth--;
 }
 
-static void range(rbp_insp *in, const rbp_obj *o, uint64_t ptr, uint64_t len)
+static void range(rbp_insp *in, uint64_t ptr, uint64_t len)
 {
     uint64_t v[3];
     if (len != 3 || !rbp_mem_read(in->s->mem, ptr, v, sizeof v)) {
@@ -225,7 +225,7 @@ static void structure(rbp_insp *in, const rbp_obj *o)
     uint64_t real = rbp_class_real(in->h, o->klass);
     const char *path = real ? rbp_heap_class_path(in->h, real) : NULL;
     if (path && !strcmp(path, "Range")) {
-        range(in, o, ptr, len);
+        range(in, ptr, len);
         return;
     }
     bool data = !rbp_insp_inherits(in, real, "Struct") && rbp_insp_inherits(in, real, "Data");
@@ -407,7 +407,10 @@ static void refused(rbp_insp *in, const rbp_obj *o, rbp_walk_verdict why)
         }
         in->budget_said = true;
         char marker[160];
-        if (in->command_budget)
+        if (in->output_full)
+            snprintf(marker, sizeof marker, "#<rbpeek: cut: the value's text passed %d MiB>",
+                     RBP_INSP_MAX_OUTPUT >> 20);
+        else if (in->command_budget)
             snprintf(marker, sizeof marker, "#<rbpeek: cut: this command's budget of %d objects is spent>",
                      RBP_INSP_COMMAND_BUDGET);
         else
@@ -434,6 +437,10 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
 {
     in->nested = rbp_insp_value;
     if (immediate(in, v)) return;
+    if (in->out->len >= RBP_INSP_MAX_OUTPUT && in->budget) { /* the text is long enough: an end like the budget's */
+        in->budget = 0;
+        in->output_full = true;
+    }
     if (!in->budget) { /* spent: say so without reading more */
         rbp_obj none = {.addr = v};
         refused(in, &none, RBP_WALK_BUDGET);

@@ -65,6 +65,7 @@ void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, 
     insp_init(&in, h, lim, out);
     size_t before = in.budget;
     rbp_insp_value(&in, v);
+    rbp_insp_bigcache_free(&in);
     if (in.shared) *in.shared -= before - in.budget;
     if (res) {
         res->cut = in.cut;

@@ -29,6 +29,8 @@ enum {
     RBP_INSP_SLOT = 640,            /* bytes of a slot copied per object (larger slots read the rest on demand) */
     RBP_INSP_BUDGET = 1 << 20,      /* objects printed per value, whatever the limits */
     RBP_INSP_MAX_STR = 1 << 20,     /* bytes of one String read */
+    RBP_INSP_MAX_BIG_WORDS = 1 << 20, /* 32-bit digits of one Bignum printed: 32 Mbit, 10.1 million decimal digits */
+    RBP_INSP_MAX_OUTPUT = 64 << 20, /* bytes of text one value prints, about (parts printed aside are checked alone) */
 };
 
 typedef enum rbp_enc_kind { RBP_ENC_UTF8, RBP_ENC_BINARY, RBP_ENC_ASCII, RBP_ENC_OTHER } rbp_enc_kind;
@@ -47,6 +49,8 @@ typedef struct rbp_insp {
     bool command_budget;    /* budget is what was left of the command's, less than a value's own */
     bool budget_said;       /* the budget's marker is out: later parts print as … */
     bool again;             /* the object being dispatched is being printed further up */
+    bool output_full;       /* the budget was ended by RBP_INSP_MAX_OUTPUT */
+    struct rbp_bigcache *bigs; /* Bignums' decimal text, by address (inspect_num.c) */
     bool cut;               /* something was elided */
     bool inexact;           /* not what Ruby prints: a type (top or nested) whose #inspect is not decoded, or a part unreadable */
     bool newer_0x85;        /* 3.2+: U+0085 is escaped (Ruby bug #16842) */
@@ -88,6 +92,8 @@ void rbp_insp_sym_key(rbp_insp *in, const unsigned char *p, size_t len, rbp_enc_
 void rbp_insp_float(rbp_strbuf *b, double d);
 /* A Bignum in decimal; false when its digits can't be read. */
 bool rbp_insp_bignum(rbp_insp *in, const rbp_obj *o);
+/* Frees what rbp_insp_bignum kept for the value (its cache of digits). */
+void rbp_insp_bigcache_free(rbp_insp *in);
 
 /* The class's name as #inspect shows it; whether klass or a superclass has
  * this permanent path. */

@@ -417,6 +417,78 @@ static void test_p_long_symbol_name(void)
     image_free(&f.im);
 }
 
+enum { BIGDIGITS = 0x3000000, BIGARRAY = 0x3200000 };
+
+/* A heap Bignum (the magnitude's 32-bit words at digits) in slot i. */
+static void put_bignum(heap_fixture *f, int i, bool positive, uint64_t len, uint64_t digits)
+{
+    put64(slot_bytes(f, i), RBP_T_BIGNUM | (positive ? RBP_FL_USER(1) : 0)), put64(slot_bytes(f, i) + 8, f->cls);
+    put64(slot_bytes(f, i) + 16, len), put64(slot_bytes(f, i) + 24, digits);
+}
+
+/* Bignums, converted by GMP (issue 24: the division by 10^9 it replaced
+ * was quadratic, 8.9 s for 65,536 words): small ones embedded and on the
+ * heap, negative, 2**2_000_000 (602,060 digits, checked at both ends
+ * against Python's), one past the cap (a marker, nothing read), and an
+ * Array holding one 2 Mbit Bignum 100 times (converted once) or 200 times
+ * (cut when the text passes 64 MiB). */
+static void test_p_bignum(void)
+{
+    heap_fixture f;
+    build(&f);
+    /* 2**64, embedded: three words */
+    put64(slot_bytes(&f, 50), RBP_T_BIGNUM | RBP_FL_USER(1) | RBP_FL_USER(2) | (UINT64_C(3) << (RBP_FL_USHIFT + 3)));
+    put64(slot_bytes(&f, 50) + 8, f.cls);
+    put32(slot_bytes(&f, 50) + 16, 0), put32(slot_bytes(&f, 50) + 20, 0), put32(slot_bytes(&f, 50) + 24, 1);
+    expect(&f, slot_addr(&f, 50), "18446744073709551616\n");
+    /* -(2**96 - 1) on the heap */
+    size_t words = 62501;
+    uint8_t *d = add_region(&f.im, BIGDIGITS, words * 4);
+    memset(d, 0xff, 12);
+    put_bignum(&f, 51, false, 3, BIGDIGITS);
+    expect(&f, slot_addr(&f, 51), "-79228162514264337593543950335\n");
+    /* 2**2_000_000 */
+    memset(d, 0, words * 4);
+    put32(d + (words - 1) * 4, 1);
+    put_bignum(&f, 52, true, words, BIGDIGITS);
+    char *out = NULL;
+    max_out = (size_t)80 << 20;
+    CU_ASSERT_EQUAL_FATAL(p(&f, slot_addr(&f, 52), &out), RBPEEK_OK);
+    CU_ASSERT_EQUAL(strcspn(out, "\n"), 602060);
+    CU_ASSERT_EQUAL(strncmp(out, "98022993770695674158", 20), 0);
+    CU_ASSERT_EQUAL(strncmp(out + 602060 - 20, "16554666243707109376", 20), 0);
+    rbpeek_free(out);
+    /* a length past the cap: a marker, no read of its 4 MiB of digits */
+    put_bignum(&f, 53, true, (UINT64_C(1) << 20) + 1, 0x7700000);
+    expect_has(&f, slot_addr(&f, 53), "#<rbpeek: an Integer of 1048577 32-bit digits (about 11 million decimal "
+               "digits): longer than rbpeek prints", "not exact", NULL);
+    /* [big] * 100: each copy printed whole */
+    uint8_t *arr = add_region(&f.im, BIGARRAY, 200 * 8);
+    for (int i = 0; i < 200; i++) put64(arr + 8 * i, slot_addr(&f, 52));
+    put64(slot_bytes(&f, 54), RBP_T_ARRAY), put64(slot_bytes(&f, 54) + 8, f.cls);   /* heap elements */
+    put64(slot_bytes(&f, 54) + 16, 100), put64(slot_bytes(&f, 54) + 32, BIGARRAY);
+    CU_ASSERT_EQUAL_FATAL(p(&f, slot_addr(&f, 54), &out), RBPEEK_OK);
+    size_t copies = 0;
+    for (const char *q = out; (q = strstr(q, "98022993770695674158")) != NULL; q++) copies++;
+    CU_ASSERT_EQUAL(copies, 100);
+    CU_ASSERT_EQUAL(strcspn(out, "\n"), 100 * 602060 + 99 * 2 + 2);
+    CU_ASSERT_PTR_NULL(strstr(out, "rbpeek"));
+    rbpeek_free(out);
+    /* 200 copies, --max-length 1000: cut when the text passes 64 MiB */
+    put64(slot_bytes(&f, 54) + 16, 200);
+    rbpeek_inspect_options opt = {8, 1000, 0};
+    rbpeek_session_invalidate(f.s);
+    CU_ASSERT_EQUAL_FATAL(rbpeek_value_inspect(f.s, slot_addr(&f, 54), &opt, RBPEEK_FORMAT_TEXT, &out), RBPEEK_OK);
+    copies = 0;
+    for (const char *q = out; (q = strstr(q, "98022993770695674158")) != NULL; q++) copies++;
+    CU_ASSERT(copies > 100 && copies < 120);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ", #<rbpeek: cut: the value's text passed 64 MiB>, \xe2\x80\xa6]"));
+    rbpeek_free(out);
+    max_out = 200000;
+    rbpeek_session_free(f.s);
+    image_free(&f.im);
+}
+
 static uint64_t rng(uint64_t *x)
 {
     *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
@@ -462,6 +534,7 @@ static const rbp_cu_test TESTS[] = {
     {"p_corrupt_proc_regexp", test_p_corrupt_proc_regexp},
     {"p_self_containing", test_p_self_containing},
     {"p_long_symbol_name", test_p_long_symbol_name},
+    {"p_bignum", test_p_bignum},
     {"p_fuzz", test_p_fuzz},
     {NULL, NULL},
 };
