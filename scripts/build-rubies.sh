@@ -62,11 +62,14 @@ build_one() {
         # 2.7.4 stops at the default gems (they need openssl); ruby, libruby
         # and the standard library are installed by then, which is enough.
         make install-nodoc HAVE_BASERUBY=no || [ -x "$prefix/bin/ruby" ]
+        # The CPU the build took (its children's user and system time): on a
+        # loaded machine the wall time says little, this says what it costs.
+        times | tail -n1 > "$work/cpu"
     ) > "$work/build.log" 2>&1 || { echo "ruby $name: build failed, see $work/build.log"; return 1; }
     "$prefix/bin/ruby" -e 'exit(RUBY_VERSION.empty? ? 1 : 0)'
     echo "$recipe" > "$prefix/.rbpeek-complete"
+    echo "ruby $name: installed at $prefix in $(( $(date +%s) - t0 )) s (CPU user, system: $(cat "$work/cpu"))"
     rm -rf "$work"
-    echo "ruby $name: installed at $prefix in $(( $(date +%s) - t0 )) s"
 }
 
 names=("$@"); [ ${#names[@]} -gt 0 ] || names=("${ALL[@]}")
