@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,8 +62,21 @@ def read_json(path):
         return strict_json(f.read())
 
 
+_log_context = threading.local()
+_print_lock = threading.Lock()
+
+
+def set_log_prefix(prefix):
+    """Prefixes this thread's log lines (matrix.py: which combination
+    says it, when two run side by side)."""
+    _log_context.prefix = prefix
+
+
 def log(msg):
-    print(msg, flush=True)
+    prefix = getattr(_log_context, "prefix", "")
+    with _print_lock:
+        print("".join(prefix + line + "\n" for line in str(msg).split("\n")) if prefix else msg,
+              end="" if prefix else "\n", flush=True)
 
 
 def ruby_binary(spec):
@@ -75,15 +89,18 @@ def ruby_binary(spec):
 
 
 class Target:
-    """A Ruby test program, started and parked; killed on exit."""
+    """A Ruby test program, started and parked; killed on exit. env: extra
+    environment variables (how programs take their options, since they are
+    started as "ruby PROGRAM OUT_DIR")."""
 
-    def __init__(self, ruby, program, workdir, timeout=90):
+    def __init__(self, ruby, program, workdir, timeout=90, env=None):
         self.ruby = ruby
         self.workdir = workdir
         self.log_path = os.path.join(workdir, "target.log")
-        self.proc = subprocess.Popen([ruby, os.path.join(PROGRAMS, program), workdir],
-                                     stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=workdir)
+        with open(self.log_path, "w") as log_file:
+            self.proc = subprocess.Popen([ruby, os.path.join(PROGRAMS, program), workdir],
+                                         stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         cwd=workdir, env=dict(os.environ, **(env or {})))
         ready = os.path.join(workdir, "ready")
         deadline = time.time() + timeout
         while not os.path.exists(ready):
@@ -137,6 +154,23 @@ class Target:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def copy_core(src, dst):
+    """A copy of a core to damage. gcore writes every mapping in full, also
+    the reserved, never touched ones (a thread's malloc arena: 64 MB of
+    zeros each), so a core of 1 GB may hold 10 MB of data: the copy keeps
+    the zeros as holes, which makes it some ten times faster."""
+    r = subprocess.run(["cp", "--sparse=always", src, dst], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failure("cannot copy %s: %s" % (src, r.stderr.strip()))
+    return dst
 
 
 def core_segments(path, writable=False):
@@ -198,6 +232,17 @@ def run_cli(args, timeout=300):
     r = subprocess.run([sys.executable, RBPEEK_CLI] + list(args), capture_output=True, text=True, timeout=timeout,
                        stdin=subprocess.DEVNULL, errors="replace")
     return r.returncode, r.stdout, r.stderr
+
+
+def cli(args, want_rc=0, timeout=900):
+    """run_cli that fails on a Python traceback, or on an exit code other
+    than want_rc (None: any); returns (stdout, stderr)."""
+    rc, out, err = run_cli(args, timeout=timeout)
+    assert_no_traceback(out + err)
+    if want_rc is not None and rc != want_rc:
+        raise Failure("rbpeek %s: exit %d (wanted %d)\nstdout: %s\nstderr: %s"
+                      % (" ".join(args), rc, want_rc, out[-2000:], err[-2000:]))
+    return out, err
 
 
 def assert_no_traceback(output):

@@ -1,15 +1,11 @@
-# ruby sample: accuracy against the target's own CPU-clock split, thread
-# selection and --on-cpu, on every Ruby and debugger (core: the refusal).
-rbpeek_matrix_test(sample test_sample.py)
+# ruby sample: accuracy against the target's own CPU-clock split and thread
+# selection, in gdb, lldb and the command line, on one program per Ruby.
 # Accuracy is measured against the target's own CPU clocks: on a 2-core
-# machine another test running beside it skews both, so live runs go alone.
-foreach(ruby ${RBPEEK_TEST_RUBIES})
-  foreach(dbg ${RBPEEK_TEST_DEBUGGERS})
-    if(TEST it.sample.${ruby}.${dbg}.live)
-      set_tests_properties(it.sample.${ruby}.${dbg}.live PROPERTIES RUN_SERIAL TRUE)
-    endif()
-  endforeach()
-endforeach()
+# machine another test running beside it skews both, so the test runs alone.
+rbpeek_ruby_test(sample test_sample.py RUN_SERIAL ARGS accuracy)
+# The rest, which measures nothing and so shares the machine: --on-cpu, the
+# command line's --duration and Ctrl-C, and the refusal of a core.
+rbpeek_ruby_test(sample_other test_sample.py LABEL sample ARGS other)
 # Target exit, Ctrl-C, an exception and a KeyboardInterrupt mid-sampling:
 # debugger logic more than Ruby, so two Rubies (stripped and DWARF, old and new).
 foreach(ruby debian-3.1 3.4.5)
@@ -19,15 +15,7 @@ foreach(ruby debian-3.1 3.4.5)
 endforeach()
 # A GVL holder whose stack changes faster than it can be read: exact when
 # it is stopped, torn reads caught (dropped, counted) with --nonblocking.
-foreach(ruby debian-3.1 3.4.5)
-  foreach(dbg gdb lldb)
-    rbpeek_plain_test(sample_churn.${ruby}.${dbg} test_sample_churn.py ${ruby} ${dbg})
-  endforeach()
-endforeach()
+rbpeek_ruby_test(sample_churn test_sample_churn.py RUBIES debian-3.1 3.4.5)
 # Parked threads sampled without being stopped (only the GVL holder, or
 # nothing: --nonblocking) against `ruby bt -a` with every thread stopped.
-foreach(ruby ${RBPEEK_TEST_RUBIES})
-  foreach(dbg ${RBPEEK_TEST_DEBUGGERS})
-    rbpeek_plain_test(sample_parked.${ruby}.${dbg} test_sample_parked.py ${ruby} ${dbg})
-  endforeach()
-endforeach()
+rbpeek_ruby_test(sample_parked test_sample_parked.py)

@@ -1,12 +1,17 @@
 """`ruby bt -a --json` against the target's own backtrace_locations.
 
-    test_bt.py RUBY DEBUGGER MODE      e.g. test_bt.py 3.4.5 lldb core
+    test_bt.py RUBY [COMBO...]      e.g. test_bt.py 3.4.5, test_bt.py 3.4.5 lldb.core
 
-RUBY is a matrix name (see harness.ruby_binary), DEBUGGER gdb or lldb,
-MODE live (attach to the parked process) or core (gcore it, then open the
-core). Every recorded thread must be found, and every frame's label, path,
-absolute_path and line number must be equal, in order. The target must be
-left running.
+RUBY is a matrix name (see harness.ruby_binary). programs/bt_scenarios.rb
+is started once and gcore'd once (matrix.py), and read in every
+combination: gdb and lldb, live (attached to the parked process) and on
+the core, and the command line (`rbpeek bt --pid`, `--core` with and
+without `--exe`). Every recorded thread must be found, and every frame's
+label, path, absolute_path and line number must be equal, in order.
+Live, the debuggers also walk with the version's built-in table and show
+the selected thread alone; gdb also opens the core with no binaries (ELF
+symbols only); the command line also runs threads, locks and info. The
+target must be left running.
 """
 
 import json
@@ -15,6 +20,7 @@ import sys
 
 import harness
 from harness import Failure
+import matrix
 
 
 def compare(expected, actual):
@@ -56,20 +62,20 @@ def compare(expected, actual):
     return frames_checked
 
 
-def check_selected_thread(debugger, target, workdir, name="deep"):
+def check_selected_thread(c, name="deep"):
     """`ruby bt` without -a shows the debugger's selected thread: select the
     Ruby thread NAME by the number `ruby threads` gives it, then compare."""
-    threads_json = os.path.join(workdir, "threads.json")
-    rc, output = harness.run_debugger(debugger, ["ruby threads --json -o " + threads_json], pid=target.pid)
+    threads_json = c.path("threads.json")
+    rc, output = c.run_debugger(["ruby threads --json -o " + threads_json])
     harness.assert_no_traceback(output)
     with open(threads_json, encoding="utf-8") as f:
         listed = json.load(f)["threads"]
     num = next((t["debugger_thread"] for t in listed if t["name"] == name), None)
     if num is None:
         raise Failure("ruby threads gives no debugger thread number for %r:\n%s" % (name, listed))
-    one_json = os.path.join(workdir, "one.json")
-    select = "thread %d" % num if debugger == "gdb" else "thread select %d" % num
-    rc, output = harness.run_debugger(debugger, [select, "ruby bt --json -o " + one_json], pid=target.pid)
+    one_json = c.path("one.json")
+    select = "thread %d" % num if c.debugger == "gdb" else "thread select %d" % num
+    rc, output = c.run_debugger([select, "ruby bt --json -o " + one_json])
     harness.assert_no_traceback(output)
     if not os.path.exists(one_json):
         raise Failure("ruby bt on the selected thread %d wrote nothing:\n%s" % (num, output[-2000:]))
@@ -77,65 +83,101 @@ def check_selected_thread(debugger, target, workdir, name="deep"):
         one = json.load(f)
     if len(one["threads"]) != 1 or one["threads"][0]["name"] != name:
         raise Failure("ruby bt on thread %d showed %s, not %r" % (num, [t["name"] for t in one["threads"]], name))
-    expected = dict(target.expected())
+    expected = dict(c.target.expected())
     expected["threads"] = [t for t in expected["threads"] if t["name"] == name]
     compare(expected, one)
     harness.log("ruby bt on the selected thread (%d, %r): identical" % (num, name))
 
 
-def test(ruby_spec, debugger, mode, workdir):
-    ruby = harness.ruby_binary(ruby_spec)
-    if not os.path.exists(ruby):
-        raise Failure("Ruby %s is not built (%s); run scripts/build-rubies.sh" % (ruby_spec, ruby))
-    target = harness.Target(ruby, "bt_scenarios.rb", workdir)
-    try:
-        out_json = os.path.join(workdir, "rbpeek.json")
-        cmd = "ruby bt -a --json -o " + out_json
-        # Live, also walk with the built-in table of this version (a Ruby with
-        # DWARF would otherwise never exercise it): it must give the same.
-        version = target.expected()["ruby_version"]
-        table = os.path.join(harness.REPO, "layouts", version + ".layout")
-        table_json = os.path.join(workdir, "rbpeek-table.json")
-        if mode == "live":
-            cmds = [cmd] + (["ruby bt -a --json -o %s --layout %s" % (table_json, table)]
-                            if os.path.exists(table) else [])
-            rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
-        else:
-            core = target.gcore()
-            rc, output = harness.run_debugger(debugger, [cmd], exe=ruby, core=core)
-            # gdb given the core alone has no symbols for libruby: rbpeek must
-            # fall back to the ELF symbol tables of the mapped images.
-            if debugger == "gdb":
-                bare_json = os.path.join(workdir, "rbpeek-bare.json")
-                rc2, out2 = harness.run_debugger(debugger, ["ruby bt -a --json -o " + bare_json], core=core)
-                harness.assert_no_traceback(out2)
-                if not os.path.exists(bare_json):
-                    raise Failure("core without binaries: no JSON written:\n" + out2[-3000:])
-                with open(bare_json, encoding="utf-8") as f:
-                    compare(target.expected(), json.load(f))
-                harness.log("core opened without its binaries: identical too")
-        harness.assert_no_traceback(output)
-        if not os.path.exists(out_json):
-            raise Failure("no JSON written; debugger output:\n" + output[-3000:])
-        with open(out_json, encoding="utf-8") as f:
-            actual = json.load(f)
-        n = compare(target.expected(), actual)
-        if mode == "live":
-            check_selected_thread(debugger, target, workdir)
-        if os.path.exists(table_json):
-            with open(table_json, encoding="utf-8") as f:
-                compare(target.expected(), json.load(f))
-            harness.log("built-in table layouts/%s.layout: identical too" % version)
-        elif mode == "live" and os.path.exists(table):
-            raise Failure("no output with --layout %s:\n%s" % (table, output[-2000:]))
-        target.assert_left_running()
-        harness.log("%s %s %s: %d threads, %d frames identical" % (ruby_spec, debugger, mode,
-                                                                   len(actual["threads"]), n))
-    finally:
-        target.close()
+def check_debugger(c):
+    expected = c.target.expected()
+    out_json = c.path("rbpeek.json")
+    cmd = "ruby bt -a --json -o " + out_json
+    # Live, also walk with the built-in table of this version (a Ruby with
+    # DWARF would otherwise never exercise it): it must give the same.
+    version = expected["ruby_version"]
+    table = os.path.join(harness.REPO, "layouts", version + ".layout")
+    table_json = c.path("rbpeek-table.json")
+    if c.live:
+        cmds = [cmd] + (["ruby bt -a --json -o %s --layout %s" % (table_json, table)] if os.path.exists(table) else [])
+        rc, output = c.run_debugger(cmds)
+    else:
+        rc, output = c.run_debugger([cmd])
+        # gdb given the core alone has no symbols for libruby: rbpeek must
+        # fall back to the ELF symbol tables of the mapped images.
+        if c.debugger == "gdb":
+            bare_json = c.path("rbpeek-bare.json")
+            rc2, out2 = harness.run_debugger(c.debugger, ["ruby bt -a --json -o " + bare_json], core=c.core)
+            harness.assert_no_traceback(out2)
+            if not os.path.exists(bare_json):
+                raise Failure("core without binaries: no JSON written:\n" + out2[-3000:])
+            with open(bare_json, encoding="utf-8") as f:
+                compare(expected, json.load(f))
+            harness.log("core opened without its binaries: identical too")
+    harness.assert_no_traceback(output)
+    if not os.path.exists(out_json):
+        raise Failure("no JSON written; debugger output:\n" + output[-3000:])
+    with open(out_json, encoding="utf-8") as f:
+        actual = json.load(f)
+    n = compare(expected, actual)
+    if c.live:
+        check_selected_thread(c)
+    if os.path.exists(table_json):
+        with open(table_json, encoding="utf-8") as f:
+            compare(expected, json.load(f))
+        harness.log("built-in table layouts/%s.layout: identical too" % version)
+    elif c.live and os.path.exists(table):
+        raise Failure("no output with --layout %s:\n%s" % (table, output[-2000:]))
+    harness.log("%d threads, %d frames identical" % (len(actual["threads"]), n))
+
+
+def check_cli(c):
+    """rbpeek bt (and threads, locks, info) from the command line."""
+    expected = c.target.expected()
+    cli = harness.cli
+    if c.live:
+        pid = str(c.target.pid)
+        n = compare(expected, json.loads(cli(["bt", "-a", "--json", "--pid", pid])[0]))
+        harness.log("rbpeek bt --pid: %d frames identical" % n)
+        # Without -a: the main thread, as gdb -p selects it; text as Ruby prints it.
+        out, _ = cli(["bt", "--pid", pid])
+        main = next(t for t in expected["threads"] if t["main"])
+        if not out.startswith("Thread 1 (main") or "%s:%d:in " % (main["frames"][0]["path"],
+                                                                  main["frames"][0]["lineno"]) not in out:
+            raise Failure("rbpeek bt (no -a) did not show the main thread's stack:\n" + out[-2000:])
+        json.loads(cli(["locks", "--json", "--pid", pid])[0])
+        info, _ = cli(["info", "--pid", pid])
+        if "Ruby version:  %s" % expected["ruby_version"] not in info or "/proc/%s/mem" % pid not in info:
+            raise Failure("rbpeek info --pid:\n" + info)
+        return
+    path = c.path("bt.json")
+    out, err = cli(["bt", "-a", "--json", "-o", path] + c.where())
+    if "rbpeek: wrote " + path not in err + out:
+        raise Failure("rbpeek bt -o did not say it wrote %s" % path)
+    with open(path, encoding="utf-8") as f:
+        n = compare(expected, json.load(f))
+    out, _ = cli(["bt", "-a", "--json", "--core", c.core])   # the core alone: ELF symbols only
+    compare(expected, json.loads(out))
+    harness.log("rbpeek bt --core (with and without --exe): %d frames identical" % n)
+    # threads runs too, and names the same threads as bt.
+    doc = json.loads(cli(["threads", "--json", "--core", c.core])[0])
+    names = sorted(t["name"] or "<main>" for t in doc["threads"] if t["name"] != "rbpeek-recorder")
+    want = sorted(t["name"] if not t["main"] else "<main>" for t in expected["threads"])
+    if names != want:
+        raise Failure("rbpeek threads --core: threads %s, Ruby has %s" % (names, want))
+
+
+def check(c):
+    (check_cli if c.debugger == "cli" else check_debugger)(c)
+
+
+def test(ruby_spec, only, workdir):
+    m = matrix.Matrix(ruby_spec, workdir, only)
+    m.run("bt_scenarios.rb", check, combos=matrix.WITH_CLI, parallel=True)
+    m.finish()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[2] not in ("gdb", "lldb") or sys.argv[3] not in ("live", "core"):
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
-    harness.main(lambda wd: test(sys.argv[1], sys.argv[2], sys.argv[3], wd))
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2:], wd))

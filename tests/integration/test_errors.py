@@ -15,7 +15,6 @@ crash, hang or raise, whatever is read.
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -160,7 +159,7 @@ def fuzz_core(debugger, core, workdir, rounds=6):
         raise Failure("no writable segments in the core")
     for r in range(rounds):
         damaged = os.path.join(workdir, "damaged.core")
-        shutil.copyfile(core, damaged)
+        harness.copy_core(core, damaged)
         with open(damaged, "r+b") as f:
             for _ in range(300):
                 off, size = rng.choice(segs)

@@ -1,12 +1,14 @@
 """`ruby heap` (census and --dump) against the target's own ObjectSpace view.
 
-    test_heap.py RUBY DEBUGGER MODE      e.g. test_heap.py 3.4.5 lldb core
+    test_heap.py RUBY [COMBO...]      e.g. test_heap.py 3.4.5, test_heap.py 3.4.5 lldb.core
 
 The target (programs/heap_population.rb) builds a heap of about 800,000
 objects with a known population, records ObjectSpace.count_objects, each
 own class's instance count, memsize_of_all and ObjectSpace.dump_all, then
-parks with GC disabled. In the debugger, `ruby heap --json` and
-`ruby heap --dump` must agree with that record:
+parks with GC disabled. It is started once per Ruby and gcore'd once
+(matrix.py); in every combination, gdb and lldb live and on the core and
+the command line (`rbpeek heap --pid`, `--core --exe`), `ruby heap --json`
+and `ruby heap --dump` must agree with that record:
 
   census  instance counts of the program's own classes: exact (by the name
           Ruby gives the class: Module#name, or inspect for the anonymous
@@ -21,26 +23,29 @@ parks with GC disabled. In the debugger, `ruby heap --json` and
           finds >= 99% of the objects Ruby's has.
 
 Every line of rbpeek's dump is read by a strict JSON parser (UTF-8
-strictly decoded, no lone surrogate).
-
-In core mode a damaged copy of the core is then censused too: garbage
-written over the slots of two heap pages and over the header of a third
-must give a census (and a dump) that completes, counts unreadable slots
-and a skipped page, and prints no traceback; and a String whose bytes are
-not UTF-8, marked 7-bit in that copy, must be dumped with each bad byte as
+strictly decoded, no lone surrogate). Ruby's dump is parsed once; a dump
+byte-identical to one already compared (the heap of a parked target does
+not change) has that comparison's verdict. In gdb and lldb on the core, a
+damaged copy of the core (made once) is then censused too: garbage written
+over the slots of two heap pages and over the header of a third must give
+a census (and a dump) that completes, counts unreadable slots and a
+skipped page, and prints no traceback; and a String whose bytes are not
+UTF-8, marked 7-bit in that copy, must be dumped with each bad byte as
 U+FFFD, every line still strict JSON (issue 24). The live target must be
 left running.
 """
 
 import collections
+import hashlib
 import json
 import os
 import random
-import shutil
+import re
 import sys
 
 import harness
 from harness import Failure
+import matrix
 
 REF_TYPES = ("OBJECT", "ARRAY", "HASH", "STRUCT", "CLASS", "MODULE", "ICLASS")
 STRICT_REF_TYPES = ("OBJECT", "ARRAY", "HASH", "STRUCT")
@@ -208,14 +213,17 @@ def check_damaged_string(dump, addr):
     want = "not \ufffd\ufffd utf-8 \ufffd\ufffd"
     if len(mine) != 1 or mine[0].get("value") != want:
         raise Failure("the damaged String's line: %r, want its value %r" % (mine, want))
-    harness.log("  a String marked 7-bit over bytes that are not UTF-8: dumped as %r" % want)
+    harness.log("a String marked 7-bit over bytes that are not UTF-8: dumped as %r" % want)
 
 
-def corruption_check(debugger, ruby, core, census, workdir, expected):
+def damaged_copy(core, census, workdir, not_utf8):
+    """A copy of the core with garbage over the slots of two populated heap
+    pages and over the header of a third (the same pages every time), and
+    the String at not_utf8 marked 7-bit."""
     damaged = os.path.join(workdir, "damaged.core")
-    shutil.copyfile(core, damaged)
+    harness.copy_core(core, damaged)
     segs = harness.core_segments(damaged)
-    mark_7bit(damaged, segs, int(expected["not_utf8"], 16))
+    mark_7bit(damaged, segs, int(not_utf8, 16))
     pages = [p for p in census["heap"]["page_list"] if p["live"] > 50]
     if len(pages) < 3:
         raise Failure("too few populated pages to damage")
@@ -225,16 +233,24 @@ def corruption_check(debugger, ruby, core, census, workdir, expected):
         slot = p["slot_size"]
         scribble(damaged, segs, int(p["start"], 16) + 8 * slot, 20 * slot, rng)
     scribble(damaged, segs, int(hit[2]["header"], 16), 48, rng)
-    out_json = os.path.join(workdir, "damaged.json")
-    out_dump = os.path.join(workdir, "damaged.jsonl")
-    rc, output = harness.run_debugger(debugger, ["ruby heap --json -o " + out_json, "ruby heap --dump " + out_dump],
-                                      exe=ruby, core=damaged, timeout=900)
+    return damaged
+
+
+def corruption_check(c, census):
+    """The census and dump of the damaged copy (made once, for both
+    debuggers) complete, count the damage and print no traceback."""
+    not_utf8 = c.target.expected()["not_utf8"]
+    damaged = c.matrix.shared("damaged core", lambda: damaged_copy(c.core, census, c.target.workdir, not_utf8))
+    out_json = c.path("damaged.json")
+    out_dump = c.path("damaged.jsonl")
+    rc, output = c.run_debugger(["ruby heap --json -o " + out_json, "ruby heap --dump " + out_dump],
+                                core=damaged, timeout=900)
     harness.assert_no_traceback(output)
     if not os.path.exists(out_json) or not os.path.exists(out_dump):
         raise Failure("no census or dump from the damaged core; debugger output:\n" + output[-3000:])
     d = harness.read_json(out_json)
     heap = d["heap"]
-    harness.log("  damaged core: %d unreadable slots, %d skipped pages, %d live"
+    harness.log("damaged core: %d unreadable slots, %d skipped pages, %d live"
                 % (heap["unreadable"], heap["rejected_pages"], heap["live"]))
     if heap["unreadable"] < 2 or heap["rejected_pages"] < 1:
         raise Failure("damage not reported: %d unreadable slots, %d skipped pages"
@@ -243,50 +259,77 @@ def corruption_check(debugger, ruby, core, census, workdir, expected):
         raise Failure("the damaged census stopped early: %d live of %d" % (heap["live"], census["heap"]["live"]))
     if "unreadable" not in output:
         raise Failure("the dump of the damaged core did not mention unreadable slots:\n" + output[-2000:])
-    check_damaged_string(out_dump, expected["not_utf8"])
+    check_damaged_string(out_dump, not_utf8)
 
 
-def test(ruby_spec, debugger, mode, workdir):
-    ruby = harness.ruby_binary(ruby_spec)
-    if not os.path.exists(ruby):
-        raise Failure("Ruby %s is not built (%s); run scripts/build-rubies.sh" % (ruby_spec, ruby))
-    target = harness.Target(ruby, "heap_population.rb", workdir, timeout=600)
-    try:
-        out_json = os.path.join(workdir, "census.json")
-        out_dump = os.path.join(workdir, "rbpeek.jsonl")
-        cmds = ["ruby heap --json -o %s --stats" % out_json, "ruby heap --dump %s --stats" % out_dump]
-        core = None
-        if mode == "live":
-            rc, output = harness.run_debugger(debugger, cmds, pid=target.pid, timeout=900)
-        else:
-            core = target.gcore()
-            rc, output = harness.run_debugger(debugger, cmds, exe=ruby, core=core, timeout=900)
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_dump(c, path):
+    """The dump against Ruby's dump_all (parsed once for all combinations).
+    The target is parked with its GC disabled, so every front end usually
+    writes the same bytes: a dump identical to one already compared has
+    that comparison's verdict (compare_dumps depends on nothing else), and
+    is not parsed again."""
+    target = c.target
+    digest = sha256(path)
+
+    def compare():
+        ruby = c.matrix.shared("ruby dump", lambda: load_dump(os.path.join(target.workdir, "dump.jsonl")))
+        mimic = target.expected()["ruby_version"].startswith("2.")
+        compare_dumps(ruby, load_dump(path, mimic_27=mimic, strict=True))
+        return c.label
+    first = c.matrix.shared(("dump", digest), compare)
+    if first != c.label:
+        harness.log("dump byte-identical (sha256 %s) to %s's, compared with Ruby's above" % (digest[:16], first))
+
+
+def check(c):
+    target = c.target
+    out_json = c.path("census.json")
+    out_dump = c.path("rbpeek.jsonl")
+    if c.debugger == "cli":
+        census = harness.strict_json(harness.cli(["heap", "--json"] + c.where())[0])
+        out, _ = harness.cli(["heap", "--dump", out_dump] + c.where())
+        if not re.search(r"rbpeek: wrote \d+ objects", out):
+            raise Failure("rbpeek heap --dump said: %s" % out)
+    else:
+        rc, output = c.run_debugger(["ruby heap --json -o %s --stats" % out_json,
+                                     "ruby heap --dump %s --stats" % out_dump], timeout=900)
         harness.assert_no_traceback(output)
         for path in (out_json, out_dump):
             if not os.path.exists(path):
                 raise Failure("%s not written; debugger output:\n%s" % (path, output[-3000:]))
         for line in output.splitlines():
             if line.startswith("rbpeek: ") and "objects" in line:
-                harness.log("  " + line)
+                harness.log(line)
         census = harness.read_json(out_json)
-        with open(os.path.join(workdir, "counts.json"), encoding="utf-8") as f:
-            counts = json.load(f)
-        expected = target.expected()
-        if census["ruby_version"] != expected["ruby_version"]:
-            raise Failure("version: rbpeek says %s, Ruby says %s" % (census["ruby_version"], expected["ruby_version"]))
-        compare_census(expected, counts, census)
-        compare_dumps(load_dump(os.path.join(workdir, "dump.jsonl")),
-                      load_dump(out_dump, mimic_27=expected["ruby_version"].startswith("2."), strict=True))
-        if mode == "live":
-            target.assert_left_running()
-        else:
-            corruption_check(debugger, ruby, core, census, workdir, expected)
-        harness.log("%s %s %s: census and dump agree with Ruby's own" % (ruby_spec, debugger, mode))
-    finally:
-        target.close()
+    with open(os.path.join(target.workdir, "counts.json"), encoding="utf-8") as f:
+        counts = json.load(f)
+    expected = target.expected()
+    if census["ruby_version"] != expected["ruby_version"]:
+        raise Failure("version: rbpeek says %s, Ruby says %s" % (census["ruby_version"], expected["ruby_version"]))
+    compare_census(expected, counts, census)
+    check_dump(c, out_dump)
+    if c.mode == "core" and c.debugger != "cli":
+        corruption_check(c, census)
+    harness.log("census and dump agree with Ruby's own")
+
+
+def test(ruby_spec, only, workdir):
+    m = matrix.Matrix(ruby_spec, workdir, only)
+    with m.start("heap_population.rb", timeout=600) as target:
+        m.prefetch("ruby dump", lambda: load_dump(os.path.join(target.workdir, "dump.jsonl")))
+        m.run(target, check, combos=matrix.WITH_CLI, parallel=True)
+    m.finish()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[2] not in ("gdb", "lldb") or sys.argv[3] not in ("live", "core"):
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
-    harness.main(lambda wd: test(sys.argv[1], sys.argv[2], sys.argv[3], wd))
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2:], wd))

@@ -1,9 +1,10 @@
 """`ruby gc`, `ruby p` and `ruby bt --locals` against the target's own view.
 
-    test_inspect.py RUBY          e.g. test_inspect.py 3.4.5
+    test_inspect.py RUBY [COMBO...]      e.g. test_inspect.py 3.4.5, test_inspect.py 3.4.5 gdb.core
 
 One parked program per Ruby (programs/inspect_scenarios.rb) serves every
-check, in gdb and lldb, live and on one gcore'd core (four debugger runs):
+check, in gdb and lldb, live and on one gcore'd core (four debugger runs,
+each reported on its own: matrix.py):
 
   gc      `ruby gc --json` against GC.stat, taken with the GC disabled as the
           program's last act: count, major_gc_count, minor_gc_count and
@@ -52,6 +53,7 @@ import sys
 
 import harness
 from harness import Failure
+import matrix
 
 ALLOC_SLACK = 2000
 MALLOC_SLACK = 256 * 1024
@@ -211,24 +213,14 @@ def run_checks(target, debugger, mode, core, ruby):
         target.assert_left_running()
 
 
-def test(ruby_spec, workdir):
-    ruby = harness.ruby_binary(ruby_spec)
-    if not os.path.exists(ruby):
-        raise Failure("no Ruby at %s (build the matrix: scripts/build-rubies.sh)" % ruby)
-    target = harness.Target(ruby, "inspect_scenarios.rb", workdir)
-    try:
-        for debugger in ("gdb", "lldb"):
-            run_checks(target, debugger, "live", None, ruby)
-        core = target.gcore()
-        for debugger in ("gdb", "lldb"):
-            run_checks(target, debugger, "core", core, ruby)
-        harness.log("%s: gc, p and bt --locals agree with the program's own record in gdb and lldb, live and core" % ruby_spec)
-    finally:
-        target.close()
+def test(ruby_spec, only, workdir):
+    m = matrix.Matrix(ruby_spec, workdir, only)
+    m.run("inspect_scenarios.rb", lambda c: run_checks(c.target, c.debugger, c.mode, c.core, c.ruby), parallel=True)
+    m.finish()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         print(__doc__)
         sys.exit(2)
-    harness.main(lambda wd: test(sys.argv[1], wd))
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2:], wd))

@@ -1,11 +1,12 @@
 """`ruby threads --json` and `ruby locks --json` against what the target Ruby
 program knows about its own threads and locks.
 
-    test_locks.py RUBY DEBUGGER MODE [stuck|healthy|both]
+    test_locks.py RUBY [stuck|healthy|both] [COMBO...]    e.g. test_locks.py 3.4.5 stuck gdb.core
 
-RUBY is a matrix name (see harness.ruby_binary), DEBUGGER gdb or lldb, MODE
-live (attach to the parked process) or core (gcore it, then open the core).
-By default both scenario programs run (programs/locks_scenarios.rb):
+RUBY is a matrix name (see harness.ruby_binary). By default both scenario
+programs run (programs/locks_scenarios.rb), each started once and gcore'd
+once (matrix.py), and read in gdb and lldb, live (attached to the parked
+process) and on the core:
 
   stuck    a two-Mutex deadlock, a three-thread Mutex cycle, a Thread#join
            cycle, a thread joining a deadlocked one, a Mutex held by a
@@ -21,18 +22,20 @@ timeout), the Mutexes it holds (proven inside the owner with Mutex#owned?),
 its top frame and status must match; every deadlock cycle must be found
 exactly, with no extra one; the never-released waits and the threads stuck
 behind must match; and the GVL owner must be the spinner, or nobody when
-every thread sleeps. The target must be left running.
+every thread sleeps. The target must be left running. Four copies of the
+stuck scenario's core, damaged where the analysis reads (made once), must
+each give valid JSON or one rbpeek line in both debuggers.
 """
 
 import json
 import os
 import random
 import re
-import shutil
 import sys
 
 import harness
 from harness import Failure
+import matrix
 
 
 def tname(ref):
@@ -196,58 +199,44 @@ def check_text(c, expected, text):
                any(all('"%s"' % n in ln for n in names) for ln in dl))
 
 
-def run_scenario(ruby_spec, debugger, mode, scenario, workdir):
-    ruby = harness.ruby_binary(ruby_spec)
-    os.makedirs(workdir, exist_ok=True)
-    target = ScenarioTarget(ruby, workdir, scenario)
-    try:
-        paths = {k: os.path.join(workdir, "%s.json" % k) for k in ("threads", "locks")}
-        text_path = os.path.join(workdir, "locks.txt")
-        cmds = ["ruby threads --json -o " + paths["threads"], "ruby locks --json -o " + paths["locks"],
-                "ruby locks -o " + text_path, "ruby threads", "info threads" if debugger == "gdb" else "thread list"]
-        core = None
-        if mode == "live":
-            rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
-        else:
-            core = target.gcore()
-            rc, output = harness.run_debugger(debugger, cmds, exe=ruby, core=core)
-        harness.assert_no_traceback(output)
-        docs = {}
-        for k, p in paths.items():
-            if not os.path.exists(p):
-                raise Failure("%s: no JSON from 'ruby %s'; debugger output:\n%s" % (scenario, k, output[-3000:]))
-            with open(p, encoding="utf-8") as f:
-                docs[k] = json.load(f)
-        with open(text_path, encoding="utf-8") as f:
-            text = f.read()
-        expected = target.expected()
-        c = Checker(scenario)
-        c.eq("Ruby version", docs["locks"]["ruby_version"], expected["ruby_version"])
-        check_threads(c, expected, docs["threads"], docs["locks"], debugger_tids(debugger, output))
-        check_locks(c, expected, docs["locks"])
-        check_text(c, expected, text)
-        if c.problems:
-            raise Failure("%d mismatches:\n  %s\n--- ruby locks:\n%s" % (len(c.problems), "\n  ".join(c.problems[:40]),
-                                                                      text[-4000:]))
-        target.assert_left_running()
-        if core and scenario == "stuck":
-            fuzz_core(debugger, ruby, core, docs["locks"], workdir)
-        harness.log("%s %s %s %s: %d threads, %d Mutexes, %d deadlocks, %d never released: as Ruby says"
-                    % (ruby_spec, debugger, mode, scenario, len(docs["threads"]["threads"]),
-                       len(docs["locks"]["mutexes"]), len(docs["locks"]["deadlocks"]),
-                       len(docs["locks"]["never_released"])))
-    finally:
-        target.close()
+def check(c, scenario):
+    paths = {k: c.path("%s.json" % k) for k in ("threads", "locks")}
+    text_path = c.path("locks.txt")
+    cmds = ["ruby threads --json -o " + paths["threads"], "ruby locks --json -o " + paths["locks"],
+            "ruby locks -o " + text_path, "ruby threads", "info threads" if c.debugger == "gdb" else "thread list"]
+    rc, output = c.run_debugger(cmds)
+    harness.assert_no_traceback(output)
+    docs = {}
+    for k, p in paths.items():
+        if not os.path.exists(p):
+            raise Failure("%s: no JSON from 'ruby %s'; debugger output:\n%s" % (scenario, k, output[-3000:]))
+        with open(p, encoding="utf-8") as f:
+            docs[k] = json.load(f)
+    with open(text_path, encoding="utf-8") as f:
+        text = f.read()
+    expected = c.target.expected()
+    ck = Checker(scenario)
+    ck.eq("Ruby version", docs["locks"]["ruby_version"], expected["ruby_version"])
+    check_threads(ck, expected, docs["threads"], docs["locks"], debugger_tids(c.debugger, output))
+    check_locks(ck, expected, docs["locks"])
+    check_text(ck, expected, text)
+    if ck.problems:
+        raise Failure("%d mismatches:\n  %s\n--- ruby locks:\n%s" % (len(ck.problems), "\n  ".join(ck.problems[:40]),
+                                                                   text[-4000:]))
+    if c.live:
+        c.target.assert_left_running()
+    elif scenario == "stuck":
+        fuzz_core(c, docs["locks"])
+    harness.log("%d threads, %d Mutexes, %d deadlocks, %d never released: as Ruby says"
+                % (len(docs["threads"]["threads"]), len(docs["locks"]["mutexes"]), len(docs["locks"]["deadlocks"]),
+                   len(docs["locks"]["never_released"])))
 
 
-
-def fuzz_core(debugger, ruby, core, locks, workdir, rounds=4):
-    """Damages copies of the core right where the analysis reads (the Mutex,
+def damaged_copies(core, addrs, workdir, rounds=4):
+    """Copies of the core damaged right where the analysis reads (the Mutex,
     Queue, Thread and fiber objects and structs it reported, and around
-    them) and checks each copy gives valid JSON or one rbpeek error line,
-    never a traceback, a crash or a hang, and leaves the debugger usable."""
-    text = json.dumps(locks)
-    addrs = sorted({int(a, 16) for a in re.findall(r'"(0x[0-9a-f]+)"', text)})
+    them): garbage, all ones, zeros, and self-references (loops for every
+    list walk)."""
     segs = harness.core_segments(core)
 
     def offset_of(addr):
@@ -257,9 +246,10 @@ def fuzz_core(debugger, ruby, core, locks, workdir, rounds=4):
         return None
 
     rng = random.Random(0x10c5)
+    copies = []
     for r in range(rounds):
-        damaged = os.path.join(workdir, "damaged.core")
-        shutil.copyfile(core, damaged)
+        damaged = os.path.join(workdir, "damaged-%d.core" % r)
+        harness.copy_core(core, damaged)
         with open(damaged, "r+b") as f:
             for _ in range(30):
                 addr = (rng.choice(addrs) + rng.randrange(-64, 64) * 8) & ~7
@@ -277,16 +267,27 @@ def fuzz_core(debugger, ruby, core, locks, workdir, rounds=4):
                     f.write(b"\0" * n)
                 else:  # self-references: loops for every list walk
                     f.write(b"".join((addr + 8 * i).to_bytes(8, "little") for i in range(n // 8)))
-        out_json = os.path.join(workdir, "damaged-locks.json")
-        if os.path.exists(out_json):
-            os.remove(out_json)
+        copies.append(damaged)
+    return copies
+
+
+def fuzz_core(c, locks):
+    """Each damaged copy (made once for both debuggers, from the addresses
+    this combination's `ruby locks` reported) must give valid JSON or one
+    rbpeek error line, never a traceback, a crash or a hang, and leave the
+    debugger usable."""
+    addrs = tuple(sorted({int(a, 16) for a in re.findall(r'"(0x[0-9a-f]+)"', json.dumps(locks))}))
+    copies = c.matrix.shared(("locks damaged", addrs), lambda: damaged_copies(
+        c.core, addrs, os.path.dirname(c.workdir)))
+    for r, damaged in enumerate(copies):
+        out_json = c.path("damaged-locks-%d.json" % r)
         cmd = "ruby locks --json -o " + out_json
-        if debugger == "gdb":
+        if c.debugger == "gdb":
             cmds = [cmd, "ruby threads", "echo after-marker\\n"]
         else:
             cmds = ["script lldb.debugger.HandleCommand(%r); lldb.debugger.HandleCommand('ruby threads'); "
                     "print('after-marker')" % cmd]
-        rc, output = harness.run_debugger(debugger, cmds, exe=ruby, core=damaged, timeout=120)
+        rc, output = c.run_debugger(cmds, core=damaged, timeout=120)
         harness.assert_no_traceback(output)
         if "after-marker" not in output:
             raise Failure("damaged core %d: the debugger did not survive:\n%s" % (r, output[-2000:]))
@@ -303,30 +304,19 @@ def fuzz_core(debugger, ruby, core, locks, workdir, rounds=4):
         harness.log("ok   damaged core %d: %s" % (r, verdict))
 
 
-class ScenarioTarget(harness.Target):
-    """harness.Target for one scenario of locks_scenarios.rb, which reads its
-    scenario from RBPEEK_LOCKS_SCENARIO (harness starts "ruby PROGRAM OUT_DIR")."""
-
-    def __init__(self, ruby, workdir, scenario):
-        os.environ["RBPEEK_LOCKS_SCENARIO"] = scenario
-        try:
-            super().__init__(ruby, "locks_scenarios.rb", workdir)
-        finally:
-            del os.environ["RBPEEK_LOCKS_SCENARIO"]
-
-
-def test(ruby_spec, debugger, mode, which, workdir):
-    ruby = harness.ruby_binary(ruby_spec)
-    if not os.path.exists(ruby):
-        raise Failure("Ruby %s is not built (%s); run scripts/build-rubies.sh" % (ruby_spec, ruby))
-    for scenario in (["stuck", "healthy"] if which == "both" else [which]):
-        run_scenario(ruby_spec, debugger, mode, scenario, os.path.join(workdir, scenario))
+def test(ruby_spec, scenarios, only, workdir):
+    m = matrix.Matrix(ruby_spec, workdir, only)
+    for scenario in scenarios:
+        m.run(lambda: m.start("locks_scenarios.rb", name=scenario, env={"RBPEEK_LOCKS_SCENARIO": scenario}),
+              lambda c: check(c, scenario), label=scenario, parallel=True)
+    m.finish()
 
 
 if __name__ == "__main__":
     argv = sys.argv[1:]
-    if len(argv) not in (3, 4) or argv[1] not in ("gdb", "lldb") or argv[2] not in ("live", "core") or \
-            (len(argv) == 4 and argv[3] not in ("stuck", "healthy", "both")):
+    scenarios = ["stuck", "healthy"]
+    if len(argv) > 1 and argv[1] in scenarios + ["both"]:
+        scenarios = scenarios if argv[1] == "both" else [argv.pop(1)]
+    if not argv:
         sys.exit(__doc__)
-    which = argv[3] if len(argv) == 4 else "both"
-    harness.main(lambda wd: test(argv[0], argv[1], argv[2], which, wd))
+    harness.main(lambda wd: test(argv[0], scenarios, argv[1:], wd))

@@ -1,6 +1,6 @@
 """`ruby page ADDR` against the target's own view of its heap pages.
 
-    test_page.py RUBY          e.g. test_page.py 3.4.5
+    test_page.py RUBY [COMBO...]      e.g. test_page.py 3.4.5, test_page.py 3.4.5 cli.core
 
 One parked program per Ruby (programs/page_scenarios.rb) records, for
 objects of many types (some kept through three full GCs, some made after
@@ -8,8 +8,8 @@ GC.disable), what ObjectSpace.dump says of each: address, type, class, slot
 size, and the GC flags the Ruby reads from the page's own bitmaps (marked,
 old, uncollectible, marking, wb_protected, pinned); and GC::INTERNAL_CONSTANTS.
 Then, in gdb and lldb, live and on one gcore'd core, and through the command
-line (--pid and --core), `ruby page ADDR --json` of every page holding a
-recorded object must show:
+line (--pid and --core), each combination reported on its own (matrix.py),
+`ruby page ADDR --json` of every page holding a recorded object must show:
 
   - the object's slot with its type, class (the klass word) and the same
     flags: marked, uncollectible, marking, wb_unprotected = not wb_protected,
@@ -32,6 +32,7 @@ import sys
 
 import harness
 from harness import Failure
+import matrix
 
 
 def load_objects(target):
@@ -183,28 +184,24 @@ def run_cli(target, mode, core, pages, consts):
     harness.log("  rbpeek --%s: %d pages agree for %d objects" % ("pid" if mode == "live" else "core", len(pages), n))
 
 
-def test(ruby_spec, workdir):
-    ruby = harness.ruby_binary(ruby_spec)
-    if not os.path.exists(ruby):
-        raise Failure("no Ruby at %s (build the matrix: scripts/build-rubies.sh)" % ruby)
-    target = harness.Target(ruby, "page_scenarios.rb", workdir)
-    try:
+def check(c, pages, consts):
+    if c.debugger == "cli":
+        run_cli(c.target, c.mode, c.core, pages, consts)
+    else:
+        run_debugger(c.target, c.debugger, c.mode, c.core, c.ruby, pages, consts)
+
+
+def test(ruby_spec, only, workdir):
+    m = matrix.Matrix(ruby_spec, workdir, only)
+    with m.start("page_scenarios.rb") as target:
         objs, consts = load_objects(target)
         pages = pages_of(objs, consts)
-        for debugger in ("gdb", "lldb"):
-            run_debugger(target, debugger, "live", None, ruby, pages, consts)
-        run_cli(target, "live", None, pages, consts)
-        core = target.gcore()
-        for debugger in ("gdb", "lldb"):
-            run_debugger(target, debugger, "core", core, ruby, pages, consts)
-        run_cli(target, "core", core, pages, consts)
-        harness.log("%s: ruby page agrees with ObjectSpace.dump in gdb, lldb and rbpeek, live and core" % ruby_spec)
-    finally:
-        target.close()
+        m.run(target, lambda c: check(c, pages, consts), combos=matrix.WITH_CLI, parallel=True)
+    m.finish()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         print(__doc__)
         sys.exit(2)
-    harness.main(lambda wd: test(sys.argv[1], wd))
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2:], wd))

@@ -1,10 +1,14 @@
 """`ruby sample` against the target's own measure of where its CPU time went.
 
-    test_sample.py RUBY DEBUGGER MODE      e.g. test_sample.py 3.4.5 lldb live
+    test_sample.py RUBY [accuracy|other] [COMBO...]      e.g. test_sample.py 3.4.5 other lldb.core
 
 The target (programs/cpu_split.rb) splits its main thread's CPU time between
 two methods, alpha and beta, measures the split with its own thread CPU
-clock and logs it every 50 ms. Live:
+clock and logs it every 50 ms. "accuracy" (the default; ctest's
+it.sample.RUBY, which runs alone) does 1 and 2 with one such target per
+Ruby, for gdb, lldb and the command line in turn, never two at once
+(matrix.py); "other" (it.sample_other.RUBY) does the rest with one target
+started with --burner, its core, and the command line. Live:
 
   1. `ruby sample` (all threads) must attribute the alpha/beta split within
      5 percentage points of the target's own measure over the time it was
@@ -22,13 +26,18 @@ clock and logs it every 50 ms. Live:
      --per-thread` keeps about one stack per sample (not two), from those
      two threads only, and never the sleeping or blocked ones.
 
-Core: `ruby sample` must refuse with one clear line and write nothing. The
-target must be left running in every case.
+The command line (`rbpeek sample --pid`) is checked as in 1, with every
+writer; and (other) with --duration 1 and its default file names, and
+ended by Ctrl-C (exit 0, the data written, the target running and
+untraced). Core (other: one gcore of the --burner target): `ruby sample`
+and `rbpeek sample --core` must refuse with one clear line and write
+nothing. The target must be left running in every case.
 """
 
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -36,6 +45,7 @@ import xml.etree.ElementTree as ET
 
 import harness
 from harness import Failure
+import matrix
 
 TOLERANCE = 5.0   # percentage points
 # 2000 samples: about 1 point of sampling noise. 200 Hz leaves the target
@@ -51,11 +61,7 @@ class SplitTarget(harness.Target):
 
     def __init__(self, ruby, workdir, args=""):
         os.makedirs(workdir, exist_ok=True)
-        os.environ["RBPEEK_CPU_SPLIT_ARGS"] = args
-        try:
-            super().__init__(ruby, "cpu_split.rb", workdir)
-        finally:
-            del os.environ["RBPEEK_CPU_SPLIT_ARGS"]
+        super().__init__(ruby, "cpu_split.rb", workdir, env={"RBPEEK_CPU_SPLIT_ARGS": args})
 
     def split_between(self, start, end):
         """The target's own (alpha, beta) CPU seconds between two wall-clock
@@ -196,133 +202,213 @@ SLEEP_LEAVES = ("sleep", "Kernel#sleep")
 READ_LEAVES = ("read", "IO#read")
 
 
-def live_all_threads(ruby_spec, ruby, debugger, workdir):
-    target = SplitTarget(ruby, os.path.join(workdir, "a"))
-    try:
-        folded_a = os.path.join(workdir, "all.folded")
-        svg_a = os.path.join(workdir, "all.svg")
-        ss_a = os.path.join(workdir, "all.speedscope.json")
-        pprof_a = os.path.join(workdir, "all.pb.gz")
-        folded_b = os.path.join(workdir, "current.folded")
-        cmds = ["ruby sample %d --rate %d --folded %s --svg %s --speedscope %s --pprof %s"
-                % (SAMPLES, RATE, folded_a, svg_a, ss_a, pprof_a),
-                "ruby sample 200 --rate %d --threads current --per-thread --folded %s" % (RATE, folded_b)]
-        rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
-        harness.assert_no_traceback(output)
-        target.assert_left_running()
-        for path in (folded_a, svg_a, ss_a, pprof_a, folded_b):
-            if not os.path.exists(path):
-                raise Failure("%s was not written; debugger output:\n%s" % (path, output[-3000:]))
-        counts = samples_reported(output)
-        if len(counts) != 2 or counts[0] != SAMPLES or counts[1] != 200:
-            raise Failure("expected summaries of %d and 200 samples, got %s:\n%s" % (SAMPLES, counts, output[-3000:]))
+def live_all_threads(c):
+    target = c.target
+    folded_a = c.path("all.folded")
+    svg_a = c.path("all.svg")
+    ss_a = c.path("all.speedscope.json")
+    pprof_a = c.path("all.pb.gz")
+    folded_b = c.path("current.folded")
+    cmds = ["ruby sample %d --rate %d --folded %s --svg %s --speedscope %s --pprof %s"
+            % (SAMPLES, RATE, folded_a, svg_a, ss_a, pprof_a),
+            "ruby sample 200 --rate %d --threads current --per-thread --folded %s" % (RATE, folded_b)]
+    rc, output = c.run_debugger(cmds)
+    harness.assert_no_traceback(output)
+    target.assert_left_running()
+    for path in (folded_a, svg_a, ss_a, pprof_a, folded_b):
+        if not os.path.exists(path):
+            raise Failure("%s was not written; debugger output:\n%s" % (path, output[-3000:]))
+    counts = samples_reported(output)
+    if len(counts) != 2 or counts[0] != SAMPLES or counts[1] != 200:
+        raise Failure("expected summaries of %d and 200 samples, got %s:\n%s" % (SAMPLES, counts, output[-3000:]))
 
-        # 1. accuracy, and every thread in every sample.
-        stacks = parse_folded(folded_a)
-        start, end = sampling_window(output, folded_a)
-        split = target.split_between(start, end)
-        check_accuracy(stacks, split, "%s %s all threads" % (ruby_spec, debugger))
-        check_pprof(pprof_a, stacks, split, "%s %s --pprof" % (ruby_spec, debugger))
-        main = sum(c for frames, c in stacks if is_main_stack(frames))
-        sleeper = sum(c for frames, c in stacks if leaf_is(frames, SLEEP_LEAVES) and not is_main_stack(frames))
-        reader = sum(c for frames, c in stacks if leaf_is(frames, READ_LEAVES) and not is_main_stack(frames))
-        if main < 0.95 * SAMPLES or sleeper < 0.95 * SAMPLES or reader < 0.95 * SAMPLES:
-            raise Failure("not every thread in every sample: main %d, sleeper %d, reader %d of %d samples"
-                          % (main, sleeper, reader, SAMPLES))
+    # 1. accuracy, and every thread in every sample.
+    stacks = parse_folded(folded_a)
+    start, end = sampling_window(output, folded_a)
+    split = target.split_between(start, end)
+    check_accuracy(stacks, split, "all threads")
+    check_pprof(pprof_a, stacks, split, "--pprof")
+    main = sum(n for frames, n in stacks if is_main_stack(frames))
+    sleeper = sum(n for frames, n in stacks if leaf_is(frames, SLEEP_LEAVES) and not is_main_stack(frames))
+    reader = sum(n for frames, n in stacks if leaf_is(frames, READ_LEAVES) and not is_main_stack(frames))
+    if main < 0.95 * SAMPLES or sleeper < 0.95 * SAMPLES or reader < 0.95 * SAMPLES:
+        raise Failure("not every thread in every sample: main %d, sleeper %d, reader %d of %d samples"
+                      % (main, sleeper, reader, SAMPLES))
 
-        # The other writers hold the same data.
-        ET.parse(svg_a)
-        with open(ss_a, encoding="utf-8") as f:
-            ss = json.load(f)
-        prof = ss["profiles"][0]
-        total = sum(c for _f, c in stacks)
-        if prof["type"] != "sampled" or len(prof["samples"]) != len(prof["weights"]) or \
-                sum(prof["weights"]) != total:
-            raise Failure("speedscope file disagrees with the folded stacks (%s weights vs %d)"
-                          % (sum(prof.get("weights", [])), total))
+    # The other writers hold the same data.
+    ET.parse(svg_a)
+    with open(ss_a, encoding="utf-8") as f:
+        ss = json.load(f)
+    prof = ss["profiles"][0]
+    total = sum(n for _f, n in stacks)
+    if prof["type"] != "sampled" or len(prof["samples"]) != len(prof["weights"]) or \
+            sum(prof["weights"]) != total:
+        raise Failure("speedscope file disagrees with the folded stacks (%s weights vs %d)"
+                      % (sum(prof.get("weights", [])), total))
 
-        # 2. --threads current --per-thread: the main thread only.
-        cur = parse_folded(folded_b)
-        roots = {frames[0] for frames, _c in cur}
-        if not cur or any(not r.startswith("Thread main") for r in roots):
-            raise Failure("--threads current --per-thread: roots %s, expected only the main thread's" % sorted(roots))
-        if any(not is_main_stack(frames[1:]) for frames, _c in cur):
-            raise Failure("--threads current recorded a stack of another thread")
-        harness.log("%s %s: %d samples, main/sleeper/reader %d/%d/%d; --threads current: %d stacks under %s"
-                    % (ruby_spec, debugger, SAMPLES, main, sleeper, reader, sum(c for _f, c in cur), sorted(roots)))
-    finally:
-        target.close()
+    # 2. --threads current --per-thread: the main thread only.
+    cur = parse_folded(folded_b)
+    roots = {frames[0] for frames, _n in cur}
+    if not cur or any(not r.startswith("Thread main") for r in roots):
+        raise Failure("--threads current --per-thread: roots %s, expected only the main thread's" % sorted(roots))
+    if any(not is_main_stack(frames[1:]) for frames, _n in cur):
+        raise Failure("--threads current recorded a stack of another thread")
+    harness.log("%d samples, main/sleeper/reader %d/%d/%d; --threads current: %d stacks under %s"
+                % (SAMPLES, main, sleeper, reader, sum(n for _f, n in cur), sorted(roots)))
 
 
-def live_on_cpu(ruby_spec, ruby, debugger, workdir):
-    target = SplitTarget(ruby, os.path.join(workdir, "b"), "--burner")
-    try:
-        folded = os.path.join(workdir, "oncpu.folded")
-        n = 600
-        rc, output = harness.run_debugger(debugger, ["ruby sample %d --rate %d --on-cpu --per-thread --folded %s"
-                                                     % (n, RATE, folded)], pid=target.pid)
-        harness.assert_no_traceback(output)
-        target.assert_left_running()
-        if not os.path.exists(folded):
-            raise Failure("%s was not written; debugger output:\n%s" % (folded, output[-3000:]))
-        stacks = parse_folded(folded)
-        by_root = {}
-        for frames, c in stacks:
-            by_root[frames[0]] = by_root.get(frames[0], 0) + c
-        total = sum(by_root.values())
-        main = sum(c for r, c in by_root.items() if r.startswith("Thread main"))
-        burner = sum(c for r, c in by_root.items() if r.startswith('Thread "burner"'))
-        others = {r: c for r, c in by_root.items() if not (r.startswith("Thread main") or
-                                                           r.startswith('Thread "burner"'))}
-        harness.log("%s %s --on-cpu: %d stacks in %d samples: main %d, burner %d, others %s"
-                    % (ruby_spec, debugger, total, n, main, burner, others))
-        if others:
-            raise Failure("--on-cpu kept threads that were not running: %s" % others)
-        # Without the kernel's view, the thread waiting for the GVL would add
-        # a second stack to nearly every sample.
-        if total > 1.1 * n:
-            raise Failure("--on-cpu kept %d stacks in %d samples: a GVL waiter was counted as running" % (total, n))
-        # (How the two share the GVL is Ruby's business: 3.1 often lets the
-        # burner keep it for most of the time.)
-        if total < 0.6 * n:
-            raise Failure("--on-cpu lost the running threads: %d stacks (main %d, burner %d) in %d samples"
-                          % (total, main, burner, n))
-    finally:
-        target.close()
+def live_on_cpu(c):
+    folded = c.path("oncpu.folded")
+    n = 600
+    rc, output = c.run_debugger(["ruby sample %d --rate %d --on-cpu --per-thread --folded %s" % (n, RATE, folded)])
+    harness.assert_no_traceback(output)
+    c.target.assert_left_running()
+    if not os.path.exists(folded):
+        raise Failure("%s was not written; debugger output:\n%s" % (folded, output[-3000:]))
+    stacks = parse_folded(folded)
+    by_root = {}
+    for frames, k in stacks:
+        by_root[frames[0]] = by_root.get(frames[0], 0) + k
+    total = sum(by_root.values())
+    main = sum(k for r, k in by_root.items() if r.startswith("Thread main"))
+    burner = sum(k for r, k in by_root.items() if r.startswith('Thread "burner"'))
+    others = {r: k for r, k in by_root.items() if not (r.startswith("Thread main") or
+                                                       r.startswith('Thread "burner"'))}
+    harness.log("--on-cpu: %d stacks in %d samples: main %d, burner %d, others %s" % (total, n, main, burner, others))
+    if others:
+        raise Failure("--on-cpu kept threads that were not running: %s" % others)
+    # Without the kernel's view, the thread waiting for the GVL would add
+    # a second stack to nearly every sample.
+    if total > 1.1 * n:
+        raise Failure("--on-cpu kept %d stacks in %d samples: a GVL waiter was counted as running" % (total, n))
+    # (How the two share the GVL is Ruby's business: 3.1 often lets the
+    # burner keep it for most of the time.)
+    if total < 0.6 * n:
+        raise Failure("--on-cpu lost the running threads: %d stacks (main %d, burner %d) in %d samples"
+                      % (total, main, burner, n))
 
 
-def core_refusal(ruby_spec, ruby, debugger, workdir):
-    target = SplitTarget(ruby, os.path.join(workdir, "c"))
-    try:
-        core = target.gcore()
-        folded = os.path.join(workdir, "core.folded")
-        rc, output = harness.run_debugger(debugger, ["ruby sample 10 --folded " + folded], exe=ruby, core=core)
-        harness.assert_no_traceback(output)
-        lines = [l for l in output.splitlines() if "rbpeek:" in l and "core file" in l]
-        if len(lines) != 1 or "live process" not in lines[0]:
-            raise Failure("expected one line refusing to sample a core, got:\n" + output[-3000:])
-        if os.path.exists(folded):
-            raise Failure("a profile was written for a core file")
-        if re.search(r"^Samples:", output, re.M):
-            raise Failure("sampling ran on a core file:\n" + output[-3000:])
-        harness.log("%s %s core: refused: %s" % (ruby_spec, debugger, lines[0].strip()))
-        target.assert_left_running()
-    finally:
-        target.close()
+def core_refusal(c):
+    folded = c.path("core.folded")
+    rc, output = c.run_debugger(["ruby sample 10 --folded " + folded])
+    harness.assert_no_traceback(output)
+    lines = [line for line in output.splitlines() if "rbpeek:" in line and "core file" in line]
+    if len(lines) != 1 or "live process" not in lines[0]:
+        raise Failure("expected one line refusing to sample a core, got:\n" + output[-3000:])
+    if os.path.exists(folded):
+        raise Failure("a profile was written for a core file")
+    if re.search(r"^Samples:", output, re.M):
+        raise Failure("sampling ran on a core file:\n" + output[-3000:])
+    harness.log("refused: %s" % lines[0].strip())
 
 
-def test(ruby_spec, debugger, mode, workdir):
-    ruby = harness.ruby_binary(ruby_spec)
-    if not os.path.exists(ruby):
-        raise Failure("Ruby %s is not built (%s); run scripts/build-rubies.sh" % (ruby_spec, ruby))
-    if mode == "core":
-        core_refusal(ruby_spec, ruby, debugger, workdir)
-        return
-    live_all_threads(ruby_spec, ruby, debugger, workdir)
-    live_on_cpu(ruby_spec, ruby, debugger, workdir)
+def cli_live(c):
+    """rbpeek sample --pid: accuracy and every writer."""
+    target = c.target
+    folded = c.path("all.folded")
+    svg = c.path("all.svg")
+    ss = c.path("all.speedscope.json")
+    pprof = c.path("all.pb.gz")
+    out, err = harness.cli(["sample", "--pid", str(target.pid), str(SAMPLES), "--rate", str(RATE),
+                            "--folded", folded, "--svg", svg, "--speedscope", ss, "--pprof", pprof])
+    target.assert_left_running()
+    if not err.startswith("rbpeek: sampling pid %d" % target.pid):
+        raise Failure("no progress line on stderr: %r" % err[:300])
+    if samples_reported(out) != [SAMPLES]:
+        raise Failure("expected a summary of %d samples:\n%s" % (SAMPLES, out[-3000:]))
+    stacks = parse_folded(folded)
+    start, end = sampling_window(out, folded)
+    split = target.split_between(start, end)
+    check_accuracy(stacks, split, "rbpeek sample --pid")
+    check_pprof(pprof, stacks, split, "rbpeek sample --pprof")
+    ET.parse(svg)
+    with open(ss, encoding="utf-8") as f:
+        prof = json.load(f)["profiles"][0]
+    if sum(prof["weights"]) != sum(n for _f, n in stacks):
+        raise Failure("speedscope file disagrees with the folded stacks")
+
+
+def cli_ends(c):
+    """rbpeek sample --pid --duration 1, with the default file names
+    (rbpeek-PID-TIME.folded/.svg) in the current directory, and ended by
+    Ctrl-C."""
+    target = c.target
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(target.pid), "--duration", "1"],
+                       capture_output=True, text=True, cwd=c.workdir, timeout=300, stdin=subprocess.DEVNULL)
+    harness.assert_no_traceback(r.stdout + r.stderr)
+    took = time.monotonic() - t0
+    if r.returncode != 0 or "1 s elapsed" not in r.stdout:
+        raise Failure("rbpeek sample --duration 1: exit %d:\n%s\n%s" % (r.returncode, r.stdout[-2000:],
+                                                                         r.stderr[-2000:]))
+    made = sorted(f for f in os.listdir(c.workdir) if f.startswith("rbpeek-%d-" % target.pid))
+    if len(made) != 2 or not made[0].endswith(".folded") or not made[1].endswith(".svg"):
+        raise Failure("default outputs: %s" % made)
+    harness.log("rbpeek sample --duration 1: %.1f s in all, wrote %s" % (took, made))
+    target.assert_left_running()
+    # Ctrl-C ends sampling: what was collected is written, exit 0.
+    ctrl_c = c.path("ctrl-c.folded")
+    p = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(target.pid), "--folded",
+                          ctrl_c], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not traced(target.pid):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    harness.assert_no_traceback(out + err)
+    if p.returncode != 0 or "interrupted (Ctrl-C)" not in out + err or not os.path.exists(ctrl_c):
+        raise Failure("rbpeek sample ended by Ctrl-C: exit %d, folded written: %s\n%s%s"
+                      % (p.returncode, os.path.exists(ctrl_c), out[-1500:], err[-1500:]))
+    target.assert_left_running()
+    if traced(target.pid):
+        raise Failure("after Ctrl-C the target is still traced")
+    harness.log("rbpeek sample ended by Ctrl-C: exit 0, %d stacks written, target running"
+                % len(parse_folded(ctrl_c)))
+
+
+def cli_core(c):
+    folded = c.path("core.folded")
+    _, err = harness.cli(["sample", "--core", c.core, "10", "--folded", folded], want_rc=1)
+    if "core file" not in err or len(err.strip().splitlines()) != 1 or os.path.exists(folded):
+        raise Failure("rbpeek sample --core: not one refusal line: %r" % err)
+    harness.log("refused: %s" % err.strip())
+
+
+def traced(pid):
+    """True while some process traces pid (rbpeek sampling it)."""
+    with open("/proc/%d/status" % pid) as f:
+        return any(line.startswith("TracerPid:") and line.split()[1] != "0" for line in f)
+
+
+def check_split(c):
+    (cli_live if c.debugger == "cli" else live_all_threads)(c)
+
+
+def check_other(c):
+    if c.debugger == "cli":
+        (cli_ends if c.live else cli_core)(c)
+    else:
+        (live_on_cpu if c.live else core_refusal)(c)
+
+
+def test(ruby_spec, part, only, workdir):
+    m = matrix.Matrix(ruby_spec, workdir, only)
+    if part == "accuracy":
+        # Measured against the target's CPU clocks: one check at a time,
+        # and the ctest test alone (RUN_SERIAL).
+        m.run(lambda: SplitTarget(m.ruby, os.path.join(workdir, "split")), check_split,
+              combos=[(d, "live") for d in matrix.DEBUGGERS + ("cli",)])
+    else:
+        m.run(lambda: SplitTarget(m.ruby, os.path.join(workdir, "burner"), "--burner"), check_other,
+              combos=matrix.WITH_CLI, parallel=True)
+    m.finish()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[2] not in ("gdb", "lldb") or sys.argv[3] not in ("live", "core"):
+    args = sys.argv[1:]
+    part = args.pop(1) if len(args) > 1 and args[1] in ("accuracy", "other") else "accuracy"
+    if not args:
         sys.exit(__doc__)
-    harness.main(lambda wd: test(sys.argv[1], sys.argv[2], sys.argv[3], wd))
+    harness.main(lambda wd: test(args[0], part, args[1:], wd))

@@ -1,11 +1,12 @@
 """`ruby sample` stops only the GVL holder, or nothing: parked threads' samples
 must be exactly their stacks taken with every thread stopped.
 
-    test_sample_parked.py RUBY DEBUGGER      e.g. test_sample_parked.py 3.4.5 lldb
+    test_sample_parked.py RUBY [COMBO...]      e.g. test_sample_parked.py 3.4.5 lldb.live
 
 The target (programs/parked_server.rb) is a server-like process: the main
 thread computes, 15 named threads are parked (sleep, Queue#pop, Mutex#lock,
-a pipe read) and never wake. In one debugger session:
+a pipe read) and never wake. One target per Ruby serves gdb, then lldb
+(matrix.py). In one session of each debugger:
 
   1. `ruby sample` (the default: only the thread holding the GVL is stopped)
      with --per-thread;
@@ -31,6 +32,7 @@ import sys
 
 import harness
 from harness import Failure
+import matrix
 
 SAMPLES = 300
 RATE = 200
@@ -93,60 +95,59 @@ def check_parked(what, got, ref, names, samples, torn):
                           % (what, name, n, samples, torn))
 
 
-def test(ruby_spec, debugger, workdir):
-    ruby = harness.ruby_binary(ruby_spec)
-    if not os.path.exists(ruby):
-        raise Failure("Ruby %s is not built (%s); run scripts/build-rubies.sh" % (ruby_spec, ruby))
-    target = harness.Target(ruby, "parked_server.rb", workdir)
-    try:
-        names = [t["name"] for t in target.expected("threads.json")["threads"]]
-        gvl = os.path.join(workdir, "gvl.folded")
-        nb = os.path.join(workdir, "nonblocking.folded")
-        bt = os.path.join(workdir, "bt.json")
-        cmds = ["ruby sample %d --rate %d --per-thread --folded %s" % (SAMPLES, RATE, gvl),
-                "ruby sample %d --rate %d --per-thread --nonblocking --folded %s" % (SAMPLES, RATE, nb),
-                "ruby bt -a --json -o %s" % bt]
-        rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
-        harness.assert_no_traceback(output)
-        target.assert_left_running()
-        for path in (gvl, nb, bt):
-            if not os.path.exists(path):
-                raise Failure("%s was not written; debugger output:\n%s" % (path, output[-3000:]))
-        counts = [int(n) for n in re.findall(r"^Samples:\s+(\d+) in", output, re.M)]
-        if counts != [SAMPLES, SAMPLES]:
-            raise Failure("expected two runs of %d samples, got %s:\n%s" % (SAMPLES, counts, output[-3000:]))
-        m = re.search(r"^Stopped:\s+the GVL holder only in (\d+) of (\d+) samples", output, re.M)
-        if not m:
-            raise Failure("the default run does not say what it stopped:\n" + output[-3000:])
-        alone = int(m.group(1))
-        # Ruby 2.7 keeps no TID: the first sample stops every thread to learn them.
-        if alone < 0.9 * SAMPLES:
-            raise Failure("the GVL holder was stopped alone in only %d of %d samples:\n%s"
-                          % (alone, SAMPLES, output[-3000:]))
-        dropped = re.findall(r"^Dropped:\s+(\d+) of (\d+) thread stacks", output, re.M)
-        if len(dropped) != 2:
-            raise Failure("the runs do not both report a dropped share:\n" + output[-3000:])
-        for (torn, seen), what in zip(dropped, ("the default run", "--nonblocking")):
-            if int(torn) > 0.05 * int(seen):
-                raise Failure("%s dropped %s of %s stacks as torn" % (what, torn, seen))
-        torn_gvl, torn = int(dropped[0][0]), int(dropped[1][0])
+def check(c):
+    target = c.target
+    names = [t["name"] for t in target.expected("threads.json")["threads"]]
+    gvl = c.path("gvl.folded")
+    nb = c.path("nonblocking.folded")
+    bt = c.path("bt.json")
+    cmds = ["ruby sample %d --rate %d --per-thread --folded %s" % (SAMPLES, RATE, gvl),
+            "ruby sample %d --rate %d --per-thread --nonblocking --folded %s" % (SAMPLES, RATE, nb),
+            "ruby bt -a --json -o %s" % bt]
+    rc, output = c.run_debugger(cmds)
+    harness.assert_no_traceback(output)
+    target.assert_left_running()
+    for path in (gvl, nb, bt):
+        if not os.path.exists(path):
+            raise Failure("%s was not written; debugger output:\n%s" % (path, output[-3000:]))
+    counts = [int(n) for n in re.findall(r"^Samples:\s+(\d+) in", output, re.M)]
+    if counts != [SAMPLES, SAMPLES]:
+        raise Failure("expected two runs of %d samples, got %s:\n%s" % (SAMPLES, counts, output[-3000:]))
+    m = re.search(r"^Stopped:\s+the GVL holder only in (\d+) of (\d+) samples", output, re.M)
+    if not m:
+        raise Failure("the default run does not say what it stopped:\n" + output[-3000:])
+    alone = int(m.group(1))
+    # Ruby 2.7 keeps no TID: the first sample stops every thread to learn them.
+    if alone < 0.9 * SAMPLES:
+        raise Failure("the GVL holder was stopped alone in only %d of %d samples:\n%s"
+                      % (alone, SAMPLES, output[-3000:]))
+    dropped = re.findall(r"^Dropped:\s+(\d+) of (\d+) thread stacks", output, re.M)
+    if len(dropped) != 2:
+        raise Failure("the runs do not both report a dropped share:\n" + output[-3000:])
+    for (torn, seen), what in zip(dropped, ("the default run", "--nonblocking")):
+        if int(torn) > 0.05 * int(seen):
+            raise Failure("%s dropped %s of %s stacks as torn" % (what, torn, seen))
+    torn_gvl, torn = int(dropped[0][0]), int(dropped[1][0])
 
-        ref = reference(bt)
-        for what, path, n_torn in (("GVL holder stopped", gvl, torn_gvl), ("--nonblocking", nb, torn)):
-            got = by_thread(parse_folded(path))
-            check_parked(what, got, ref, names, SAMPLES, n_torn)
-            main = sum(got.get("main", {}).values())
-            if main < 0.5 * SAMPLES:
-                raise Failure("%s: the computing main thread is in only %d of %d samples" % (what, main, SAMPLES))
-            harness.log("%s %s %s: %d parked threads exact in every sample; main thread in %d"
-                        % (ruby_spec, debugger, what, len(names), main))
-        harness.log("GVL holder alone in %d of %d samples; dropped as torn: %s (default), %s (--nonblocking)"
-                    % (alone, SAMPLES, "/".join(dropped[0]), "/".join(dropped[1])))
-    finally:
-        target.close()
+    ref = reference(bt)
+    for what, path, n_torn in (("GVL holder stopped", gvl, torn_gvl), ("--nonblocking", nb, torn)):
+        got = by_thread(parse_folded(path))
+        check_parked(what, got, ref, names, SAMPLES, n_torn)
+        main = sum(got.get("main", {}).values())
+        if main < 0.5 * SAMPLES:
+            raise Failure("%s: the computing main thread is in only %d of %d samples" % (what, main, SAMPLES))
+        harness.log("%s: %d parked threads exact in every sample; main thread in %d" % (what, len(names), main))
+    harness.log("GVL holder alone in %d of %d samples; dropped as torn: %s (default), %s (--nonblocking)"
+                % (alone, SAMPLES, "/".join(dropped[0]), "/".join(dropped[1])))
+
+
+def test(ruby_spec, only, workdir):
+    m = matrix.Matrix(ruby_spec, workdir, only)
+    m.run("parked_server.rb", check, combos=[(d, "live") for d in matrix.DEBUGGERS])
+    m.finish()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[2] not in ("gdb", "lldb"):
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
-    harness.main(lambda wd: test(sys.argv[1], sys.argv[2], wd))
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2:], wd))
