@@ -97,7 +97,9 @@ fi
 # harness no longer reaches what it was made for.
 if [[ " ${HARNESSES[*]} " == *" objects "* ]]; then
     # one process for all of them (libFuzzer names each file it runs)
-    inexact=$(RBPEEK_FUZZ_VERBOSE=1 "$BUILD/fuzz/fuzz_objects" tests/fuzz/corpus/objects/* 2>&1 |
+    # (not the known-* and regress-* ones, which build what must not print)
+    inexact=$(RBPEEK_FUZZ_VERBOSE=1 "$BUILD/fuzz/fuzz_objects" $(ls -d tests/fuzz/corpus/objects/* |
+              grep -v -e '/known-' -e '/regress-') 2>&1 |
               awk '/^Running: /{f=$2; n[f]=0} /^fuzz: p /{if (index($0, "\"exact\": true")) n[f]=1}
                    END{for (f in n) if (!n[f]) {sub(".*/", "", f); printf " %s", f}}')
     if [ -n "$inexact" ]; then
