@@ -7,7 +7,8 @@
  * a page of objects built from the input (objbuild.h), with GC bits and a
  * free list from the input too. The census and the dump read only that
  * page's body (the heap window of image.h); every other object stays
- * readable by address, as classes and names need.
+ * readable by address, as classes and names need. Every JSON document
+ * must read strictly (jsoncheck.h).
  *
  * Input, a 5-byte header:
  *   byte 0  bits 0-1 the image, bit 2 a built page (else a real one),
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsoncheck.h"
 #include "objbuild.h"
 #include "ops.h"
 #include "target.h"
@@ -66,7 +68,10 @@ static void run_ops(fuzz_target *t, uint64_t addr, unsigned ops)
         if (st == RBPEEK_OK) rbpeek_free(out);
         out = NULL;
     }
-    if ((ops & 0x10) && rbpeek_page_render(s, addr, RBPEEK_FORMAT_JSON, &out) == RBPEEK_OK) rbpeek_free(out);
+    if ((ops & 0x10) && rbpeek_page_render(s, addr, RBPEEK_FORMAT_JSON, &out) == RBPEEK_OK) {
+        json_check("ruby page --json", out);
+        rbpeek_free(out);
+    }
     out = NULL;
     if (ops & 0x20) {
         rbpeek_census *c = NULL;
@@ -78,7 +83,10 @@ static void run_ops(fuzz_target *t, uint64_t addr, unsigned ops)
                 rbpeek_census_get_summary(c, &sum);
                 fprintf(stderr, "fuzz: census   %llu live objects\n", (unsigned long long)sum.live);
             }
-            if (rbpeek_census_render(c, RBPEEK_FORMAT_JSON, 0, 1, &out) == RBPEEK_OK) rbpeek_free(out);
+            if (rbpeek_census_render(c, RBPEEK_FORMAT_JSON, 0, 1, &out) == RBPEEK_OK) {
+                json_check("ruby heap --json", out);
+                rbpeek_free(out);
+            }
             out = NULL;
             if (rbpeek_census_render(c, RBPEEK_FORMAT_TEXT, 5, 0, &out) == RBPEEK_OK) rbpeek_free(out);
             out = NULL;

@@ -7,7 +7,8 @@
  * prints it, in text with the raw header and in JSON; with bit 7, a frame
  * of the recorded stacks gets an environment whose locals are built
  * objects and is printed as `bt --locals` prints it. No snapshot, no
- * census: an input costs what printing its objects costs.
+ * census: an input costs what printing its objects costs. Every JSON
+ * document must read strictly (jsoncheck.h).
  *
  * Input:
  *   byte 0  bits 0-1 the image, bits 2-4 --depth (0-7), bits 5-6
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsoncheck.h"
 #include "objbuild.h"
 #include "ops.h"
 #include "target.h"
@@ -41,6 +43,7 @@ static void print_value(rbpeek_session *s, uint64_t v, int32_t depth, uint64_t m
     rbpeek_status st = rbpeek_value_inspect(s, v, &opt, fmt, &out);
     if (st != RBPEEK_OK && rbpeek_session_error(s)[0] == '\0') abort(); /* a refusal must say why */
     if (fuzz_verbose()) fprintf(stderr, "fuzz: p        %s\n", st == RBPEEK_OK ? out : rbpeek_session_error(s));
+    if (st == RBPEEK_OK && fmt == RBPEEK_FORMAT_JSON) json_check("ruby p --json", out);
     if (st == RBPEEK_OK) rbpeek_free(out);
 }
 
@@ -74,6 +77,7 @@ static int one_input(const uint8_t *data, size_t size)
             char *out = NULL;
             rbpeek_status st = rbpeek_frame_locals(t->s, &f, &opt, &out);
             if (fuzz_verbose()) fprintf(stderr, "fuzz: locals   %s\n", st == RBPEEK_OK ? out : rbpeek_session_error(t->s));
+            if (st == RBPEEK_OK) json_check("bt --locals", out);
             if (st == RBPEEK_OK) rbpeek_free(out);
         }
     }
