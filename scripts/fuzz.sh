@@ -40,7 +40,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 SECONDS_EACH=${1:-60}
-HARNESSES=(memimage core layout dwarf)
+# The per-operation harnesses (snapshot, sample, objects, heappage) replay
+# every recorded image; the native unwinder's (issue 25, fuzz_native)
+# joins the list with the native branch (tests/fuzz/README.md).
+HARNESSES=(memimage core layout dwarf snapshot sample objects heappage)
 [ -n "$ONLY" ] && HARNESSES=("$ONLY")
 
 CC=${FUZZ_CC:-clang-16}
@@ -70,7 +73,8 @@ fi
 # that size at once: libFuzzer otherwise grows the limit with the number
 # of executions, and at tens a second fuzz_memimage's inputs stayed under
 # 8 + 12 bytes, its header and one patch, for an hour.
-declare -A MAXLEN=([memimage]=512 [core]=256 [layout]=16384 [dwarf]=32768)
+declare -A MAXLEN=([memimage]=512 [core]=256 [layout]=16384 [dwarf]=32768 [snapshot]=512 [sample]=512
+                   [objects]=1024 [heappage]=1024)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:malloc_context_size=5:quarantine_size_mb=32}
 if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && command -v llvm-symbolizer >/dev/null 2>&1; then
     export ASAN_SYMBOLIZER_PATH=$(command -v llvm-symbolizer)
@@ -88,11 +92,30 @@ if [[ " ${HARNESSES[*]} " == *" memimage "* ]]; then
     fi
 fi
 
+# The objects seeds build values as Ruby holds them: each must still print
+# exactly, else the builder (objbuild.c) or a printer changed and the
+# harness no longer reaches what it was made for.
+if [[ " ${HARNESSES[*]} " == *" objects "* ]]; then
+    # one process for all of them (libFuzzer names each file it runs)
+    # (not the known-* and regress-* ones, which build what must not print)
+    inexact=$(RBPEEK_FUZZ_VERBOSE=1 "$BUILD/fuzz/fuzz_objects" $(ls -d tests/fuzz/corpus/objects/* |
+              grep -v -e '/known-' -e '/regress-') 2>&1 |
+              awk '/^Running: /{f=$2; n[f]=0} /^fuzz: p /{if (index($0, "\"exact\": true")) n[f]=1}
+                   END{for (f in n) if (!n[f]) {sub(".*/", "", f); printf " %s", f}}')
+    if [ -n "$inexact" ]; then
+        echo "fuzz: WARNING: these objects seeds no longer print exactly (RBPEEK_FUZZ_VERBOSE=1 shows what they print):"
+        echo "     $inexact"
+    fi
+fi
+
 # Known defects being fixed elsewhere (see the file) are not findings.
 SUPP=tests/fuzz/known-defects.supp
 if grep -q '^[a-z]' "$SUPP" 2>/dev/null; then
     export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/$SUPP:print_suppressions=0}
     echo "fuzz: known defects not counted as findings: $(grep '^[a-z]' "$SUPP" | tr '\n' ' ')"
+fi
+if grep -q '^#define OB_AVOID_KNOWN_DEFECTS 1' tests/fuzz/objbuild.c; then
+    echo "fuzz: objects and heappage skip inputs that build a known defect being fixed (see $SUPP)"
 fi
 total=0
 failed=0

@@ -119,6 +119,11 @@ bool img_word_of(const image *img, uint64_t addr, size_t *w)
 long img_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
     image *img = ctx;
+    if (img->hook && ++img->reads == img->hook_at) {
+        void (*hook)(image *, void *) = img->hook;
+        img->hook = NULL;
+        hook(img, img->hook_ctx);
+    }
     if (img_window_refuses(img, addr, len)) return -1;
     size_t done = 0;
     while (done < len) {
@@ -130,10 +135,20 @@ long img_read(void *ctx, uint64_t addr, void *buf, size_t len)
         size_t n = p->live - in;
         if (n > len - done) n = len - done;
         memcpy((uint8_t *)buf + done, p->data + in, n);
+        if (img->track) {
+            size_t w0 = (size_t)(p - img->pages) * (IMG_PAGE / 8) + in / 8;
+            size_t w1 = (size_t)(p - img->pages) * (IMG_PAGE / 8) + (in + n + 7) / 8;
+            for (size_t w = w0; w < w1; w++) img->track[w / 8] |= (uint8_t)(1u << (w % 8));
+        }
         done += n;
         if (p->live < IMG_PAGE) break;
     }
     return done ? (long)done : -1;
+}
+
+void img_read_many(void *ctx, const uint64_t *addrs, uint8_t *const *bufs, size_t n, size_t len, long *got)
+{
+    for (size_t i = 0; i < n; i++) got[i] = img_read(ctx, addrs[i], bufs[i], len);
 }
 
 int img_lookup(void *ctx, const char *name, uint64_t *addr)
@@ -221,6 +236,7 @@ void img_free(image *img)
     free(img->ptr_words);
     free(img->undo);
     free(img->heap_bodies);
+    free(img->track);
     memset(img, 0, sizeof *img);
 }
 
@@ -289,6 +305,8 @@ void img_undo_all(image *img)
     }
 }
 
+void img_commit(image *img) { img->nundo = 0; }
+
 /*
  * A patch is 12 bytes: u32 where, u8 kind, u8 small, u16 arg, u32 value.
  * where's top bit picks a word that holds a pointer (most patches should
@@ -300,8 +318,25 @@ void img_undo_all(image *img)
  */
 void img_apply_patches(image *img, const uint8_t *data, size_t size)
 {
+    img_apply_patches_in(img, data, size, NULL);
+}
+
+/* A word of the focus (or of the image): a pointer-holding one when the
+ * selector's top bit is set and there are some. */
+static size_t pick_word(const image *img, const img_focus *f, uint32_t sel)
+{
+    const uint32_t *words = f ? f->words : NULL, *ptrs = f ? f->ptrs : img->ptr_words;
+    size_t nwords = f ? f->nwords : img_nwords(img), nptrs = f ? f->nptrs : img->nptr_words;
+    if ((sel & 0x80000000u) && nptrs) return ptrs[(sel & 0x7fffffffu) % nptrs];
+    if (!words) return (sel & 0x7fffffffu) % nwords;
+    return words[(sel & 0x7fffffffu) % nwords];
+}
+
+void img_apply_patches_in(image *img, const uint8_t *data, size_t size, const img_focus *focus)
+{
     size_t nw = img_nwords(img);
     if (!nw) return;
+    if (focus && !focus->nwords) focus = NULL;
     for (size_t i = 0; i + 12 <= size; i += 12) {
         uint32_t where, value;
         uint16_t arg;
@@ -309,9 +344,7 @@ void img_apply_patches(image *img, const uint8_t *data, size_t size)
         uint8_t kind = data[i + 4], small = data[i + 5];
         memcpy(&arg, data + i + 6, 2);
         memcpy(&value, data + i + 8, 4);
-        size_t w;
-        if ((where & 0x80000000u) && img->nptr_words) w = img->ptr_words[(where & 0x7fffffffu) % img->nptr_words];
-        else w = (where & 0x7fffffffu) % nw;
+        size_t w = pick_word(img, focus, where);
         switch (kind % 10) {
         case 0: img_set_word(img, w, value | ((uint64_t)arg << 32)); break;
         case 1: img_set_word(img, w, img_word_addr(img, value % nw) + (small & 7)); break;
@@ -320,12 +353,100 @@ void img_apply_patches(image *img, const uint8_t *data, size_t size)
         case 4: img_set_word(img, w, (img_get_word(img, w) & ~(uint64_t)0xffffffffu) | value); break;
         case 5: img_set_byte(img, w, small, (uint8_t)value); break;
         case 6: img_set_word(img, w, img_get_word(img, w) ^ ((uint64_t)1 << (small & 63))); break;
-        case 7: img_set_word(img, w, img_get_word(img, (value & 0x80000000u) && img->nptr_words
-                                                           ? img->ptr_words[(value & 0x7fffffffu) % img->nptr_words]
-                                                           : value % nw));
-            break;
+        case 7: img_set_word(img, w, img_get_word(img, pick_word(img, focus, value))); break;
         case 8: img_set_word(img, w, value ? ~(uint64_t)0 - value : 0); break;
         case 9: img_hide_page(img, w / (IMG_PAGE / 8)); break;
         }
     }
+}
+
+/* ---- writing, room to build in, read tracking ---- */
+
+bool img_write(image *img, uint64_t addr, const void *data, size_t len)
+{
+    const uint8_t *d = data;
+    size_t w;
+    for (uint64_t a = addr & ~(uint64_t)7; a < addr + len; a += 8)
+        if (!img_word_of(img, a, &w)) return false;
+    for (uint64_t a = addr & ~(uint64_t)7; a < addr + len; a += 8) {
+        img_word_of(img, a, &w);
+        uint64_t v = img_get_word(img, w), old = v;
+        for (unsigned b = 0; b < 8; b++) {
+            uint64_t at = a + b;
+            if (at < addr || at >= addr + len) continue;
+            v = (v & ~((uint64_t)0xff << (8 * b))) | ((uint64_t)d[at - addr] << (8 * b));
+        }
+        if (v != old) img_set_word(img, w, v);
+    }
+    return true;
+}
+
+bool img_add_zero_pages(image *img, uint64_t addr, size_t npages)
+{
+    /* the caller's img_finish sorts them in (img_add_page appends) */
+    for (size_t i = 0; i < npages; i++)
+        if (!img_add_page(img, addr + i * IMG_PAGE, NULL, IMG_PAGE)) return false;
+    return true;
+}
+
+bool img_track_start(image *img)
+{
+    free(img->track);
+    img->track = calloc(img_nwords(img) / 8 + 1, 1);
+    return img->track != NULL;
+}
+
+static bool focus_push(uint32_t **v, size_t *n, uint32_t w)
+{
+    if (*n == 0 || (*n >= 64 && !(*n & (*n - 1)))) { /* capacity: 64, then doubled */
+        uint32_t *p = realloc(*v, (*n ? 2 * *n : 64) * sizeof *p);
+        if (!p) return false;
+        *v = p;
+    }
+    (*v)[(*n)++] = w;
+    return true;
+}
+
+static bool is_ptr_word(const image *img, size_t w)
+{
+    size_t lo = 0, hi = img->nptr_words;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (img->ptr_words[mid] < w) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < img->nptr_words && img->ptr_words[lo] == w;
+}
+
+bool img_track_stop(image *img, img_focus *focus)
+{
+    uint8_t *t = img->track;
+    img->track = NULL;
+    if (!t) return false;
+    bool ok = true;
+    for (size_t w = 0; ok && w < img_nwords(img); w++) {
+        if (!(t[w / 8] & (1u << (w % 8)))) continue;
+        ok = focus_push(&focus->words, &focus->nwords, (uint32_t)w);
+        if (ok && is_ptr_word(img, w)) ok = focus_push(&focus->ptrs, &focus->nptrs, (uint32_t)w);
+    }
+    free(t);
+    return ok;
+}
+
+bool img_focus_add_range(const image *img, img_focus *focus, uint64_t addr, size_t len)
+{
+    size_t w;
+    for (uint64_t a = addr & ~(uint64_t)7; a < addr + len; a += 8) {
+        if (!img_word_of(img, a, &w)) continue;
+        if (!focus_push(&focus->words, &focus->nwords, (uint32_t)w)) return false;
+        if (is_ptr_word(img, w) && !focus_push(&focus->ptrs, &focus->nptrs, (uint32_t)w)) return false;
+    }
+    return true;
+}
+
+void img_focus_free(img_focus *focus)
+{
+    free(focus->words);
+    free(focus->ptrs);
+    memset(focus, 0, sizeof *focus);
 }

@@ -42,7 +42,9 @@ typedef struct img_undo {
     uint32_t old_live;
 } img_undo;
 
-typedef struct image {
+typedef struct image image;
+
+struct image {
     img_sym *syms;
     size_t nsyms;
     img_page *pages;    /* sorted by address */
@@ -64,7 +66,26 @@ typedef struct image {
     uint32_t heap_body_len;
     size_t win_first, win_n;
     uint64_t refused_body;      /* the body the last read refused, or 0 */
-} image;
+    /* Read tracking (img_track_*): one bit per word of the image, set for
+     * every word a read serves while it is on. */
+    uint8_t *track;
+    /* A hook the reader calls once, before the read that makes reads reach
+     * hook_at (counted from img_count_reads): the harness of a running
+     * target changes its memory there, between two reads of one walk. */
+    uint64_t reads, hook_at;
+    void (*hook)(struct image *img, void *ctx);
+    void *hook_ctx;
+};
+
+/* A set of words a patch may land on (img_apply_patches_in): the words an
+ * operation reads, and those of them that hold a pointer into the image.
+ * words NULL: the whole image (and ptr_words). */
+typedef struct img_focus {
+    uint32_t *words;
+    size_t nwords;
+    uint32_t *ptrs;
+    size_t nptrs;
+} img_focus;
 
 /* Loads path (gzip or plain); false with a message on stderr. */
 bool img_load(image *img, const char *path);
@@ -79,6 +100,9 @@ bool img_save(const image *img, const char *path);
 
 /* The callbacks: ctx is the image. */
 long img_read(void *ctx, uint64_t addr, void *buf, size_t len);
+/* The batch read a /proc source offers (rbp_source.read_many), one
+ * img_read a range. */
+void img_read_many(void *ctx, const uint64_t *addrs, uint8_t *const *bufs, size_t n, size_t len, long *got);
 int img_lookup(void *ctx, const char *name, uint64_t *addr);
 
 /* Finds the image word at addr (8-aligned); false if it is not recorded. */
@@ -100,8 +124,32 @@ void img_set_word(image *img, size_t w, uint64_t v);
 uint64_t img_get_word(const image *img, size_t w);
 void img_set_byte(image *img, size_t w, unsigned byte, uint8_t v);
 void img_hide_page(image *img, size_t page);
+/* Writes len bytes at addr, undoably; false (nothing written) when a byte
+ * of it is not in the image. */
+bool img_write(image *img, uint64_t addr, const void *data, size_t len);
 /* Applies the patch list of a fuzz input (12 bytes a patch, see image.c). */
 void img_apply_patches(image *img, const uint8_t *data, size_t size);
+/* The same with every patch's word (and the word a pointer patch aims at
+ * or copies, when its top bit asks for a pointer) taken from focus. */
+void img_apply_patches_in(image *img, const uint8_t *data, size_t size, const img_focus *focus);
 void img_undo_all(image *img);
+/* Keeps every patch made so far: the image as it is becomes the one
+ * img_undo_all goes back to. */
+void img_commit(image *img);
+
+/* Adds npages zeroed, readable pages from addr (page-aligned, in no page
+ * of the image yet): room the harnesses build objects in. Then call
+ * img_finish, before the image is read or written again (it sorts the
+ * pages in and indexes them again); no patch may be pending. */
+bool img_add_zero_pages(image *img, uint64_t addr, size_t npages);
+
+/* Read tracking: img_track_start clears the bitmap and turns it on;
+ * img_track_stop turns it off and fills focus with the words read (and
+ * those of them holding a pointer into the image). */
+bool img_track_start(image *img);
+bool img_track_stop(image *img, img_focus *focus);
+void img_focus_free(img_focus *focus);
+/* Adds the words of [addr, addr+len) that are in the image to focus. */
+bool img_focus_add_range(const image *img, img_focus *focus, uint64_t addr, size_t len);
 
 #endif

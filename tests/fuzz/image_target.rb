@@ -4,8 +4,13 @@
 # threads in sleep, a Mutex held and waited for, a Queue, a
 # ConditionVariable, a Thread#join, a deadlock pair, a Fiber, a 40-frame
 # recursion, blocks and a C method calling back into Ruby, a method with
-# locals of every kind `ruby p` prints (bt --locals, frame). Writes
-# OUT_DIR/ready once everything is parked.
+# locals of every kind `ruby p` prints (bt --locals, frame): among them a
+# String in an encoding that is not one of the twelve built-in ones, a
+# Proc, a Method, an UnboundMethod, a Time and a Regexp, whose structs the
+# object builder of fuzz_objects copies the type of (objbuild.h), an
+# exception, a Data (3.2+) and objects with many ivars (on 3.3+, past a
+# class's shape variations: "too complex"). Writes OUT_DIR/ready once
+# everything is parked.
 OUT = ARGV[0]
 PARKED = Queue.new
 
@@ -20,6 +25,8 @@ cv_lock = Mutex.new
 cv = ConditionVariable.new
 q = Queue.new
 Point = Struct.new(:x, :y)
+Pair = Data.define(:a, :b) if defined?(Data) && Data.respond_to?(:define)
+class Varied; end
 
 class Holder
   def initialize
@@ -29,6 +36,7 @@ class Holder
 
   def park(arg, opt = 2, *rest, key:, kw: nil, **more, &blk)
     str = "text \u00e9 #{arg}"
+    latin = "caf\xe9".dup.force_encoding("ISO-8859-1") # not a built-in encoding: its name is read from the table
     sym = :symbol
     ary = [1, [2, [3, nil]], "s", 2**70]
     hsh = {a: 1, "b" => [true, false], 3 => {nested: 1.5}}
@@ -38,9 +46,22 @@ class Holder
     rng = (1..10)
     flt = 1.0e-3
     cls = Holder
+    rat = Rational(1, 3)
+    cpx = Complex(1, -2)
+    hflt = 1.0e-300 # out of a Flonum's range: a heap Float
+    tim = Time.at(1_700_000_000, 123_456_789, :nsec).utc
+    tim.inspect # fills in its broken-down time
+    meth = method(:park)
+    umeth = Holder.instance_method(:park)
+    prc = ->(x) { x }
+    re = /a+b/i
+    err = RuntimeError.new("boom")
+    dat = defined?(Pair) ? Pair.new(a: 1, b: "two") : nil
+    varied = Array.new(10) { |i| Varied.new.tap { |o| o.instance_variable_set(:"@k#{i}", i) } }
     PARKED << 1
     sleep
-    [str, sym, ary, hsh, big, obj, rng, flt, cls, rest, key, kw, more, blk]
+    [str, latin, sym, ary, hsh, big, obj, rng, flt, cls, rest, key, kw, more, blk, rat, cpx, hflt, tim, meth, umeth, prc,
+     re, err, dat, varied]
   end
 end
 

@@ -438,9 +438,9 @@ rbpeek_status rbp_heap_walk(rbp_heap *h, rbp_obj_fn fn, rbp_page_fn page_fn, voi
         bool go = true;
         for (uint32_t k = 0; k < pg->total_slots && go; k++) {
             size_t off = (size_t)(pg->start - body) + (size_t)k * pg->slot_size;
-            if (off + pg->slot_size > got) {
-                st.unreadable++;
-                continue;
+            if (off + pg->slot_size > got) { /* this slot and every one after it: read no further */
+                st.unreadable += pg->total_slots - k;
+                break;
             }
             const uint8_t *slot = buf + off;
             int t = rbp_heap_classify(h, slot, pg->slot_size);

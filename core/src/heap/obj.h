@@ -59,10 +59,10 @@ typedef struct rbp_str_info {
     int coderange;          /* 0 unknown, 1 7bit, 2 valid, 3 broken */
 } rbp_str_info;
 bool rbp_str_info_of(rbp_heap *h, const rbp_obj *o, rbp_str_info *out);
-/* Encoding name for an index ("UTF-8"...), NULL when unknown. The names
- * come from the Encoding objects Encoding's constants hold (the table that
- * names them is static in encoding.c); the twelve built-in indexes are
- * known without them. */
+/* Encoding name for an index ("UTF-8"...), NULL when unknown. The twelve
+ * built-in indexes (encindex.h) are known without reading anything; the
+ * others' names come from the Encoding objects Encoding's constants hold
+ * (the table that names them is static in encoding.c). */
 const char *rbp_encoding_name(rbp_heap *h, int encindex);
 /* True when the encoding is ASCII-compatible (rb_enc_asciicompat:
  * one-byte minimum length and not a dummy). */

@@ -1,8 +1,9 @@
 /*
  * Decoding Strings (length, where the bytes are, embedded, shared, frozen
  * literal, chilled, encoding and code range, as string.c keeps them per
- * version) and naming their encodings, from the Encoding objects that
- * Encoding's constants hold.
+ * version) and naming their encodings: the twelve built-in ones by their
+ * fixed indexes, the others from the Encoding objects that Encoding's
+ * constants hold.
  */
 #include "heap/obj_internal.h"
 
@@ -64,11 +65,16 @@ struct rbp_enc_entry {
     uint8_t termlen;
 };
 
-/* The encodings every Ruby registers first, at fixed indexes (encindex.h). */
-static const char *const BUILTIN_ENCODINGS[] = {
-    "ASCII-8BIT", "UTF-8", "US-ASCII", "UTF-16BE", "UTF-16LE", "UTF-32BE",
-    "UTF-32LE", "UTF-16", "UTF-32", "UTF8-MAC", "EUC-JP", "Windows-31J",
+/* The encodings every Ruby registers first, at fixed indexes (encindex.h,
+ * the same from 2.7 to 4.0): their names, whether ASCII-compatible
+ * (UTF-16/32 and their dummies are not) and their terminator lengths. */
+static const struct rbp_enc_entry BUILTIN_ENCODINGS[] = {
+    {"ASCII-8BIT", true, true, 1}, {"UTF-8", true, true, 1},     {"US-ASCII", true, true, 1},
+    {"UTF-16BE", true, false, 2},  {"UTF-16LE", true, false, 2}, {"UTF-32BE", true, false, 4},
+    {"UTF-32LE", true, false, 4},  {"UTF-16", true, false, 2},   {"UTF-32", true, false, 4},
+    {"UTF8-MAC", true, true, 1},   {"EUC-JP", true, true, 1},    {"Windows-31J", true, true, 1},
 };
+enum { NBUILTIN = sizeof BUILTIN_ENCODINGS / sizeof BUILTIN_ENCODINGS[0] };
 
 /* One constant of Encoding: an Encoding object wrapping an rb_encoding. */
 static void enc_const_cb(void *ctx, uint64_t ce)
@@ -107,35 +113,34 @@ static struct rbp_enc_entry *encodings(rbp_heap *h)
         rbp_obj_at(h, klass, buf, sizeof buf, &o) && o.type == RBP_T_CLASS && rbp_classext(h, &o, &ext) &&
         (tbl = rbp_classext_ptr(h, &o, ext, RBP_L_classext_const_tbl)))
         rbp_id_table_each(h, tbl, enc_const_cb, h);
-    /* the built-in indexes are known even when the objects can't be read */
-    for (int i = 0; i < (int)(sizeof BUILTIN_ENCODINGS / sizeof BUILTIN_ENCODINGS[0]); i++) {
-        struct rbp_enc_entry *e = &h->encs[i];
-        if (e->known) continue;
-        snprintf(e->name, sizeof e->name, "%s", BUILTIN_ENCODINGS[i]);
-        e->known = true;
-        bool wide = i >= 3 && i <= 8; /* UTF-16/32 and their dummies */
-        e->ascii_compat = !wide;
-        e->termlen = (i == 3 || i == 4 || i == 7) ? 2 : (i == 5 || i == 6 || i == 8) ? 4 : 1;
-    }
     return h->encs;
+}
+
+/* An index's entry: a built-in one without reading the Encoding table
+ * (which costs a read of every Encoding object, some 100, on each command
+ * that names an encoding), so even when those objects can't be read; any
+ * other from the table. */
+static const struct rbp_enc_entry *encoding(rbp_heap *h, int idx)
+{
+    if (idx >= 0 && idx < NBUILTIN) return &BUILTIN_ENCODINGS[idx];
+    struct rbp_enc_entry *t = idx >= 0 && idx < MAX_ENCODINGS ? encodings(h) : NULL;
+    return t && t[idx].known ? &t[idx] : NULL;
 }
 
 const char *rbp_encoding_name(rbp_heap *h, int encindex)
 {
-    struct rbp_enc_entry *t = encodings(h);
-    if (!t || encindex < 0 || encindex >= MAX_ENCODINGS || !t[encindex].known) return NULL;
-    return t[encindex].name;
+    const struct rbp_enc_entry *e = encoding(h, encindex);
+    return e ? e->name : NULL;
 }
 
 bool rbp_encoding_ascii_compat(rbp_heap *h, int encindex)
 {
-    struct rbp_enc_entry *t = encodings(h);
-    if (!t || encindex < 0 || encindex >= MAX_ENCODINGS || !t[encindex].known) return true; /* most are */
-    return t[encindex].ascii_compat;
+    const struct rbp_enc_entry *e = encoding(h, encindex);
+    return e ? e->ascii_compat : true; /* most are */
 }
 
 int rbp_enc_termlen(rbp_heap *h, int idx)
 {
-    struct rbp_enc_entry *t = encodings(h);
-    return t && idx >= 0 && idx < MAX_ENCODINGS && t[idx].known ? t[idx].termlen : 1;
+    const struct rbp_enc_entry *e = encoding(h, idx);
+    return e ? e->termlen : 1;
 }
