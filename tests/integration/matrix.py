@@ -172,7 +172,7 @@ class Matrix:
         combos = self.wanted(combos)
         if not combos:
             return None
-        owned = not isinstance(target, harness.Target)
+        owned = isinstance(target, str) or callable(target)
         self._runs += 1
         order = [(self._runs, i) for i in range(len(combos))]
         t0 = time.time()
