@@ -168,13 +168,16 @@ class Matrix:
         """Runs check(combo) for each wanted combination on one target.
         target: a started harness.Target (the caller closes it), a program
         file name under programs/, or a callable returning a Target (both
-        closed here). Returns the target when the caller passed one."""
+        closed here). The core (a GB for a program of many threads) is
+        deleted once every combination of the run has passed; a failure
+        keeps it in the work directory that harness.main keeps."""
         combos = self.wanted(combos)
         if not combos:
-            return None
+            return
         owned = isinstance(target, str) or callable(target)
         self._runs += 1
-        order = [(self._runs, i) for i in range(len(combos))]
+        run_no = self._runs
+        order = [(run_no, i) for i in range(len(combos))]
         t0 = time.time()
         try:
             if isinstance(target, str):
@@ -185,7 +188,7 @@ class Matrix:
             for (dbg, mode), o in zip(combos, order):
                 self._record(o, self._label(label, dbg, mode), False, time.time() - t0,
                              "the target did not start: %s" % _describe(e))
-            return None
+            return
         try:
             all_ = [Combo(self, target, d, m, label, o) for (d, m), o in zip(combos, order)]
             live = [c for c in all_ if c.live]
@@ -200,10 +203,11 @@ class Matrix:
                 self._lane(live, check)
                 if core:
                     self._lane(core, check, self._take_core(target, core, label))
+            if core and core[0].core and all(r[2] for r in self.results if r[0][0] == run_no):
+                os.remove(core[0].core)
         finally:
             if owned:
                 target.close()
-        return None if owned else target
 
     def _take_core(self, target, combos, label):
         """gcore once for every core combination; the error if it failed."""

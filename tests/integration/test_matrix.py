@@ -7,7 +7,8 @@ that every combination runs even when others fail, that the failure names
 each failed one, in the matrix's order, and says why (a Failure's message;
 a bug's exception and traceback); that a gcore that fails fails every
 core combination, and only those; that a target left stopped fails its
-live combination; that a target that does not start fails every
+live combination; that the core of a run is deleted when it passed and
+kept when it failed; that a target that does not start fails every
 combination of its run and the next run still runs; that parallel=True
 runs the core lane beside the live one; that shared() computes once for
 concurrent callers and gives each the same error; and that
@@ -143,6 +144,12 @@ def test(workdir):
           parallel=True)
     m.finish()
     harness.log("parallel=True runs a live and a core combination at the same time")
+    # The core of a run that passed is deleted; that of a failed one kept.
+    cores = [f for f in os.listdir(os.path.join(workdir, "d", "t")) if f.startswith("core.")]
+    kept = [f for f in os.listdir(os.path.join(workdir, "a", "t")) if f.startswith("core.")]
+    if cores or len(kept) != 1:
+        raise Failure("cores left after a passing run: %s; after a failing one: %s" % (cores, kept))
+    harness.log("the core of a passing run is deleted, that of a failing run kept")
 
     # shared(): once for concurrent callers; its error raised to each.
     calls = []
