@@ -107,7 +107,7 @@ class Matrix:
         for o in self.only:
             if len(o) != 2 or o[0] not in DEBUGGERS + ("cli",) or o[1] not in ("live", "core"):
                 raise Failure("not a combination: %s (give e.g. gdb.live, lldb.core, cli.core)" % ".".join(o))
-        self.results = []   # (order, label, ok, seconds, message)
+        self.results = []   # (order, label, "ok" | "FAIL" | "skip", seconds, message)
         self._runs = 0
         self._lock = threading.Lock()
         self._shared = {}
@@ -186,7 +186,7 @@ class Matrix:
                 target = target()
         except Exception as e:
             for (dbg, mode), o in zip(combos, order):
-                self._record(o, self._label(label, dbg, mode), False, time.time() - t0,
+                self._record(o, self._label(label, dbg, mode), "FAIL", time.time() - t0,
                              "the target did not start: %s" % _describe(e))
             return
         try:
@@ -195,7 +195,7 @@ class Matrix:
             core = [c for c in all_ if not c.live]
             if parallel and live and core:
                 core_error = self._take_core(target, core, label)
-                lane = threading.Thread(target=self._lane, args=(core, check, core_error))
+                lane = threading.Thread(target=self._lane, args=(core, check, core_error), daemon=True)
                 lane.start()
                 self._lane(live, check)
                 lane.join()
@@ -203,7 +203,7 @@ class Matrix:
                 self._lane(live, check)
                 if core:
                     self._lane(core, check, self._take_core(target, core, label))
-            if core and core[0].core and all(r[2] for r in self.results if r[0][0] == run_no):
+            if core and core[0].core and all(r[2] != "FAIL" for r in self.results if r[0][0] == run_no):
                 os.remove(core[0].core)
         finally:
             if owned:
@@ -225,7 +225,7 @@ class Matrix:
     def _lane(self, combos, check, error=None):
         for c in combos:
             if error:
-                self._record(c.order, c.label, False, 0.0, error)
+                self._record(c.order, c.label, "FAIL", 0.0, error)
                 continue
             t0 = time.time()
             harness.set_log_prefix("[%s] " % c.label)
@@ -233,37 +233,41 @@ class Matrix:
                 check(c)
                 if c.live:
                     c.target.assert_left_running()
-                ok, msg = True, ""
+                status, msg = "ok", ""
             except Failure as e:
-                ok, msg = False, str(e)
+                status, msg = "FAIL", str(e)
+            except harness.SkipTest as e:   # this combination cannot be checked here (the reason says why)
+                status, msg = "skip", str(e)
             except Exception as e:   # a bug in the check, or a timeout: this combination fails, the rest run
-                ok, msg = False, "%s\n%s" % (_describe(e), traceback.format_exc())
+                status, msg = "FAIL", "%s\n%s" % (_describe(e), traceback.format_exc())
             finally:
                 harness.set_log_prefix("")
-            self._record(c.order, c.label, ok, time.time() - t0, msg)
+            self._record(c.order, c.label, status, time.time() - t0, msg)
 
-    def _record(self, order, label, ok, seconds, msg):
+    def _record(self, order, label, status, seconds, msg):
         with self._lock:
-            self.results.append((order, label, ok, seconds, msg))
-        harness.log("%s %s (%.1f s)%s" % ("ok  " if ok else "FAIL", label, seconds,
-                                          "" if ok else ": " + msg))
+            self.results.append((order, label, status, seconds, msg))
+        harness.log("%-4s %s (%.1f s)%s" % (status, label, seconds, ": " + msg if msg else ""))
 
     @staticmethod
     def _label(label, dbg, mode):
         return ("%s: %s %s" % (label, dbg, mode)) if label else "%s %s" % (dbg, mode)
 
     def finish(self):
-        """Prints every combination's result; fails naming those that failed."""
+        """Prints every combination's result; fails naming those that failed
+        (skips if every combination skipped: harness.SkipTest)."""
         if not self.results:
             raise Failure("no combination was run (RBPEEK_TEST_DEBUGGERS=%s, RBPEEK_TEST_MODES=%s, only %s)"
                           % (";".join(self.debuggers), ";".join(self.modes), sorted(self.only) or "all"))
         harness.log("%s: %d combinations:" % (self.ruby_spec, len(self.results)))
         results = sorted(self.results)
-        for _order, label, ok, seconds, _msg in results:
-            harness.log("  %-4s %-28s %6.1f s" % ("ok" if ok else "FAIL", label, seconds))
-        failed = [r[1] for r in results if not r[2]]
+        for _order, label, status, seconds, _msg in results:
+            harness.log("  %-4s %-28s %6.1f s" % (status, label, seconds))
+        failed = [r[1] for r in results if r[2] == "FAIL"]
         if failed:
             raise Failure("%d of %d combinations failed: %s" % (len(failed), len(results), ", ".join(failed)))
+        if all(r[2] == "skip" for r in results):
+            raise harness.SkipTest("every combination skipped: %s" % "; ".join(sorted({r[4] for r in results})))
 
 
 def _describe(e):

@@ -13,7 +13,8 @@ combination of its run and the next run still runs; that parallel=True
 runs the core lane beside the live one; that shared() computes once for
 concurrent callers and gives each the same error; and that
 RBPEEK_TEST_DEBUGGERS, RBPEEK_TEST_MODES and the command line's
-combinations narrow the matrix.
+combinations narrow the matrix; and that a combination may skip
+(harness.SkipTest), the test skipping if all of them do.
 """
 
 import os
@@ -207,6 +208,25 @@ def test(workdir):
         if "no combination was run" not in str(e):
             raise
     harness.log("the environment and the command line narrow the matrix; nothing run is a failure")
+
+    # A combination may skip (harness.SkipTest, with its reason); all skipped is a skip.
+    def skip_lldb(c):
+        if c.debugger == "lldb":
+            raise harness.SkipTest("no lldb here")
+    m = matrix.Matrix("debian-3.1", os.path.join(workdir, "h"))
+    m.run(lambda: StandIn(os.path.join(workdir, "h", "t")), skip_lldb)
+    m.finish()
+    if [r[2] for r in sorted(m.results)] != ["ok", "skip", "ok", "skip"]:
+        raise Failure("skips: %s" % sorted(m.results))
+    m = matrix.Matrix("debian-3.1", os.path.join(workdir, "i"))
+    m.run(lambda: StandIn(os.path.join(workdir, "i", "t")), skip_lldb, combos=[("lldb", "live"), ("lldb", "core")])
+    try:
+        m.finish()
+        raise Failure("finish() passed with every combination skipped")
+    except harness.SkipTest as e:
+        if "no lldb here" not in str(e):
+            raise Failure("the skip's reason is lost: %s" % e)
+    harness.log("a combination may skip; all of them skipped is a skip")
 
 
 if __name__ == "__main__":
