@@ -216,6 +216,8 @@ class Matrix:
             path = target.gcore()
             harness.log("%sgcore of pid %d: %.1f s, %d MB" % (label + ": " if label else "", target.pid,
                                                                time.time() - t0, os.path.getsize(path) >> 20))
+        except Failure as e:   # harness's says what failed
+            return str(e)
         except Exception as e:
             return "gcore failed: %s" % _describe(e)
         for c in combos:
