@@ -18,7 +18,9 @@ test always did; run() records it and goes on, so every combination runs
 even when one fails. finish() prints each combination's result and fails
 naming every one that failed. After a live combination the target must
 still be running (not stopped): run() checks it as part of that
-combination.
+combination. A check that cannot run in its combination raises
+harness.SkipTest with the reason (the test skips if all of them do). The
+core is deleted when every combination of its run passed.
 
 Combinations are (front end, mode) pairs, front end "gdb", "lldb" or
 "cli", mode "live" or "core". The CMake cache variables
