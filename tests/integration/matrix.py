@@ -18,7 +18,9 @@ test always did; run() records it and goes on, so every combination runs
 even when one fails. finish() prints each combination's result and fails
 naming every one that failed. After a live combination the target must
 still be running (not stopped): run() checks it as part of that
-combination.
+combination. A check that cannot run in its combination raises
+harness.SkipTest with the reason (the test skips if all of them do). The
+core is deleted when every combination of its run passed.
 
 Combinations are (front end, mode) pairs, front end "gdb", "lldb" or
 "cli", mode "live" or "core". The CMake cache variables
@@ -107,7 +109,7 @@ class Matrix:
         for o in self.only:
             if len(o) != 2 or o[0] not in DEBUGGERS + ("cli",) or o[1] not in ("live", "core"):
                 raise Failure("not a combination: %s (give e.g. gdb.live, lldb.core, cli.core)" % ".".join(o))
-        self.results = []   # (order, label, ok, seconds, message)
+        self.results = []   # (order, label, "ok" | "FAIL" | "skip", seconds, message)
         self._runs = 0
         self._lock = threading.Lock()
         self._shared = {}
@@ -168,13 +170,16 @@ class Matrix:
         """Runs check(combo) for each wanted combination on one target.
         target: a started harness.Target (the caller closes it), a program
         file name under programs/, or a callable returning a Target (both
-        closed here). Returns the target when the caller passed one."""
+        closed here). The core (a GB for a program of many threads) is
+        deleted once every combination of the run has passed; a failure
+        keeps it in the work directory that harness.main keeps."""
         combos = self.wanted(combos)
         if not combos:
-            return None
-        owned = not isinstance(target, harness.Target)
+            return
+        owned = isinstance(target, str) or callable(target)
         self._runs += 1
-        order = [(self._runs, i) for i in range(len(combos))]
+        run_no = self._runs
+        order = [(run_no, i) for i in range(len(combos))]
         t0 = time.time()
         try:
             if isinstance(target, str):
@@ -183,16 +188,16 @@ class Matrix:
                 target = target()
         except Exception as e:
             for (dbg, mode), o in zip(combos, order):
-                self._record(o, self._label(label, dbg, mode), False, time.time() - t0,
+                self._record(o, self._label(label, dbg, mode), "FAIL", time.time() - t0,
                              "the target did not start: %s" % _describe(e))
-            return None
+            return
         try:
             all_ = [Combo(self, target, d, m, label, o) for (d, m), o in zip(combos, order)]
             live = [c for c in all_ if c.live]
             core = [c for c in all_ if not c.live]
             if parallel and live and core:
                 core_error = self._take_core(target, core, label)
-                lane = threading.Thread(target=self._lane, args=(core, check, core_error))
+                lane = threading.Thread(target=self._lane, args=(core, check, core_error), daemon=True)
                 lane.start()
                 self._lane(live, check)
                 lane.join()
@@ -200,10 +205,11 @@ class Matrix:
                 self._lane(live, check)
                 if core:
                     self._lane(core, check, self._take_core(target, core, label))
+            if core and core[0].core and all(r[2] != "FAIL" for r in self.results if r[0][0] == run_no):
+                os.remove(core[0].core)
         finally:
             if owned:
                 target.close()
-        return None if owned else target
 
     def _take_core(self, target, combos, label):
         """gcore once for every core combination; the error if it failed."""
@@ -212,6 +218,8 @@ class Matrix:
             path = target.gcore()
             harness.log("%sgcore of pid %d: %.1f s, %d MB" % (label + ": " if label else "", target.pid,
                                                                time.time() - t0, os.path.getsize(path) >> 20))
+        except Failure as e:   # harness's says what failed
+            return str(e)
         except Exception as e:
             return "gcore failed: %s" % _describe(e)
         for c in combos:
@@ -221,7 +229,7 @@ class Matrix:
     def _lane(self, combos, check, error=None):
         for c in combos:
             if error:
-                self._record(c.order, c.label, False, 0.0, error)
+                self._record(c.order, c.label, "FAIL", 0.0, error)
                 continue
             t0 = time.time()
             harness.set_log_prefix("[%s] " % c.label)
@@ -229,37 +237,41 @@ class Matrix:
                 check(c)
                 if c.live:
                     c.target.assert_left_running()
-                ok, msg = True, ""
+                status, msg = "ok", ""
             except Failure as e:
-                ok, msg = False, str(e)
+                status, msg = "FAIL", str(e)
+            except harness.SkipTest as e:   # this combination cannot be checked here (the reason says why)
+                status, msg = "skip", str(e)
             except Exception as e:   # a bug in the check, or a timeout: this combination fails, the rest run
-                ok, msg = False, "%s\n%s" % (_describe(e), traceback.format_exc())
+                status, msg = "FAIL", "%s\n%s" % (_describe(e), traceback.format_exc())
             finally:
                 harness.set_log_prefix("")
-            self._record(c.order, c.label, ok, time.time() - t0, msg)
+            self._record(c.order, c.label, status, time.time() - t0, msg)
 
-    def _record(self, order, label, ok, seconds, msg):
+    def _record(self, order, label, status, seconds, msg):
         with self._lock:
-            self.results.append((order, label, ok, seconds, msg))
-        harness.log("%s %s (%.1f s)%s" % ("ok  " if ok else "FAIL", label, seconds,
-                                          "" if ok else ": " + msg))
+            self.results.append((order, label, status, seconds, msg))
+        harness.log("%-4s %s (%.1f s)%s" % (status, label, seconds, ": " + msg if msg else ""))
 
     @staticmethod
     def _label(label, dbg, mode):
         return ("%s: %s %s" % (label, dbg, mode)) if label else "%s %s" % (dbg, mode)
 
     def finish(self):
-        """Prints every combination's result; fails naming those that failed."""
+        """Prints every combination's result; fails naming those that failed
+        (skips if every combination skipped: harness.SkipTest)."""
         if not self.results:
             raise Failure("no combination was run (RBPEEK_TEST_DEBUGGERS=%s, RBPEEK_TEST_MODES=%s, only %s)"
                           % (";".join(self.debuggers), ";".join(self.modes), sorted(self.only) or "all"))
         harness.log("%s: %d combinations:" % (self.ruby_spec, len(self.results)))
         results = sorted(self.results)
-        for _order, label, ok, seconds, _msg in results:
-            harness.log("  %-4s %-28s %6.1f s" % ("ok" if ok else "FAIL", label, seconds))
-        failed = [r[1] for r in results if not r[2]]
+        for _order, label, status, seconds, _msg in results:
+            harness.log("  %-4s %-28s %6.1f s" % (status, label, seconds))
+        failed = [r[1] for r in results if r[2] == "FAIL"]
         if failed:
             raise Failure("%d of %d combinations failed: %s" % (len(failed), len(results), ", ".join(failed)))
+        if all(r[2] == "skip" for r in results):
+            raise harness.SkipTest("every combination skipped: %s" % "; ".join(sorted({r[4] for r in results})))
 
 
 def _describe(e):
