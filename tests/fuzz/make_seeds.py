@@ -9,8 +9,8 @@ Every seed exists once per recorded image (-3.1, -3.4). The objects seeds
 build one value of every kind the builder makes, each as Ruby itself would
 hold it, so that on the pristine images they print exactly ("exact": true
 in the JSON); scripts/fuzz.sh warns when one no longer does (the builder
-or a printer changed). The known-* seeds build the known defects of
-known-defects.supp instead."""
+or a printer changed). The regress-* seeds build values that once crashed
+the printer (what each was is at REGRESS below)."""
 import os
 import struct
 
@@ -134,18 +134,23 @@ OBJECTS = [
 ]
 
 
-# Known defects being fixed on another branch (known-defects.supp): these
-# inputs are skipped while objbuild.c avoids them, and become regression
-# seeds (regress-*) when the fix is in and the avoidance goes.
-KNOWN = [
-    ("known-rational-self", lambda o: [rec("RATIONAL", 0, 0, refs=(0, fx(1)))], b""),
-    ("known-complex-self", lambda o: [rec("COMPLEX", 0, 0, refs=(fx(1), 0))], b""),
+# Regression seeds of issue 24 item 1: a Rational whose numerator is
+# itself, a Complex whose parts are itself, and a Rational and a Complex
+# that contain each other. Each overflowed the stack in numeric_pair()
+# before the printer's recursion guard (rbp_recguard); now each prints the
+# "contains itself" marker.
+REGRESS = [
+    ("regress-rational-self", lambda o: [rec("RATIONAL", 0, 0, refs=(0, fx(1)))], b""),
+    ("regress-complex-self", lambda o: [rec("COMPLEX", 0, 0, refs=(fx(1), 0))], b""),
+    ("regress-rational-complex-mutual", lambda o: [
+        rec("RATIONAL", 0, 0, refs=(1, fx(2))),
+        rec("COMPLEX", 0, 0, refs=(fx(3), 0)),
+    ], b""),
 ]
-
 
 def main():
     # fuzz_objects
-    for name, build, stream in OBJECTS + KNOWN:
+    for name, build, stream in OBJECTS + REGRESS:
         objects_seed(name, build, stream, locals_=1 if name == "locals" else 0)
     for img, bit in IMAGES.items():
         # fuzz_snapshot: every rendering (text, JSON, locks, profile) and a retake; and the walk alone
