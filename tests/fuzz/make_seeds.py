@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seed inputs of the per-operation harnesses into
 tests/fuzz/corpus/{snapshot,sample,objects,heappage}/ (their formats are at
-the top of each fuzz_*.c; the objects' records in objbuild.h):
+the top of each fuzz_*.c; the objects' records in objbuild.h), and
+fuzz_memimage's regress-* seeds, which name words of data/ruby3.1.img.gz
+(run this again when the image is recorded again):
 
     python3 tests/fuzz/make_seeds.py
 
@@ -11,6 +13,7 @@ hold it, so that on the pristine images they print exactly ("exact": true
 in the JSON); scripts/fuzz.sh warns when one no longer does (the builder
 or a printer changed). The regress-* seeds build values that once crashed
 the printer (what each was is at REGRESS below)."""
+import gzip
 import os
 import struct
 
@@ -148,7 +151,69 @@ REGRESS = [
     ], b""),
 ]
 
+# fuzz_memimage's regression seeds of issue 24 item 1: the Rational(1, 3)
+# and Complex(1, -2) that image_target.rb's Holder#park holds in locals
+# (thread 9, "locals"), made to contain themselves or each other by
+# patches (image.c: kind 1 points a word at another word, kind 2 at a
+# neighbour of itself), then printed by `ruby p` of the local's word and by
+# that thread's `bt --locals`. They name words by index, so they are
+# written from the image each time.
+def image_words(path):
+    d = gzip.open(path).read()
+    assert d[:8] == b"RBPIMG01", path
+    p = 8
+    (n,) = struct.unpack_from("<I", d, p)
+    p += 4
+    for _ in range(n):
+        (l,) = struct.unpack_from("<H", d, p)
+        p += 2 + l + 8
+    (n,) = struct.unpack_from("<I", d, p)
+    p += 4
+    pages = []
+    for _ in range(n):
+        a, v = struct.unpack_from("<QI", d, p)
+        p += 12
+        pages.append((a & ~4095, d[p:p + v] + bytes(4096 - v)))
+        p += v
+    pages.sort()  # img_finish's order: a word's index is its page's rank * 512 + its offset / 8
+    words = []
+    for _, data in pages:
+        words.extend(struct.unpack("<512Q", data))
+    return words, [a for a, _ in pages]
+
+
+def memimage_regress():
+    words, bases = image_words(os.path.join(HERE, "data", "ruby3.1.img.gz"))
+    addr = lambda w: bases[w // 512] + (w % 512) * 8
+    T_RATIONAL, T_COMPLEX = 0x0f, 0x0e
+
+    def slot(t, a, b):
+        """The one object of type t whose two parts are the Fixnums a and b,
+        and the first word holding it."""
+        found = [w for w in range(len(words) - 3) if words[w] & 0x1f == t and words[w] >> 32 == 0 and
+                 words[w + 2] == (2 * a + 1) % 2**64 and words[w + 3] == (2 * b + 1) % 2**64]
+        assert len(found) == 1, (t, found)
+        held = [w for w, v in enumerate(words) if v == addr(found[0])]
+        assert held, t
+        return found[0], held[0]
+
+    rat, rat_held = slot(T_RATIONAL, 1, 3)
+    cpx, cpx_held = slot(T_COMPLEX, 1, -2)
+
+    def header(value):  # OP_LOCALS and OP_INSPECT, thread 9, `ruby p` of word `value`
+        return bytes([0, 0x18, 0, 9 << 2]) + struct.pack("<I", value)
+
+    def patch(where, kind, small=0, value=0):
+        return struct.pack("<IBBHI", where, kind, small & 255, 0, value)
+
+    write("memimage", "regress-rational-self", header(rat_held) + patch(rat + 2, 2, -2))
+    write("memimage", "regress-complex-self", header(cpx_held) + patch(cpx + 2, 2, -2) + patch(cpx + 3, 2, -3))
+    write("memimage", "regress-rational-complex-mutual",
+          header(rat_held) + patch(rat + 2, 1, value=cpx) + patch(cpx + 3, 1, value=rat))
+
+
 def main():
+    memimage_regress()
     # fuzz_objects
     for name, build, stream in OBJECTS + REGRESS:
         objects_seed(name, build, stream, locals_=1 if name == "locals" else 0)

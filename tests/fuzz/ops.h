@@ -91,6 +91,7 @@ static inline rbpeek_status fuzz_inspect(rbpeek_session *s, uint64_t value, int3
     rbpeek_inspect_options opt = {.depth = depth, .max_length = 16, .raw = 1};
     char *out = NULL;
     rbpeek_status st = rbpeek_value_inspect(s, value, &opt, RBPEEK_FORMAT_TEXT, &out);
+    if (st == RBPEEK_OK && fuzz_verbose()) fprintf(stderr, "fuzz: inspect  %.400s\n", out);
     if (st == RBPEEK_OK) rbpeek_free(out);
     else if (rbpeek_session_error(s)[0] == '\0') abort(); /* a refusal must say why */
     out = NULL;
