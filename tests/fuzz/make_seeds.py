@@ -235,6 +235,11 @@ def main():
     for img, bit in IMAGES.items():
         recs, stream = [(b(4 + 1 + 16 * len(b(0))), s) for n, b, s in OBJECTS if n == "array-string-hash"][0]
         write("heappage", f"built-bits-{img}", bytes([0xfc | bit, 0, len(recs), 0, 0]) + b"".join(recs) + stream)
+        # issue 24: a UTF-8 String whose bytes are not UTF-8, flagged 7-bit (ENC_CODERANGE_7BIT) as a
+        # damaged heap may hold it; the dump wrote its bytes unchecked, a line no strict reader reads
+        bad = b"caf\xe9 \xff\xfe\xc0\xaf \xed\xa0\x80"
+        write("heappage", f"regress-dump-7bit-invalid-utf8-{img}",
+              bytes([0x74 | bit, 0, 1, 0, 0]) + rec("STRING", 1 | 1 << 3, len(bad), pay=p16(5 + 16)) + bad)
 
 
 if __name__ == "__main__":
