@@ -17,6 +17,8 @@
 # wall-clock time: on a loaded machine an input that takes 0.3 s of CPU can
 # wait 10 s for it, so a lower limit reports the machine, not a hang (the
 # hangs this catches, unbounded walks, take minutes to hours).
+# FUZZ_RUNS=N ends each harness after N executions (libFuzzer's -runs), or
+# at SECONDS, whichever comes first: a recorded run of 10^6.
 # FUZZ_SEED=N fixes libFuzzer's random seed (CI's smoke run does, so that
 # it explores the same inputs each time); unset, each run differs.
 # DIR (default build-fuzz) keeps the build, the grown corpora (DIR/corpus/
@@ -125,7 +127,7 @@ run_one() {
     # set -e does not end this (sub)shell before it is written down.
     local rc=0
     nice -n "${FUZZ_NICE:-10}" "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 \
-        -max_len="${MAXLEN[$h]}" -len_control=0 -seed="${FUZZ_SEED:-0}" -print_final_stats=1 -artifact_prefix="$findings/" \
+        -max_len="${MAXLEN[$h]}" -len_control=0 -seed="${FUZZ_SEED:-0}" -runs="${FUZZ_RUNS:--1}" -print_final_stats=1 -artifact_prefix="$findings/" \
         "$corpus" "tests/fuzz/corpus/$h" >"$findings/fuzz.log" 2>&1 || rc=$?
     echo "$rc" >"$findings/exit"
 }
