@@ -17,6 +17,8 @@
 # wall-clock time: on a loaded machine an input that takes 0.3 s of CPU can
 # wait 10 s for it, so a lower limit reports the machine, not a hang (the
 # hangs this catches, unbounded walks, take minutes to hours).
+# FUZZ_RUNS=N ends each harness after N executions (libFuzzer's -runs), or
+# at SECONDS, whichever comes first: a recorded run of 10^6.
 # FUZZ_SEED=N fixes libFuzzer's random seed (CI's smoke run does, so that
 # it explores the same inputs each time); unset, each run differs.
 # DIR (default build-fuzz) keeps the build, the grown corpora (DIR/corpus/
@@ -97,9 +99,9 @@ fi
 # harness no longer reaches what it was made for.
 if [[ " ${HARNESSES[*]} " == *" objects "* ]]; then
     # one process for all of them (libFuzzer names each file it runs)
-    # (not the known-* and regress-* ones, which build what must not print)
+    # (not the regress-* ones, which build what cannot print exactly)
     inexact=$(RBPEEK_FUZZ_VERBOSE=1 "$BUILD/fuzz/fuzz_objects" $(ls -d tests/fuzz/corpus/objects/* |
-              grep -v -e '/known-' -e '/regress-') 2>&1 |
+              grep -v '/regress-') 2>&1 |
               awk '/^Running: /{f=$2; n[f]=0} /^fuzz: p /{if (index($0, "\"exact\": true")) n[f]=1}
                    END{for (f in n) if (!n[f]) {sub(".*/", "", f); printf " %s", f}}')
     if [ -n "$inexact" ]; then
@@ -114,9 +116,6 @@ if grep -q '^[a-z]' "$SUPP" 2>/dev/null; then
     export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/$SUPP:print_suppressions=0}
     echo "fuzz: known defects not counted as findings: $(grep '^[a-z]' "$SUPP" | tr '\n' ' ')"
 fi
-if grep -q '^#define OB_AVOID_KNOWN_DEFECTS 1' tests/fuzz/objbuild.c; then
-    echo "fuzz: objects and heappage skip inputs that build a known defect being fixed (see $SUPP)"
-fi
 total=0
 failed=0
 run_one() {
@@ -128,7 +127,7 @@ run_one() {
     # set -e does not end this (sub)shell before it is written down.
     local rc=0
     nice -n "${FUZZ_NICE:-10}" "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 \
-        -max_len="${MAXLEN[$h]}" -len_control=0 -seed="${FUZZ_SEED:-0}" -print_final_stats=1 -artifact_prefix="$findings/" \
+        -max_len="${MAXLEN[$h]}" -len_control=0 -seed="${FUZZ_SEED:-0}" -runs="${FUZZ_RUNS:--1}" -print_final_stats=1 -artifact_prefix="$findings/" \
         "$corpus" "tests/fuzz/corpus/$h" >"$findings/fuzz.log" 2>&1 || rc=$?
     echo "$rc" >"$findings/exit"
 }

@@ -65,10 +65,7 @@ static int one_input(const uint8_t *data, size_t size)
     /* every write before the first read: the session caches what it reads */
     uint64_t ep = (data[0] & 0x80) && b.nobj ? ob_build_env(&b, (uint16_t)(data[1] * 7), data[2]) : 0;
     img_apply_patches_in(&t->img, data + size - npatch * 12, npatch * 12, &b.written);
-    const char *known = ob_known_defect(&b);
-    if (known) {
-        if (fuzz_verbose()) fprintf(stderr, "fuzz: skipped  (known defect: %s)\n", known);
-    } else if (b.nobj) {
+    if (b.nobj) {
         uint64_t v = data[1] < 0x80 ? b.obj[data[1] % b.nobj] : ob_ref(&b, data[1]);
         print_value(t->s, v, (data[0] >> 2) & 7, LENS[(data[0] >> 5) & 3], data[2]);
         if (ep) {

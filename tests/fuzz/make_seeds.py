@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seed inputs of the per-operation harnesses into
 tests/fuzz/corpus/{snapshot,sample,objects,heappage}/ (their formats are at
-the top of each fuzz_*.c; the objects' records in objbuild.h):
+the top of each fuzz_*.c; the objects' records in objbuild.h), and
+fuzz_memimage's regress-* seeds, which name words of data/ruby3.1.img.gz
+(run this again when the image is recorded again):
 
     python3 tests/fuzz/make_seeds.py
 
@@ -9,8 +11,9 @@ Every seed exists once per recorded image (-3.1, -3.4). The objects seeds
 build one value of every kind the builder makes, each as Ruby itself would
 hold it, so that on the pristine images they print exactly ("exact": true
 in the JSON); scripts/fuzz.sh warns when one no longer does (the builder
-or a printer changed). The known-* seeds build the known defects of
-known-defects.supp instead."""
+or a printer changed). The regress-* seeds build values that once crashed
+the printer (what each was is at REGRESS below)."""
+import gzip
 import os
 import struct
 
@@ -134,18 +137,85 @@ OBJECTS = [
 ]
 
 
-# Known defects being fixed on another branch (known-defects.supp): these
-# inputs are skipped while objbuild.c avoids them, and become regression
-# seeds (regress-*) when the fix is in and the avoidance goes.
-KNOWN = [
-    ("known-rational-self", lambda o: [rec("RATIONAL", 0, 0, refs=(0, fx(1)))], b""),
-    ("known-complex-self", lambda o: [rec("COMPLEX", 0, 0, refs=(fx(1), 0))], b""),
+# Regression seeds of issue 24 item 1: a Rational whose numerator is
+# itself, a Complex whose parts are itself, and a Rational and a Complex
+# that contain each other. Each overflowed the stack in numeric_pair()
+# before the printer's recursion guard (rbp_recguard); now each prints the
+# "contains itself" marker.
+REGRESS = [
+    ("regress-rational-self", lambda o: [rec("RATIONAL", 0, 0, refs=(0, fx(1)))], b""),
+    ("regress-complex-self", lambda o: [rec("COMPLEX", 0, 0, refs=(fx(1), 0))], b""),
+    ("regress-rational-complex-mutual", lambda o: [
+        rec("RATIONAL", 0, 0, refs=(1, fx(2))),
+        rec("COMPLEX", 0, 0, refs=(fx(3), 0)),
+    ], b""),
 ]
+
+# fuzz_memimage's regression seeds of issue 24 item 1: the Rational(1, 3)
+# and Complex(1, -2) that image_target.rb's Holder#park holds in locals
+# (thread 9, "locals"), made to contain themselves or each other by
+# patches (image.c: kind 1 points a word at another word, kind 2 at a
+# neighbour of itself), then printed by `ruby p` of the local's word and by
+# that thread's `bt --locals`. They name words by index, so they are
+# written from the image each time.
+def image_words(path):
+    d = gzip.open(path).read()
+    assert d[:8] == b"RBPIMG01", path
+    p = 8
+    (n,) = struct.unpack_from("<I", d, p)
+    p += 4
+    for _ in range(n):
+        (l,) = struct.unpack_from("<H", d, p)
+        p += 2 + l + 8
+    (n,) = struct.unpack_from("<I", d, p)
+    p += 4
+    pages = []
+    for _ in range(n):
+        a, v = struct.unpack_from("<QI", d, p)
+        p += 12
+        pages.append((a & ~4095, d[p:p + v] + bytes(4096 - v)))
+        p += v
+    pages.sort()  # img_finish's order: a word's index is its page's rank * 512 + its offset / 8
+    words = []
+    for _, data in pages:
+        words.extend(struct.unpack("<512Q", data))
+    return words, [a for a, _ in pages]
+
+
+def memimage_regress():
+    words, bases = image_words(os.path.join(HERE, "data", "ruby3.1.img.gz"))
+    addr = lambda w: bases[w // 512] + (w % 512) * 8
+    T_RATIONAL, T_COMPLEX = 0x0f, 0x0e
+
+    def slot(t, a, b):
+        """The one object of type t whose two parts are the Fixnums a and b,
+        and the first word holding it."""
+        found = [w for w in range(len(words) - 3) if words[w] & 0x1f == t and words[w] >> 32 == 0 and
+                 words[w + 2] == (2 * a + 1) % 2**64 and words[w + 3] == (2 * b + 1) % 2**64]
+        assert len(found) == 1, (t, found)
+        held = [w for w, v in enumerate(words) if v == addr(found[0])]
+        assert held, t
+        return found[0], held[0]
+
+    rat, rat_held = slot(T_RATIONAL, 1, 3)
+    cpx, cpx_held = slot(T_COMPLEX, 1, -2)
+
+    def header(value):  # OP_LOCALS and OP_INSPECT, thread 9, `ruby p` of word `value`
+        return bytes([0, 0x18, 0, 9 << 2]) + struct.pack("<I", value)
+
+    def patch(where, kind, small=0, value=0):
+        return struct.pack("<IBBHI", where, kind, small & 255, 0, value)
+
+    write("memimage", "regress-rational-self", header(rat_held) + patch(rat + 2, 2, -2))
+    write("memimage", "regress-complex-self", header(cpx_held) + patch(cpx + 2, 2, -2) + patch(cpx + 3, 2, -3))
+    write("memimage", "regress-rational-complex-mutual",
+          header(rat_held) + patch(rat + 2, 1, value=cpx) + patch(cpx + 3, 1, value=rat))
 
 
 def main():
+    memimage_regress()
     # fuzz_objects
-    for name, build, stream in OBJECTS + KNOWN:
+    for name, build, stream in OBJECTS + REGRESS:
         objects_seed(name, build, stream, locals_=1 if name == "locals" else 0)
     for img, bit in IMAGES.items():
         # fuzz_snapshot: every rendering (text, JSON, locks, profile) and a retake; and the walk alone
@@ -165,6 +235,11 @@ def main():
     for img, bit in IMAGES.items():
         recs, stream = [(b(4 + 1 + 16 * len(b(0))), s) for n, b, s in OBJECTS if n == "array-string-hash"][0]
         write("heappage", f"built-bits-{img}", bytes([0xfc | bit, 0, len(recs), 0, 0]) + b"".join(recs) + stream)
+        # issue 24: a UTF-8 String whose bytes are not UTF-8, flagged 7-bit (ENC_CODERANGE_7BIT) as a
+        # damaged heap may hold it; the dump wrote its bytes unchecked, a line no strict reader reads
+        bad = b"caf\xe9 \xff\xfe\xc0\xaf \xed\xa0\x80"
+        write("heappage", f"regress-dump-7bit-invalid-utf8-{img}",
+              bytes([0x74 | bit, 0, 1, 0, 0]) + rec("STRING", 1 | 1 << 3, len(bad), pay=p16(5 + 16)) + bad)
 
 
 if __name__ == "__main__":

@@ -608,39 +608,3 @@ uint64_t ob_build_env(ob_build *b, uint16_t off_, uint8_t me_ref)
 void ob_build_end(ob_build *b) { img_focus_free(&b->written); }
 
 void ob_put_field(ob_build *b, uint64_t base, rbp_field_id id, uint64_t v) { wrf(b, base, id, v); }
-
-/* Known defects, being fixed on another branch (issue 24 item 1), which
- * every few thousand inputs would find again: a Rational or Complex whose
- * part is itself a Rational or Complex (numeric_pair() recurses without
- * the depth limit and loop check the containers have: a self-containing
- * one overflows the stack), and a Bignum of more than 4096 words (its
- * decimal conversion is quadratic: 65,536 words cost 9 s). Inputs making
- * one are not run. Remove this when those fixes are in main. */
-#define OB_AVOID_KNOWN_DEFECTS 1
-
-const char *ob_known_defect(ob_build *b)
-{
-#if OB_AVOID_KNOWN_DEFECTS
-    const ob_world *w = b->w;
-    const image *img = &w->t->img;
-    for (size_t i = 0; i < b->nobj; i++) {
-        uint64_t o = b->obj[i], flags = peek64(img, o);
-        int t = (int)(flags & RBP_T_MASK);
-        if (t == RBP_T_RATIONAL || t == RBP_T_COMPLEX) {
-            uint64_t a = peek64(img, o + ofs(w, t == RBP_T_RATIONAL ? RBP_L_rrational_num : RBP_L_rcomplex_real));
-            uint64_t d = peek64(img, o + ofs(w, t == RBP_T_RATIONAL ? RBP_L_rrational_den : RBP_L_rcomplex_imag));
-            for (int k = 0; k < 2; k++) {
-                uint64_t part = k ? d : a;
-                int pt = (part & 7) || !part ? -1 : (int)(peek64(img, part) & RBP_T_MASK);
-                if (pt == RBP_T_RATIONAL || pt == RBP_T_COMPLEX) return "a Rational or Complex inside one";
-            }
-        }
-        if (t == RBP_T_BIGNUM && !(flags & RBP_FL_USER(2)) &&
-            peek64(img, o + ofs(w, RBP_L_rbignum_heap_len)) > 4096)
-            return "a Bignum of more than 4096 words";
-    }
-#else
-    (void)b;
-#endif
-    return NULL;
-}

@@ -129,8 +129,4 @@ void ob_build_end(ob_build *b);
  * adds its words to b->written; nothing when the layout lacks it. */
 void ob_put_field(ob_build *b, uint64_t base, rbp_field_id id, uint64_t v);
 
-/* Known defects that are being fixed elsewhere and would only be found
- * again (objbuild.c says which): the reason an input is not run, or NULL. */
-const char *ob_known_defect(ob_build *b);
-
 #endif

@@ -16,10 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "context/context.h"
 #include "heap/heap.h"
 #include "image.h"
+#include "jsoncheck.h"
 #include "memory/elf_symbols.h"
 #include "rbpeek.h"
 #include "vm/robject.h"
@@ -91,11 +96,38 @@ static inline rbpeek_status fuzz_inspect(rbpeek_session *s, uint64_t value, int3
     rbpeek_inspect_options opt = {.depth = depth, .max_length = 16, .raw = 1};
     char *out = NULL;
     rbpeek_status st = rbpeek_value_inspect(s, value, &opt, RBPEEK_FORMAT_TEXT, &out);
+    if (st == RBPEEK_OK && fuzz_verbose()) fprintf(stderr, "fuzz: inspect  %.400s\n", out);
     if (st == RBPEEK_OK) rbpeek_free(out);
     else if (rbpeek_session_error(s)[0] == '\0') abort(); /* a refusal must say why */
     out = NULL;
     opt.raw = 0;
     if (rbpeek_value_inspect(s, value, &opt, RBPEEK_FORMAT_JSON, &out) == RBPEEK_OK) rbpeek_free(out);
+    return st;
+}
+
+/* `ruby heap --dump PATH` into a file in memory, every line of which must
+ * then read as strict JSON (jsoncheck.h); what the writer wrote before an
+ * error too, but for an unfinished last line. */
+static inline rbpeek_status fuzz_heap_dump(rbpeek_session *s, rbpeek_heap_dump_stats *ds)
+{
+    static int fd = -2;
+    static char path[40];
+    if (fd == -2) {
+        fd = (int)syscall(SYS_memfd_create, "rbpeek-fuzz-dump", 0);
+        if (fd >= 0) snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    }
+    if (fd < 0) return rbpeek_heap_dump(s, "/dev/null", ds);
+    rbpeek_status st = rbpeek_heap_dump(s, path, ds);
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0) {
+        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        if (m != MAP_FAILED) {
+            if (fuzz_verbose()) fprintf(stderr, "fuzz: dumped   %.*s\n", (int)(sb.st_size < 600 ? sb.st_size : 600), (char *)m);
+            json_check_lines("ruby heap --dump", m, (size_t)sb.st_size, st == RBPEEK_OK);
+            munmap(m, (size_t)sb.st_size);
+        }
+    }
+    if (ftruncate(fd, 0) != 0) abort(); /* a next dump that fails to open must not find this one */
     return st;
 }
 
@@ -225,7 +257,7 @@ static inline void fuzz_run_ops(rbpeek_session *s, unsigned ops, size_t max_fram
     }
     if (ops & OP_DUMP) {
         rbpeek_heap_dump_stats ds = {0};
-        st = rbpeek_heap_dump(s, "/dev/null", &ds);
+        st = fuzz_heap_dump(s, &ds);
         snprintf(what, sizeof what, "%llu objects", (unsigned long long)ds.objects);
         fuzz_say(s, "dump", st, what);
     }

@@ -4,6 +4,7 @@
 #include "base/addrmap.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static size_t slot_of(uint64_t key, size_t cap)
 {
@@ -15,19 +16,24 @@ void rbp_addrmap_init(rbp_addrmap *m, size_t max_entries, void (*free_val)(void 
     *m = (rbp_addrmap){.max_entries = max_entries ? max_entries : ((size_t)1 << 20), .free_val = free_val};
 }
 
+/* len counts the keys held (none is ever removed), so an empty map has
+ * nothing to clear, and only values to free need a look at every slot: a
+ * heap or an ID cache that is opened and closed for each command holds a
+ * few keys in hundreds of slots. */
 void rbp_addrmap_clear(rbp_addrmap *m)
 {
-    for (size_t i = 0; i < m->cap; i++) {
-        if (m->keys[i] && m->free_val) m->free_val(m->vals[i]);
-        m->keys[i] = 0;
-        m->vals[i] = NULL;
-    }
+    if (!m->len) return;
+    if (m->free_val)
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->keys[i]) m->free_val(m->vals[i]);
+    memset(m->keys, 0, m->cap * sizeof *m->keys);
+    memset(m->vals, 0, m->cap * sizeof *m->vals);
     m->len = 0;
 }
 
 void rbp_addrmap_destroy(rbp_addrmap *m)
 {
-    if (m->keys) rbp_addrmap_clear(m);
+    if (m->keys && m->free_val) rbp_addrmap_clear(m);
     free(m->keys);
     free(m->vals);
     m->keys = NULL;
