@@ -192,12 +192,14 @@ def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300)
     return r.returncode, r.stdout + r.stderr
 
 
-def run_cli(args, timeout=300):
+def run_cli(args, timeout=300, raw=False):
     """Runs the rbpeek command line (no debugger) with args; returns
-    (returncode, stdout, stderr)."""
-    r = subprocess.run([sys.executable, RBPEEK_CLI] + list(args), capture_output=True, text=True, timeout=timeout,
-                       stdin=subprocess.DEVNULL, errors="replace")
-    return r.returncode, r.stdout, r.stderr
+    (returncode, stdout, stderr); stdout as bytes when raw (for
+    strict_json), else as text with any bytes that are not UTF-8 replaced."""
+    r = subprocess.run([sys.executable, RBPEEK_CLI] + list(args), capture_output=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    out = r.stdout if raw else r.stdout.decode("utf-8", "replace")
+    return r.returncode, out, r.stderr.decode("utf-8", "replace")
 
 
 def assert_no_traceback(output):

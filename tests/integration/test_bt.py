@@ -9,7 +9,6 @@ absolute_path and line number must be equal, in order. The target must be
 left running.
 """
 
-import json
 import os
 import sys
 
@@ -62,8 +61,7 @@ def check_selected_thread(debugger, target, workdir, name="deep"):
     threads_json = os.path.join(workdir, "threads.json")
     rc, output = harness.run_debugger(debugger, ["ruby threads --json -o " + threads_json], pid=target.pid)
     harness.assert_no_traceback(output)
-    with open(threads_json, encoding="utf-8") as f:
-        listed = json.load(f)["threads"]
+    listed = harness.read_json(threads_json)["threads"]
     num = next((t["debugger_thread"] for t in listed if t["name"] == name), None)
     if num is None:
         raise Failure("ruby threads gives no debugger thread number for %r:\n%s" % (name, listed))
@@ -73,8 +71,7 @@ def check_selected_thread(debugger, target, workdir, name="deep"):
     harness.assert_no_traceback(output)
     if not os.path.exists(one_json):
         raise Failure("ruby bt on the selected thread %d wrote nothing:\n%s" % (num, output[-2000:]))
-    with open(one_json, encoding="utf-8") as f:
-        one = json.load(f)
+    one = harness.read_json(one_json)
     if len(one["threads"]) != 1 or one["threads"][0]["name"] != name:
         raise Failure("ruby bt on thread %d showed %s, not %r" % (num, [t["name"] for t in one["threads"]], name))
     expected = dict(target.expected())
@@ -111,20 +108,17 @@ def test(ruby_spec, debugger, mode, workdir):
                 harness.assert_no_traceback(out2)
                 if not os.path.exists(bare_json):
                     raise Failure("core without binaries: no JSON written:\n" + out2[-3000:])
-                with open(bare_json, encoding="utf-8") as f:
-                    compare(target.expected(), json.load(f))
+                compare(target.expected(), harness.read_json(bare_json))
                 harness.log("core opened without its binaries: identical too")
         harness.assert_no_traceback(output)
         if not os.path.exists(out_json):
             raise Failure("no JSON written; debugger output:\n" + output[-3000:])
-        with open(out_json, encoding="utf-8") as f:
-            actual = json.load(f)
+        actual = harness.read_json(out_json)
         n = compare(target.expected(), actual)
         if mode == "live":
             check_selected_thread(debugger, target, workdir)
         if os.path.exists(table_json):
-            with open(table_json, encoding="utf-8") as f:
-                compare(target.expected(), json.load(f))
+            compare(target.expected(), harness.read_json(table_json))
             harness.log("built-in table layouts/%s.layout: identical too" % version)
         elif mode == "live" and os.path.exists(table):
             raise Failure("no output with --layout %s:\n%s" % (table, output[-2000:]))

@@ -30,9 +30,9 @@ import test_heap
 import test_sample
 
 
-def cli(args, want_rc=0, timeout=900):
-    rc, out, err = harness.run_cli(args, timeout=timeout)
-    harness.assert_no_traceback(out + err)
+def cli(args, want_rc=0, timeout=900, raw=False):
+    rc, out, err = harness.run_cli(args, timeout=timeout, raw=raw)
+    harness.assert_no_traceback((out.decode("utf-8", "replace") if raw else out) + err)
     if want_rc is not None and rc != want_rc:
         raise Failure("rbpeek %s: exit %d (wanted %d)\nstdout: %s\nstderr: %s"
                       % (" ".join(args), rc, want_rc, out[-2000:], err[-2000:]))
@@ -51,8 +51,8 @@ def test_bt_cmd(spec, workdir):
     target = harness.Target(ruby, "bt_scenarios.rb", workdir)
     try:
         expected = target.expected()
-        out, _ = cli(["bt", "-a", "--json", "--pid", str(target.pid)])
-        n = test_bt.compare(expected, json.loads(out))
+        out, _ = cli(["bt", "-a", "--json", "--pid", str(target.pid)], raw=True)
+        n = test_bt.compare(expected, harness.strict_json(out))
         target.assert_left_running()
         harness.log("rbpeek bt --pid: %d frames identical" % n)
         # Without -a: the main thread, as gdb -p selects it; text as Ruby prints it.
@@ -66,18 +66,17 @@ def test_bt_cmd(spec, workdir):
         _, err = cli(["bt", "-a", "--json", "--core", core, "--exe", ruby, "-o", path])
         if "rbpeek: wrote " + path not in err + _:
             raise Failure("rbpeek bt -o did not say it wrote %s" % path)
-        with open(path, encoding="utf-8") as f:
-            n = test_bt.compare(expected, json.load(f))
-        out, _ = cli(["bt", "-a", "--json", "--core", core])   # the core alone: ELF symbols only
-        test_bt.compare(expected, json.loads(out))
+        n = test_bt.compare(expected, harness.read_json(path))
+        out, _ = cli(["bt", "-a", "--json", "--core", core], raw=True)   # the core alone: ELF symbols only
+        test_bt.compare(expected, harness.strict_json(out))
         harness.log("rbpeek bt --core (with and without --exe): %d frames identical" % n)
         # threads and locks run too, and name the same threads as bt.
-        doc = json.loads(cli(["threads", "--json", "--core", core])[0])
+        doc = harness.strict_json(cli(["threads", "--json", "--core", core], raw=True)[0])
         names = sorted(t["name"] or "<main>" for t in doc["threads"] if t["name"] != "rbpeek-recorder")
         want = sorted(t["name"] if not t["main"] else "<main>" for t in expected["threads"])
         if names != want:
             raise Failure("rbpeek threads --core: threads %s, Ruby has %s" % (names, want))
-        json.loads(cli(["locks", "--json", "--pid", str(target.pid)])[0])
+        harness.strict_json(cli(["locks", "--json", "--pid", str(target.pid)], raw=True)[0])
         info, _ = cli(["info", "--pid", str(target.pid)])
         if "Ruby version:  %s" % expected["ruby_version"] not in info or "/proc/%d/mem" % target.pid not in info:
             raise Failure("rbpeek info --pid:\n" + info)
@@ -102,7 +101,7 @@ def test_heap_cmd(spec, workdir):
             else:
                 core = core or target.gcore()
                 where = ["--core", core, "--exe", ruby]
-            census = json.loads(cli(["heap", "--json"] + where)[0])
+            census = harness.strict_json(cli(["heap", "--json"] + where, raw=True)[0])
             if census["ruby_version"] != expected["ruby_version"]:
                 raise Failure("version: rbpeek says %s, Ruby says %s" % (census["ruby_version"],
                                                                            expected["ruby_version"]))
@@ -141,8 +140,7 @@ def test_sample_cmd(spec, workdir):
         test_sample.check_accuracy(stacks, split, "rbpeek sample --pid (%s)" % spec)
         test_sample.check_pprof(pprof, stacks, split, "rbpeek sample --pprof (%s)" % spec)
         ET.parse(svg)
-        with open(ss, encoding="utf-8") as f:
-            prof = json.load(f)["profiles"][0]
+        prof = harness.read_json(ss)["profiles"][0]
         if sum(prof["weights"]) != sum(c for _f, c in stacks):
             raise Failure("speedscope file disagrees with the folded stacks")
         # --duration, and the default file names (rbpeek-PID-TIME.folded/.svg) in the current directory.

@@ -26,7 +26,6 @@ Core: `ruby sample` must refuse with one clear line and write nothing. The
 target must be left running in every case.
 """
 
-import json
 import os
 import re
 import subprocess
@@ -232,8 +231,7 @@ def live_all_threads(ruby_spec, ruby, debugger, workdir):
 
         # The other writers hold the same data.
         ET.parse(svg_a)
-        with open(ss_a, encoding="utf-8") as f:
-            ss = json.load(f)
+        ss = harness.read_json(ss_a)
         prof = ss["profiles"][0]
         total = sum(c for _f, c in stacks)
         if prof["type"] != "sampled" or len(prof["samples"]) != len(prof["weights"]) or \

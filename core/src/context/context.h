@@ -78,14 +78,8 @@ rbpeek_status rbp_fail(rbpeek_session *s, rbpeek_status status, const char *fmt,
     __attribute__((format(printf, 3, 4)));
 void rbp_warn(rbpeek_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Version helpers: true if the target is at least major.minor. */
-static inline bool rbp_ver_ge(const rbpeek_session *s, int major, int minor)
-{
-    return s->ver_major > major || (s->ver_major == major && s->ver_minor >= minor);
-}
-
 /* The label quoting of the target's backtraces. */
-static inline const rbp_label_quotes *rbp_release_quotes(const rbpeek_session *s) { return &s->rel.quotes; }
+static inline const rbp_label_quotes *rbp_release_quotes(const rbpeek_session *s) { return &s->rel.frames.quotes; }
 
 /* Symbol resolution: the caller's lookup first, then the ELF images mapped in
  * the target (memory/elf_symbols.c, memory/elf_symtab.c). Sets *how to a

@@ -60,8 +60,6 @@ void rbp_idcache_free(rbp_idcache *c)
     free(c);
 }
 
-uint64_t rbp_qnil(const rbpeek_session *s) { return rbp_ver_ge(s, 3, 2) ? 0x04 : 0x08; }
-
 bool rbp_is_heap_ptr(const rbpeek_session *s, uint64_t v)
 {
     return v != 0 && (v & 7) == 0 && v != rbp_qnil(s);
@@ -190,7 +188,7 @@ bool rbp_array_info(rbpeek_session *s, uint64_t v, long *len, uint64_t *elems_ad
     if ((flags & RBP_T_MASK) != RBP_T_ARRAY) return false;
     if (flags & RBP_FL_USER(1)) { /* RARRAY_EMBED_FLAG */
         /* Embedded length: 2 bits before variable-width slots (3.2), 7 after. */
-        uint64_t mask = rbp_ver_ge(s, 3, 2) ? 0x7f : 0x3;
+        uint64_t mask = s->rel.obj.ary_embed_len_mask;
         *len = (long)((flags >> (RBP_FL_USHIFT + 3)) & mask);
         *elems_addr = v + (uint64_t)rbp_off(L, RBP_L_rarray_embed_ary);
     } else {

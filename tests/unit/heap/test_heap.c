@@ -139,6 +139,20 @@ static void test_census_render(void)
 
 /* --- dump format ----------------------------------------------------------- */
 
+/* The releases whose dump_all rules the records below follow. */
+static rbp_release R207;
+static rbp_release R301;
+static rbp_release R303;
+static rbp_release R304;
+
+static void init_releases(void)
+{
+    rbp_release_init(&R207, 2, 7, 0);
+    rbp_release_init(&R301, 3, 1, 0);
+    rbp_release_init(&R303, 3, 3, 0);
+    rbp_release_init(&R304, 3, 4, 0);
+}
+
 /* The one escaper escapes what dump_append_string_value escapes, as it does. */
 static void test_dump_escape(void)
 {
@@ -178,32 +192,33 @@ __attribute__((noinline)) static char *format(const rbp_dump_rec *recs, size_t n
 
 static void test_dump_lines(void)
 {
+    init_releases();
     mem_str v = {"hi\n"};
     uint64_t refs[] = {0x7f0000001000, 0x7f0000001028};
     rbp_dump_rec recs[] = {
-        {.ver = 304, .address = 0x7f0000000fd8, .type = RBP_T_STRING, .klass = 0x7f00000abc00, .frozen = true,
+        {.rel = &R304, .address = 0x7f0000000fd8, .type = RBP_T_STRING, .klass = 0x7f00000abc00, .frozen = true,
          .shape_id = 3, .slot_size = 40, .embedded = true, .fstring = true, .chilled = true, .bytesize = 3,
          .has_value = true, .read_value = read_str, .value_ctx = &v, .encoding = "UTF-8", .coderange = 1,
          .memsize = 40},
-        {.ver = 207, .address = 0x10, .type = RBP_T_STRING, .klass = 0x20, .embedded = true, .broken = true,
+        {.rel = &R207, .address = 0x10, .type = RBP_T_STRING, .klass = 0x20, .embedded = true, .broken = true,
          .bytesize = 3, .has_capacity = true, .capacity = 24, .memsize = 40},
-        {.ver = 301, .address = 0x30, .type = RBP_T_ARRAY, .klass = 0x20, .length = 0, .embedded = true,
+        {.rel = &R301, .address = 0x30, .type = RBP_T_ARRAY, .klass = 0x20, .length = 0, .embedded = true,
          .memsize = 40},
-        {.ver = 303, .address = 0x30, .type = RBP_T_ARRAY, .klass = 0x20, .shape_id = 0, .slot_size = 80,
+        {.rel = &R303, .address = 0x30, .type = RBP_T_ARRAY, .klass = 0x20, .shape_id = 0, .slot_size = 80,
          .length = 2, .embedded = true, .refs = refs, .nrefs = 2, .memsize = 80},
-        {.ver = 303, .address = 0x40, .type = RBP_T_HASH, .klass = 0x20, .slot_size = 160, .size = 1,
+        {.rel = &R303, .address = 0x40, .type = RBP_T_HASH, .klass = 0x20, .slot_size = 160, .size = 1,
          .has_default = true, .default_value = 0x50, .refs = refs, .nrefs = 1, .memsize = 160},
-        {.ver = 301, .address = 0x60, .type = RBP_T_CLASS, .klass = 0x70, .superclass = 0x80,
+        {.rel = &R301, .address = 0x60, .type = RBP_T_CLASS, .klass = 0x70, .superclass = 0x80,
          .real_class_name = "Foo", .singleton = true, .memsize = 0},
-        {.ver = 304, .address = 0x60, .type = RBP_T_CLASS, .klass = 0x70, .slot_size = 160, .superclass = 0x80,
+        {.rel = &R304, .address = 0x60, .type = RBP_T_CLASS, .klass = 0x70, .slot_size = 160, .superclass = 0x80,
          .has_variation_count = true, .variation_count = 0, .name = "Zoo::Cat", .memsize = 280},
-        {.ver = 207, .address = 0x60, .type = RBP_T_MODULE, .klass = 0x70, .superclass = 0x80, .name = "A::\"B\"",
+        {.rel = &R207, .address = 0x60, .type = RBP_T_MODULE, .klass = 0x70, .superclass = 0x80, .name = "A::\"B\"",
          .memsize = 40},
-        {.ver = 303, .address = 0x90, .type = RBP_T_OBJECT, .klass = 0x20, .slot_size = 40, .shape_id = 12,
+        {.rel = &R303, .address = 0x90, .type = RBP_T_OBJECT, .klass = 0x20, .slot_size = 40, .shape_id = 12,
          .embedded = true, .ivars = 2, .memsize = 40},
-        {.ver = 207, .address = 0xa0, .type = RBP_T_IMEMO, .imemo_type = 11, .klass = 0x5, .memsize = 40},
-        {.ver = 301, .address = 0xb0, .type = RBP_T_ZOMBIE, .refs = refs, .nrefs = 2},
-        {.ver = 301, .address = 0xc0, .type = RBP_T_MOVED, .memsize = 40},
+        {.rel = &R207, .address = 0xa0, .type = RBP_T_IMEMO, .imemo_type = 11, .klass = 0x5, .memsize = 40},
+        {.rel = &R301, .address = 0xb0, .type = RBP_T_ZOMBIE, .refs = refs, .nrefs = 2},
+        {.rel = &R301, .address = 0xc0, .type = RBP_T_MOVED, .memsize = 40},
     };
     char *out = format(recs, sizeof recs / sizeof recs[0]);
     const char *want =
@@ -230,19 +245,20 @@ static void test_dump_lines(void)
     CU_ASSERT_STRING_EQUAL(out, want);
     if (strcmp(out, want) != 0) fprintf(stderr, "\n--- got:\n%s--- want:\n%s", out, want);
     free(out);
-    CU_ASSERT_STRING_EQUAL(rbp_dump_imemo_name(11, 301), "callinfo");
-    CU_ASSERT_STRING_EQUAL(rbp_dump_imemo_name(7, 207), "iseq");
+    CU_ASSERT_STRING_EQUAL(rbp_dump_imemo_name(11, &R301), "callinfo");
+    CU_ASSERT_STRING_EQUAL(rbp_dump_imemo_name(7, &R207), "iseq");
 }
 
 static void test_dump_big_value(void)
 {
+    init_releases();
     size_t n = 3 * 1024 * 1024 + 7;
     char *s = malloc(n + 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     for (size_t i = 0; i < n; i++) s[i] = "ab\"c"[i % 4];
     s[n] = 0;
     mem_str v = {s};
-    rbp_dump_rec r = {.ver = 303, .address = 0x10, .type = RBP_T_STRING, .klass = 0x20, .bytesize = n,
+    rbp_dump_rec r = {.rel = &R303, .address = 0x10, .type = RBP_T_STRING, .klass = 0x20, .bytesize = n,
                       .has_value = true, .read_value = read_str, .value_ctx = &v, .memsize = 40};
     char *out = format(&r, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(out);
@@ -275,8 +291,9 @@ static bool valid_utf8(const char *s)
 
 static void test_dump_damaged_string(void)
 {
+    init_releases();
     mem_str v = {"not \xFF\xFE utf-8 \xE6\x97"};
-    rbp_dump_rec r = {.ver = 304, .address = 0x10, .type = RBP_T_STRING, .klass = 0x20, .slot_size = 40,
+    rbp_dump_rec r = {.rel = &R304, .address = 0x10, .type = RBP_T_STRING, .klass = 0x20, .slot_size = 40,
                       .embedded = true, .bytesize = strlen(v.s), .has_value = true, .read_value = read_str,
                       .value_ctx = &v, .encoding = "UTF-8", .coderange = 1, .memsize = 40};
     char *out = format(&r, 1);
