@@ -103,6 +103,10 @@ RBPEEK_API rbpeek_status rbpeek_session_add_core_regions(rbpeek_session *s, cons
 RBPEEK_API rbpeek_status rbpeek_session_set_vm(rbpeek_session *s, uint64_t vm_addr);
 RBPEEK_API rbpeek_status rbpeek_session_set_layout_file(rbpeek_session *s, const char *path);
 RBPEEK_API rbpeek_status rbpeek_session_set_ruby_version(rbpeek_session *s, const char *version);
+/* Nonzero: take the layout from the target's DWARF only (`--layout dwarf`),
+ * never from a built-in table; by default the release's own table is tried
+ * first and DWARF only when it does not fit. */
+RBPEEK_API rbpeek_status rbpeek_session_set_layout_dwarf(rbpeek_session *s, int on);
 /* ELF files that may carry DWARF for the Ruby (libruby or the ruby
  * executable); tried before built-in tables. */
 RBPEEK_API rbpeek_status rbpeek_session_add_debug_file(rbpeek_session *s, const char *path);

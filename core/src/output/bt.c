@@ -51,13 +51,27 @@ static const char *nil_path_text(bt_ctx *c)
     return c->progname && *c->progname ? c->progname : "(unknown)";
 }
 
+/* ":N" onto b, without printf: a 5,000-frame stack prints 5,000 of them. */
+static void put_line_number(rbp_strbuf *b, int32_t n)
+{
+    char buf[16], *p = buf + sizeof buf;
+    uint32_t u = n < 0 ? 0u - (uint32_t)n : (uint32_t)n;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (n < 0) *--p = '-';
+    *--p = ':';
+    rbp_sb_putn(b, p, (size_t)(buf + sizeof buf - p));
+}
+
 /* A Ruby or C-method frame: "path:line:in 'label'", Location#to_s. */
 static void location_line(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f)
 {
     rbp_sb_puts(b, f->path ? f->path : nil_path_text(c));
-    if (f->lineno) rbp_sb_printf(b, ":%d", (int)f->lineno);
+    if (f->lineno) put_line_number(b, f->lineno);
     const rbp_label_quotes *q = rbp_release_quotes(c->s);
-    rbp_sb_puts(b, ":in ");
+    rbp_sb_putn(b, ":in ", 4);
     rbp_sb_puts(b, q->open);
     rbp_sb_puts(b, f->label ? f->label : "");
     rbp_sb_puts(b, q->close);
@@ -157,7 +171,7 @@ static void text_thread(bt_ctx *c, rbp_strbuf *b, size_t index)
     for (size_t i = 0; i < t->nframes; i++) {
         const rbpeek_frame *f = &t->frames[i];
         if (!shown(c, f)) continue;
-        rbp_sb_puts(b, "    ");
+        rbp_sb_putn(b, "    ", 4);
         kind_of(f)->line(c, b, f);
         rbp_sb_putn(b, "\n", 1);
         if (c->opt && c->opt->locals) text_locals(c, b, f);

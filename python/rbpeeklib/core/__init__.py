@@ -16,10 +16,10 @@ from . import formats
 from .cstructs import FORMAT_JSON, FORMAT_TEXT, STOP_MODES, TRACE_ENDS, SampleOptions, SampleResult, TraceConfig, TraceStats
 from .formats import FORMATS
 from .heap import Census
-from .lib import REPO_ROOT, RbpeekError, lib, library_path, watch_probe
+from .lib import REPO_ROOT, RbpeekError, lib, library_path, preload, watch_probe
 from .profile import Kicker, Profile, Sampler, Trace
 from .session import Session, Snapshot, resolve_tids
 
 __all__ = ["FORMATS", "FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT", "STOP_MODES", "TRACE_ENDS", "Census", "Kicker", "Profile", "RbpeekError",
            "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
-           "formats", "lib", "library_path", "resolve_tids", "watch_probe"]
+           "formats", "lib", "library_path", "preload", "resolve_tids", "watch_probe"]

@@ -68,6 +68,7 @@ def signatures():
         "rbpeek_session_set_vm": (st, [vp, u64]),
         "rbpeek_session_set_layout_file": (st, [vp, cp]),
         "rbpeek_session_set_ruby_version": (st, [vp, cp]),
+        "rbpeek_session_set_layout_dwarf": (st, [vp, ctypes.c_int]),
         "rbpeek_session_add_debug_file": (st, [vp, cp]),
         "rbpeek_session_attach": (st, [vp]),
         "rbpeek_session_invalidate": (None, [vp]),
@@ -171,6 +172,16 @@ def lib():
                           % (path, ", ".join(missing[:3])))
     _lib, _lib_path = L, path
     return L
+
+
+def preload():
+    """Loads the library now, when a plugin registers its commands, so that
+    the first command does not wait for the dynamic loader; a failure is
+    left for that command to report in its one line."""
+    try:
+        lib()
+    except RbpeekError:
+        pass
 
 
 def take_text(out):
