@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The ctypes binding (python/rbpeeklib/core) against the C header it
-mirrors by hand (core/include/rbpeek.h), so that neither drifts unseen:
+mirrors by hand (core/include/rbpeek.h and the rbpeek_profile.h it
+includes), so that neither drifts unseen:
 
   functions  every RBPEEK_API function of the header has a signature in
              lib.signatures(), with as many arguments, each of a matching
@@ -27,6 +28,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = os.path.join(ROOT, "core", "include", "rbpeek.h")
+HEADERS = [HEADER, os.path.join(ROOT, "core", "include", "rbpeek_profile.h")]   # rbpeek.h includes the second
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import importlib  # noqa: E402
@@ -42,7 +44,7 @@ FUNCTION_POINTERS = {"rbpeek_read_fn", "rbpeek_lookup_fn"}
 
 def declarations():
     """[(name, return type, [parameter types])] of the header's RBPEEK_API functions."""
-    text = re.sub(r"/\*.*?\*/", " ", open(HEADER).read(), flags=re.S)
+    text = re.sub(r"/\*.*?\*/", " ", "".join(open(h).read() for h in HEADERS), flags=re.S)
     out = []
     for m in re.finditer(r"RBPEEK_API\s+([^;{]*?)\b(rbpeek_\w+)\s*\(([^)]*)\)\s*;", text):
         ret, name, params = m.group(1).strip(), m.group(2), m.group(3).strip()
@@ -144,7 +146,7 @@ def c_layouts(structs):
 
 def passed_structs():
     """The rbpeek_* structs the header's functions take or return by pointer (not the opaque handles)."""
-    text = open(HEADER).read()
+    text = "".join(open(h).read() for h in HEADERS)
     defined = set(re.findall(r"typedef struct (rbpeek_\w+) \{", text))
     used = set()
     for _name, ret, params in declarations():

@@ -64,12 +64,12 @@ def check_commands():
 
 def check_formats():
     problems = []
-    header = read("core", "include", "rbpeek.h")
+    header = read("core", "include", "rbpeek.h") + read("core", "include", "rbpeek_profile.h")
     sampling, flamegraph = read("docs", "sampling.md"), read("docs", "flamegraph.md")
     sample = [c for c in registry.command_classes() if c.name == "sample"][0]
     for f in FORMATS:
         if not re.search(r"RBPEEK_API\s+rbpeek_status\s+%s\s*\(" % f.writer, header):
-            problems.append("%s: rbpeek.h declares no %s" % (f.name, f.writer))
+            problems.append("%s: rbpeek_profile.h declares no %s" % (f.name, f.writer))
         if "--" + f.name not in sampling:
             problems.append("%s: docs/sampling.md never names --%s" % (f.name, f.name))
         if not re.search(r"^#+ .*%s" % f.name, flamegraph, re.M | re.I):
