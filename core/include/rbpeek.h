@@ -236,7 +236,8 @@ typedef struct rbpeek_bt_options {
     int32_t locals;             /* nonzero: each Ruby frame's self, method owner and locals */
     int32_t locals_depth;       /* ... printed as rbpeek_value_inspect prints, within these limits */
     uint64_t locals_max_length;
-    uint32_t show;              /* which frames besides Ruby's own; 0 (no other kinds yet) */
+    uint32_t show;              /* bits of the frame kinds to show besides Ruby's own
+                                 * (each kind the snapshot may hold names its bit); 0 */
 } rbpeek_bt_options;
 
 /* *out is a NUL-terminated malloc'd string to be released with rbpeek_free.

@@ -80,11 +80,12 @@ static void location_line(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f)
 typedef struct frame_kind {
     const char *name;           /* the JSON "kind" */
     void (*line)(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f);
+    uint32_t show;              /* rbpeek_bt_options.show bits that show it; 0: always shown */
 } frame_kind;
 
 static const frame_kind frame_kinds[] = {
-    [RBPEEK_FRAME_RUBY] = {"ruby", location_line},
-    [RBPEEK_FRAME_CFUNC] = {"cfunc", location_line},
+    [RBPEEK_FRAME_RUBY] = {"ruby", location_line, 0},
+    [RBPEEK_FRAME_CFUNC] = {"cfunc", location_line, 0},
 };
 
 static const frame_kind *kind_of(const rbpeek_frame *f)
@@ -94,11 +95,12 @@ static const frame_kind *kind_of(const rbpeek_frame *f)
     return &frame_kinds[f->kind];
 }
 
-/* Whether the options show frame f: Ruby's own frames always. */
+/* Whether the options show frame f: Ruby's own frames always, other kinds
+ * when opt->show asks for them. */
 static bool shown(const bt_ctx *c, const rbpeek_frame *f)
 {
-    (void)c;
-    return kind_of(f) != NULL;
+    const frame_kind *k = kind_of(f);
+    return k && (!k->show || (c->opt && (c->opt->show & k->show)));
 }
 
 static size_t shown_count(const bt_ctx *c, const rbpeek_thread *t)
