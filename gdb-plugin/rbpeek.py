@@ -28,7 +28,7 @@ if _other and os.path.dirname(os.path.dirname(os.path.abspath(_other))) != os.pa
 from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
 from rbpeeklib.commands import registry  # noqa: E402
 from rbpeeklib.commands.sessions import Sessions  # noqa: E402
-from rbpeeklib.core import RbpeekError  # noqa: E402
+from rbpeeklib.core import RbpeekError, preload  # noqa: E402
 
 
 class GdbAdapter(DebuggerAdapter):
@@ -368,3 +368,4 @@ _COMMANDS = registry.all_commands(_SESSIONS)
 RubyPrefix()
 for _cmd in _COMMANDS:
     _register(_cmd)
+preload()

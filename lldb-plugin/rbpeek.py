@@ -20,7 +20,7 @@ if os.path.join(_REPO, "python") not in sys.path:
 from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
 from rbpeeklib.commands import registry  # noqa: E402
 from rbpeeklib.commands.sessions import Sessions  # noqa: E402
-from rbpeeklib.core import RbpeekError  # noqa: E402
+from rbpeeklib.core import RbpeekError, preload  # noqa: E402
 from rbpeeklib.elfcore import core_pid as _core_pid  # noqa: E402
 
 
@@ -326,3 +326,4 @@ def __lldb_init_module(debugger, internal_dict):
         cls_name = "Ruby%sCommand" % cmd.name.capitalize()
         globals()[cls_name] = type(cls_name, (_RubyCommand,), {"command": cmd})
         debugger.HandleCommand("command script add -o -c %s.%s ruby %s" % (module, cls_name, cmd.name))
+    preload()

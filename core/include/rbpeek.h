@@ -17,6 +17,8 @@
  *  - Strings handed out are UTF-8 (Ruby's own bytes, which are UTF-8 for
  *    every path and name in practice) and stay valid for the lifetime of the
  *    object that returned them.
+ *  - This header includes rbpeek_profile.h: profiles (the aggregated
+ *    samples of `ruby sample`), their writers, and the sampler.
  */
 #ifndef RBPEEK_H
 #define RBPEEK_H
@@ -103,6 +105,10 @@ RBPEEK_API rbpeek_status rbpeek_session_add_core_regions(rbpeek_session *s, cons
 RBPEEK_API rbpeek_status rbpeek_session_set_vm(rbpeek_session *s, uint64_t vm_addr);
 RBPEEK_API rbpeek_status rbpeek_session_set_layout_file(rbpeek_session *s, const char *path);
 RBPEEK_API rbpeek_status rbpeek_session_set_ruby_version(rbpeek_session *s, const char *version);
+/* Nonzero: take the layout from the target's DWARF only (`--layout dwarf`),
+ * never from a built-in table; by default the release's own table is tried
+ * first and DWARF only when it does not fit. */
+RBPEEK_API rbpeek_status rbpeek_session_set_layout_dwarf(rbpeek_session *s, int on);
 /* ELF files that may carry DWARF for the Ruby (libruby or the ruby
  * executable); tried before built-in tables. */
 RBPEEK_API rbpeek_status rbpeek_session_add_debug_file(rbpeek_session *s, const char *path);
@@ -230,7 +236,8 @@ typedef struct rbpeek_bt_options {
     int32_t locals;             /* nonzero: each Ruby frame's self, method owner and locals */
     int32_t locals_depth;       /* ... printed as rbpeek_value_inspect prints, within these limits */
     uint64_t locals_max_length;
-    uint32_t show;              /* which frames besides Ruby's own; 0 (no other kinds yet) */
+    uint32_t show;              /* bits of the frame kinds to show besides Ruby's own
+                                 * (each kind the snapshot may hold names its bit); 0 */
 } rbpeek_bt_options;
 
 /* *out is a NUL-terminated malloc'd string to be released with rbpeek_free.
@@ -244,86 +251,6 @@ RBPEEK_API rbpeek_status rbpeek_snapshot_render(rbpeek_session *s, const rbpeek_
  * 'label'"; a nil path is the program's name). *out as above. */
 RBPEEK_API rbpeek_status rbpeek_frame_render(rbpeek_session *s, const rbpeek_frame *frame, char **out);
 RBPEEK_API void rbpeek_free(void *p);
-
-/* ---------------------------------------------------------------------------
- * Profile: aggregated stack samples (from `ruby sample`) and their writers:
- * folded stacks, a self-contained SVG flamegraph, and speedscope JSON.
- * A profile is not tied to a session and keeps its own error message.
- * Writers accept the path "-" for standard output; read_folded accepts "-"
- * for standard input.
- * ------------------------------------------------------------------------- */
-
-typedef struct rbpeek_profile rbpeek_profile;
-
-RBPEEK_API rbpeek_profile *rbpeek_profile_new(void);
-RBPEEK_API void rbpeek_profile_free(rbpeek_profile *p);
-
-/* The last error (or warning, e.g. skipped lines) of this profile, or "". */
-RBPEEK_API const char *rbpeek_profile_error(const rbpeek_profile *p);
-
-/* Adds count samples of one stack. frames are root (outermost) first; each
- * is a display string, by convention "label (path:line)". Identical stacks
- * are merged. count 0 is accepted and adds nothing; nframes must be > 0. */
-RBPEEK_API rbpeek_status rbpeek_profile_add_stack(rbpeek_profile *p, const char *const *frames,
-                                       size_t nframes, uint64_t count);
-
-/* Free-form facts shown in titles: "ruby_version", "pid", "rate_hz",
- * "samples", "title". Setting a key again replaces its value. */
-RBPEEK_API rbpeek_status rbpeek_profile_set_meta(rbpeek_profile *p, const char *key, const char *value);
-/* The value of a meta key, or NULL. */
-RBPEEK_API const char *rbpeek_profile_meta(const rbpeek_profile *p, const char *key);
-
-/* Total samples added, and the number of distinct stacks. */
-RBPEEK_API uint64_t rbpeek_profile_total(const rbpeek_profile *p);
-RBPEEK_API uint64_t rbpeek_profile_stack_count(const rbpeek_profile *p);
-
-/* A text table of the n hottest frames (n = 0: all). by_self nonzero ranks by
- * self samples (the frame is the leaf), else by total samples (stacks that
- * contain the frame; a recursive frame counts once per stack). *out is a
- * malloc'd string to be released with rbpeek_free (or free). */
-RBPEEK_API rbpeek_status rbpeek_profile_top(const rbpeek_profile *p, int by_self, size_t n, char **out);
-
-typedef struct rbpeek_svg_options {
-    int width;              /* image width in px; <= 0: 1200 */
-    double min_width_px;    /* omit frames narrower than this; < 0: keep all; 0: 0.1,
-                             * raised if need be to keep to 30,000 boxes */
-    const char *title;      /* NULL: meta "title", else "Flame Graph" */
-    int inverted;           /* nonzero: icicle graph, root at the top */
-} rbpeek_svg_options;
-
-/* Folded stacks ("a;b;c 12", root first, one line per distinct stack, sorted).
- * ';' in a frame becomes ':' and line breaks become spaces. */
-RBPEEK_API rbpeek_status rbpeek_profile_write_folded(const rbpeek_profile *p, const char *path);
-/* An interactive SVG flamegraph (click to zoom, search, tooltips). opt may be NULL. */
-RBPEEK_API rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path,
-                                       const rbpeek_svg_options *opt);
-/* speedscope's file format (https://www.speedscope.app/file-format-schema.json). */
-RBPEEK_API rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const char *path);
-
-/* pprof's profile.proto, gzip'd: what `go tool pprof`, Pyroscope, Parca and
- * Cloud Profiler read. Two sample types: [samples, count] and [cpu or wall,
- * nanoseconds] (count x period_ns); period_type [cpu or wall, nanoseconds];
- * one location per frame name, one function per (label, file), split from
- * "label (path:line)" names as the speedscope writer does; the meta "title"
- * as a comment. opt may be NULL (wall, 10 ms period, no times). */
-typedef struct rbpeek_pprof_options {
-    uint64_t period_ns;         /* time one sample stands for (the sampling
-                                 * interval); 0: 10,000,000 (100 Hz) */
-    int on_cpu;                 /* nonzero: samples of on-CPU threads ("cpu"),
-                                 * else of every thread ("wall") */
-    int64_t time_nanos;         /* start of sampling, ns since the epoch (0: unknown) */
-    int64_t duration_nanos;     /* how long it sampled (0: unknown) */
-} rbpeek_pprof_options;
-RBPEEK_API rbpeek_status rbpeek_profile_write_pprof(const rbpeek_profile *p, const char *path,
-                                                    const rbpeek_pprof_options *opt);
-
-/* Adds the stacks of a folded file ("a;b;c 123": the count follows the LAST
- * space, frames may contain spaces). Malformed lines are skipped and counted;
- * the call fails only if the file cannot be read, or if it had lines and
- * none of them was valid. */
-RBPEEK_API rbpeek_status rbpeek_profile_read_folded(rbpeek_profile *p, const char *path);
-/* Malformed lines skipped by read_folded so far. */
-RBPEEK_API uint64_t rbpeek_profile_skipped_lines(const rbpeek_profile *p);
 
 /* ---------------------------------------------------------------------------
  * Threads and locks: what each Ruby thread waits on (Mutex and its owner,
@@ -450,169 +377,6 @@ RBPEEK_API rbpeek_status rbpeek_thread_locals(rbpeek_session *s, const rbpeek_th
                                               const rbpeek_inspect_options *opt, char **out);
 
 /* ---------------------------------------------------------------------------
- * Sampling: the fast path of `ruby sample`. The debugger stops the target,
- * the caller takes a snapshot, and this turns every selected thread's stack
- * into one profile stack, so the caller does O(1) work per sample whatever
- * the depth of the stacks. Frame names are "label (path:line)" ("label
- * (path)" without a line, "label" without a path), root first.
- * ------------------------------------------------------------------------- */
-
-typedef struct rbpeek_sample_options {
-    int per_thread;             /* nonzero: a root frame naming the thread,
-                                 * 'Thread "NAME" (tid N)' / 'Thread main (tid N)'
-                                 * (the TID where Ruby keeps it: 3.1 and later) */
-    int on_cpu;                 /* nonzero: keep only threads on a CPU: Ruby status
-                                 * RUNNABLE and, when pid > 0, the kernel reports the
-                                 * thread outside any system call (/proc/PID/task/TID/
-                                 * syscall reads "-1 ..." or "running"), i.e. not
-                                 * blocked in sleep, I/O or a wait for the GVL */
-    int64_t only_tid;           /* > 0: only the thread with this kernel TID */
-    uint64_t only_pthread;      /* nonzero: only the thread with this pthread_t */
-    int pid;                    /* > 0: the target is this live process (for on_cpu) */
-    const uint64_t *tid_map;    /* optional (pthread_t, TID) pairs, for Rubies that
-                                 * keep no TID (before 3.1) */
-    size_t tid_map_pairs;
-} rbpeek_sample_options;
-
-/* What one call did with the snapshot's threads. */
-typedef struct rbpeek_sample_result {
-    uint32_t added;             /* stacks added (count 1 each) */
-    uint32_t failed;            /* threads whose walk failed (torn read...): skipped */
-    uint32_t filtered;          /* threads left out by only_* or on_cpu */
-    uint32_t empty;             /* threads with no Ruby frames */
-    uint32_t tid_unknown;       /* on_cpu with pid: threads whose TID was not known,
-                                 * judged by Ruby's status alone */
-} rbpeek_sample_result;
-
-/* Adds the stacks of snap's threads to p, as opt selects (opt may be NULL:
- * every thread, no thread frame). result may be NULL. Fails only on bad
- * arguments or out of memory; a thread whose walk failed is counted and
- * skipped. */
-RBPEEK_API rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,
-                                                     const rbpeek_sample_options *opt,
-                                                     rbpeek_sample_result *result);
-
-/* Kernel TIDs of snap's threads as (pthread_t, TID) pairs. Rubies before 3.1
- * keep only a thread's pthread_t, and a debugger may not be able to tell a
- * thread's pthread_t either (lldb 16 shows no fs_base), so the TID is read
- * from glibc's struct pthread (a pthread_t is its address). Its offset is
- * found on the main thread's struct and confirmed on the others; every
- * value must be a real TID of the process: one of known_tids (e.g. the
- * debugger's thread list, which works on cores), or when nknown is 0, a
- * thread in /proc/PID/task of a live pid. Threads whose TID Ruby keeps are
- * passed through. Writes at most max_pairs pairs; *npairs says how many.
- * Fails with RBPEEK_ERR_NOT_FOUND when a TID is needed and no offset fits. */
-RBPEEK_API rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snapshot *snap,
-                                                      const int64_t *known_tids, size_t nknown, int pid,
-                                                      uint64_t *pairs, size_t max_pairs, size_t *npairs);
-
-/* The sampler's timer: a helper thread that sends process pid the signal
- * signo at a CLOCK_MONOTONIC moment, so that a debugger waiting in its
- * "continue" sees the target stop then. Arm it before resuming the target;
- * disarm it once the debugger reports a stop: it returns 1 (and the moment)
- * if the signal was sent, and no signal is sent after it returns. The
- * signal goes through a pidfd, so it never reaches a process that reused
- * the pid. new returns NULL (errno set) if pid does not exist. */
-typedef struct rbpeek_kicker rbpeek_kicker;
-RBPEEK_API rbpeek_kicker *rbpeek_kicker_new(int pid, int signo);
-RBPEEK_API void rbpeek_kicker_arm(rbpeek_kicker *k, uint64_t deadline_ns);
-RBPEEK_API int rbpeek_kicker_disarm(rbpeek_kicker *k, uint64_t *fired_ns);
-/* CLOCK_MONOTONIC now, in nanoseconds: the clock of deadlines. */
-RBPEEK_API uint64_t rbpeek_kicker_now(void);
-RBPEEK_API void rbpeek_kicker_free(rbpeek_kicker *k);
-
-/* ---------------------------------------------------------------------------
- * The sampler as the target's tracer: `ruby sample`'s fast path for a live
- * local process (tracer.c). The debugger detaches first; rbpeek_trace_start
- * then traces every thread of opt->pid from a thread of its own (ptrace
- * PTRACE_SEIZE) and runs the whole loop: let the target run until the next
- * sample time (a Poisson process of mean interval_s), stop every thread
- * (PTRACE_INTERRUPT), take a snapshot with s and add it to p as
- * rbpeek_profile_add_snapshot does with opt, resume. The caller must not use
- * s or p until rbpeek_trace_wait says it has ended. It ends after
- * max_samples, after duration_s, on rbpeek_trace_cancel, when the target
- * exits or calls exec(), or when it receives a signal marked in
- * stop_signals (the signals the debugger would stop for). It then lets go of
- * the target, for the debugger to attach to again: running, or after a fault
- * stopped (a group stop) with the signal pending; a signal that was sent to
- * it is for the caller to send again once the debugger has attached (see
- * signal_pending). Signals marked
- * in pass_signals are delivered to the target as they arrive, the others
- * discarded (as a debugger's "handle SIG nopass" does).
- * ------------------------------------------------------------------------- */
-
-typedef struct rbpeek_trace rbpeek_trace;
-
-typedef enum rbpeek_trace_end {
-    RBPEEK_TRACE_RUNNING = 0,   /* not ended yet */
-    RBPEEK_TRACE_DONE = 1,      /* max_samples or duration_s reached */
-    RBPEEK_TRACE_CANCELLED = 2, /* rbpeek_trace_cancel */
-    RBPEEK_TRACE_EXITED = 3,    /* the target exited: exit_code, or killed by signal */
-    RBPEEK_TRACE_SIGNAL = 4,    /* signal arrived (a stop signal, or a job-control stop) */
-    RBPEEK_TRACE_EXEC = 5,      /* the target called exec() */
-    RBPEEK_TRACE_FAILED = 6     /* message says why */
-} rbpeek_trace_end;
-
-typedef struct rbpeek_trace_config {
-    double interval_s;          /* mean time between samples */
-    uint64_t max_samples;       /* 0: no limit */
-    double duration_s;          /* 0: no limit */
-    int max_frames;             /* 0: whole stacks */
-    uint64_t seed;              /* of the sample schedule; 0: from the clock */
-    unsigned char stop_signals[65]; /* [signo] nonzero: end sampling on it */
-    unsigned char pass_signals[65]; /* [signo] nonzero: deliver it to the target */
-    int stop_mode;              /* rbpeek_stop_mode */
-} rbpeek_trace_config;
-
-/* What a sample stops (docs/sampling.md, "What a sample stops"). */
-typedef enum rbpeek_stop_mode {
-    /* Only the thread holding each ractor's GVL: a thread without it cannot
-     * change its Ruby stack, so the others are read while they stay parked,
-     * exactly. Every thread when the GVL is free or its holder unknown. */
-    RBPEEK_STOP_GVL = 0,
-    RBPEEK_STOP_ALL = 1,        /* every thread, every sample */
-    /* Nothing: stacks are read while the target runs
-     * (rbpeek_snapshot_take_running); torn ones are dropped and counted. */
-    RBPEEK_STOP_NONE = 2,
-} rbpeek_stop_mode;
-
-typedef struct rbpeek_trace_stats {
-    uint64_t samples;           /* stops made */
-    uint64_t failed_samples;    /* stops where no snapshot could be taken */
-    uint64_t failed_threads;    /* thread walks that failed (torn stacks): skipped */
-    uint64_t filtered;          /* threads left out by opt */
-    uint64_t tid_unknown;       /* on_cpu: threads judged by Ruby's status alone */
-    uint64_t not_stopped;       /* threads that did not stop in time (sampled anyway) */
-    double elapsed_s;           /* since the start of the loop */
-    double stop_s, walk_s, resume_s; /* summed over the samples */
-    int end;                    /* rbpeek_trace_end */
-    int signal;                 /* SIGNAL: which; EXITED: the killing signal, or 0 */
-    int exit_code;              /* EXITED by exit(): its status */
-    int signal_pending;         /* SIGNAL: 1 = left pending in the stopped target (a
-                                 * fault, or a job-control stop); 0 = taken from the
-                                 * target: send it again once the debugger is back */
-    char message[256];          /* FAILED: why; otherwise the last walk error, if any */
-    uint64_t added_threads;     /* stacks added to the profile */
-    uint64_t torn_threads;      /* STOP_NONE: stacks that changed while read, dropped */
-    uint64_t full_stops;        /* samples that stopped every thread */
-    uint64_t threads_stopped;   /* summed over the samples */
-    double held_s;              /* summed time some thread of the target was held stopped */
-    uint64_t retried_threads;   /* stacks walked again because they changed while read (torn ones included) */
-} rbpeek_trace_stats;
-
-/* Starts tracing and sampling; returns once every thread is traced (or
- * with an error on s, e.g. no permission to trace). */
-RBPEEK_API rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbpeek_sample_options *opt,
-                                            const rbpeek_trace_config *cfg, rbpeek_trace **out);
-/* Waits up to timeout_ms (0: not at all) for the end; 1 once ended. */
-RBPEEK_API int rbpeek_trace_wait(rbpeek_trace *t, int timeout_ms);
-RBPEEK_API void rbpeek_trace_cancel(rbpeek_trace *t);
-/* Counts so far (end stays RBPEEK_TRACE_RUNNING until it has ended). */
-RBPEEK_API void rbpeek_trace_get_stats(rbpeek_trace *t, rbpeek_trace_stats *out);
-/* Cancels if still running, waits for the target to be let go, frees. */
-RBPEEK_API void rbpeek_trace_free(rbpeek_trace *t);
-
-/* ---------------------------------------------------------------------------
  * Allocations (`ruby allocs`, docs/allocations.md).
  *
  * rbpeek_watch_probe: whether hardware watchpoints work on this machine, the
@@ -648,4 +412,8 @@ RBPEEK_API rbpeek_status rbpeek_alloc_counts_read(rbpeek_session *s, rbpeek_allo
 #ifdef __cplusplus
 }
 #endif
+
+/* Profiles, their writers and the sampler: rbpeek_profile.h. */
+#include "rbpeek_profile.h"
+
 #endif /* RBPEEK_H */

@@ -181,6 +181,13 @@ rbpeek_status rbpeek_session_set_layout_file(rbpeek_session *s, const char *path
     return RBPEEK_OK;
 }
 
+rbpeek_status rbpeek_session_set_layout_dwarf(rbpeek_session *s, int on)
+{
+    if (!s) return RBPEEK_ERR_ARG;
+    s->layout_dwarf = on != 0;
+    return RBPEEK_OK;
+}
+
 rbpeek_status rbpeek_session_set_ruby_version(rbpeek_session *s, const char *version)
 {
     if (!s) return RBPEEK_ERR_ARG;
@@ -214,9 +221,20 @@ rbpeek_status rbpeek_session_attach(rbpeek_session *s)
     free_caches(s);
 
     rbpeek_status st = rbp_discover_version(s);
-    if (st == RBPEEK_OK) st = rbp_discover_layout(s);
-    if (st == RBPEEK_OK) st = rbp_discover_vm(s);
-    if (st == RBPEEK_OK) st = rbp_validate_layout(s);
+    /* Each layout candidate in turn, until one the target validates: a
+     * refusal (NO_LAYOUT) moves on to the next; any other failure is the
+     * target's, whatever the layout. */
+    rbp_layout_try it = {0};
+    for (rbpeek_status last = RBPEEK_OK; st == RBPEEK_OK;) {
+        st = rbp_discover_layout_next(s, &it, last);
+        if (st != RBPEEK_OK) break;
+        st = rbp_discover_vm(s);
+        if (st == RBPEEK_OK) st = rbp_validate_layout(s);
+        if (st != RBPEEK_ERR_NO_LAYOUT || it.stage >= 4) break;
+        free_caches(s);   /* what the refused layout read is not to be trusted */
+        last = st;
+        st = RBPEEK_OK;
+    }
     if (st != RBPEEK_OK) return st;
     s->attached = true;
     return RBPEEK_OK;

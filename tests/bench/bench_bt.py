@@ -64,12 +64,14 @@ def callgrind(core, build_dir):
                         "-a", "--core", core, "--json"], capture_output=True, text=True,
                        env=dict(os.environ, RBPEEK_LIBRARY=os.path.join(build_dir, "lib", "librbpeek.so")))
     m = re.search(r"Collected : (\d+)", r.stderr)
-    anno = subprocess.run(["callgrind_annotate", "--inclusive=yes", out_file], capture_output=True, text=True).stdout
+    anno = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out_file], capture_output=True,
+                          text=True).stdout
     os.unlink(out_file)
     # "total" includes Python's start; the walk is rbpeek_snapshot_take's.
-    # The inclusive cost of the call ("N (x%)  => path/frames.c:rbpeek_snapshot_take (1x)"),
-    # not the source line of the call site, which mentions it too.
-    snap = re.search(r"^\s*([\d,]+) \([^)]*\)\s+=> \S*:rbpeek_snapshot_take \(", anno, re.M)
+    # The inclusive cost of the call ("N (x%)  => path/snapshot.c:rbpeek_snapshot_take (1x)"),
+    # not the source line of the call site, which mentions it too; the
+    # compiler may make rbpeek_snapshot_take a jump to snapshot.c's take().
+    snap = re.search(r"^\s*([\d,]+) \([^)]*\)\s+=> \S*snapshot\.c:(?:rbpeek_snapshot_take|take) \(", anno, re.M)
     return {"total": int(m.group(1)) if m else None,
             "snapshot": int(snap.group(1).replace(",", "")) if snap else None}
 

@@ -95,8 +95,7 @@ def check_bt(target, out_json, output, what):
     harness.assert_no_traceback(output)
     if not os.path.exists(out_json):
         raise Failure("%s: no JSON written; output:\n%s" % (what, output[-3000:]))
-    with open(out_json, encoding="utf-8") as f:
-        n = test_bt.compare(target.expected(), json.load(f))
+    n = test_bt.compare(target.expected(), harness.read_json(out_json))
     harness.log("%s: ruby bt -a identical to the target's backtrace_locations (%d frames)" % (what, n))
 
 

@@ -232,19 +232,22 @@ def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300)
     return r.returncode, r.stdout + r.stderr
 
 
-def run_cli(args, timeout=300):
+def run_cli(args, timeout=300, raw=False):
     """Runs the rbpeek command line (no debugger) with args; returns
-    (returncode, stdout, stderr)."""
-    r = subprocess.run([sys.executable, RBPEEK_CLI] + list(args), capture_output=True, text=True, timeout=timeout,
-                       stdin=subprocess.DEVNULL, errors="replace")
-    return r.returncode, r.stdout, r.stderr
+    (returncode, stdout, stderr); stdout as bytes when raw (for
+    strict_json), else as text with any bytes that are not UTF-8 replaced."""
+    r = subprocess.run([sys.executable, RBPEEK_CLI] + list(args), capture_output=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    out = r.stdout if raw else r.stdout.decode("utf-8", "replace")
+    return r.returncode, out, r.stderr.decode("utf-8", "replace")
 
 
-def cli(args, want_rc=0, timeout=900):
+def cli(args, want_rc=0, timeout=900, raw=False):
     """run_cli that fails on a Python traceback, or on an exit code other
-    than want_rc (None: any); returns (stdout, stderr)."""
-    rc, out, err = run_cli(args, timeout=timeout)
-    assert_no_traceback(out + err)
+    than want_rc (None: any); returns (stdout, stderr), stdout as bytes
+    when raw (for strict_json)."""
+    rc, out, err = run_cli(args, timeout=timeout, raw=raw)
+    assert_no_traceback((out.decode("utf-8", "replace") if raw else out) + err)
     if want_rc is not None and rc != want_rc:
         raise Failure("rbpeek %s: exit %d (wanted %d)\nstdout: %s\nstderr: %s"
                       % (" ".join(args), rc, want_rc, out[-2000:], err[-2000:]))

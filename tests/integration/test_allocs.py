@@ -27,7 +27,6 @@ up to the total. Then:
 
 import ctypes
 import hashlib
-import json
 import os
 import signal
 import subprocess
@@ -183,7 +182,7 @@ def test(ruby_spec, debugger, workdir):
         harness.assert_no_traceback(output)
         if not os.path.exists(out_json):
             raise Failure("no JSON written:\n" + output[-3000:])
-        r = json.load(open(out_json))
+        r = harness.read_json(out_json)
         for key in ("allocations_estimated", "duration_s", "samples", "period", "sites", "started_at", "ended_at"):
             if key not in r:
                 raise Failure("the JSON has no %r: %s" % (key, r))

@@ -14,7 +14,6 @@ symbols only); the command line also runs threads, locks and info. The
 target must be left running.
 """
 
-import json
 import os
 import sys
 
@@ -68,8 +67,7 @@ def check_selected_thread(c, name="deep"):
     threads_json = c.path("threads.json")
     rc, output = c.run_debugger(["ruby threads --json -o " + threads_json])
     harness.assert_no_traceback(output)
-    with open(threads_json, encoding="utf-8") as f:
-        listed = json.load(f)["threads"]
+    listed = harness.read_json(threads_json)["threads"]
     num = next((t["debugger_thread"] for t in listed if t["name"] == name), None)
     if num is None:
         raise Failure("ruby threads gives no debugger thread number for %r:\n%s" % (name, listed))
@@ -79,8 +77,7 @@ def check_selected_thread(c, name="deep"):
     harness.assert_no_traceback(output)
     if not os.path.exists(one_json):
         raise Failure("ruby bt on the selected thread %d wrote nothing:\n%s" % (num, output[-2000:]))
-    with open(one_json, encoding="utf-8") as f:
-        one = json.load(f)
+    one = harness.read_json(one_json)
     if len(one["threads"]) != 1 or one["threads"][0]["name"] != name:
         raise Failure("ruby bt on thread %d showed %s, not %r" % (num, [t["name"] for t in one["threads"]], name))
     expected = dict(c.target.expected())
@@ -111,20 +108,17 @@ def check_debugger(c):
             harness.assert_no_traceback(out2)
             if not os.path.exists(bare_json):
                 raise Failure("core without binaries: no JSON written:\n" + out2[-3000:])
-            with open(bare_json, encoding="utf-8") as f:
-                compare(expected, json.load(f))
+            compare(expected, harness.read_json(bare_json))
             harness.log("core opened without its binaries: identical too")
     harness.assert_no_traceback(output)
     if not os.path.exists(out_json):
         raise Failure("no JSON written; debugger output:\n" + output[-3000:])
-    with open(out_json, encoding="utf-8") as f:
-        actual = json.load(f)
+    actual = harness.read_json(out_json)
     n = compare(expected, actual)
     if c.live:
         check_selected_thread(c)
     if os.path.exists(table_json):
-        with open(table_json, encoding="utf-8") as f:
-            compare(expected, json.load(f))
+        compare(expected, harness.read_json(table_json))
         harness.log("built-in table layouts/%s.layout: identical too" % version)
     elif c.live and os.path.exists(table):
         raise Failure("no output with --layout %s:\n%s" % (table, output[-2000:]))
@@ -137,7 +131,7 @@ def check_cli(c):
     cli = harness.cli
     if c.live:
         pid = str(c.target.pid)
-        n = compare(expected, json.loads(cli(["bt", "-a", "--json", "--pid", pid])[0]))
+        n = compare(expected, harness.strict_json(cli(["bt", "-a", "--json", "--pid", pid], raw=True)[0]))
         harness.log("rbpeek bt --pid: %d frames identical" % n)
         # Without -a: the main thread, as gdb -p selects it; text as Ruby prints it.
         out, _ = cli(["bt", "--pid", pid])
@@ -145,7 +139,7 @@ def check_cli(c):
         if not out.startswith("Thread 1 (main") or "%s:%d:in " % (main["frames"][0]["path"],
                                                                   main["frames"][0]["lineno"]) not in out:
             raise Failure("rbpeek bt (no -a) did not show the main thread's stack:\n" + out[-2000:])
-        json.loads(cli(["locks", "--json", "--pid", pid])[0])
+        harness.strict_json(cli(["locks", "--json", "--pid", pid], raw=True)[0])
         info, _ = cli(["info", "--pid", pid])
         if "Ruby version:  %s" % expected["ruby_version"] not in info or "/proc/%s/mem" % pid not in info:
             raise Failure("rbpeek info --pid:\n" + info)
@@ -154,13 +148,12 @@ def check_cli(c):
     out, err = cli(["bt", "-a", "--json", "-o", path] + c.where())
     if "rbpeek: wrote " + path not in err + out:
         raise Failure("rbpeek bt -o did not say it wrote %s" % path)
-    with open(path, encoding="utf-8") as f:
-        n = compare(expected, json.load(f))
-    out, _ = cli(["bt", "-a", "--json", "--core", c.core])   # the core alone: ELF symbols only
-    compare(expected, json.loads(out))
+    n = compare(expected, harness.read_json(path))
+    out, _ = cli(["bt", "-a", "--json", "--core", c.core], raw=True)   # the core alone: ELF symbols only
+    compare(expected, harness.strict_json(out))
     harness.log("rbpeek bt --core (with and without --exe): %d frames identical" % n)
     # threads runs too, and names the same threads as bt.
-    doc = json.loads(cli(["threads", "--json", "--core", c.core])[0])
+    doc = harness.strict_json(cli(["threads", "--json", "--core", c.core], raw=True)[0])
     names = sorted(t["name"] or "<main>" for t in doc["threads"] if t["name"] != "rbpeek-recorder")
     want = sorted(t["name"] if not t["main"] else "<main>" for t in expected["threads"])
     if names != want:

@@ -70,10 +70,11 @@ def read_u64(core, addr):
 def rbpeek_bt(core, *options):
     """`rbpeek bt -a --json` on the core alone (the command line, no debugger)."""
     argv = [sys.executable, harness.RBPEEK_CLI, "bt", "-a", "--json", "--core", core] + list(options)
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(argv, capture_output=True, timeout=300)
     if r.returncode != 0:
-        raise Failure("rbpeek bt %s failed (%d): %s" % (" ".join(options), r.returncode, r.stderr.strip()))
-    return json.loads(r.stdout)
+        raise Failure("rbpeek bt %s failed (%d): %s" % (" ".join(options), r.returncode,
+                                                       r.stderr.decode("utf-8", "replace").strip()))
+    return harness.strict_json(r.stdout)
 
 
 def debugger_json(debugger, core, workdir, command):
@@ -85,8 +86,7 @@ def debugger_json(debugger, core, workdir, command):
     errors = [l for l in text.splitlines() if "rbpeek:" in l and "rbpeek: wrote " not in l]
     if errors or not os.path.exists(out):
         raise Failure("%s `%s` on the core failed:\n%s" % (debugger, command, text[-2000:]))
-    with open(out) as f:
-        return json.load(f)
+    return harness.read_json(out)
 
 
 def check_stack(doc, version, expected, how):

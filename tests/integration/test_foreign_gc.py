@@ -24,7 +24,6 @@ sets, with values of the right kind, each one a reference the heap dump
 found in the object's ivar array.
 """
 
-import json
 import os
 import re
 import subprocess
@@ -36,10 +35,10 @@ from test_foreign_cores import debugger_json, unpack_core
 
 
 def cli_json(core, *args):
-    rc, out, err = harness.run_cli(list(args) + ["--core", core])
+    rc, out, err = harness.run_cli(list(args) + ["--core", core], raw=True)
     if rc != 0:
         raise Failure("rbpeek %s failed (%d): %s" % (" ".join(args), rc, err.strip()))
-    return json.loads(out)
+    return harness.strict_json(out)
 
 
 def gc_documents(core, workdir):
@@ -194,7 +193,8 @@ def check_ivars(core, workdir):
     rc, _out, err = harness.run_cli(["heap", "--dump", dump, "--core", core])
     if rc != 0:
         raise Failure("rbpeek heap --dump failed: %s" % err.strip())
-    objects = [json.loads(l) for l in open(dump) if '"type":"OBJECT"' in l]
+    with open(dump, "rb") as f:
+        objects = [harness.strict_json(l) for l in f if b'"type":"OBJECT"' in l]
     seen = {}
     for o in objects:
         if len(seen) >= 3 * len(RUBYGEMS_IVARS):

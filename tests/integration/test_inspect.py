@@ -47,7 +47,6 @@ each reported on its own: matrix.py):
 The live target must be left running after each live run.
 """
 
-import json
 import os
 import sys
 
@@ -68,8 +67,7 @@ GROWN_PAGES = 2
 
 def load_json(path, what):
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return harness.read_json(path)
     except (OSError, ValueError) as e:
         raise Failure("%s: cannot read %s: %s" % (what, path, e))
 

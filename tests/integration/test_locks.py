@@ -210,8 +210,7 @@ def check(c, scenario):
     for k, p in paths.items():
         if not os.path.exists(p):
             raise Failure("%s: no JSON from 'ruby %s'; debugger output:\n%s" % (scenario, k, output[-3000:]))
-        with open(p, encoding="utf-8") as f:
-            docs[k] = json.load(f)
+        docs[k] = harness.read_json(p)
     with open(text_path, encoding="utf-8") as f:
         text = f.read()
     expected = c.target.expected()
@@ -292,8 +291,7 @@ def fuzz_core(c, locks):
         if "after-marker" not in output:
             raise Failure("damaged core %d: the debugger did not survive:\n%s" % (r, output[-2000:]))
         if os.path.exists(out_json):
-            with open(out_json, encoding="utf-8") as f:
-                doc = json.load(f)  # must be valid
+            doc = harness.read_json(out_json)  # must be valid
             verdict = "JSON: %d threads, %d Mutexes, %d deadlocks" % (len(doc["threads"]), len(doc["mutexes"]),
                                                                      len(doc["deadlocks"]))
         else:

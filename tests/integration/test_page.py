@@ -131,8 +131,7 @@ def check_all(out_dir, pages, consts, where):
     for i, (body, objs) in enumerate(sorted(pages.items())):
         path = os.path.join(out_dir, "page%d.json" % i)
         try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
+            doc = harness.read_json(path)
         except (OSError, ValueError) as e:
             raise Failure("%s: ruby page %s --json: cannot read %s: %s" % (where, objs[0]["address"], path, e))
         if int(doc["page"], 16) != body:

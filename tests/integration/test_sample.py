@@ -34,7 +34,6 @@ and `rbpeek sample --core` must refuse with one clear line and write
 nothing. The target must be left running in every case.
 """
 
-import json
 import os
 import re
 import signal
@@ -237,8 +236,7 @@ def live_all_threads(c):
 
     # The other writers hold the same data.
     ET.parse(svg_a)
-    with open(ss_a, encoding="utf-8") as f:
-        ss = json.load(f)
+    ss = harness.read_json(ss_a)
     prof = ss["profiles"][0]
     total = sum(n for _f, n in stacks)
     if prof["type"] != "sampled" or len(prof["samples"]) != len(prof["weights"]) or \
@@ -322,8 +320,7 @@ def cli_live(c):
     check_accuracy(stacks, split, "rbpeek sample --pid")
     check_pprof(pprof, stacks, split, "rbpeek sample --pprof")
     ET.parse(svg)
-    with open(ss, encoding="utf-8") as f:
-        prof = json.load(f)["profiles"][0]
+    prof = harness.read_json(ss)["profiles"][0]
     if sum(prof["weights"]) != sum(n for _f, n in stacks):
         raise Failure("speedscope file disagrees with the folded stacks")
 

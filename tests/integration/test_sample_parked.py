@@ -25,7 +25,6 @@ path), and the computing main thread must be in the samples too. The
 target must be left running.
 """
 
-import json
 import os
 import re
 import sys
@@ -59,8 +58,7 @@ def frame_name(f):
 
 def reference(bt_json):
     """{thread name: (frames root first, as folded names)} of the named threads."""
-    with open(bt_json, encoding="utf-8") as f:
-        doc = json.load(f)
+    doc = harness.read_json(bt_json)
     out = {}
     for t in doc["threads"]:
         if t["name"] and not t["error"]:

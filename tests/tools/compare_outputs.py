@@ -120,10 +120,16 @@ for variant, per_thread in (("plain", 0), ("per_thread", 1)):
             from rbpeeklib.core import lib
             lib().rbpeek_profile_add_snapshot(p._h, snap._h, ctypes.byref(opt), None)
     base = "%s/profile.%s" % (out, variant)
-    p.write_folded(base + ".folded")
-    p.write_svg(base + ".svg")
-    p.write_speedscope(base + ".speedscope.json")
-    p.write_pprof(base + ".pprof.gz", 0.01, start=1.0, duration=2.0)
+    facts = {"title": None, "period_s": 0.01, "start": 1.0, "duration": 2.0}
+    if hasattr(p, "write"):   # the formats table (core/formats.py)
+        for fmt, ext in (("folded", ".folded"), ("svg", ".svg"), ("speedscope", ".speedscope.json"),
+                         ("pprof", ".pprof.gz")):
+            p.write(fmt, base + ext, facts)
+    else:                     # one method per format, as before it
+        p.write_folded(base + ".folded")
+        p.write_svg(base + ".svg")
+        p.write_speedscope(base + ".speedscope.json")
+        p.write_pprof(base + ".pprof.gz", 0.01, start=1.0, duration=2.0)
     with open(base + ".top.txt", "w") as f:
         f.write(p.top(True, 0))
         f.write(p.top(False, 0))

@@ -5,6 +5,37 @@
 
 #include <string.h>
 
+/* Bytes copied as they are without a second look: printable ASCII but
+ * for '"' and '\\'. */
+static const unsigned char PLAIN[256] = {
+    [0x20 ... 0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7e] = 1,   /* not '"' (0x22), '\\' (0x5c) */
+};
+
+/* Whether s[0..n) needs no escape at all (the common case: labels, paths,
+ * keys), so that it is written in one piece with its quotes. */
+static bool all_plain(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!PLAIN[(unsigned char)s[i]]) return false;
+    return true;
+}
+
+enum { QUICK = 240 };   /* strings up to this long are quoted in a local buffer */
+
+/* "s" and then tail (the key's colon), in one write when s needs no escape. */
+static bool put_quoted_plain(rbp_strbuf *b, const char *s, size_t n, const char *tail)
+{
+    size_t t = strlen(tail);
+    if (n > QUICK || !all_plain(s, n)) return false;
+    char buf[QUICK + 16];
+    buf[0] = '"';
+    memcpy(buf + 1, s, n);
+    buf[n + 1] = '"';
+    memcpy(buf + n + 2, tail, t);
+    rbp_sb_putn(b, buf, n + 2 + t);
+    return true;
+}
+
 static const struct {
     const char *colon, *space;
     int indent;
@@ -29,12 +60,14 @@ static uint64_t level_bit(const rbp_json *j)
 
 static void newline_indent(rbp_json *j, int levels)
 {
-    char pad[64];
-    rbp_sb_putn(j->b, "\n", 1);
-    for (int n = j->indent * levels; n > 0; n -= (int)sizeof pad) {
-        int k = n < (int)sizeof pad ? n : (int)sizeof pad;
-        memset(pad, ' ', (size_t)k);
-        rbp_sb_putn(j->b, pad, (size_t)k);
+    static const char line[] = "\n                                                                ";
+    size_t n = (size_t)(j->indent * levels) + 1;
+    const size_t most = sizeof line - 1;
+    rbp_sb_putn(j->b, line, n < most ? n : most);
+    for (n = n < most ? 0 : n - most; n > 0;) { /* deeper than one line of spaces */
+        size_t k = n < most - 1 ? n : most - 1;
+        rbp_sb_putn(j->b, line + 1, k);
+        n -= k;
     }
 }
 
@@ -91,10 +124,13 @@ void rbp_json_ws(rbp_json *j, const char *ws) { j->ws = ws; }
 void rbp_json_key(rbp_json *j, const char *key)
 {
     before_member(j);
-    rbp_sb_putn(j->b, "\"", 1);
-    rbp_json_escape(j->b, key, strlen(key));
-    rbp_sb_putn(j->b, "\"", 1);
-    rbp_sb_puts(j->b, j->colon);
+    size_t n = strlen(key);
+    if (!put_quoted_plain(j->b, key, n, j->colon)) {
+        rbp_sb_putn(j->b, "\"", 1);
+        rbp_json_escape(j->b, key, n);
+        rbp_sb_putn(j->b, "\"", 1);
+        rbp_sb_puts(j->b, j->colon);
+    }
     j->after_key = true;
 }
 
@@ -108,9 +144,11 @@ void rbp_json_str_close(rbp_json *j) { rbp_sb_putn(j->b, "\"", 1); }
 
 void rbp_json_strn(rbp_json *j, const char *s, size_t n)
 {
-    rbp_json_str_open(j);
+    before_member(j);
+    if (put_quoted_plain(j->b, s, n, "")) return;
+    rbp_sb_putn(j->b, "\"", 1);
     rbp_json_escape(j->b, s, n);
-    rbp_json_str_close(j);
+    rbp_sb_putn(j->b, "\"", 1);
 }
 
 void rbp_json_str(rbp_json *j, const char *s)
@@ -261,7 +299,7 @@ size_t rbp_json_escape_part(rbp_strbuf *b, const char *str, size_t n, bool last)
     size_t i = 0, run = 0;   /* s[run..i) is copied as it is, in one call */
     while (i < n) {
         unsigned char c = s[i];
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+        if (PLAIN[c]) {
             i++;
             continue;
         }

@@ -47,19 +47,28 @@ static void warn_line(void *ctx, const char *line)
 
 rbp_warnsink rbp_session_warnsink(rbpeek_session *s) { return (rbp_warnsink){warn_line, s}; }
 
-bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, const char **how)
+bool rbp_symbol_lookup_in(rbpeek_session *s, const char *name, uint64_t *addr, const char **how, unsigned from)
 {
-    if (s->lookup && s->lookup(s->lookup_ctx, name, addr) == 0 && *addr) {
-        if (how) *how = "debugger symbol table";
-        return true;
-    }
-    if (rbp_elf_lookup(s->mem, s->regions, s->nregions, &s->elfcache, name, addr) && *addr) {
+    /* The images' own symbols first: a few reads, where a debugger's lookup
+     * can take tens of milliseconds a name (gdb parses its symbol tables);
+     * the debugger then finds what they do not have (separate debug info). */
+    if ((from & RBP_SYM_IMAGES) && rbp_elf_lookup(s->mem, s->regions, s->nregions, &s->elfcache, name, addr) &&
+        *addr) {
         if (how) *how = "ELF dynamic symbols in target memory";
         return true;
     }
-    if (rbp_elf_symtab_lookup(s->regions, s->nregions, name, addr, rbp_mem_warn(s->mem)) && *addr) {
+    if ((from & RBP_SYM_IMAGES) && rbp_elf_symtab_lookup(s->regions, s->nregions, name, addr, rbp_mem_warn(s->mem)) && *addr) {
         if (how) *how = ".symtab of the Ruby image on disk";
         return true;
     }
+    if ((from & RBP_SYM_DEBUGGER) && s->lookup && s->lookup(s->lookup_ctx, name, addr) == 0 && *addr) {
+        if (how) *how = "debugger symbol table";
+        return true;
+    }
     return false;
+}
+
+bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, const char **how)
+{
+    return rbp_symbol_lookup_in(s, name, addr, how, RBP_SYM_IMAGES | RBP_SYM_DEBUGGER);
 }

@@ -40,6 +40,7 @@ struct rbpeek_session {
     /* Overrides. */
     uint64_t vm_override;
     char *layout_file;
+    bool layout_dwarf;          /* --layout dwarf: the target's own DWARF, not a table */
     char version_override[32];
     char **debug_files;
     size_t ndebug_files;
@@ -82,18 +83,16 @@ void rbp_warn(rbpeek_session *s, const char *fmt, ...) __attribute__((format(pri
  * already on the warning line is not added again. */
 rbp_warnsink rbp_session_warnsink(rbpeek_session *s);
 
-/* Version helpers: true if the target is at least major.minor. */
-static inline bool rbp_ver_ge(const rbpeek_session *s, int major, int minor)
-{
-    return s->ver_major > major || (s->ver_major == major && s->ver_minor >= minor);
-}
-
 /* The label quoting of the target's backtraces. */
-static inline const rbp_label_quotes *rbp_release_quotes(const rbpeek_session *s) { return &s->rel.quotes; }
+static inline const rbp_label_quotes *rbp_release_quotes(const rbpeek_session *s) { return &s->rel.frames.quotes; }
 
-/* Symbol resolution: the caller's lookup first, then the ELF images mapped in
- * the target (memory/elf_symbols.c, memory/elf_symtab.c). Sets *how to a
- * short description. */
+/* Symbol resolution: the ELF images mapped in the target (their dynamic
+ * symbols in memory, then .symtab on disk: memory/elf_symbols.c,
+ * memory/elf_symtab.c), then the caller's lookup (the debugger's). Sets
+ * *how to a short description. rbp_symbol_lookup_in asks only the sources
+ * named. */
+enum { RBP_SYM_IMAGES = 1, RBP_SYM_DEBUGGER = 2 };
+bool rbp_symbol_lookup_in(rbpeek_session *s, const char *name, uint64_t *addr, const char **how, unsigned from);
 bool rbp_symbol_lookup(rbpeek_session *s, const char *name, uint64_t *addr, const char **how);
 
 #endif

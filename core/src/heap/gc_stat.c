@@ -138,9 +138,10 @@ static bool read_pools(rbpeek_session *s, gc_stat *g)
 static bool stress_value_ok(rbpeek_session *s, const gc_stat *g)
 {
     uint64_t v = g->stress_value;
-    bool set = v != 0 && v != rbp_qnil(s); /* GC.stress= keeps any value; RTEST sets the bit */
+    const rbp_object_rules *o = &s->rel.obj;
+    bool set = v != o->qfalse && v != o->qnil; /* GC.stress= keeps any value; RTEST sets the bit */
     if (g->stress_known && (g->stressful != 0) != set) return false;
-    return v == 0 || v == 0x14 || v == rbp_qnil(s) || (v & 1) || rbp_is_heap_ptr(s, v);
+    return v == o->qfalse || v == o->qtrue || v == o->qnil || (v & 1) || rbp_is_heap_ptr(s, v);
 }
 
 static bool plausible(rbpeek_session *s, const gc_stat *g, char *why, size_t n)
@@ -184,7 +185,7 @@ static bool plausible(rbpeek_session *s, const gc_stat *g, char *why, size_t n)
     }
     /* every page of a heap is in the page table; from 3.4 the table also
      * holds the empty pages no heap owns, before only a page being added */
-    if (!why[0] && (pages > g->allocated_pages || (!rbp_ver_ge(s, 3, 4) && g->allocated_pages - pages > 1)))
+    if (!why[0] && (pages > g->allocated_pages || (!s->rel.gc.pages_darray && g->allocated_pages - pages > 1)))
         snprintf(why, n, "gc: the heaps hold %llu pages, the page table %llu", (unsigned long long)pages,
                  (unsigned long long)g->allocated_pages);
     return !why[0];
@@ -225,7 +226,7 @@ static rbpeek_status read_stat(rbpeek_session *s, gc_stat *g)
                         (unsigned long long)os, s->layout_source);
     /* heap_allocated_pages: 3.4 counts its rb_darray of sorted pages;
      * before, heap_pages.allocated_pages */
-    if (rbp_ver_ge(s, 3, 4)) {
+    if (s->rel.gc.pages_darray) {
         uint64_t arr = 0;
         if (!rd(s, os, RBP_L_objspace_pages_sorted, &arr) || !arr || !rbp_mem_u64(s->mem, arr, &g->allocated_pages))
             return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the heap page table of the objspace at 0x%llx",
@@ -254,7 +255,7 @@ static rbpeek_status read_stat(rbpeek_session *s, gc_stat *g)
             return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the object counters of the objspace at 0x%llx",
                             (unsigned long long)os);
     }
-    if (!rbp_ver_ge(s, 3, 4) && !rd(s, os, RBP_L_objspace_final_slots, &g->final_slots))
+    if (s->rel.gc.final_slots_in_objspace && !rd(s, os, RBP_L_objspace_final_slots, &g->final_slots))
         return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read heap_pages.final_slots of the objspace at 0x%llx",
                         (unsigned long long)os);
     char why[200];
@@ -278,9 +279,9 @@ static const char *phase_name(const gc_stat *g)
 /* GC.stress's value: false, true, or the Integer of stress flags (text). */
 static void put_stress(rbpeek_session *s, rbp_strbuf *b, uint64_t v)
 {
-    if (v == 0)
+    if (v == s->rel.obj.qfalse)
         rbp_sb_puts(b, "false");
-    else if (v == 0x14)
+    else if (v == s->rel.obj.qtrue)
         rbp_sb_puts(b, "true");
     else if (v & 1)
         rbp_sb_printf(b, "%lld", (long long)((int64_t)v >> 1));
@@ -301,8 +302,8 @@ static void put_stress(rbpeek_session *s, rbp_strbuf *b, uint64_t v)
 /* GC.stress's value in JSON: nil is null there. */
 static void json_stress(rbpeek_session *s, rbp_json *j, uint64_t v)
 {
-    if (v == 0 || v == 0x14)
-        rbp_json_bool(j, v != 0);
+    if (v == s->rel.obj.qfalse || v == s->rel.obj.qtrue)
+        rbp_json_bool(j, v == s->rel.obj.qtrue);
     else if (v & 1)
         rbp_json_i64(j, (int64_t)v >> 1);
     else if (v == rbp_qnil(s))

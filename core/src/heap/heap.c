@@ -36,34 +36,11 @@ static int cmp_page(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* The release's object rules, with what the layout says of shapes. */
 static void set_consts(rbp_heap *h)
 {
-    rbpeek_session *s = h->s;
-    rbp_heap_consts *c = &h->c;
-    c->qnil = rbp_qnil(s);
-    c->qundef = rbp_ver_ge(s, 3, 2) ? 0x24 : 0x34;
-    c->fl_singleton = rbp_ver_ge(s, 3, 4) ? RBP_FL_USER(1) : RBP_FL_USER(0);
-    c->elts_shared = rbp_ver_ge(s, 3, 4) ? RBP_FL_USER(0) : RBP_FL_USER(2);
-    c->str_chilled = rbp_ver_ge(s, 3, 4) ? RBP_FL_USER(2) | RBP_FL_USER(3) : 0;
-    if (rbp_ver_ge(s, 3, 2)) {
-        c->iclass_is_origin = RBP_FL_USER(0);
-        c->iclass_origin_shared_mtbl = RBP_FL_USER(3);
-    } else {
-        c->iclass_is_origin = RBP_FL_USER(5);
-        c->iclass_origin_shared_mtbl = rbp_ver_ge(s, 3, 0) ? RBP_FL_USER(8) : 0;
-    }
-    c->ary_embed_len_mask = rbp_ver_ge(s, 3, 2) ? 0x7f : 0x3;
-    c->struct_embed_len_mask = rbp_ver_ge(s, 3, 2) ? 0x7f : 0x3;
-    /* 4.0 inverted the flag: an object's fields are in its slot unless
-     * ROBJECT_HEAP (on the 4.0.0 core: set exactly on the objects whose
-     * first field word points to malloc'd memory) */
-    c->robject_embed = rbp_ver_ge(s, 4, 0) ? 0 : RBP_FL_USER(1);
-    c->robject_heap = rbp_ver_ge(s, 4, 0) ? RBP_FL_USER(4) : 0;
-    c->shapes = rbp_ver_ge(s, 3, 2) && rbp_has(&s->layout, RBP_L_shape_next_iv_index);
-    /* 3.2's shape types (root, ivar, frozen, capacity change, initial
-     * capacity, T_OBJECT) have no "too complex": objects whose ivars live in
-     * an st_table came in 3.3, as its type 4. */
-    c->shape_too_complex = rbp_ver_ge(s, 3, 3) ? 4 : UINT64_MAX;
+    h->c = h->s->rel.obj;
+    h->c.shapes = h->c.shapes && rbp_has(&h->s->layout, RBP_L_shape_next_iv_index);
 }
 
 /* The shape table, when this Ruby has one: in the VM in 3.2
@@ -201,7 +178,7 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
                         "from this Ruby's DWARF (rbpeek-layoutgen) or one from a newer rbpeek",
                         s->layout_source);
     set_consts(h);
-    h->page_align = rbp_ver_ge(s, 3, 2) ? 1u << 16 : 1u << 14;
+    h->page_align = h->c.page_align;
     uint32_t default_slot = rbp_has(L, RBP_L_rvalue_size) && L->f[RBP_L_rvalue_size].size > 0
                                 ? (uint32_t)L->f[RBP_L_rvalue_size].size
                                 : 40;
@@ -214,7 +191,7 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
     if (!rbp_mem_u64(s->mem, h->objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_sorted), &table))
         return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page table of the objspace at 0x%llx",
                         (unsigned long long)h->objspace);
-    if (rbp_ver_ge(s, 3, 4)) {
+    if (s->rel.gc.pages_darray) {
         /* rb_darray: {size_t size; size_t capa;} then the elements */
         if (!table || !rbp_mem_u64(s->mem, table, &count))
             return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page table at 0x%llx",
@@ -404,7 +381,7 @@ int rbp_heap_classify(rbp_heap *h, const uint8_t *slot, uint32_t slot_size)
     switch (t) {
     case RBP_T_IMEMO:
         /* no class pointer to check; the imemo type must exist */
-        return ((flags >> RBP_FL_USHIFT) & 0x0f) <= (rbp_ver_ge(h->s, 3, 0) ? 13u : 10u) ? t : -2;
+        return ((flags >> RBP_FL_USHIFT) & 0x0f) <= h->c.imemo_max ? t : -2;
     case RBP_T_ZOMBIE:
     case RBP_T_MOVED:
         /* make_zombie and gc_move leave only the type and a few GC bits */

@@ -28,19 +28,9 @@ typedef struct rbp_heap_page {
 
 /* Version-dependent constants of the object encodings (flag bits, special
  * constants), set once by rbp_heap_open. */
-typedef struct rbp_heap_consts {
-    uint64_t qnil, qundef;
-    uint64_t fl_singleton;      /* FL_USER0, FL_USER1 from 3.4 */
-    uint64_t elts_shared;       /* STR_SHARED = ELTS_SHARED: FL_USER2, FL_USER0 from 3.4 */
-    uint64_t str_chilled;       /* 3.4: FL_USER2|FL_USER3, else 0 */
-    uint64_t iclass_is_origin, iclass_origin_shared_mtbl;
-    uint64_t ary_embed_len_mask;    /* after shifting by FL_USHIFT+3 */
-    uint64_t struct_embed_len_mask; /* after shifting by FL_USHIFT+1 */
-    uint64_t robject_embed;     /* ROBJECT_EMBED: FL_USER1 before 4.0, else 0 */
-    uint64_t robject_heap;      /* 4.0: ROBJECT_HEAP, FL_USER4 (fields malloc'd), else 0 */
-    bool shapes;                /* 3.2+: ivars are counted by the object's shape */
-    uint64_t shape_too_complex; /* enum shape_type SHAPE_OBJ_TOO_COMPLEX: 4 from 3.3; 3.2 has none */
-} rbp_heap_consts;
+/* The release's object rules (context/release.h), with shapes only where
+ * the layout has them too. */
+typedef rbp_object_rules rbp_heap_consts;
 
 /* The references a walk reads over all its objects, at most: 256 Mi, some
  * 25 times what a heap of a million objects holds. */

@@ -89,13 +89,12 @@ const char *rbp_dump_type_name(int type)
     }
 }
 
-const char *rbp_dump_imemo_name(int imemo_type, int ver)
+const char *rbp_dump_imemo_name(int imemo_type, const rbp_release *rel)
 {
     static const char *const names[] = {"env",  "cref", "svar", "throw_data", "ifunc",          "memo",     "ment",
                                         "iseq", "tmpbuf", "ast", "parser_strterm", "callinfo", "callcache",
                                         "constcache"};
-    int max = ver >= 300 ? 13 : 10; /* 2.7 knows up to parser_strterm */
-    if (imemo_type < 0 || imemo_type > max) return "unknown";
+    if (imemo_type < 0 || imemo_type > (int)rel->obj.imemo_max) return "unknown";
     return names[imemo_type];
 }
 
@@ -127,13 +126,13 @@ static void string_content(rbp_dump_writer *w, rbp_json *j, const rbp_dump_rec *
 
 void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
 {
-    bool v32 = r->ver >= 302, v33 = r->ver >= 303, v34 = r->ver >= 304, v30 = r->ver >= 300;
+    const rbp_dump_rules *R = &r->rel->dump;
     rbp_json jw, *j = &jw;
     rbp_json_init(j, &w->line, RBP_JSON_DUMP);
     rbp_json_object(j);
     rbp_json_khex(j, "address", r->address);
     rbp_json_kstr(j, "type", rbp_dump_type_name(r->type));
-    if (v32) {
+    if (R->shape_id) {
         rbp_json_ku64(j, "shape_id", r->shape_id);
         rbp_json_ku64(j, "slot_size", r->slot_size);
     }
@@ -147,20 +146,20 @@ void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
         maybe_flush(w);
         return;
     case RBP_T_IMEMO:
-        rbp_json_kstr(j, "imemo_type", rbp_dump_imemo_name(r->imemo_type, r->ver));
+        rbp_json_kstr(j, "imemo_type", rbp_dump_imemo_name(r->imemo_type, r->rel));
         break;
     case RBP_T_SYMBOL:
         string_content(w, j, r);
         break;
     case RBP_T_STRING:
         if (r->embedded) rbp_json_kbool(j, "embedded", true);
-        if (!v33 && r->broken) rbp_json_kbool(j, "broken", true);
+        if (!R->coderange && r->broken) rbp_json_kbool(j, "broken", true);
         if (r->fstring) rbp_json_kbool(j, "fstring", true);
-        if (v34 && r->chilled) rbp_json_kbool(j, "chilled", true);
+        if (R->chilled && r->chilled) rbp_json_kbool(j, "chilled", true);
         if (r->shared) rbp_json_kbool(j, "shared", true);
         else string_content(w, j, r);
         if (r->encoding) rbp_json_kstr(j, "encoding", r->encoding);
-        if (v33) {
+        if (R->coderange) {
             static const char *const cr[] = {"unknown", "7bit", "valid", "broken"};
             rbp_json_kstr(j, "coderange", cr[r->coderange & 3]);
             if (r->coderange == 3) rbp_json_kbool(j, "broken", true);
@@ -173,18 +172,18 @@ void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
     case RBP_T_ARRAY:
         rbp_json_ku64(j, "length", r->length);
         if (r->length > 0 && r->shared) rbp_json_kbool(j, "shared", true);
-        if (r->embedded && (v33 || r->length > 0)) rbp_json_kbool(j, "embedded", true);
+        if (r->embedded && (R->coderange || r->length > 0)) rbp_json_kbool(j, "embedded", true);
         break;
     case RBP_T_ICLASS:
     case RBP_T_CLASS:
     case RBP_T_MODULE:
-        if (v33 && r->type == RBP_T_CLASS && r->has_variation_count)
+        if (R->coderange && r->type == RBP_T_CLASS && r->has_variation_count)
             rbp_json_ki64(j, "variation_count", r->variation_count);
-        if (v30 && r->superclass) rbp_json_khex(j, "superclass", r->superclass);
+        if (R->class_fields && r->superclass) rbp_json_khex(j, "superclass", r->superclass);
         if (r->type == RBP_T_ICLASS || !r->klass) break;
         if (r->name) rbp_json_kstr(j, "name", r->name);
-        else if (v30 && r->real_class_name) rbp_json_kstr(j, "real_class_name", r->real_class_name);
-        if (v30 && r->singleton) rbp_json_kbool(j, "singleton", true);
+        else if (R->class_fields && r->real_class_name) rbp_json_kstr(j, "real_class_name", r->real_class_name);
+        if (R->class_fields && r->singleton) rbp_json_kbool(j, "singleton", true);
         break;
     case RBP_T_DATA:
         if (r->struct_name) rbp_json_kstr(j, "struct", r->struct_name);
@@ -193,12 +192,12 @@ void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
         /* dump_all: "%g" before 3.0, dump_append_g's "%#g" after */
         if (!r->has_float) break;
         char num[64];
-        if (v30 && isnan(r->float_value)) /* Ruby's own printf spells these */
+        if (R->float_alt && isnan(r->float_value)) /* Ruby's own printf spells these */
             snprintf(num, sizeof num, "NaN");
-        else if (v30 && isinf(r->float_value))
+        else if (R->float_alt && isinf(r->float_value))
             snprintf(num, sizeof num, r->float_value > 0 ? "Inf" : "-Inf");
         else
-            snprintf(num, sizeof num, v30 ? "%#g" : "%g", r->float_value);
+            snprintf(num, sizeof num, R->float_alt ? "%#g" : "%g", r->float_value);
         rbp_json_kstr(j, "value", num);
         break;
     }
@@ -206,9 +205,9 @@ void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
         if (r->has_fd) rbp_json_ki64(j, "fd", r->fd);
         break;
     case RBP_T_OBJECT:
-        if (v33 && r->embedded) rbp_json_kbool(j, "embedded", true);
+        if (R->coderange && r->embedded) rbp_json_kbool(j, "embedded", true);
         rbp_json_ku64(j, "ivars", r->ivars);
-        if (v33 && r->too_complex) rbp_json_kbool(j, "too_complex_shape", true);
+        if (R->coderange && r->too_complex) rbp_json_kbool(j, "too_complex_shape", true);
         break;
     default:
         break;
@@ -271,7 +270,7 @@ static bool read_value(void *ctx, uint64_t off, void *buf, size_t n)
 static bool value_written(rbp_heap *h, const rbp_str_info *si, bool *broken)
 {
     *broken = si->coderange == 3;
-    if (rbp_ver_ge(h->s, 3, 3) && si->len == 0) return false;
+    if (h->s->rel.dump.no_empty_value && si->len == 0) return false;
     if (!rbp_encoding_ascii_compat(h, si->encindex)) return false;
     if (si->coderange == 1) return true;
     if (si->coderange != 0) return false;
@@ -317,12 +316,12 @@ static bool dump_obj(void *ctx, const rbp_obj *o)
     value_src vs = {0};
     rbp_str_info si;
     uint8_t sym_buf[64];
-    rbp_dump_rec r = {.ver = s->ver_major * 100 + s->ver_minor, .address = o->addr, .type = o->type,
+    rbp_dump_rec r = {.rel = &s->rel, .address = o->addr, .type = o->type,
                       .slot_size = o->slot_size, .frozen = (o->flags & (UINT64_C(1) << 11)) != 0,
                       .shape_id = o->flags >> 32};
-    bool klass_word = o->type != RBP_T_NODE && !(rbp_ver_ge(s, 3, 3) && o->type == RBP_T_IMEMO);
+    bool klass_word = o->type != RBP_T_NODE && (s->rel.dump.imemo_class_word || o->type != RBP_T_IMEMO);
     r.klass = klass_word ? o->klass : 0;
-    if (!rbp_ver_ge(s, 3, 2)) r.shape_id = 0;
+    if (!s->rel.dump.shape_id) r.shape_id = 0;
     switch (o->type) {
     case RBP_T_IMEMO:
         r.imemo_type = (int)((o->flags >> RBP_FL_USHIFT) & 0x0f);
@@ -374,7 +373,7 @@ static bool dump_obj(void *ctx, const rbp_obj *o)
             r.variation_count = (int)vc;
         }
         if (o->type != RBP_T_ICLASS) {
-            if (!rbp_ver_ge(s, 3, 0)) {
+            if (!s->rel.dump.class_fields) {
                 /* 2.7: rb_class2name, the real class's path or inspect */
                 uint64_t real = rbp_class_real(h, o->addr);
                 r.name = real ? rbp_heap_class_name(h, real) : NULL;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "base/strbuf.h"
+#include "context/release.h"
 
 typedef struct rbp_dump_writer {
     FILE *f;
@@ -30,7 +31,7 @@ typedef struct rbp_dump_writer {
 typedef bool (*rbp_dump_read_fn)(void *ctx, uint64_t off, void *buf, size_t n);
 
 typedef struct rbp_dump_rec {
-    int ver;                    /* target version, major * 100 + minor (304 = 3.4) */
+    const rbp_release *rel;     /* the target's release: its dump_all rules (rel->dump) */
     uint64_t address;
     int type;                   /* T_ type */
     int imemo_type;
@@ -85,6 +86,6 @@ void rbp_dump_writer_free(rbp_dump_writer *w);
 
 /* dump_all's type names ("STRING", "IMEMO"...) and imemo names ("iseq"). */
 const char *rbp_dump_type_name(int type);
-const char *rbp_dump_imemo_name(int imemo_type, int ver);
+const char *rbp_dump_imemo_name(int imemo_type, const rbp_release *rel);
 
 #endif

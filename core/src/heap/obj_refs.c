@@ -108,7 +108,7 @@ static bool class_refs(rbp_heap *h, const rbp_obj *o, ref_filter *rf)
             ok &= rbp_id_table_each(h, rbp_class_m_tbl(h, o, ext), emit_cb, rf);
         emit(rf, rbp_class_super(h, o));
         if (!has_ext) return ok;
-        if (rbp_ver_ge(h->s, 3, 3) && (v = rbp_classext_ptr(h, o, ext, RBP_L_classext_includer))) emit(rf, v);
+        if (h->s->rel.dump.refs_includer && (v = rbp_classext_ptr(h, o, ext, RBP_L_classext_includer))) emit(rf, v);
         ok &= rbp_id_table_each(h, rbp_classext_ptr(h, o, ext, RBP_L_classext_callable_m_tbl), emit_cb, rf);
         cc_ctx cc = {h, rf};
         if (rbp_has(Ly, RBP_L_classext_cc_tbl))
@@ -118,7 +118,7 @@ static bool class_refs(rbp_heap *h, const rbp_obj *o, ref_filter *rf)
     emit(rf, rbp_class_super(h, o));
     if (!has_ext) return ok;
     ok &= rbp_id_table_each(h, rbp_class_m_tbl(h, o, ext), emit_cb, rf);
-    if (rbp_ver_ge(h->s, 3, 2) && rbp_has(Ly, RBP_L_cvc_entry_cref))
+    if (h->s->rel.dump.refs_cvc_table && rbp_has(Ly, RBP_L_cvc_entry_cref))
         ok &= rbp_id_table_each(h, rbp_classext_ptr(h, o, ext, RBP_L_classext_cvc_tbl), cvc_entry_cb, rf);
     cc_ctx cc = {h, rf};
     if (rbp_has(Ly, RBP_L_classext_cc_tbl))

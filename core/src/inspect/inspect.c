@@ -43,7 +43,7 @@ static bool immediate(rbp_insp *in, uint64_t v)
 {
     if (v & 1) {
         rbp_sb_printf(in->out, "%" PRId64, (int64_t)v >> 1);
-    } else if ((v & 3) == 2) { /* flonum: rb_float_flonum_value */
+    } else if (rbp_is_flonum(v)) { /* flonum: rb_float_flonum_value */
         double d = 0.0;
         if (v != UINT64_C(0x8000000000000002)) {
             uint64_t t = (2 - (v >> 63)) | (v & ~UINT64_C(3));
@@ -51,7 +51,7 @@ static bool immediate(rbp_insp *in, uint64_t v)
             memcpy(&d, &t, sizeof d);
         }
         rbp_insp_float(in->out, d);
-    } else if ((v & 0xff) == 0x0c) {
+    } else if (rbp_is_static_symbol(v)) {
         rbp_insp_symbol(in, v);
     } else if (v == in->h->c.qnil) {
         puts_(in, "nil");
@@ -148,14 +148,14 @@ static bool pair_cb(void *ctx, uint64_t key, uint64_t val)
     rbp_insp *in = p->in;
     if (!more_allowed(in, p->i)) return false;
     if (p->i++) puts_(in, ", ");
-    bool sym = (key & 0xff) == 0x0c || rbp_obj_type(in->s, key) == RBP_T_SYMBOL;
+    bool sym = rbp_is_static_symbol(key) || rbp_obj_type(in->s, key) == RBP_T_SYMBOL;
     if (in->hash_34 && sym) {
         const char *name = NULL;
         unsigned char *bytes = NULL;
         size_t len = 0;
         rbp_enc_kind enc = RBP_ENC_UTF8;
         uint64_t fstr = 0;
-        if ((key & 0xff) == 0x0c) name = rbp_id_name(in->s, key >> 8);
+        if (rbp_is_static_symbol(key)) name = rbp_id_name(in->s, key >> 8);
         else if (rbp_read_field(in->s, key, RBP_L_rsymbol_fstr, &fstr)) bytes = rbp_insp_string_value(in, fstr, &len, &enc);
         if (name) rbp_insp_sym_key(in, (const unsigned char *)name, strlen(name), RBP_ENC_UTF8);
         else if (bytes) rbp_insp_sym_key(in, bytes, len, enc);
@@ -247,7 +247,7 @@ static void structure(rbp_insp *in, const rbp_obj *o)
         uint64_t sym = 0;
         const char *mname = NULL;
         if (members && rbp_array_info(in->s, members, &mlen, &melems) && (long)i < mlen &&
-            rbp_array_at(in->s, members, (long)i, &sym) && (sym & 0xff) == 0x0c)
+            rbp_array_at(in->s, members, (long)i, &sym) && rbp_is_static_symbol(sym))
             mname = rbp_id_name(in->s, sym >> 8);
         if (mname && (mname[0] == '_' || ((mname[0] | 0x20) >= 'a' && (mname[0] | 0x20) <= 'z') || (unsigned char)mname[0] >= 0x80))
             puts_(in, mname);
@@ -318,7 +318,7 @@ static void exception(rbp_insp *in, const rbp_obj *o, const char *cname)
         puts_(in, cname);
     } else {
         rbp_sb_printf(in->out, "#<%s: ", cname);
-        if (rbp_ver_ge(in->s, 3, 2) && memchr(msg, '\n', len))
+        if (in->s->rel.inspect.exception_message_inspected && memchr(msg, '\n', len))
             rbp_insp_str_bytes(in, msg, len, enc, false);
         else
             rbp_sb_putn(in->out, (const char *)msg, len);

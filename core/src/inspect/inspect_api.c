@@ -45,10 +45,10 @@ static void insp_init(rbp_insp *in, rbp_heap *h, const rbp_inspect_limits *lim, 
         in->command_budget = true;
     }
     rbp_recguard_init(&in->rec, RBP_INSP_MAX_LEVELS, &in->budget);
-    in->newer_0x85 = rbp_ver_ge(h->s, 3, 2); /* 3.1.2 prints it raw, 3.3.8 escapes it */
-    in->hash_34 = rbp_ver_ge(h->s, 3, 4);
-    in->qtrue = 0x14;
-    in->qfalse = 0;
+    in->newer_0x85 = h->s->rel.inspect.escapes_nel;
+    in->hash_34 = h->s->rel.inspect.hash_34;
+    in->qtrue = h->s->rel.obj.qtrue;
+    in->qfalse = h->s->rel.obj.qfalse;
     /* main answers "main" from a singleton to_s that rbpeek cannot run; it is
      * known by address, rb_vm_t.top_self. A layout without the member, or an
      * unreadable word, leaves 0, which matches no object. */
@@ -78,11 +78,11 @@ void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, 
 static bool immediate_kind(rbp_heap *h, uint64_t v, int *type, const char **cls)
 {
     if (v & 1) *type = RBP_T_FIXNUM, *cls = "Integer";
-    else if ((v & 3) == 2) *type = RBP_T_FLOAT, *cls = "Float";
-    else if ((v & 0xff) == 0x0c) *type = RBP_T_SYMBOL, *cls = "Symbol";
+    else if (rbp_is_flonum(v)) *type = RBP_T_FLOAT, *cls = "Float";
+    else if (rbp_is_static_symbol(v)) *type = RBP_T_SYMBOL, *cls = "Symbol";
     else if (v == h->c.qnil) *type = RBP_T_NIL, *cls = "NilClass";
-    else if (v == 0x14) *type = RBP_T_TRUE, *cls = "TrueClass";
-    else if (v == 0) *type = RBP_T_FALSE, *cls = "FalseClass";
+    else if (v == h->c.qtrue) *type = RBP_T_TRUE, *cls = "TrueClass";
+    else if (v == h->c.qfalse) *type = RBP_T_FALSE, *cls = "FalseClass";
     else if (v == h->c.qundef) *type = RBP_T_UNDEF, *cls = "(undef)";
     else return false;
     return true;

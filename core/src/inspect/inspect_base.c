@@ -144,7 +144,7 @@ unsigned char *rbp_insp_string_value(rbp_insp *in, uint64_t v, size_t *len, rbp_
 
 void rbp_insp_symbol(rbp_insp *in, uint64_t v)
 {
-    if ((v & 0xff) == 0x0c) { /* static: its ID above the tag */
+    if (rbp_is_static_symbol(v)) { /* static: its ID above the tag */
         const char *name = rbp_id_name(in->s, v >> 8);
         if (name)
             rbp_insp_sym_name(in, (const unsigned char *)name, strlen(name), RBP_ENC_UTF8);

@@ -38,7 +38,6 @@ enum { M_ISEQ, M_CFUNC, M_ATTRSET, M_IVAR, M_BMETHOD, M_ZSUPER, M_ALIAS, M_UNDEF
        M_OPTIMIZED, M_MISSING, M_REFINED };
 enum { P_REQ, P_OPT, P_REST, P_KEYREQ, P_KEY, P_KEYREST, P_BLOCK, P_NOKEY };
 enum { MAX_PARAMS = 256, MAX_ALIAS = 16, MAX_LOCALS = 1 << 16 };
-enum { LINE_27, LINE_31, LINE_33, LINE_34, LINE_OTHER };
 
 typedef struct param {
     int kind;
@@ -47,7 +46,7 @@ typedef struct param {
 
 typedef struct mctx {
     rbp_insp *in;
-    int line;
+    const rbp_method_rules *R;  /* the release's method_inspect */
     param p[MAX_PARAMS];
     int n;
 } mctx;
@@ -110,9 +109,9 @@ static bool iseq_params(mctx *m, uint64_t iseq)
         !rd(in, b, RBP_L_param_flag_has_kwrest, &kwrest) || !rd(in, b, RBP_L_param_flag_has_block, &block) ||
         !rd(in, b, RBP_L_param_block_start, &block_start) || !rd(in, b, RBP_L_param_keyword, &kwp))
         return rbp_insp_why(in, "the parameters of its iseq's body (0x%" PRIx64 ") cannot be read", b);
-    if (m->line != LINE_27 && !rd(in, b, RBP_L_param_flag_ruby2_keywords, &r2k))
+    if (m->R->ruby2_keywords_flag && !rd(in, b, RBP_L_param_flag_ruby2_keywords, &r2k))
         return rbp_insp_why(in, "the ruby2_keywords flag of its iseq cannot be read");
-    if (m->line == LINE_34 && !rd(in, b, RBP_L_param_flag_forwardable, &fwd))
+    if (m->R->forwardable_flag && !rd(in, b, RBP_L_param_flag_forwardable, &fwd))
         return rbp_insp_why(in, "the forwardable flag of its iseq cannot be read");
     size &= 0xffffffff;
     /* the counts are C ints: a negative or huge one is garbage, not a method */
@@ -213,8 +212,8 @@ static bool def_params(mctx *m, uint64_t def, uint64_t *loc_iseq)
                                                                                 : RBP_L_mdef_optimize_type;
             if (!rd(in, def, f, &w)) return rbp_insp_why(in, "its optimized method's type cannot be read");
             if (w <= 2) return unnamed_params(m, -1);
-            if (m->line != LINE_27 && w == 3) return unnamed_params(m, 0);
-            if (m->line != LINE_27 && w == 4) return unnamed_params(m, 1);
+            if (m->R->struct_accessors && w == 3) return unnamed_params(m, 0);
+            if (m->R->struct_accessors && w == 4) return unnamed_params(m, 1);
             return rbp_insp_why(in, "it is an optimized method of type %" PRIu64 ", which this release does not make", w);
         }
         default:
@@ -229,7 +228,7 @@ static bool def_params(mctx *m, uint64_t def, uint64_t *loc_iseq)
 static void render_params(mctx *m, rbp_strbuf *out)
 {
     bool forwarding = false;
-    if (m->line >= LINE_33 && m->n == 3 && m->p[0].kind == P_REST && m->p[0].name && !strcmp(m->p[0].name, "*") &&
+    if (m->R->anonymous_rest && m->n == 3 && m->p[0].kind == P_REST && m->p[0].name && !strcmp(m->p[0].name, "*") &&
         m->p[1].kind == P_KEYREST && m->p[1].name && !strcmp(m->p[1].name, "**") && m->p[2].kind == P_BLOCK &&
         m->p[2].name && !strcmp(m->p[2].name, "&"))
         forwarding = true;
@@ -246,16 +245,16 @@ static void render_params(mctx *m, rbp_strbuf *out)
         case P_KEY: rbp_sb_printf(out, "%s: ...", name); break;
         case P_REST:
             if (p->name && !strcmp(p->name, "*")) {
-                if (m->line < LINE_33) forwarding = true;
-                rbp_sb_puts(out, m->line < LINE_33 || forwarding ? "..." : "*");
+                if (!m->R->anonymous_rest) forwarding = true;
+                rbp_sb_puts(out, !m->R->anonymous_rest || forwarding ? "..." : "*");
             } else {
                 rbp_sb_printf(out, "*%s", name);
             }
             break;
         case P_KEYREST:
-            if (m->line == LINE_27 || !p->name || strcmp(p->name, "**")) rbp_sb_printf(out, "**%s", name);
+            if (!m->R->anonymous_keyrest || !p->name || strcmp(p->name, "**")) rbp_sb_printf(out, "**%s", name);
             else if (i > 0 && out->len >= 2) out->len -= 2;
-            else if (m->line >= LINE_33) rbp_sb_puts(out, "**");
+            else if (m->R->anonymous_rest) rbp_sb_puts(out, "**");
             break;
         case P_BLOCK:
             if (p->name && !strcmp(p->name, "&")) {
@@ -299,16 +298,16 @@ static void value_then_other(rbp_insp *in, uint64_t a, uint64_t b)
 
 /* The receiver part: "Foo", "Foo(Mod)", "#<Class:Foo>", "recv(attached)",
  * and the separator '#' or '.' */
-static bool receiver(rbp_insp *in, int line, uint64_t recv, uint64_t klass, uint64_t iclass, uint64_t defined_class,
+static bool receiver(rbp_insp *in, const rbp_method_rules *R, uint64_t recv, uint64_t klass, uint64_t iclass, uint64_t defined_class,
                      const char **sharp)
 {
     uint8_t buf[64];
     rbp_obj c;
-    uint64_t mklass = line == LINE_27 || !iclass ? klass : iclass;
+    uint64_t mklass = !R->iclass_receiver || !iclass ? klass : iclass;
     mklass = unwrap_iclass(in, mklass);
     bool unbound = recv == in->h->c.qundef;
     *sharp = "#";
-    if (unbound && line >= LINE_33) {
+    if (unbound && R->unbound_defined_class) {
         in->nested(in, defined_class);
         return true;
     }
@@ -323,7 +322,7 @@ static bool receiver(rbp_insp *in, int line, uint64_t recv, uint64_t klass, uint
         value_then_other(in, recv, v);
         return true;
     }
-    if (line != LINE_27) { /* a singleton class of a non-class object stands for its first real superclass */
+    if (R->singleton_superclass) { /* a singleton class of a non-class object stands for its first real superclass */
         mklass = klass;
         if (is_singleton(in, mklass, &c, buf, sizeof buf)) {
             uint64_t v = rbp_class_attached(in->h, &c);
@@ -360,16 +359,6 @@ static bool attr_location(rbp_insp *in, uint64_t def, rbp_strbuf *out)
     return true;
 }
 
-static int release_line(rbp_insp *in)
-{
-    const rbpeek_session *s = in->s;
-    if (rbp_ver_ge(s, 2, 7) && !rbp_ver_ge(s, 3, 0)) return LINE_27;
-    if (rbp_ver_ge(s, 3, 1) && !rbp_ver_ge(s, 3, 2)) return LINE_31;
-    if (rbp_ver_ge(s, 3, 3) && !rbp_ver_ge(s, 3, 4)) return LINE_33;
-    if (rbp_ver_ge(s, 3, 4) && !rbp_ver_ge(s, 3, 5)) return LINE_34;
-    return LINE_OTHER;
-}
-
 static bool method_body(rbp_insp *in, const rbp_obj *o, mctx *m)
 {
     uint64_t t = 0, data = 0, recv = 0, klass = 0, iclass = 0, me = 0, def = 0, type = 0, called = 0, orig = 0;
@@ -396,7 +385,7 @@ static bool method_body(rbp_insp *in, const rbp_obj *o, mctx *m)
 
     rbp_sb_printf(in->out, "#<%s: ", rbp_insp_class_name(in, o->klass));
     const char *sharp = "#";
-    if (!receiver(in, m->line, recv, klass, iclass, defined_class, &sharp)) return false;
+    if (!receiver(in, m->R, recv, klass, iclass, defined_class, &sharp)) return false;
     rbp_sb_puts(in->out, sharp);
     rbp_sb_puts(in->out, called_name);
     if (called != orig) rbp_sb_printf(in->out, "(%s)", orig_name);
@@ -422,8 +411,8 @@ bool rbp_insp_method(rbp_insp *in, const rbp_obj *o)
     for (size_t i = 0; i < sizeof METHOD_FIELDS / sizeof METHOD_FIELDS[0]; i++)
         if (!rbp_has(L, METHOD_FIELDS[i]))
             return rbp_insp_why(in, "this layout has no struct METHOD members (private to proc.c; known for 2.7, 3.1, 3.3, 3.4)");
-    int line = release_line(in);
-    if (line == LINE_OTHER)
+    const rbp_method_rules *R = &in->s->rel.inspect.method;
+    if (!R->decoded)
         return rbp_insp_why(in, "method_inspect of Ruby %d.%d was not read for rbpeek", in->s->ver_major, in->s->ver_minor);
     /* a receiver is printed by the dispatcher, which may come back here
      * for a Method that is (garbage can make it) its own receiver's: the
@@ -432,7 +421,7 @@ bool rbp_insp_method(rbp_insp *in, const rbp_obj *o)
     mctx *mc = calloc(1, sizeof *mc);
     if (!mc) return rbp_insp_why(in, "out of memory");
     mc->in = in;
-    mc->line = line;
+    mc->R = R;
     /* printed aside, so that a refusal half way leaves nothing behind */
     rbp_strbuf *saved = in->out, tmp;
     rbp_sb_init(&tmp);

@@ -88,7 +88,7 @@ bool rbp_insp_proc(rbp_insp *in, const rbp_obj *o)
     }
     case BLOCK_SYMBOL:
         if (!rbp_read_field(in->s, block, RBP_L_proc_block_symbol, &word) ||
-            !((word & 0xff) == 0x0c || (rbp_heap_is_slot(in->h, word) && rbp_obj_type(in->s, word) == RBP_T_SYMBOL)))
+            !(rbp_is_static_symbol(word) || (rbp_heap_is_slot(in->h, word) && rbp_obj_type(in->s, word) == RBP_T_SYMBOL)))
             return rbp_insp_why(in, "its block's Symbol (0x%" PRIx64 ") is no Symbol", word);
         rbp_sb_printf(out, "#<%s:0x%016" PRIx64 "(&", rbp_insp_class_name(in, o->klass), o->addr);
         rbp_insp_symbol(in, word);

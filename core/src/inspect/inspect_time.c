@@ -72,11 +72,10 @@ bool rbp_insp_time(rbp_insp *in, const rbp_obj *o)
         return rbp_insp_why(in, "its UTC offset is no Integer (a Rational offset is not decoded)");
     if (mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour > 23 || min > 59 || sec > 60)
         return rbp_insp_why(in, "its broken-down time is out of range (month %" PRIu64 ", day %" PRIu64 ")", mon, mday);
-    /* 2.7 prints the offset with strftime's " %z", which drops its seconds;
-     * 3.1 appends them when they are not zero. 3.0's time.c is not at hand,
-     * so an offset with seconds is not guessed there. */
+    /* An offset with seconds is not guessed where the release's form of it
+     * was not checked (3.0). */
     bool offset_seconds = mode != TZMODE_UTC && offset % 60 != 0;
-    if (offset_seconds && rbp_ver_ge(in->s, 3, 0) && !rbp_ver_ge(in->s, 3, 1))
+    if (offset_seconds && in->s->rel.inspect.time_offset_seconds_unknown)
         return rbp_insp_why(in, "its UTC offset has seconds, which 3.0's Time#inspect prints in a form not checked");
     rbp_strbuf *b = in->out;
     /* strftime's %Y: at least 4 digits, 5 with a sign */
@@ -99,7 +98,7 @@ bool rbp_insp_time(rbp_insp *in, const rbp_obj *o)
         if (offset < 0) offset = -offset;
         int s = (int)(offset % 60), m = (int)(offset / 60 % 60);
         rbp_sb_printf(b, " %c%02d%02d", sign, (int)(offset / 3600), m);
-        if (s && rbp_ver_ge(in->s, 3, 1)) rbp_sb_printf(b, "%02d", s);
+        if (s && in->s->rel.inspect.time_offset_seconds) rbp_sb_printf(b, "%02d", s);
     }
     return true;
 }

@@ -52,13 +52,27 @@ static const char *nil_path_text(bt_ctx *c)
     return c->progname && *c->progname ? c->progname : "(unknown)";
 }
 
+/* ":N" onto b, without printf: a 5,000-frame stack prints 5,000 of them. */
+static void put_line_number(rbp_strbuf *b, int32_t n)
+{
+    char buf[16], *p = buf + sizeof buf;
+    uint32_t u = n < 0 ? 0u - (uint32_t)n : (uint32_t)n;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (n < 0) *--p = '-';
+    *--p = ':';
+    rbp_sb_putn(b, p, (size_t)(buf + sizeof buf - p));
+}
+
 /* A Ruby or C-method frame: "path:line:in 'label'", Location#to_s. */
 static void location_line(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f)
 {
     rbp_sb_puts(b, f->path ? f->path : nil_path_text(c));
-    if (f->lineno) rbp_sb_printf(b, ":%d", (int)f->lineno);
+    if (f->lineno) put_line_number(b, f->lineno);
     const rbp_label_quotes *q = rbp_release_quotes(c->s);
-    rbp_sb_puts(b, ":in ");
+    rbp_sb_putn(b, ":in ", 4);
     rbp_sb_puts(b, q->open);
     rbp_sb_puts(b, f->label ? f->label : "");
     rbp_sb_puts(b, q->close);
@@ -67,11 +81,12 @@ static void location_line(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f)
 typedef struct frame_kind {
     const char *name;           /* the JSON "kind" */
     void (*line)(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f);
+    uint32_t show;              /* rbpeek_bt_options.show bits that show it; 0: always shown */
 } frame_kind;
 
 static const frame_kind frame_kinds[] = {
-    [RBPEEK_FRAME_RUBY] = {"ruby", location_line},
-    [RBPEEK_FRAME_CFUNC] = {"cfunc", location_line},
+    [RBPEEK_FRAME_RUBY] = {"ruby", location_line, 0},
+    [RBPEEK_FRAME_CFUNC] = {"cfunc", location_line, 0},
 };
 
 static const frame_kind *kind_of(const rbpeek_frame *f)
@@ -81,11 +96,12 @@ static const frame_kind *kind_of(const rbpeek_frame *f)
     return &frame_kinds[f->kind];
 }
 
-/* Whether the options show frame f: Ruby's own frames always. */
+/* Whether the options show frame f: Ruby's own frames always, other kinds
+ * when opt->show asks for them. */
 static bool shown(const bt_ctx *c, const rbpeek_frame *f)
 {
-    (void)c;
-    return kind_of(f) != NULL;
+    const frame_kind *k = kind_of(f);
+    return k && (!k->show || (c->opt && (c->opt->show & k->show)));
 }
 
 static size_t shown_count(const bt_ctx *c, const rbpeek_thread *t)
@@ -158,7 +174,7 @@ static void text_thread(bt_ctx *c, rbp_strbuf *b, size_t index)
     for (size_t i = 0; i < t->nframes; i++) {
         const rbpeek_frame *f = &t->frames[i];
         if (!shown(c, f)) continue;
-        rbp_sb_puts(b, "    ");
+        rbp_sb_putn(b, "    ", 4);
         kind_of(f)->line(c, b, f);
         rbp_sb_putn(b, "\n", 1);
         if (c->opt && c->opt->locals) text_locals(c, b, f);

@@ -1,12 +1,15 @@
 /*
  * Version, layout and VM discovery (see discover.h).
  *
- * Layout precedence follows the documented order: an explicit --layout
- * file, then DWARF from the target's own libruby/ruby (so any Ruby with
- * debug info works, even one we have no table for), then a built-in table
- * for the exact version, then the nearest patch release of the same minor
- * line with a warning. A layout is only accepted if it has every member the
- * stack walker cannot do without.
+ * Layout candidates are tried in the documented order (layouts.md): an
+ * explicit --layout file; the built-in table of the exact release, which
+ * needs no parsing; DWARF from the target's own libruby/ruby when no table
+ * fits (so any Ruby with debug info works, even one we have no table for),
+ * or when asked (--layout dwarf); then the nearest patch release of the
+ * same minor line, with a warning. A candidate is only tried if it has
+ * every member the stack walker cannot do without, and only kept if the
+ * target validates it (session.c's attach runs the VM discovery and the
+ * checks of validate.c on each).
  */
 #include "vm/discover.h"
 
@@ -146,9 +149,6 @@ static char *read_file(const char *path)
     return buf;
 }
 
-/* Candidate files for DWARF: those the caller named, then mapped images
- * that look like libruby or a ruby executable (a static Ruby). */
-
 static bool try_dwarf(rbpeek_session *s, const char *path, char *why, size_t whylen)
 {
     rbp_layout l;
@@ -170,44 +170,88 @@ static bool try_dwarf(rbpeek_session *s, const char *path, char *why, size_t why
     return true;
 }
 
-rbpeek_status rbp_discover_layout(rbpeek_session *s)
+/* The next DWARF candidate from it->dwarf on: the files the caller named,
+ * then mapped images that look like libruby or a ruby executable (a static
+ * Ruby), each file once. */
+static bool next_dwarf(rbpeek_session *s, rbp_layout_try *it, char *why, size_t whylen)
+{
+    size_t nd = s->ndebug_files;
+    for (; it->dwarf < nd + s->nregions; it->dwarf++) {
+        const char *p;
+        if (it->dwarf < nd) {
+            p = s->debug_files[it->dwarf];
+        } else {
+            size_t i = it->dwarf - nd;
+            p = s->regions[i].path;
+            if (!p || s->regions[i].file_offset != 0 || !rbp_is_ruby_image_path(p)) continue;
+            bool seen = false; /* the same file is often mapped several times */
+            for (size_t j = 0; j < i && !seen; j++) seen = s->regions[j].path && strcmp(s->regions[j].path, p) == 0;
+            for (size_t j = 0; j < nd && !seen; j++) seen = strcmp(s->debug_files[j], p) == 0;
+            if (seen) continue;
+        }
+        if (try_dwarf(s, p, why, whylen)) {
+            it->dwarf++;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool try_table(rbpeek_session *s, long idx, char *why, size_t whylen)
+{
+    char src[64];
+    snprintf(src, sizeof src, "builtin:%s", rbp_builtin_layout_version((size_t)idx));
+    return try_layout_text(s, rbp_builtin_layout_text((size_t)idx), src, why, whylen);
+}
+
+rbpeek_status rbp_discover_layout_next(rbpeek_session *s, rbp_layout_try *it, rbpeek_status last)
 {
     char why[512] = "";
-    if (s->layout_file) {
-        char *text = read_file(s->layout_file);
-        if (!text) return rbp_fail(s, RBPEEK_ERR_IO, "cannot read layout file %s", s->layout_file);
-        char src[600];
-        snprintf(src, sizeof src, "file:%s", s->layout_file);
-        bool ok = try_layout_text(s, text, src, why, sizeof why);
-        free(text);
-        if (!ok) return rbp_fail(s, RBPEEK_ERR_NO_LAYOUT, "unusable layout file: %s", why);
-        return RBPEEK_OK;
+    if (last != RBPEEK_OK) it->misfits++;
+    if (it->stage == 0) { /* --layout FILE: the only candidate */
+        it->stage = 1;
+        if (s->layout_file) {
+            it->stage = 4;
+            char *text = read_file(s->layout_file);
+            if (!text) return rbp_fail(s, RBPEEK_ERR_IO, "cannot read layout file %s", s->layout_file);
+            char src[600];
+            snprintf(src, sizeof src, "file:%s", s->layout_file);
+            bool ok = try_layout_text(s, text, src, why, sizeof why);
+            free(text);
+            if (!ok) return rbp_fail(s, RBPEEK_ERR_NO_LAYOUT, "unusable layout file: %s", why);
+            return RBPEEK_OK;
+        }
+        it->table = rbp_builtin_layout_find(s->ruby_version, &it->exact);
     }
-
-    for (size_t i = 0; i < s->ndebug_files; i++)
-        if (try_dwarf(s, s->debug_files[i], why, sizeof why)) return RBPEEK_OK;
-    for (size_t i = 0; i < s->nregions; i++) {
-        const char *p = s->regions[i].path;
-        if (!p || s->regions[i].file_offset != 0 || !rbp_is_ruby_image_path(p)) continue;
-        bool seen = false; /* the same file is often mapped several times */
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = s->regions[j].path && strcmp(s->regions[j].path, p) == 0;
-        for (size_t j = 0; j < s->ndebug_files && !seen; j++) seen = strcmp(s->debug_files[j], p) == 0;
-        if (!seen && try_dwarf(s, p, why, sizeof why)) return RBPEEK_OK;
+    /* The release's own table first (exact and validated against the
+     * target: no DWARF to parse), unless DWARF was asked for. */
+    if (it->stage == 1) {
+        it->stage = 2;
+        if (!s->layout_dwarf && it->table >= 0 && it->exact && try_table(s, it->table, why, sizeof why))
+            return RBPEEK_OK;
     }
-
-    bool exact = false;
-    long idx = rbp_builtin_layout_find(s->ruby_version, &exact);
-    if (idx >= 0) {
-        char src[64];
-        snprintf(src, sizeof src, "builtin:%s", rbp_builtin_layout_version((size_t)idx));
-        if (try_layout_text(s, rbp_builtin_layout_text((size_t)idx), src, why, sizeof why)) {
-            if (!exact)
-                rbp_warn(s, "no debug info and no table for Ruby %s; using the nearest table (%s)",
-                         s->ruby_version, rbp_builtin_layout_version((size_t)idx));
+    /* The target's own DWARF when no table fits. */
+    if (it->stage == 2) {
+        if (next_dwarf(s, it, why, sizeof why)) {
+            if (it->misfits) rbp_warn(s, "the built-in table does not fit this process; using %s", s->layout_source);
+            return RBPEEK_OK;
+        }
+        it->stage = 3;
+    }
+    /* The nearest table of the line, with a warning. */
+    if (it->stage == 3) {
+        it->stage = 4;
+        if (!s->layout_dwarf && it->table >= 0 && !it->exact && try_table(s, it->table, why, sizeof why)) {
+            rbp_warn(s, "no debug info and no table for Ruby %s; using the nearest table (%s)", s->ruby_version,
+                     rbp_builtin_layout_version((size_t)it->table));
             return RBPEEK_OK;
         }
     }
+    if (it->misfits) return last;   /* the last candidate's refusal says why */
+    if (s->layout_dwarf)
+        return rbp_fail(s, RBPEEK_ERR_NO_LAYOUT, "--layout dwarf: no usable DWARF for Ruby %s%s%s%s; install debug info "
+                        "for libruby, or drop --layout dwarf", s->ruby_version, why[0] ? " (" : "", why,
+                        why[0] ? ")" : "");
     return rbp_fail(s, RBPEEK_ERR_NO_LAYOUT,
                     "no struct layout for Ruby %s: no usable debug info%s%s and no built-in table; "
                     "install debug info for libruby, or pass --layout FILE (made by rbpeek-layoutgen) "
@@ -221,7 +265,10 @@ rbpeek_status rbp_discover_vm(rbpeek_session *s)
     const char *how = NULL;
     uint64_t gs = 0;
     s->global_symbols_how = NULL;
-    s->global_symbols = rbp_symbol_lookup(s, "ruby_global_symbols", &gs, &s->global_symbols_how) ? gs : 0;
+    /* Not exported by every libruby (Debian's): a scan of libruby's data
+     * finds it then, and only where that fails is the debugger asked. */
+    s->global_symbols =
+        rbp_symbol_lookup_in(s, "ruby_global_symbols", &gs, &s->global_symbols_how, RBP_SYM_IMAGES) ? gs : 0;
 
     if (s->vm_override) {
         if (!rbp_vm_plausible(s, s->vm_override, why, sizeof why))
@@ -235,6 +282,9 @@ rbpeek_status rbp_discover_vm(rbpeek_session *s)
             s->global_symbols = rbp_locate_global_symbols(s, rbp_scan_image_data_for(s, s->vm));
             s->global_symbols_how = s->global_symbols ? "scan of libruby's data, beside the VM pointer" : NULL;
         }
+        if (!s->global_symbols && rbp_symbol_lookup_in(s, "ruby_global_symbols", &gs, &s->global_symbols_how,
+                                                       RBP_SYM_DEBUGGER))
+            s->global_symbols = gs;
         return RBPEEK_OK;
     }
     uint64_t ptr_addr = 0, vm = 0;
@@ -267,6 +317,9 @@ rbpeek_status rbp_discover_vm(rbpeek_session *s)
         s->global_symbols = rbp_locate_global_symbols(s, ptr_addr);
         s->global_symbols_how = s->global_symbols ? "scan of the data next to the VM pointer" : NULL;
     }
+    if (!s->global_symbols && rbp_symbol_lookup_in(s, "ruby_global_symbols", &gs, &s->global_symbols_how,
+                                                   RBP_SYM_DEBUGGER))
+        s->global_symbols = gs;
     snprintf(s->vm_source, sizeof s->vm_source, "%s at 0x%llx (%s)",
              vm_scanned ? "a pointer to it" : "ruby_current_vm_ptr", (unsigned long long)ptr_addr, how ? how : "symbol");
     return RBPEEK_OK;

@@ -10,7 +10,21 @@
 #include "context/context.h"
 
 rbpeek_status rbp_discover_version(rbpeek_session *s);
-rbpeek_status rbp_discover_layout(rbpeek_session *s);
+
+/* Where rbp_discover_layout_next is in its candidates; zeroed to start. */
+typedef struct rbp_layout_try {
+    int stage;          /* 0 file, 1 exact table, 2 DWARF, 3 nearest table, 4 none left */
+    long table;         /* the line's table (exact or nearest), or -1 */
+    bool exact;
+    size_t dwarf;       /* next DWARF candidate: debug files, then regions */
+    int misfits;        /* candidates the target refused */
+} rbp_layout_try;
+
+/* Puts the next layout candidate into s->layout; last is what the target
+ * said of the one before (RBPEEK_OK for the first call, else its refusal,
+ * whose message stands when no candidate is left). Fails, with the
+ * session's error, when there is none. */
+rbpeek_status rbp_discover_layout_next(rbpeek_session *s, rbp_layout_try *it, rbpeek_status last);
 rbpeek_status rbp_discover_vm(rbpeek_session *s);
 
 #endif

@@ -140,7 +140,7 @@ void rbp_cframes_free(rbp_cframes *cf)
 bool rbp_cframe_is_cfunc(rbpeek_session *s, const rbp_cframe *f)
 {
     if (f->iseq) return false;
-    if (rbp_ver_ge(s, 3, 3)) return true;
+    if (!s->rel.frames.cfunc_by_magic) return true;
     uint64_t flags = 0;
     return rbp_mem_u64(s->mem, f->ep, &flags) && (flags & VM_FRAME_MAGIC_MASK) == VM_FRAME_MAGIC_CFUNC;
 }
@@ -163,137 +163,142 @@ const char *rbp_frames_walk(rbpeek_session *s, uint64_t ec, size_t max_frames, r
     return rbp_frames_walk_marked(s, ec, max_frames, a, out, raw_budget, NULL);
 }
 
-const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
-                                   rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark)
-{
-    rbp_cframes cf;
-    if (raw_budget && *raw_budget == 0) {
-        out->truncated = 1;
-        return "not walked: the snapshot's budget of control frames is spent (the result is partial)";
-    }
-    /* Read every frame even past max_frames' reported ones: frames Ruby does
-     * not report (ifuncs, frames without a pc) do not count against it. */
-    size_t max_raw = raw_budget ? *raw_budget : SIZE_MAX;
-    const char *err = rbp_cframes_read(s, ec, max_raw, &cf);
-    if (raw_budget) {
-        *raw_budget -= cf.n;
-        if (cf.n == max_raw && !err) {
-            /* possibly more frames than the budget left: say the walk may be cut */
-            out->truncated = 1;
-            err = "cut: the snapshot's budget of control frames is spent (the result is partial)";
-        }
-    }
-    if (mark) rbp_stack_mark_of(&cf, mark);
-    if (cf.n == 0) {
-        rbp_cframes_free(&cf); /* empty, but the caller's contract is to free: keep it whatever read does */
-        return err;
-    }
-    size_t nraw = cf.n;
-    pending *p = rbp_scratch_get(&s->walk_pending, (nraw + 1) * sizeof *p);   /* emit() fills each entry it uses */
-    uint8_t *values = NULL;
-    if (!p) {
-        err = "out of memory";
-        goto done;
-    }
+/* --- the walk ---------------------------------------------------------------- */
 
-    /* The frames' environments (ep) live in the VM value stack below the
-     * control frames; method entries and frame magic are read through them.
-     * Fetch the span they cover in one read and pin it for this walk, rather
-     * than page by page. */
+/* One walk's state: the frames emitted so far and what the rules carry
+ * from one control frame to the next. */
+typedef struct walk {
+    rbpeek_session *s;
+    const rbp_frame_rules *R;
+    rbp_arena *a;
+    pending *p;
+    size_t n, limit;
+    size_t ep_budget;   /* environment-chain hops left for the frames' method entries */
+    bool ep_cut;        /* a chain spent them: the walk stops there */
+    bool skip_next;     /* the next Ruby frame is folded into a rescue/ensure frame */
+    size_t borrowing;   /* frames emitted since the last Ruby frame: they take the next one's location */
+} walk;
+
+enum { W_NEXT, W_STOP };
+
+/* The frames' environments (ep) live in the VM value stack below the
+ * control frames; method entries and frame magic are read through them.
+ * Fetch the span they cover in one read and pin it for this walk, rather
+ * than page by page. */
+static void pin_values(rbpeek_session *s, const rbp_cframes *cf)
+{
     uint64_t ep_lo = UINT64_MAX, ep_hi = 0;
-    for (size_t i = 0; i < nraw; i++) {
-        uint64_t ep = cf.frames[i].ep;
-        if (ep < cf.vm_stack + 16 || ep >= cf.cfp) continue; /* not in this stack's value area */
+    for (size_t i = 0; i < cf->n; i++) {
+        uint64_t ep = cf->frames[i].ep;
+        if (ep < cf->vm_stack + 16 || ep >= cf->cfp) continue; /* not in this stack's value area */
         if (ep < ep_lo) ep_lo = ep;
         if (ep > ep_hi) ep_hi = ep;
     }
-    if (ep_hi) {
-        uint64_t lo = ep_lo - 16, len = ep_hi + 8 - lo;
-        values = rbp_scratch_get(&s->walk_values, (size_t)len);
-        if (values && rbp_mem_read(s->mem, lo, values, (size_t)len)) rbp_mem_pin(s->mem, lo, values, (size_t)len);
-    }
+    if (!ep_hi) return;
+    uint64_t lo = ep_lo - 16, len = ep_hi + 8 - lo;
+    uint8_t *values = rbp_scratch_get(&s->walk_values, (size_t)len);
+    if (values && rbp_mem_read(s->mem, lo, values, (size_t)len)) rbp_mem_pin(s->mem, lo, values, (size_t)len);
+}
 
-    size_t n = 0, limit = max_frames < nraw ? max_frames : nraw;
-    size_t ep_budget = RBP_EP_HOPS_BUDGET(nraw);
-    bool ep_cut = false;
-    bool is34 = rbp_ver_ge(s, 3, 4), is40 = rbp_ver_ge(s, 4, 0);
-    bool skip_next = false;
-    size_t borrowing = 0; /* frames emitted since the last Ruby frame: they take the next one's location */
-    for (size_t i = 0; i < nraw; i++) {
-        uint64_t pc = cf.frames[i].pc, iseq = cf.frames[i].iseq, ep = cf.frames[i].ep;
-        if (n >= limit) {
-            out->truncated = 1;
-            break;
-        }
-        if (iseq) {
-            if (!pc) continue;
-            const rbp_iseq_info *in = rbp_iseq_get(s, iseq);
-            if (!in) continue; /* an ifunc or unreadable iseq: Ruby would not show it either */
-            bool skip = is34 && skip_next;
-            if (is34) skip_next = in->type == RBP_ISEQ_RESCUE || in->type == RBP_ISEQ_ENSURE;
-            if (skip) continue;
-            uint64_t owner = 0;
-            rbp_cme cme;
-            bool have_cme = false;
-            if (is34) {
-                uint64_t me = rbp_frame_method_entry(s, ep, &ep_budget);
-                if (!ep_budget) { ep_cut = true; break; }   /* its label would lack its owner */
-                have_cme = me && rbp_cme_read(s, me, &cme);
-                if (have_cme) owner = cme.owner;
-            }
-            if (is40 && in->path && !strncmp(in->path, "<internal:", 10)) {
-                /* vm_backtrace.c (4.0): an internal frame behaves like a C
-                 * method; if frames newer than it wait for a location, they
-                 * are discarded so that one internal frame stands for them. */
-                if (borrowing) {
-                    n -= borrowing;
-                    borrowing = 0;
-                }
-                /* Its own location serves when no Ruby frame is older (the
-                 * prelude); otherwise it takes its caller's below. */
-                int lineno = rbp_iseq_lineno(s, in, pc);
-                const char *path = arena_str(a, in->path), *abspath = arena_str(a, in->abspath);
-                const char *label = have_cme ? rbp_cfunc_label(s, &cme) : rbp_iseq_frame_label(s, in, owner);
-                if (!emit(a, p, &n, limit, RBPEEK_FRAME_CFUNC, label, path, abspath, lineno, 0)) break;
-                borrowing++;
-                continue;
-            }
-            if (have_cme && (in->builtin_attrs & RBP_BUILTIN_ATTR_C_TRACE)) {
-                if (!emit(a, p, &n, limit, RBPEEK_FRAME_CFUNC, rbp_cfunc_label(s, &cme), NULL, NULL, 0, 0)) break;
-                borrowing++;
-                continue;
-            }
-            /* Copy iseq strings before computing the label: a cache clear
-             * inside the label computation must not leave us dangling. */
-            int lineno = rbp_iseq_lineno(s, in, pc);
-            const char *path = arena_str(a, in->path), *abspath = arena_str(a, in->abspath);
-            uint64_t iseq_addr = in->iseq;
-            int first = in->first_lineno;
-            const char *label = rbp_iseq_frame_label(s, in, owner);
-            if (!emit(a, p, &n, limit, RBPEEK_FRAME_RUBY, label, path, abspath, lineno, iseq_addr)) break;
-            p[n - 1].f.first_lineno = first;
-            p[n - 1].f.self = cf.frames[i].self; /* for its locals (ruby bt --locals) */
-            p[n - 1].f.ep = ep;
-            borrowing = 0;
-        } else {
-            if (!rbp_cframe_is_cfunc(s, &cf.frames[i])) continue;
-            rbp_cme cme;
-            uint64_t me = rbp_frame_method_entry(s, ep, &ep_budget);
-            if (!ep_budget) { ep_cut = true; break; }
-            const char *label = me && rbp_cme_read(s, me, &cme) ? rbp_cfunc_label(s, &cme) : "<unknown C method>";
-            if (!emit(a, p, &n, limit, RBPEEK_FRAME_CFUNC, label, NULL, NULL, 0, 0)) break;
-            borrowing++;
-        }
-    }
-    if (ep_cut && !err) {
-        out->truncated = 1;
-        err = "cut: the frames' environment chains are longer than a real stack's (a damaged stack?); "
-              "the frames after this point are not shown";
-    }
+/* 3.4: a rescue/ensure frame is reported in place of the method frame it
+ * runs in, which comes next. Whether in is such a folded frame. */
+static bool folded_into_rescue(walk *w, const rbp_iseq_info *in)
+{
+    if (!w->R->fold_rescue_frames) return false;
+    bool skip = w->skip_next;
+    w->skip_next = in->type == RBP_ISEQ_RESCUE || in->type == RBP_ISEQ_ENSURE;
+    return skip;
+}
 
-    /* C frames (and 3.4's c_trace, 4.0's internal frames) borrow the
-     * location of the nearest older Ruby frame; without one a C frame has
-     * none and an internal frame keeps its own. */
+/* A frame's method entry, where the rules ask for it (3.4: its owner
+ * qualifies the label, and it says whether a builtin is c_trace). *have
+ * is false without one. W_STOP when the environment chains are spent. */
+static int frame_cme(walk *w, uint64_t ep, bool wanted, rbp_cme *cme, bool *have)
+{
+    *have = false;
+    if (!wanted) return W_NEXT;
+    uint64_t me = rbp_frame_method_entry(w->s, ep, &w->ep_budget);
+    if (!w->ep_budget) {   /* its label would lack its owner */
+        w->ep_cut = true;
+        return W_STOP;
+    }
+    *have = me && rbp_cme_read(w->s, me, cme);
+    return W_NEXT;
+}
+
+/* A frame that reports as a C method and borrows the next Ruby frame's
+ * location (path NULL), or keeps its own where none is older. */
+static int emit_cfunc(walk *w, const char *label, const char *path, const char *abspath, int lineno)
+{
+    if (!emit(w->a, w->p, &w->n, w->limit, RBPEEK_FRAME_CFUNC, label, path, abspath, lineno, 0)) return W_STOP;
+    w->borrowing++;
+    return W_NEXT;
+}
+
+/* 4.0 (vm_backtrace.c, ruby/ruby#13238): an <internal:...> frame behaves
+ * like a C method; frames newer than it that wait for a location are
+ * discarded, so that one internal frame stands for them. Its own location
+ * serves when no Ruby frame is older (the prelude). */
+static int internal_frame(walk *w, const rbp_iseq_info *in, uint64_t pc, const rbp_cme *cme, uint64_t owner)
+{
+    if (w->borrowing) {
+        w->n -= w->borrowing;
+        w->borrowing = 0;
+    }
+    int lineno = rbp_iseq_lineno(w->s, in, pc);
+    const char *path = arena_str(w->a, in->path), *abspath = arena_str(w->a, in->abspath);
+    const char *label = cme ? rbp_cfunc_label(w->s, cme) : rbp_iseq_frame_label(w->s, in, owner);
+    return emit_cfunc(w, label, path, abspath, lineno);
+}
+
+static bool is_internal(const rbp_iseq_info *in) { return in->path && !strncmp(in->path, "<internal:", 10); }
+
+/* A control frame with an iseq. */
+static int ruby_frame(walk *w, const rbp_cframe *f)
+{
+    if (!f->pc) return W_NEXT;
+    const rbp_iseq_info *in = rbp_iseq_get(w->s, f->iseq);
+    if (!in) return W_NEXT; /* an ifunc or unreadable iseq: Ruby would not show it either */
+    if (folded_into_rescue(w, in)) return W_NEXT;
+    rbp_cme cme;
+    bool have_cme;
+    if (frame_cme(w, f->ep, w->R->qualified_labels || w->R->c_trace_builtins, &cme, &have_cme) == W_STOP)
+        return W_STOP;
+    uint64_t owner = have_cme && w->R->qualified_labels ? cme.owner : 0;
+    if (w->R->internal_as_cfunc && is_internal(in)) return internal_frame(w, in, f->pc, have_cme ? &cme : NULL, owner);
+    if (have_cme && w->R->c_trace_builtins && (in->builtin_attrs & RBP_BUILTIN_ATTR_C_TRACE))
+        return emit_cfunc(w, rbp_cfunc_label(w->s, &cme), NULL, NULL, 0);
+    /* Copy iseq strings before computing the label: a cache clear inside
+     * the label computation must not leave us dangling. */
+    int lineno = rbp_iseq_lineno(w->s, in, f->pc);
+    const char *path = arena_str(w->a, in->path), *abspath = arena_str(w->a, in->abspath);
+    uint64_t iseq_addr = in->iseq;
+    int first = in->first_lineno;
+    const char *label = rbp_iseq_frame_label(w->s, in, owner);
+    if (!emit(w->a, w->p, &w->n, w->limit, RBPEEK_FRAME_RUBY, label, path, abspath, lineno, iseq_addr)) return W_STOP;
+    rbpeek_frame *e = &w->p[w->n - 1].f;
+    e->first_lineno = first;
+    e->self = f->self; /* for its locals (ruby bt --locals) */
+    e->ep = f->ep;
+    w->borrowing = 0;
+    return W_NEXT;
+}
+
+/* A control frame without an iseq: a C method's, if it is one. */
+static int c_frame(walk *w, const rbp_cframe *f)
+{
+    if (!rbp_cframe_is_cfunc(w->s, f)) return W_NEXT;
+    rbp_cme cme;
+    bool have_cme;
+    if (frame_cme(w, f->ep, true, &cme, &have_cme) == W_STOP) return W_STOP;
+    return emit_cfunc(w, have_cme ? rbp_cfunc_label(w->s, &cme) : "<unknown C method>", NULL, NULL, 0);
+}
+
+/* C frames (and 3.4's c_trace, 4.0's internal frames) borrow the location
+ * of the nearest older Ruby frame; without one a C frame has none and an
+ * internal frame keeps its own. */
+static void borrow_locations(pending *p, size_t n)
+{
     const pending *older = NULL;
     for (size_t i = n; i-- > 0;) {
         if (p[i].is_ruby_loc) {
@@ -304,15 +309,73 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
             p[i].f.lineno = older->f.lineno;
         }
     }
-    rbpeek_frame *frames = n ? rbp_arena_alloc(a, n * sizeof *frames) : NULL;
-    if (n && !frames) {
+}
+
+/* Reads the control frames, with the snapshot's budget of them. */
+static const char *read_budgeted(rbpeek_session *s, uint64_t ec, rbpeek_thread *out, size_t *raw_budget,
+                                 rbp_cframes *cf)
+{
+    /* Read every frame even past max_frames' reported ones: frames Ruby does
+     * not report (ifuncs, frames without a pc) do not count against it. */
+    size_t max_raw = raw_budget ? *raw_budget : SIZE_MAX;
+    const char *err = rbp_cframes_read(s, ec, max_raw, cf);
+    if (raw_budget) {
+        *raw_budget -= cf->n;
+        if (cf->n == max_raw && !err) {
+            /* possibly more frames than the budget left: say the walk may be cut */
+            out->truncated = 1;
+            err = "cut: the snapshot's budget of control frames is spent (the result is partial)";
+        }
+    }
+    return err;
+}
+
+const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
+                                   rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark)
+{
+    rbp_cframes cf;
+    if (raw_budget && *raw_budget == 0) {
+        out->truncated = 1;
+        return "not walked: the snapshot's budget of control frames is spent (the result is partial)";
+    }
+    const char *err = read_budgeted(s, ec, out, raw_budget, &cf);
+    if (mark) rbp_stack_mark_of(&cf, mark);
+    if (cf.n == 0) {
+        rbp_cframes_free(&cf); /* empty, but the caller's contract is to free: keep it whatever read does */
+        return err;
+    }
+    size_t nraw = cf.n;
+    walk w = {.s = s, .R = &s->rel.frames, .a = a, .limit = max_frames < nraw ? max_frames : nraw,
+              .ep_budget = RBP_EP_HOPS_BUDGET(nraw)};
+    w.p = rbp_scratch_get(&s->walk_pending, (nraw + 1) * sizeof *w.p);   /* emit() fills each entry it uses */
+    if (!w.p) {
+        err = "out of memory";
+        goto done;
+    }
+    pin_values(s, &cf);
+    for (size_t i = 0; i < nraw; i++) {
+        if (w.n >= w.limit) {
+            out->truncated = 1;
+            break;
+        }
+        const rbp_cframe *f = &cf.frames[i];
+        if ((f->iseq ? ruby_frame(&w, f) : c_frame(&w, f)) == W_STOP) break;
+    }
+    if (w.ep_cut && !err) {
+        out->truncated = 1;
+        err = "cut: the frames' environment chains are longer than a real stack's (a damaged stack?); "
+              "the frames after this point are not shown";
+    }
+    borrow_locations(w.p, w.n);
+    rbpeek_frame *frames = w.n ? rbp_arena_alloc(a, w.n * sizeof *frames) : NULL;
+    if (w.n && !frames) {
         err = "out of memory";
         goto done;
     }
     /* A NULL path stays NULL: Ruby reports nil for it, not "". */
-    for (size_t i = 0; i < n; i++) frames[i] = p[i].f;
+    for (size_t i = 0; i < w.n; i++) frames[i] = w.p[i].f;
     out->frames = frames;
-    out->nframes = n;
+    out->nframes = w.n;
 done:
     rbp_mem_pin(s->mem, 0, NULL, 0);
     rbp_scratch_done(&s->walk_values);

@@ -31,7 +31,7 @@ bool rbp_typed_data_decode(const rbpeek_session *s, uint64_t v, uint64_t flags, 
         if (!word(ctx, RBP_L_typeddata_typed_flag, &flag)) return false;
         /* 1 typed; from 3.3 also 2 (embedded) and 3 (both); anything else is
          * an untyped RData's dfree pointer or garbage */
-        bool v33 = rbp_ver_ge(s, 3, 3);
+        bool v33 = s->rel.obj.typed_flag_embedded;
         if (!(flag == 1 || (v33 && flag >= 1 && flag <= 3))) return false;
         embedded = v33 && (flag & FLAG_EMBEDDED);
     } else {

@@ -60,8 +60,6 @@ void rbp_idcache_free(rbp_idcache *c)
     free(c);
 }
 
-uint64_t rbp_qnil(const rbpeek_session *s) { return rbp_ver_ge(s, 3, 2) ? 0x04 : 0x08; }
-
 bool rbp_is_heap_ptr(const rbpeek_session *s, uint64_t v)
 {
     return v != 0 && (v & 7) == 0 && v != rbp_qnil(s);
@@ -190,7 +188,7 @@ bool rbp_array_info(rbpeek_session *s, uint64_t v, long *len, uint64_t *elems_ad
     if ((flags & RBP_T_MASK) != RBP_T_ARRAY) return false;
     if (flags & RBP_FL_USER(1)) { /* RARRAY_EMBED_FLAG */
         /* Embedded length: 2 bits before variable-width slots (3.2), 7 after. */
-        uint64_t mask = rbp_ver_ge(s, 3, 2) ? 0x7f : 0x3;
+        uint64_t mask = s->rel.obj.ary_embed_len_mask;
         *len = (long)((flags >> (RBP_FL_USHIFT + 3)) & mask);
         *elems_addr = v + (uint64_t)rbp_off(L, RBP_L_rarray_embed_ary);
     } else {
@@ -321,26 +319,45 @@ static bool symbols_table_valid(rbpeek_session *s, uint64_t addr)
 
 #define SCAN_WINDOW (512 * 1024)
 
+/* A VALUE that could point at a heap object: 8-aligned, and a user-space
+ * address of x86-64 (below 2^47), unlike most words of code and constants. */
+static bool plausible_object(const rbpeek_session *s, uint64_t v)
+{
+    return rbp_is_heap_ptr(s, v) && v >= 4096 && v < (UINT64_C(1) << 47);
+}
+
+/* The candidates of one page of the window. */
+static uint64_t scan_symbols_page(rbpeek_session *s, uint64_t base, int32_t ids_off, int32_t last_off)
+{
+    uint8_t page[4096 + 64];
+    size_t got = rbp_mem_read_partial(s->mem, base, page, sizeof page);
+    if (got < 16) return 0; /* unmapped: skip the page */
+    for (size_t off = 0; off + (size_t)ids_off + 8 <= got && off < 4096; off += 8) {
+        uint32_t last_id;
+        uint64_t ids;
+        memcpy(&last_id, page + off + last_off, 4);
+        memcpy(&ids, page + off + ids_off, 8);
+        /* cheap filters first: a plausible serial count and an object pointer */
+        if (last_id < 1000 || last_id > (1u << 28) || !plausible_object(s, ids)) continue;
+        if (symbols_table_valid(s, base + off)) return base + off;
+    }
+    return 0;
+}
+
 uint64_t rbp_locate_global_symbols(rbpeek_session *s, uint64_t anchor)
 {
     const rbp_layout *L = &s->layout;
     if (!anchor || !rbp_has(L, RBP_L_symbols_ids) || !rbp_has(L, RBP_L_symbols_last_id)) return 0;
     int32_t ids_off = rbp_off(L, RBP_L_symbols_ids), last_off = rbp_off(L, RBP_L_symbols_last_id);
-    uint64_t lo = anchor > SCAN_WINDOW ? (anchor - SCAN_WINDOW) & ~UINT64_C(4095) : 0;
-    uint64_t hi = anchor + SCAN_WINDOW;
-    uint8_t page[4096 + 64];
-    for (uint64_t base = lo; base < hi; base += 4096) {
-        size_t got = rbp_mem_read_partial(s->mem, base, page, sizeof page);
-        if (got < 16) continue; /* unmapped: skip the page */
-        for (size_t off = 0; off + (size_t)ids_off + 8 <= got && off < 4096; off += 8) {
-            uint32_t last_id;
-            uint64_t ids;
-            memcpy(&last_id, page + off + last_off, 4);
-            memcpy(&ids, page + off + ids_off, 8);
-            /* cheap filters first: a plausible serial count and an aligned pointer */
-            if (last_id < 1000 || last_id > (1u << 28) || !rbp_is_heap_ptr(s, ids)) continue;
-            if (symbols_table_valid(s, base + off)) return base + off;
-        }
+    /* ruby_global_symbols is a global of libruby like the anchor: scan out
+     * from the anchor's page, nearest pages first, so that the few words
+     * around it are tried before the far ones (each false candidate can
+     * cost a read of an unmapped address, slow through a debugger). */
+    uint64_t page0 = anchor & ~UINT64_C(4095);
+    for (uint64_t d = 0; d <= SCAN_WINDOW; d += 4096) {
+        uint64_t hit = scan_symbols_page(s, page0 + d, ids_off, last_off);
+        if (!hit && d && page0 >= d) hit = scan_symbols_page(s, page0 - d, ids_off, last_off);
+        if (hit) return hit;
     }
     return 0;
 }

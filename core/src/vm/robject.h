@@ -2,8 +2,8 @@
  * Reading Ruby objects out of target memory: object headers, Strings,
  * Arrays, Symbols/IDs and class names. These encodings shift between
  * versions (embedded-length bits, Qnil's value, where a class keeps its
- * path), and each reader decides by version or by which layout members
- * exist, so callers never do.
+ * path), and each reader decides by the release facts (context/release.h)
+ * or by which layout members exist, so callers never do.
  */
 #ifndef RBP_ROBJECT_H
 #define RBP_ROBJECT_H
@@ -25,10 +25,9 @@ enum {
     RBP_T_ICLASS = 0x1c, RBP_T_ZOMBIE = 0x1d, RBP_T_MOVED = 0x1e, RBP_T_MASK = 0x1f,
 };
 enum { RBP_IMEMO_CREF = 1, RBP_IMEMO_SVAR = 2, RBP_IMEMO_IFUNC = 4, RBP_IMEMO_MENT = 6, RBP_IMEMO_ISEQ = 7 };
-#define RBP_FL_USHIFT 12
-#define RBP_FL_USER(n) (UINT64_C(1) << (RBP_FL_USHIFT + (n)))
 
-uint64_t rbp_qnil(const rbpeek_session *s);
+/* Qnil of the target's release. */
+static inline uint64_t rbp_qnil(const rbpeek_session *s) { return s->rel.obj.qnil; }
 /* True for a pointer to a heap object (not an immediate, nil or false). */
 bool rbp_is_heap_ptr(const rbpeek_session *s, uint64_t v);
 /* Reads one member (plain integer/pointer up to 8 bytes, or a bitfield) of

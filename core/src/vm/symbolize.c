@@ -358,7 +358,7 @@ bool rbp_cme_read(rbpeek_session *s, uint64_t cme, rbp_cme *out)
 bool rbp_cme_is_cfunc_like(rbpeek_session *s, const rbp_cme *cme)
 {
     if (cme->def_type == 1) return true; /* VM_METHOD_TYPE_CFUNC */
-    if (cme->def_type == 0 && rbp_ver_ge(s, 3, 4) && cme->iseqptr) {
+    if (cme->def_type == 0 && s->rel.frames.c_trace_builtins && cme->iseqptr) {
         const rbp_iseq_info *in = rbp_iseq_get(s, cme->iseqptr);
         return in && (in->builtin_attrs & RBP_BUILTIN_ATTR_C_TRACE);
     }
@@ -496,7 +496,7 @@ static const char *store_label(rbp_addrmap *m, uint64_t a, uint64_t b, const cha
 
 const char *rbp_iseq_frame_label(rbpeek_session *s, const rbp_iseq_info *in, uint64_t owner)
 {
-    if (!rbp_ver_ge(s, 3, 4)) return in->label;
+    if (!s->rel.frames.qualified_labels) return in->label;
     rbp_symcache *c = symcache(s);
     if (!c) return in->label;
     const char *hit = cached_label(&c->labels, in->iseq, owner);
@@ -517,7 +517,7 @@ const char *rbp_cfunc_label(rbpeek_session *s, const rbp_cme *cme)
 {
     const char *name = rbp_id_name(s, cme->original_id);
     if (!name) return "<unknown C method>";
-    if (!rbp_ver_ge(s, 3, 4)) return name;
+    if (!s->rel.frames.qualified_labels) return name;
     rbp_symcache *c = symcache(s);
     if (!c) return name;
     const char *hit = cached_label(&c->cfuncs, cme->owner, cme->original_id);

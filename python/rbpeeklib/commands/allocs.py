@@ -15,15 +15,15 @@ first asks the machine whether watchpoints fire at all
 (rbpeek_watch_probe); where they do not (this project's build machine, a
 virtual machine that accepts the debug registers and never traps), or where
 the site sampler is not there yet, it says so in one line, and the options
-that need sites (--every, --rate, --folded, --svg, --speedscope) are
-refused with that line.
+that need sites (--every, --rate, and the profile formats' --folded,
+--svg...) are refused with that line.
 """
 
 import json
 import os
 import time
 
-from ..core import RbpeekError, watch_probe
+from ..core import FORMATS, RbpeekError, formats, watch_probe
 from ..sampling.signals import pending_stop_signal
 from .base import Command, parse_args
 from .sample import _positive_float
@@ -54,8 +54,8 @@ def _target_alive(pid):
 class AllocsCommand(Command):
     name = "allocs"
     summary = "Allocation rate of the live target (exact, from its own counters); sites where watchpoints work."
-    usage = """ruby allocs [--duration S] [--json [-o FILE]]
-            [--every N | --rate R] [--folded FILE] [--svg FILE] [--speedscope FILE]
+    usage = """ruby allocs [--duration S] [--json [-o FILE]] [--every N | --rate R]
+            %s
             [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
 
 Lets the live target run, untraced, for --duration seconds or until Ctrl-C,
@@ -67,11 +67,11 @@ line. Not available on core files.
 
   --duration S       stop after S seconds (default: until Ctrl-C)
   --json             the summary as JSON; -o FILE writes it to FILE
-  --every N, --rate R, --folded FILE, --svg FILE, --speedscope FILE
+  --every N, --rate R, %s
                      allocation sites, sampled one in N (or R a second):
                      refused with the reason where the machine's hardware
                      watchpoints do not fire or the site sampler is missing
-See docs/allocations.md."""
+See docs/allocations.md.""" % (formats.synopsis(12), ", ".join("--%s FILE" % f.name for f in FORMATS))
 
     def run(self, dbg, argv):
         def build(p):
@@ -79,9 +79,8 @@ See docs/allocations.md."""
             g.add_argument("--every", type=int, metavar="N")
             g.add_argument("--rate", type=_positive_float, metavar="R")
             p.add_argument("--duration", type=_positive_float, metavar="S")
-            p.add_argument("--folded", metavar="FILE")
-            p.add_argument("--svg", metavar="FILE")
-            p.add_argument("--speedscope", metavar="FILE")
+            for f in FORMATS:
+                p.add_argument("--" + f.name, metavar="FILE")
             p.add_argument("--json", action="store_true")
             p.add_argument("-o", dest="output", metavar="FILE")
 
@@ -96,7 +95,7 @@ See docs/allocations.md."""
                 raise RbpeekError("ruby allocs: cannot write %s (no such directory, or not writable)" % args.output)
         support, probe_msg = watch_probe()
         sites_why = probe_msg if support != 0 else SITES_NOT_BUILT
-        for opt in ("every", "rate", "folded", "svg", "speedscope"):
+        for opt in ("every", "rate") + tuple(f.name for f in FORMATS):
             if getattr(args, opt) is not None:
                 raise RbpeekError("ruby allocs: --%s needs sampled allocation sites, and none can be sampled: %s"
                                   % (opt, sites_why))

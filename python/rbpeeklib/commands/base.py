@@ -32,6 +32,14 @@ class UsageError(RbpeekError):
         super().__init__("ruby %s: %s (see 'help ruby %s')" % (command, message, command))
 
 
+class _Formatter(argparse.HelpFormatter):
+    """A fixed width: argparse would otherwise import shutil to ask the
+    terminal's, which costs the first command tens of milliseconds."""
+
+    def __init__(self, prog):
+        super().__init__(prog, width=100)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors as UsageError instead of exiting."""
 
@@ -55,14 +63,24 @@ def _parse_addr(text):
 def _add_target_options(p):
     """Options that steer discovery, shared by every command."""
     p.add_argument("--vm", type=_parse_addr, metavar="ADDR", help="address of the rb_vm_t, skipping discovery")
-    p.add_argument("--layout", metavar="FILE", help="struct layout file (made by rbpeek-layoutgen)")
+    p.add_argument("--layout", metavar="FILE",
+                   help="struct layout file (made by rbpeek-layoutgen), or 'dwarf': the target's own DWARF")
     p.add_argument("--ruby-version", metavar="X.Y.Z", help="use the built-in layout for this Ruby version")
 
 
+_PARSERS = {}
+
+
 def parse_args(prog, argv, build):
-    p = _Parser(prog="ruby " + prog, add_help=False)
-    build(p)
-    _add_target_options(p)
+    """The command's arguments. Its parser is built once (build adds the
+    command's own options) and kept: building one costs more than a warm
+    `ruby bt -a` of a deep stack."""
+    p = _PARSERS.get(prog)
+    if p is None:
+        p = _Parser(prog="ruby " + prog, add_help=False, formatter_class=_Formatter)
+        build(p)
+        _add_target_options(p)
+        _PARSERS[prog] = p
     if isinstance(argv, str):
         try:
             argv = shlex.split(argv)

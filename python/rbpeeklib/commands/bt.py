@@ -31,7 +31,8 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
   --stats            after the output, one line: frames walked, time taken,
                      and reads that reached the memory source
   --vm ADDR          use this rb_vm_t address instead of discovering it
-  --layout FILE      use this struct layout (see rbpeek-layoutgen)
+  --layout FILE      use this struct layout (see rbpeek-layoutgen); --layout
+                     dwarf: the target's own DWARF, not the built-in table
   --ruby-version V   use the built-in layout of Ruby V"""
 
     def run(self, dbg, argv):

@@ -1,26 +1,31 @@
-"""The list of `ruby ...` commands, in the order `help ruby` shows them,
-and the help of the `ruby` prefix. Only the plugins import this module."""
+"""The `ruby ...` commands, in the order `help ruby` shows them (the
+package's COMMANDS: each name is a module of this package holding the
+command's class), and the help of the `ruby` prefix. Only the plugins and
+the command line import this module."""
 
-from .allocs import AllocsCommand
-from .bt import BtCommand
-from .frame import FrameCommand
-from .gc import GcCommand
-from .heap import HeapCommand
-from .info import InfoCommand
-from .p import PCommand
-from .page import PageCommand
-from .locks import LocksCommand
-from .sample import SampleCommand
-from .threads import ThreadsCommand
+import importlib
 
-COMMANDS = [BtCommand, ThreadsCommand, LocksCommand, InfoCommand, SampleCommand, AllocsCommand, HeapCommand,
-            GcCommand, PCommand, FrameCommand, PageCommand]
+from . import COMMANDS
+from .base import Command
+
+
+def command_classes():
+    """The Command class of each name in COMMANDS, in that order."""
+    out = []
+    for name in COMMANDS:
+        module = importlib.import_module("." + name, __package__)
+        found = [c for c in vars(module).values()
+                 if isinstance(c, type) and issubclass(c, Command) and c is not Command and c.name == name]
+        if len(found) != 1:
+            raise ImportError("commands/%s.py must define one Command named %r" % (name, name))
+        out.append(found[0])
+    return out
 
 
 def all_commands(sessions):
     """The command objects, in the order `help ruby` lists them, sharing
     one session cache (sessions.Sessions)."""
-    return [c(sessions) for c in COMMANDS]
+    return [c(sessions) for c in command_classes()]
 
 
 PREFIX_HELP = """Inspect a CRuby process or core file without running code in it.

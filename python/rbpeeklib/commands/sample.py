@@ -25,7 +25,7 @@ and what was collected is written (sampling/report.py).
 import argparse
 import time
 
-from ..core import Profile, SampleOptions
+from ..core import FORMATS, Profile, SampleOptions, formats
 from ..sampling.report import check_outputs, summary_text, write_outputs
 from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
@@ -49,8 +49,8 @@ class SampleCommand(Command):
     name = "sample"
     summary = "Sampling profiler: stop the target N times a second, record every Ruby stack; flamegraph out."
     usage = """ruby sample [N] [--rate HZ | --interval MS] [--duration S] [--threads all|current]
-            [--on-cpu] [--per-thread] [--folded FILE] [--svg FILE] [--speedscope FILE]
-            [--pprof FILE] [--max-frames N] [--via-debugger | --nonblocking | --stop-all]
+            [--on-cpu] [--per-thread] [--max-frames N] [--via-debugger | --nonblocking | --stop-all]
+            %s
             [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
 
 Samples the live target: lets it run for one interval, stops the thread that
@@ -69,12 +69,7 @@ collected is written. Not available on core files.
                      status "run" and, for the kernel, not inside a system
                      call (so not blocked in I/O, sleep or a wait for the GVL)
   --per-thread       a root frame per thread: 'Thread "name" (tid N)'
-  --folded FILE      folded stacks ("root;...;leaf count"), for flamegraph.pl
-  --svg FILE         an interactive SVG flamegraph
-  --speedscope FILE  speedscope JSON (https://www.speedscope.app)
-  --pprof FILE       pprof's gzip'd profile.proto (go tool pprof, Pyroscope,
-                     Parca): samples/count and wall (cpu with --on-cpu)
-                     nanoseconds, one sampling interval per sample
+%s
   --max-frames N     cut each stack after N frames
   --via-debugger     stop and resume the target through the debugger (slower,
                      but its breakpoints stay active); by default the debugger
@@ -83,9 +78,9 @@ collected is written. Not available on core files.
   --nonblocking      stop nothing: read the stacks while the target runs and
                      drop those that changed meanwhile (counted)
   --stop-all         stop every thread for each sample, not only the GVL holder
-Without --folded/--svg/--speedscope/--pprof it writes rbpeek-PID-TIME.folded and
-rbpeek-PID-TIME.svg in the current directory.
-Frames are named "label (path:line)". See docs/sampling.md."""
+%s
+Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synopsis(12), formats.help_block(),
+                                                                  formats.defaults_text())
 
     def run(self, dbg, argv):
         def build(p):
@@ -97,10 +92,8 @@ Frames are named "label (path:line)". See docs/sampling.md."""
             p.add_argument("--threads", choices=("all", "current"), default="all")
             p.add_argument("--on-cpu", action="store_true")
             p.add_argument("--per-thread", action="store_true")
-            p.add_argument("--folded", metavar="FILE")
-            p.add_argument("--svg", metavar="FILE")
-            p.add_argument("--speedscope", metavar="FILE")
-            p.add_argument("--pprof", metavar="FILE")
+            for f in FORMATS:
+                p.add_argument("--" + f.name, metavar="FILE")
             p.add_argument("--max-frames", type=int, default=0)
             p.add_argument("--via-debugger", action="store_true")
             p.add_argument("--nonblocking", action="store_true")
@@ -176,9 +169,9 @@ Frames are named "label (path:line)". See docs/sampling.md."""
         title = "ruby sample: pid %d, Ruby %s, %d samples at %s Hz%s" % (
             pid, version, st.samples, fmt_rate(rate), " (on-CPU)" if args.on_cpu else "")
         profile.set_meta("title", title)
-        facts = {"period_s": interval, "on_cpu": args.on_cpu, "duration": st.elapsed(),
+        facts = {"title": title, "period_s": interval, "on_cpu": args.on_cpu, "duration": st.elapsed(),
                  "start": time.time() - (time.perf_counter() - st.t_start) if st.t_start else 0.0}
-        written = write_outputs(dbg, profile, outputs, title, facts)
+        written = write_outputs(dbg, profile, outputs, facts)
         summary = summary_text(st, profile, pid, version, interval, rate, end, written, args, only)
         if end.startswith("interrupted"):
             # lldb drops the result of an interrupted command: print it now.

@@ -54,7 +54,9 @@ class Sessions:
             s.add_debug_file(path)
         if args.vm:
             s.set_vm(args.vm)
-        if args.layout:
+        if args.layout == "dwarf":
+            s.set_layout_dwarf(True)
+        elif args.layout:
             if not os.path.exists(args.layout):
                 raise RbpeekError("--layout: no such file: %s" % args.layout)
             s.set_layout_file(args.layout)

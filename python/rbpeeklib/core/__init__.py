@@ -9,14 +9,17 @@ cstructs.py  ctypes mirrors of the API's structs and constants
 session.py   Session (one target) and Snapshot (its threads and frames)
 heap.py      Census (the heap census)
 profile.py   Profile, Sampler, Trace, Kicker (`ruby sample`)
+formats.py   the profile's output formats, one row each (options, help, writer)
 """
 
+from . import formats
 from .cstructs import FORMAT_JSON, FORMAT_TEXT, STOP_MODES, TRACE_ENDS, SampleOptions, SampleResult, TraceConfig, TraceStats
+from .formats import FORMATS
 from .heap import Census
-from .lib import REPO_ROOT, RbpeekError, lib, library_path, watch_probe
+from .lib import REPO_ROOT, RbpeekError, lib, library_path, preload, watch_probe
 from .profile import Kicker, Profile, Sampler, Trace
 from .session import Session, Snapshot, resolve_tids
 
-__all__ = ["FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT", "STOP_MODES", "TRACE_ENDS", "Census", "Kicker", "Profile", "RbpeekError",
+__all__ = ["FORMATS", "FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT", "STOP_MODES", "TRACE_ENDS", "Census", "Kicker", "Profile", "RbpeekError",
            "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
-           "lib", "library_path", "resolve_tids", "watch_probe"]
+           "formats", "lib", "library_path", "preload", "resolve_tids", "watch_probe"]

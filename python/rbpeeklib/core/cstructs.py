@@ -1,5 +1,7 @@
 """ctypes mirrors of the C API's structs, callback types and constants
-(core/include/rbpeek.h) that the binding passes across, field for field.
+(core/include/rbpeek.h) that the binding passes across, field for field;
+each mirror names its C struct (_c_), and tests/tools/test_bindings.py
+checks its size and every member's offset against the compiler's.
 Nothing here calls into the library."""
 
 import ctypes
@@ -9,12 +11,14 @@ LOOKUP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, cty
 
 
 class Frame(ctypes.Structure):
+    _c_ = "rbpeek_frame"
     _fields_ = [("label", ctypes.c_char_p), ("path", ctypes.c_char_p), ("absolute_path", ctypes.c_char_p),
                 ("lineno", ctypes.c_int32), ("kind", ctypes.c_int32), ("iseq", ctypes.c_uint64),
                 ("first_lineno", ctypes.c_int32), ("self", ctypes.c_uint64), ("ep", ctypes.c_uint64)]
 
 
 class Thread(ctypes.Structure):
+    _c_ = "rbpeek_thread"
     _fields_ = [("name", ctypes.c_char_p), ("is_main", ctypes.c_int32), ("status", ctypes.c_int32),
                 ("native_tid", ctypes.c_int64), ("pthread_id", ctypes.c_uint64), ("thread_addr", ctypes.c_uint64),
                 ("thread_value", ctypes.c_uint64), ("ractor_addr", ctypes.c_uint64), ("ractor_index", ctypes.c_int32),
@@ -26,6 +30,7 @@ class Thread(ctypes.Structure):
 class BtOptions(ctypes.Structure):
     """rbpeek_bt_options: which threads `ruby bt` prints, how the debugger
     numbers them, and the locals."""
+    _c_ = "rbpeek_bt_options"
     _fields_ = [("threads", ctypes.POINTER(ctypes.c_size_t)), ("nthreads", ctypes.c_size_t),
                 ("numbers", ctypes.POINTER(ctypes.c_int64)), ("tids", ctypes.POINTER(ctypes.c_int64)),
                 ("locals", ctypes.c_int32), ("locals_depth", ctypes.c_int32), ("locals_max_length", ctypes.c_uint64),
@@ -33,6 +38,7 @@ class BtOptions(ctypes.Structure):
 
 
 class ReadStats(ctypes.Structure):
+    _c_ = "rbpeek_read_stats"
     _fields_ = [("requests", ctypes.c_uint64), ("source_reads", ctypes.c_uint64),
                 ("source_bytes", ctypes.c_uint64), ("failures", ctypes.c_uint64)]
 
@@ -44,23 +50,34 @@ FORMAT_JSON = 1
 # --- heap ---
 
 class CensusSummary(ctypes.Structure):
+    _c_ = "rbpeek_census_summary"
     _fields_ = [("pages", ctypes.c_uint64), ("rejected_pages", ctypes.c_uint64), ("slots", ctypes.c_uint64),
                 ("live", ctypes.c_uint64), ("free_slots", ctypes.c_uint64), ("unreadable", ctypes.c_uint64),
                 ("bytes", ctypes.c_uint64), ("bytes_visible", ctypes.c_uint64), ("nclasses", ctypes.c_size_t)]
 
 
+class CensusClass(ctypes.Structure):
+    """rbpeek_census_class: one class row of a census."""
+    _c_ = "rbpeek_census_class"
+    _fields_ = [("name", ctypes.c_char_p), ("address", ctypes.c_uint64), ("count", ctypes.c_uint64),
+                ("bytes", ctypes.c_uint64), ("internal", ctypes.c_int32)]
+
+
 class HeapDumpStats(ctypes.Structure):
+    _c_ = "rbpeek_heap_dump_stats"
     _fields_ = [("objects", ctypes.c_uint64), ("pages", ctypes.c_uint64), ("unreadable", ctypes.c_uint64),
                 ("incomplete", ctypes.c_uint64), ("bytes_written", ctypes.c_uint64)]
 
 
 class AllocCounts(ctypes.Structure):
+    _c_ = "rbpeek_alloc_counts"
     _fields_ = [("total", ctypes.c_uint64), ("gc_count", ctypes.c_uint64), ("nheaps", ctypes.c_uint32),
                 ("slot_size", ctypes.c_uint32 * 8), ("per_heap", ctypes.c_uint64 * 8)]
 
 
 class InspectOptions(ctypes.Structure):
     """rbpeek_inspect_options: the limits of `ruby p`."""
+    _c_ = "rbpeek_inspect_options"
     _fields_ = [("depth", ctypes.c_int32), ("max_length", ctypes.c_uint64), ("raw", ctypes.c_int32)]
 
 
@@ -68,6 +85,7 @@ class InspectOptions(ctypes.Structure):
 
 class SampleOptions(ctypes.Structure):
     """rbpeek_sample_options: which threads a sample keeps, and how."""
+    _c_ = "rbpeek_sample_options"
     _fields_ = [("per_thread", ctypes.c_int), ("on_cpu", ctypes.c_int), ("only_tid", ctypes.c_int64),
                 ("only_pthread", ctypes.c_uint64), ("pid", ctypes.c_int),
                 ("tid_map", ctypes.POINTER(ctypes.c_uint64)), ("tid_map_pairs", ctypes.c_size_t)]
@@ -75,6 +93,7 @@ class SampleOptions(ctypes.Structure):
 
 class TraceConfig(ctypes.Structure):
     """rbpeek_trace_config: the schedule and signal policy of a traced run."""
+    _c_ = "rbpeek_trace_config"
     _fields_ = [("interval_s", ctypes.c_double), ("max_samples", ctypes.c_uint64), ("duration_s", ctypes.c_double),
                 ("max_frames", ctypes.c_int), ("seed", ctypes.c_uint64),
                 ("stop_signals", ctypes.c_ubyte * 65), ("pass_signals", ctypes.c_ubyte * 65),
@@ -85,6 +104,7 @@ STOP_MODES = {"gvl": 0, "all": 1, "none": 2}
 
 
 class TraceStats(ctypes.Structure):
+    _c_ = "rbpeek_trace_stats"
     _fields_ = [("samples", ctypes.c_uint64), ("failed_samples", ctypes.c_uint64),
                 ("failed_threads", ctypes.c_uint64), ("filtered", ctypes.c_uint64), ("tid_unknown", ctypes.c_uint64),
                 ("not_stopped", ctypes.c_uint64), ("elapsed_s", ctypes.c_double), ("stop_s", ctypes.c_double),
@@ -100,16 +120,19 @@ TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal",
 
 
 class SampleResult(ctypes.Structure):
+    _c_ = "rbpeek_sample_result"
     _fields_ = [("added", ctypes.c_uint32), ("failed", ctypes.c_uint32), ("filtered", ctypes.c_uint32),
                 ("empty", ctypes.c_uint32), ("tid_unknown", ctypes.c_uint32)]
 
 
 class PprofOptions(ctypes.Structure):
+    _c_ = "rbpeek_pprof_options"
     _fields_ = [("period_ns", ctypes.c_uint64), ("on_cpu", ctypes.c_int), ("time_nanos", ctypes.c_int64),
                 ("duration_nanos", ctypes.c_int64)]
 
 
 class SvgOptions(ctypes.Structure):
+    _c_ = "rbpeek_svg_options"
     _fields_ = [("width", ctypes.c_int), ("min_width_px", ctypes.c_double), ("title", ctypes.c_char_p),
                 ("inverted", ctypes.c_int)]
 

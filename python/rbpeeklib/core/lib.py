@@ -8,9 +8,9 @@ one-line message.
 import ctypes
 import os
 
-from .cstructs import (LOOKUP_FN, READ_FN, AllocCounts, BtOptions, CensusSummary, Frame, HeapDumpStats, InspectOptions,
-                       PprofOptions, ReadStats, SampleOptions, SampleResult, SvgOptions, Thread, TraceConfig,
-                       TraceStats)
+from .cstructs import (LOOKUP_FN, READ_FN, AllocCounts, BtOptions, CensusClass, CensusSummary, Frame, HeapDumpStats, InspectOptions,
+                       ReadStats, SampleOptions, SampleResult, Thread, TraceConfig, TraceStats)
+from .formats import FORMATS
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
@@ -49,23 +49,10 @@ def library_path():
     return _lib_path or _find_library()
 
 
-_lib = None
-_lib_path = None
-
-
-def lib():
-    """Loads librbpeek once and declares the signatures we use."""
-    global _lib, _lib_path
-    if _lib is not None:
-        return _lib
-    path = _find_library()
-    try:
-        # RTLD_DEEPBIND: gdb has elfutils' libdw loaded, which exports dwarf_*
-        # functions with the same names as libdwarf's; without it, libdwarf's
-        # calls into itself would land in libdw and DWARF parsing would fail.
-        L = ctypes.CDLL(path, mode=os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0))
-    except OSError as e:
-        raise RbpeekError("cannot load %s: %s" % (path, e))
+def signatures():
+    """{C function: (restype, argtypes)} of every function of rbpeek.h the
+    binding calls (tests/tools/test_bindings.py holds this against the
+    header: every RBPEEK_API function has its entry, of matching types)."""
     vp, u64, cp, st = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_int
     sigs = {
         "rbpeek_status_name": (cp, [st]),
@@ -81,6 +68,7 @@ def lib():
         "rbpeek_session_set_vm": (st, [vp, u64]),
         "rbpeek_session_set_layout_file": (st, [vp, cp]),
         "rbpeek_session_set_ruby_version": (st, [vp, cp]),
+        "rbpeek_session_set_layout_dwarf": (st, [vp, ctypes.c_int]),
         "rbpeek_session_add_debug_file": (st, [vp, cp]),
         "rbpeek_session_attach": (st, [vp]),
         "rbpeek_session_invalidate": (None, [vp]),
@@ -109,6 +97,8 @@ def lib():
     sigs["rbpeek_heap_census"] = (st, [vp, ctypes.POINTER(vp)])
     sigs["rbpeek_census_free"] = (None, [vp])
     sigs["rbpeek_census_get_summary"] = (None, [vp, ctypes.POINTER(CensusSummary)])
+    sigs["rbpeek_census_type"] = (u64, [vp, ctypes.c_int, ctypes.POINTER(u64)])
+    sigs["rbpeek_census_class_at"] = (ctypes.POINTER(CensusClass), [vp, ctypes.c_size_t])
     sigs["rbpeek_census_render"] = (st, [vp, st, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_gc_render"] = (st, [vp, st, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_page_render"] = (st, [vp, u64, st, ctypes.POINTER(ctypes.c_void_p)])
@@ -124,13 +114,15 @@ def lib():
     sigs["rbpeek_profile_free"] = (None, [vp])
     sigs["rbpeek_profile_error"] = (cp, [vp])
     sigs["rbpeek_profile_set_meta"] = (st, [vp, cp, cp])
+    sigs["rbpeek_profile_add_stack"] = (st, [vp, ctypes.POINTER(cp), ctypes.c_size_t, u64])
+    sigs["rbpeek_profile_meta"] = (cp, [vp, cp])
+    sigs["rbpeek_profile_read_folded"] = (st, [vp, cp])
+    sigs["rbpeek_profile_skipped_lines"] = (u64, [vp])
     sigs["rbpeek_profile_total"] = (u64, [vp])
     sigs["rbpeek_profile_stack_count"] = (u64, [vp])
     sigs["rbpeek_profile_top"] = (st, [vp, ctypes.c_int, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)])
-    sigs["rbpeek_profile_write_folded"] = (st, [vp, cp])
-    sigs["rbpeek_profile_write_svg"] = (st, [vp, cp, ctypes.POINTER(SvgOptions)])
-    sigs["rbpeek_profile_write_speedscope"] = (st, [vp, cp])
-    sigs["rbpeek_profile_write_pprof"] = (st, [vp, cp, ctypes.POINTER(PprofOptions)])
+    for fmt in FORMATS:   # the writers, one per output format (formats.py)
+        sigs[fmt.writer] = (st, fmt.argtypes())
     sigs["rbpeek_profile_add_snapshot"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(SampleResult)])
     sigs["rbpeek_snapshot_resolve_tids"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_int,
                                                  ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,
@@ -138,6 +130,7 @@ def lib():
     sigs["rbpeek_kicker_new"] = (vp, [ctypes.c_int, ctypes.c_int])
     sigs["rbpeek_kicker_arm"] = (None, [vp, u64])
     sigs["rbpeek_kicker_disarm"] = (ctypes.c_int, [vp, ctypes.POINTER(ctypes.c_uint64)])
+    sigs["rbpeek_kicker_now"] = (u64, [])
     sigs["rbpeek_kicker_free"] = (None, [vp])
     sigs["rbpeek_trace_start"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(TraceConfig),
                                        ctypes.POINTER(vp)])
@@ -145,8 +138,28 @@ def lib():
     sigs["rbpeek_trace_cancel"] = (None, [vp])
     sigs["rbpeek_trace_get_stats"] = (None, [vp, ctypes.POINTER(TraceStats)])
     sigs["rbpeek_trace_free"] = (None, [vp])
+    return sigs
+
+
+_lib = None
+_lib_path = None
+
+
+def lib():
+    """Loads librbpeek once and declares the signatures we use."""
+    global _lib, _lib_path
+    if _lib is not None:
+        return _lib
+    path = _find_library()
+    try:
+        # RTLD_DEEPBIND: gdb has elfutils' libdw loaded, which exports dwarf_*
+        # functions with the same names as libdwarf's; without it, libdwarf's
+        # calls into itself would land in libdw and DWARF parsing would fail.
+        L = ctypes.CDLL(path, mode=os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0))
+    except OSError as e:
+        raise RbpeekError("cannot load %s: %s" % (path, e))
     missing = []
-    for name, (res, args) in sigs.items():
+    for name, (res, args) in signatures().items():
         try:
             fn = getattr(L, name)
         except AttributeError:
@@ -159,6 +172,16 @@ def lib():
                           % (path, ", ".join(missing[:3])))
     _lib, _lib_path = L, path
     return L
+
+
+def preload():
+    """Loads the library now, when a plugin registers its commands, so that
+    the first command does not wait for the dynamic loader; a failure is
+    left for that command to report in its one line."""
+    try:
+        lib()
+    except RbpeekError:
+        pass
 
 
 def take_text(out):

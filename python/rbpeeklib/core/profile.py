@@ -4,7 +4,8 @@ signal timer of the loop through the debugger (Kicker)."""
 
 import ctypes
 
-from .cstructs import PprofOptions, SampleResult, SvgOptions, TraceStats
+from .cstructs import SampleResult, TraceStats
+from .formats import BY_NAME
 from .lib import Owned, RbpeekError, decode, lib, take_text
 
 
@@ -36,21 +37,15 @@ class Profile(Owned):
         self._check(lib().rbpeek_profile_top(self._h, 1 if by_self else 0, n, ctypes.byref(out)))
         return take_text(out)
 
-    def write_folded(self, path):
-        self._check(lib().rbpeek_profile_write_folded(self._h, path.encode()))
-
-    def write_svg(self, path, title=None):
-        opt = SvgOptions(0, 0.0, title.encode() if title else None, 0)
-        self._check(lib().rbpeek_profile_write_svg(self._h, path.encode(), ctypes.byref(opt)))
-
-    def write_speedscope(self, path):
-        self._check(lib().rbpeek_profile_write_speedscope(self._h, path.encode()))
-
-    def write_pprof(self, path, period_s, on_cpu=False, start=0.0, duration=0.0):
-        """pprof's gzip'd profile.proto; period_s: the time one sample
-        stands for; start: time.time() when sampling began."""
-        opt = PprofOptions(int(period_s * 1e9), 1 if on_cpu else 0, int(start * 1e9), int(duration * 1e9))
-        self._check(lib().rbpeek_profile_write_pprof(self._h, path.encode(), ctypes.byref(opt)))
+    def write(self, fmt, path, facts=None):
+        """Writes the profile to path in format fmt (a name of formats.py's
+        table): facts is what the sampler knows ("title", "period_s",
+        "on_cpu", "start", "duration"), which the format's options take."""
+        f = BY_NAME[fmt]
+        args = [self._h, path.encode()]
+        if f.options:
+            args.append(ctypes.byref(f.fill(facts or {})))
+        self._check(getattr(lib(), f.writer)(*args))
 
 
 class Sampler:

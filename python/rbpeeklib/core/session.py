@@ -192,6 +192,10 @@ class Session(Owned):
     def set_layout_file(self, path):
         self._check(lib().rbpeek_session_set_layout_file(self._h, path.encode()))
 
+    def set_layout_dwarf(self, on):
+        """The layout from the target's DWARF only (--layout dwarf)."""
+        self._check(lib().rbpeek_session_set_layout_dwarf(self._h, 1 if on else 0))
+
     def set_ruby_version(self, version):
         self._check(lib().rbpeek_session_set_ruby_version(self._h, version.encode()))
 

@@ -5,18 +5,18 @@ the end."""
 import os
 import time
 
-from ..core import RbpeekError
+from ..core import FORMATS, RbpeekError
 from .stats import fmt_rate
 
 
 def check_outputs(args, pid):
-    """[(kind, path)] of the files to write (rbpeek-PID-TIME.folded and .svg
-    by default), each checked to be writable before sampling starts."""
-    outs = [(kind, path) for kind, path in (("folded", args.folded), ("svg", args.svg),
-                                             ("speedscope", args.speedscope), ("pprof", args.pprof)) if path]
+    """[(format, path)] of the files to write (each format's --NAME FILE;
+    by default the formats so marked, as rbpeek-PID-TIME.NAME), each checked
+    to be writable before sampling starts."""
+    outs = [(f.name, getattr(args, f.name)) for f in FORMATS if getattr(args, f.name)]
     if not outs:
         base = "rbpeek-%d-%s" % (pid, time.strftime("%Y%m%d-%H%M%S"))
-        outs = [("folded", base + ".folded"), ("svg", base + ".svg")]
+        outs = [(f.name, "%s.%s" % (base, f.name)) for f in FORMATS if f.default]
     for _kind, path in outs:
         d = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(d):
@@ -26,21 +26,14 @@ def check_outputs(args, pid):
     return outs
 
 
-def write_outputs(dbg, profile, outputs, title, pprof_facts=None):
+def write_outputs(dbg, profile, outputs, facts):
     """Writes each output; one that fails is reported and the rest still
-    written. pprof_facts: the keyword arguments of Profile.write_pprof
-    (period_s, on_cpu, start, duration). Returns the paths written."""
+    written. facts: what the formats' options take (Profile.write). Returns
+    the paths written."""
     written = []
-    for kind, path in outputs:
+    for fmt, path in outputs:
         try:
-            if kind == "folded":
-                profile.write_folded(path)
-            elif kind == "svg":
-                profile.write_svg(path, title)
-            elif kind == "pprof":
-                profile.write_pprof(path, **(pprof_facts or {"period_s": 0.01}))
-            else:
-                profile.write_speedscope(path)
+            profile.write(fmt, path, facts)
             written.append(path)
         except RbpeekError as e:
             dbg.write("rbpeek: could not write %s: %s\n" % (path, e))
