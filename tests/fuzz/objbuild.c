@@ -367,7 +367,7 @@ static uint64_t typed_data(ob_build *b, uint64_t o, uint32_t slot, uint64_t klas
 {
     const ob_world *w = b->w;
     bool has_flag = has(w, RBP_L_typeddata_typed_flag);
-    bool v33 = rbp_ver_ge(w->t->s, 3, 3);
+    bool v33 = w->t->s->rel.obj.typed_flag_embedded; /* 3.3+ */
     embed = embed && (v33 || !has_flag) && ofs(w, RBP_L_typeddata_data) + size <= slot;
     uint64_t flags = RBP_T_DATA, data = embed ? o + ofs(w, RBP_L_typeddata_data) : arena(b, size);
     if (!has_flag) flags |= UINT64_C(1) << 6; /* 4.0: RUBY_TYPED_FL_IS_TYPED_DATA */

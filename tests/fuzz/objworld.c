@@ -144,7 +144,7 @@ static bool register_pages(ob_world *w, uint64_t table_at)
     rbp_field_id osf = rbp_has(L, RBP_L_vm_gc_objspace) ? RBP_L_vm_gc_objspace : RBP_L_vm_objspace;
     uint64_t objspace = peek64(img, s->vm + ofs(w, osf));
     uint64_t where = objspace + ofs(w, RBP_L_objspace_pages_sorted), table = peek64(img, where), count = 0;
-    bool darray = rbp_ver_ge(s, 3, 4);
+    bool darray = s->rel.gc.pages_darray; /* 3.4+ */
     if (darray) {
         count = peek64(img, table);
         table += 16;

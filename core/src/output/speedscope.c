@@ -102,7 +102,7 @@ rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const cha
             rbp_json_kstr(j, "name", rbp_pframe_label(fr));
             rbp_json_key(j, "file");
             rbp_json_strn(j, fr->d.path, fr->path_len);
-            rbp_json_ki64(j, "line", fr->d.line);
+            if (fr->d.line > 0) rbp_json_ki64(j, "line", fr->d.line);
         } else {
             rbp_json_key(j, "name");
             rbp_json_strn(j, p->names[i], p->name_lens[i]);

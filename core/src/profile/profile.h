@@ -156,10 +156,12 @@ static inline const rbp_pframe *rbp_profile_pframe(const rbpeek_profile *p, uint
 static inline const char *rbp_pframe_label(const rbp_pframe *f) { return *f->d.label ? f->d.label : "?"; }
 /* Whether a frame has a place in a Ruby source file (speedscope's file and
  * line, pprof's function file and line): a Ruby or C-method frame whose
- * path and line Ruby gave. */
+ * path Ruby gave. Its line may be 0, as Ruby itself reports for a frame that
+ * has not reached its first line (2.7, "path:0:in"): the writers then give
+ * the file with no line, not the frame's folded name as a label. */
 static inline bool rbp_pframe_has_place(const rbp_pframe *f)
 {
-    return (f->d.kind == RBP_PF_RUBY || f->d.kind == RBP_PF_CFUNC) && f->path_len > 0 && f->d.line > 0;
+    return (f->d.kind == RBP_PF_RUBY || f->d.kind == RBP_PF_CFUNC) && f->path_len > 0;
 }
 /* The start line known for frame id, or 0. */
 static inline int32_t rbp_profile_start_line(const rbpeek_profile *p, uint32_t id) { return p->frames[id].d.first_line; }

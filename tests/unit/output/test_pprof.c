@@ -284,6 +284,27 @@ static void test_noted_start_lines(void)
     rbpeek_profile_free(pr);
 }
 
+/* A frame at line 0 of its file (Ruby 2.7 reports "path:0:in" for a frame
+ * that has not reached its first line) is still a function of its label in
+ * that file, at line 0 (unknown): not a function named "label (path)"
+ * with no file. */
+static void test_line_zero(void)
+{
+    rbpeek_profile *pr = rbpeek_profile_new();
+    const rbp_frame_desc a[] = {RB("<main>", "z.rb", 5), RB("beta", "z.rb", 0)};
+    CU_ASSERT_EQUAL_FATAL(rbp_profile_add_frames(pr, a, 2, 2, NULL), RBPEEK_OK);
+    char path[512];
+    tmp_path(path, sizeof path, "pprof", "zero.pb.gz");
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, NULL), RBPEEK_OK);
+    Prof *p = read_pprof(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NOT_NULL(function_named(p, "beta", "z.rb"));
+    CU_ASSERT_PTR_NOT_NULL(find_sample(p, "<main>@z.rb:5;beta@z.rb:0"));
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    unlink(path);
+    rbpeek_profile_free(pr);
+}
+
 /* A frame known only by its name (a folded file's, add_stack's) is a
  * function of that name, with no file and no line, whatever it looks like:
  * nothing parses a name back into parts. */
@@ -389,6 +410,7 @@ static const rbp_cu_test tests[] = {
     {"on-CPU, defaults, empty profile, errors", test_on_cpu_defaults_and_empty},
     {"start lines noted by the sampler", test_noted_start_lines},
     {"names alone stay whole", test_names_stay_whole},
+    {"a frame at line 0 keeps its file", test_line_zero},
     {"deep and wide profile", test_large},
     {"counts past int64 saturate", test_huge_counts},
     {NULL, NULL},
