@@ -53,22 +53,29 @@ build_one() {
     work=$(mktemp -d "$CACHE/build-$name.XXXX")
     tar -C "$work" -xf "$SRC/$tarball".orig.tar.* --strip-components=1
     echo "ruby $name: building in $work (log: $work/build.log)"
+    # Each step chained with &&: the subshell's status is tested (||), and
+    # bash ignores set -e in a tested context, so a failed step would
+    # otherwise go on to the next one and the build be counted done.
+    # shellcheck disable=SC2086  # $extra is a list of options
     (
-        cd "$work"
-        # shellcheck disable=SC2086  # $extra is a list of options
+        cd "$work" &&
         ./configure --prefix="$prefix" $extra --disable-install-doc \
-            optflags="$opt" debugflags=-g
-        make -j"$(nproc)" HAVE_BASERUBY=no
+            optflags="$opt" debugflags=-g &&
+        make -j"$(nproc)" HAVE_BASERUBY=no &&
         # 2.7.4 stops at the default gems (they need openssl); ruby, libruby
         # and the standard library are installed by then, which is enough.
-        make install-nodoc HAVE_BASERUBY=no || [ -x "$prefix/bin/ruby" ]
-        # The CPU the build took (its children's user and system time): on a
-        # loaded machine the wall time says little, this says what it costs.
-        times | tail -n1 > "$work/cpu"
+        { make install-nodoc HAVE_BASERUBY=no || [ -x "$prefix/bin/ruby" ]; } &&
+        # The CPU the build took (its children's user and system time, the
+        # second line of times; not in a pipe, whose subshell has no
+        # children): on a loaded machine the wall time says little, this
+        # says what it costs.
+        times > "$work/cpu"
     ) > "$work/build.log" 2>&1 || { echo "ruby $name: build failed, see $work/build.log"; return 1; }
-    "$prefix/bin/ruby" -e 'exit(RUBY_VERSION.empty? ? 1 : 0)'
+    if ! "$prefix/bin/ruby" -e 'exit(RUBY_VERSION.empty? ? 1 : 0)'; then
+        echo "ruby $name: built, but $prefix/bin/ruby does not run; see $work/build.log"; return 1
+    fi
     echo "$recipe" > "$prefix/.rbpeek-complete"
-    echo "ruby $name: installed at $prefix in $(( $(date +%s) - t0 )) s (CPU user, system: $(cat "$work/cpu"))"
+    echo "ruby $name: installed at $prefix in $(( $(date +%s) - t0 )) s (CPU user, system: $(sed -n 2p "$work/cpu"))"
     rm -rf "$work"
 }
 
