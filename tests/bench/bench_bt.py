@@ -9,7 +9,8 @@ then measure, in gdb and lldb, live and on a gcore'd core:
     dropped, as on every command), timed inside the debugger;
   - the walk alone and its reads, from `ruby bt --stats`.
 And, debugger-free, the instructions per frame of the walk under callgrind
-(`rbpeek bt -a` on the core), which unlike wall time is stable on a busy machine.
+(`rbpeek bt -a` on the core), which unlike wall time is stable on a busy machine
+(RBPEEK_BENCH_CALLGRIND=0 leaves it out).
 """
 
 import os
@@ -57,7 +58,7 @@ def measure(debugger, pid=None, exe=None, core=None):
 
 def callgrind(core, build_dir):
     tool = os.path.join(harness.REPO, "tools", "rbpeek")
-    if not shutil.which("valgrind"):
+    if not shutil.which("valgrind") or os.environ.get("RBPEEK_BENCH_CALLGRIND") == "0":
         return None
     out_file = tempfile.mktemp(prefix="callgrind.")
     r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file, sys.executable, tool, "bt",

@@ -13,6 +13,16 @@ goes"), so none is left out of a list:
             rbpeek.h, its option in docs/sampling.md and a section in
             docs/flamegraph.md, and `ruby sample` takes its option
 
+  placement docs/design.md says where a new command and a new output format
+            go, and docs/versions.md's "Adding a release" what a new release
+            needs: every file, folder and test those two sections name
+            exists, and the checklist has a step for each group of release
+            facts (each member of struct rbp_release in context/release.h)
+  versions  release versions are compared only where versions.md says:
+            context/release.c and layout/ (no ver_major/ver_minor/patch
+            comparison anywhere else in core/src or tests/fuzz, no
+            version tuple comparison in python/)
+
 usage: test_commands_listed.py
 Exit status: 0 pass, 1 fail.
 """
@@ -79,14 +89,140 @@ def check_formats():
     return problems, len(FORMATS)
 
 
+def section(text, title):
+    """A markdown section's text, from its title to the next title of its
+    level or above."""
+    m = re.search(r"^(#+) %s\s*$" % re.escape(title), text, re.M)
+    if not m:
+        return None
+    end = re.search(r"^#{1,%d} " % len(m.group(1)), text[m.end():], re.M)
+    return text[m.end():m.end() + end.start()] if end else text[m.end():]
+
+
+def tracked_files():
+    import subprocess
+    try:
+        out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    except OSError:
+        out = ""
+    if out.strip():
+        return out.split()
+    found = []   # not a git checkout (an exported tree): walk it
+    for root, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "build"]
+        found += [os.path.relpath(os.path.join(root, f), ROOT) for f in files]
+    return found
+
+
+def named_paths_exist(where, text, files):
+    """Every path, folder and ctest test a docs section names in backticks
+    exists: paths relative to the tree, to core/src, core/include or
+    python/rbpeeklib, or a file name found once in the tree; placeholders
+    (NAME, X.Y, <...>) and paths outside the tree are not checked."""
+    problems = []
+    roots = ("", "core/src/", "core/include/", "python/rbpeeklib/")
+    dirs = {os.path.dirname(f) + "/" for f in files}
+    dirs |= {d[:i + 1] for d in dirs for i in range(len(d)) if d[i] == "/"}
+    for tok in re.findall(r"`([^`\s]+)`", text):
+        if any(x in tok for x in ("NAME", "X.Y", "<", "*", "(")) or tok.startswith(".."):
+            continue
+        m = re.fullmatch(r"(unit|tool)\.(\w+)", tok)
+        if m:
+            ok = (any(f.endswith("/%s.c" % m.group(2)) for f in files if f.startswith("tests/unit/"))
+                  if m.group(1) == "unit" else "NAME %s" % tok in read("tests", "CMakeLists.txt"))
+            if not ok:
+                problems.append("%s names the test %s, which does not exist" % (where, tok))
+            continue
+        if "/" not in tok and not re.search(r"\.(c|h|py|md|def|sh|1|txt)$", tok):
+            continue
+        if tok.endswith("/"):
+            ok = any(r + tok in dirs for r in roots)
+        else:
+            ok = any(r + tok in files for r in roots) or \
+                ("/" not in tok and sum(os.path.basename(f) == tok for f in files) == 1)
+        if not ok:
+            problems.append("%s names %s, which is not in the tree" % (where, tok))
+    return problems
+
+
+# The steps of versions.md's checklist, by member of struct rbp_release
+RELEASE_GROUPS = {"obj": "objects", "gc": "the GC", "frames": "frames", "inspect": "#inspect",
+                  "dump": "dump_all"}
+
+
+def check_placement():
+    problems = []
+    files = tracked_files()
+    design = section(read("docs", "design.md"), "Where a new command or output format goes")
+    if design is None:
+        problems.append('docs/design.md has no section "Where a new command or output format goes"')
+    else:
+        design = design.split("\n\n" + "The library is loaded")[0]
+        for what, must in (("- **A command**", "commands/__init__.py"),
+                           ("- **A profile output format**", "core/formats.py")):
+            if what not in design or must not in design:
+                problems.append("docs/design.md's placement section lacks %s (naming %s)" % (what, must))
+        problems += named_paths_exist("docs/design.md (where a new command or format goes)", design, files)
+    checklist = section(read("docs", "versions.md"), "Adding a release")
+    if checklist is None:
+        problems.append('docs/versions.md has no section "Adding a release"')
+        return problems
+    problems += named_paths_exist("docs/versions.md (adding a release)", checklist, files)
+    release = read("core", "src", "context", "release.h")
+    body = re.search(r"typedef struct rbp_release \{(.*?)\} rbp_release;", release, re.S)
+    members = re.findall(r"rbp_\w+_rules (\w+);", body.group(1)) if body else []
+    if not members:
+        problems.append("context/release.h: no struct rbp_release with groups of rules")
+    for m in members:
+        step = RELEASE_GROUPS.get(m)
+        if step is None:
+            problems.append("release.h's group %s: give it a step in versions.md's checklist, and its name "
+                            "in RELEASE_GROUPS here" % m)
+        elif not re.search(r"^\s*- %s\b" % re.escape(step), checklist, re.M):
+            problems.append("docs/versions.md's checklist has no step for release.h's %s (%s)" % (m, step))
+    return problems
+
+
+def check_versions():
+    """Version numbers are compared only in context/release.c and layout/."""
+    problems = []
+    cmp_c = re.compile(r"(ver_(major|minor|patch)|rel(\.|->)(major|minor|patch))\s*(==|!=|<=|>=|<|>)|"
+                       r"(?<!-)(==|!=|<=|>=|<|>)\s*[\w>.-]*(ver_(major|minor|patch)|rel(\.|->)(major|minor|patch))\b|"
+                       r"\brbp_ver_ge\s*\(")
+    cmp_py = re.compile(r"\)\s*(>=|<=|<|>)\s*\(\d+,\s*\d+\)|\(\d+,\s*\d+\)\s*(>=|<=|<|>)\s*\(")
+    n = 0
+    for top, pattern, exts in (("core/src", cmp_c, (".c", ".h")), ("tests/fuzz", cmp_c, (".c", ".h")),
+                               ("python", cmp_py, (".py",))):
+        for root, _dirs, names in os.walk(os.path.join(ROOT, top)):
+            for name in names:
+                if not name.endswith(exts):
+                    continue
+                path = os.path.join(root, name)
+                rel = os.path.relpath(path, ROOT)
+                if rel == "core/src/context/release.c" or rel.startswith("core/src/layout/"):
+                    continue
+                n += 1
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for i, line in enumerate(f, 1):
+                        if pattern.search(line):
+                            problems.append("%s:%d compares release versions (ask context/release.h's facts): %s"
+                                            % (rel, i, line.strip()))
+    return problems, n
+
+
 def main():
     cp, nc = check_commands()
     fp, nf = check_formats()
-    for p in cp + fp:
+    pp = check_placement()
+    vp, nv = check_versions()
+    for p in cp + fp + pp + vp:
         print("FAIL: " + p)
-    if cp or fp:
+    if cp or fp or pp or vp:
         return 1
     print("%d commands and %d output formats are listed where the docs say" % (nc, nf))
+    print("design.md's placement section and versions.md's checklist name files that exist, one step per "
+          "group of release facts")
+    print("no release version comparison in %d files outside context/release.c and layout/" % nv)
     print("1 passed, 0 failed")
     return 0
 

@@ -124,6 +124,78 @@ static void string_content(rbp_dump_writer *w, rbp_json *j, const rbp_dump_rec *
     rbp_json_str_close(j);
 }
 
+/* Each type's fields, in dump_all's order; the release's rules decide which
+ * of them its dump_all writes (R). */
+
+/* dump_object's T_STRING: before 3.3 a broken string says so alone, from
+ * 3.3 its coderange is named (and "broken" follows a broken one). */
+static void write_string(rbp_dump_writer *w, rbp_json *j, const rbp_dump_rec *r, const rbp_dump_rules *R)
+{
+    if (r->embedded) rbp_json_kbool(j, "embedded", true);
+    if (!R->coderange && r->broken) rbp_json_kbool(j, "broken", true);
+    if (r->fstring) rbp_json_kbool(j, "fstring", true);
+    if (R->chilled && r->chilled) rbp_json_kbool(j, "chilled", true);
+    if (r->shared) rbp_json_kbool(j, "shared", true);
+    else string_content(w, j, r);
+    if (r->encoding) rbp_json_kstr(j, "encoding", r->encoding);
+    if (R->coderange) {
+        static const char *const cr[] = {"unknown", "7bit", "valid", "broken"};
+        rbp_json_kstr(j, "coderange", cr[r->coderange & 3]);
+        if (r->coderange == 3) rbp_json_kbool(j, "broken", true);
+    }
+}
+
+/* T_ARRAY: an empty embedded Array says "embedded" from 3.3 only. */
+static void write_array(rbp_json *j, const rbp_dump_rec *r, const rbp_dump_rules *R)
+{
+    rbp_json_ku64(j, "length", r->length);
+    if (r->length > 0 && r->shared) rbp_json_kbool(j, "shared", true);
+    if (r->embedded && (R->coderange || r->length > 0)) rbp_json_kbool(j, "embedded", true);
+}
+
+/* T_CLASS, T_MODULE, T_ICLASS: 3.3's variation_count, 3.0's superclass,
+ * real_class_name and singleton. */
+static void write_class(rbp_json *j, const rbp_dump_rec *r, const rbp_dump_rules *R)
+{
+    if (R->coderange && r->type == RBP_T_CLASS && r->has_variation_count)
+        rbp_json_ki64(j, "variation_count", r->variation_count);
+    if (R->class_fields && r->superclass) rbp_json_khex(j, "superclass", r->superclass);
+    if (r->type == RBP_T_ICLASS || !r->klass) return;
+    if (r->name) rbp_json_kstr(j, "name", r->name);
+    else if (R->class_fields && r->real_class_name) rbp_json_kstr(j, "real_class_name", r->real_class_name);
+    if (R->class_fields && r->singleton) rbp_json_kbool(j, "singleton", true);
+}
+
+/* T_FLOAT: "%g" before 3.0, dump_append_g's "%#g" after, whose printf
+ * spells NaN and Inf as Ruby's own does. */
+static void write_float(rbp_json *j, const rbp_dump_rec *r, const rbp_dump_rules *R)
+{
+    if (!r->has_float) return;
+    char num[64];
+    if (R->float_alt && isnan(r->float_value))
+        snprintf(num, sizeof num, "NaN");
+    else if (R->float_alt && isinf(r->float_value))
+        snprintf(num, sizeof num, r->float_value > 0 ? "Inf" : "-Inf");
+    else
+        snprintf(num, sizeof num, R->float_alt ? "%#g" : "%g", r->float_value);
+    rbp_json_kstr(j, "value", num);
+}
+
+/* T_OBJECT: 3.3's "embedded" and "too_complex_shape" around the ivar count. */
+static void write_object(rbp_json *j, const rbp_dump_rec *r, const rbp_dump_rules *R)
+{
+    if (R->coderange && r->embedded) rbp_json_kbool(j, "embedded", true);
+    rbp_json_ku64(j, "ivars", r->ivars);
+    if (R->coderange && r->too_complex) rbp_json_kbool(j, "too_complex_shape", true);
+}
+
+static void end_line(rbp_dump_writer *w, rbp_json *j)
+{
+    rbp_json_object_end(j);
+    rbp_sb_putn(&w->line, "\n", 1);
+    maybe_flush(w);
+}
+
 void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
 {
     const rbp_dump_rules *R = &r->rel->dump;
@@ -140,77 +212,27 @@ void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
     if (r->frozen) rbp_json_kbool(j, "frozen", true);
     switch (r->type) {
     case RBP_T_NONE:
-    case RBP_T_ZOMBIE:
-        rbp_json_object_end(j);
-        rbp_sb_putn(&w->line, "\n", 1);
-        maybe_flush(w);
-        return;
-    case RBP_T_IMEMO:
-        rbp_json_kstr(j, "imemo_type", rbp_dump_imemo_name(r->imemo_type, r->rel));
-        break;
-    case RBP_T_SYMBOL:
-        string_content(w, j, r);
-        break;
-    case RBP_T_STRING:
-        if (r->embedded) rbp_json_kbool(j, "embedded", true);
-        if (!R->coderange && r->broken) rbp_json_kbool(j, "broken", true);
-        if (r->fstring) rbp_json_kbool(j, "fstring", true);
-        if (R->chilled && r->chilled) rbp_json_kbool(j, "chilled", true);
-        if (r->shared) rbp_json_kbool(j, "shared", true);
-        else string_content(w, j, r);
-        if (r->encoding) rbp_json_kstr(j, "encoding", r->encoding);
-        if (R->coderange) {
-            static const char *const cr[] = {"unknown", "7bit", "valid", "broken"};
-            rbp_json_kstr(j, "coderange", cr[r->coderange & 3]);
-            if (r->coderange == 3) rbp_json_kbool(j, "broken", true);
-        }
-        break;
+    case RBP_T_ZOMBIE: end_line(w, j); return;   /* no references, no memsize */
+    case RBP_T_IMEMO: rbp_json_kstr(j, "imemo_type", rbp_dump_imemo_name(r->imemo_type, r->rel)); break;
+    case RBP_T_SYMBOL: string_content(w, j, r); break;
+    case RBP_T_STRING: write_string(w, j, r, R); break;
     case RBP_T_HASH:
         rbp_json_ku64(j, "size", r->size);
         if (r->has_default) rbp_json_khex(j, "default", r->default_value);
         break;
-    case RBP_T_ARRAY:
-        rbp_json_ku64(j, "length", r->length);
-        if (r->length > 0 && r->shared) rbp_json_kbool(j, "shared", true);
-        if (r->embedded && (R->coderange || r->length > 0)) rbp_json_kbool(j, "embedded", true);
-        break;
+    case RBP_T_ARRAY: write_array(j, r, R); break;
     case RBP_T_ICLASS:
     case RBP_T_CLASS:
-    case RBP_T_MODULE:
-        if (R->coderange && r->type == RBP_T_CLASS && r->has_variation_count)
-            rbp_json_ki64(j, "variation_count", r->variation_count);
-        if (R->class_fields && r->superclass) rbp_json_khex(j, "superclass", r->superclass);
-        if (r->type == RBP_T_ICLASS || !r->klass) break;
-        if (r->name) rbp_json_kstr(j, "name", r->name);
-        else if (R->class_fields && r->real_class_name) rbp_json_kstr(j, "real_class_name", r->real_class_name);
-        if (R->class_fields && r->singleton) rbp_json_kbool(j, "singleton", true);
-        break;
+    case RBP_T_MODULE: write_class(j, r, R); break;
     case RBP_T_DATA:
         if (r->struct_name) rbp_json_kstr(j, "struct", r->struct_name);
         break;
-    case RBP_T_FLOAT: {
-        /* dump_all: "%g" before 3.0, dump_append_g's "%#g" after */
-        if (!r->has_float) break;
-        char num[64];
-        if (R->float_alt && isnan(r->float_value)) /* Ruby's own printf spells these */
-            snprintf(num, sizeof num, "NaN");
-        else if (R->float_alt && isinf(r->float_value))
-            snprintf(num, sizeof num, r->float_value > 0 ? "Inf" : "-Inf");
-        else
-            snprintf(num, sizeof num, R->float_alt ? "%#g" : "%g", r->float_value);
-        rbp_json_kstr(j, "value", num);
-        break;
-    }
+    case RBP_T_FLOAT: write_float(j, r, R); break;
     case RBP_T_FILE:
         if (r->has_fd) rbp_json_ki64(j, "fd", r->fd);
         break;
-    case RBP_T_OBJECT:
-        if (R->coderange && r->embedded) rbp_json_kbool(j, "embedded", true);
-        rbp_json_ku64(j, "ivars", r->ivars);
-        if (R->coderange && r->too_complex) rbp_json_kbool(j, "too_complex_shape", true);
-        break;
-    default:
-        break;
+    case RBP_T_OBJECT: write_object(j, r, R); break;
+    default: break;
     }
     if (r->nrefs) {
         rbp_json_key(j, "references");
@@ -219,9 +241,7 @@ void rbp_dump_write(rbp_dump_writer *w, const rbp_dump_rec *r)
         rbp_json_array_end(j);
     }
     if (r->memsize) rbp_json_ku64(j, "memsize", r->memsize);
-    rbp_json_object_end(j);
-    rbp_sb_putn(&w->line, "\n", 1);
-    maybe_flush(w);
+    end_line(w, j);
 }
 
 /* --- the dump of a live heap ----------------------------------------------- */
@@ -308,6 +328,32 @@ static void string_fields(rbp_heap *h, const rbp_str_info *si, rbp_dump_rec *r, 
     }
 }
 
+/* A class's or module's record: its superclass, singleton flag, 3.3's
+ * variation count, and its name as the release's dump_all finds it. */
+static void class_rec(rbp_heap *h, const rbp_obj *o, rbp_dump_rec *r)
+{
+    r->superclass = rbp_class_super(h, o);
+    r->singleton = o->type == RBP_T_CLASS && (o->flags & h->c.fl_singleton);
+    if (o->type == RBP_T_CLASS) {
+        uint64_t vc;
+        r->has_variation_count = rbp_class_variation_count(h, o, &vc);
+        r->variation_count = (int)vc;
+    }
+    if (o->type == RBP_T_ICLASS) return;
+    if (!r->rel->dump.class_fields) {
+        /* 2.7: rb_class2name, the real class's path or inspect */
+        uint64_t real = rbp_class_real(h, o->addr);
+        r->name = real ? rbp_heap_class_name(h, real) : NULL;
+        return;
+    }
+    /* rb_mod_name: the stored path, permanent or temporary */
+    r->name = rbp_heap_class_stored_path(h, o->addr);
+    if (!r->name) {
+        uint64_t real = rbp_class_real(h, o->addr);
+        r->real_class_name = real ? rbp_heap_class_path(h, real) : NULL;
+    }
+}
+
 static bool dump_obj(void *ctx, const rbp_obj *o)
 {
     dump_walk *d = ctx;
@@ -365,27 +411,7 @@ static bool dump_obj(void *ctx, const rbp_obj *o)
     case RBP_T_CLASS:
     case RBP_T_MODULE:
     case RBP_T_ICLASS:
-        r.superclass = rbp_class_super(h, o);
-        r.singleton = o->type == RBP_T_CLASS && (o->flags & h->c.fl_singleton);
-        if (o->type == RBP_T_CLASS) {
-            uint64_t vc;
-            r.has_variation_count = rbp_class_variation_count(h, o, &vc);
-            r.variation_count = (int)vc;
-        }
-        if (o->type != RBP_T_ICLASS) {
-            if (!s->rel.dump.class_fields) {
-                /* 2.7: rb_class2name, the real class's path or inspect */
-                uint64_t real = rbp_class_real(h, o->addr);
-                r.name = real ? rbp_heap_class_name(h, real) : NULL;
-            } else {
-                /* rb_mod_name: the stored path, permanent or temporary */
-                r.name = rbp_heap_class_stored_path(h, o->addr);
-                if (!r.name) {
-                    uint64_t real = rbp_class_real(h, o->addr);
-                    r.real_class_name = real ? rbp_heap_class_path(h, real) : NULL;
-                }
-            }
-        }
+        class_rec(h, o, &r);
         break;
     default:
         break;

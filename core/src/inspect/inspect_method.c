@@ -223,15 +223,45 @@ static bool def_params(mctx *m, uint64_t def, uint64_t *loc_iseq)
     return rbp_insp_why(in, "its chain of aliases is longer than %d", MAX_ALIAS);
 }
 
+static bool named(const param *p, const char *name) { return p->name && !strcmp(p->name, name); }
+
+/* 3.3+: (*, **, &) is shown as "(...)". */
+static bool forwards_all(const mctx *m)
+{
+    return m->R->anonymous_rest && m->n == 3 && m->p[0].kind == P_REST && named(&m->p[0], "*") &&
+           m->p[1].kind == P_KEYREST && named(&m->p[1], "**") && m->p[2].kind == P_BLOCK && named(&m->p[2], "&");
+}
+
+/* An anonymous *: before 3.3 shown as "..." (and the list forwards from
+ * there), from 3.3 as "*" unless the list forwards all. */
+static void anonymous_rest(const mctx *m, rbp_strbuf *out, bool *forwarding)
+{
+    if (!m->R->anonymous_rest) *forwarding = true;
+    rbp_sb_puts(out, !m->R->anonymous_rest || *forwarding ? "..." : "*");
+}
+
+/* An anonymous ** (told from a named one from 3.1): after another
+ * parameter it is dropped with its ", "; alone it is "**" from 3.3 and
+ * nothing before. */
+static void anonymous_keyrest(const mctx *m, rbp_strbuf *out, int i)
+{
+    if (i > 0 && out->len >= 2) out->len -= 2;
+    else if (m->R->anonymous_rest) rbp_sb_puts(out, "**");
+}
+
+/* An anonymous &: part of the "..." already shown when forwarding (dropped
+ * with its ", "), "..." itself otherwise. */
+static void anonymous_block(rbp_strbuf *out, bool forwarding)
+{
+    if (forwarding && out->len >= 2) out->len -= 2;
+    else if (!forwarding) rbp_sb_puts(out, "...");
+}
+
 /* method_inspect's parameter list, with each release's rules for the
- * anonymous and forwarded ones */
+ * anonymous and forwarded ones (the helpers above) */
 static void render_params(mctx *m, rbp_strbuf *out)
 {
-    bool forwarding = false;
-    if (m->R->anonymous_rest && m->n == 3 && m->p[0].kind == P_REST && m->p[0].name && !strcmp(m->p[0].name, "*") &&
-        m->p[1].kind == P_KEYREST && m->p[1].name && !strcmp(m->p[1].name, "**") && m->p[2].kind == P_BLOCK &&
-        m->p[2].name && !strcmp(m->p[2].name, "&"))
-        forwarding = true;
+    bool forwarding = forwards_all(m);
     rbp_sb_puts(out, "(");
     for (int i = 0; i < m->n; i++) {
         const param *p = &m->p[i];
@@ -244,25 +274,16 @@ static void render_params(mctx *m, rbp_strbuf *out)
         case P_KEYREQ: rbp_sb_printf(out, "%s:", name); break;
         case P_KEY: rbp_sb_printf(out, "%s: ...", name); break;
         case P_REST:
-            if (p->name && !strcmp(p->name, "*")) {
-                if (!m->R->anonymous_rest) forwarding = true;
-                rbp_sb_puts(out, !m->R->anonymous_rest || forwarding ? "..." : "*");
-            } else {
-                rbp_sb_printf(out, "*%s", name);
-            }
+            if (named(p, "*")) anonymous_rest(m, out, &forwarding);
+            else rbp_sb_printf(out, "*%s", name);
             break;
         case P_KEYREST:
-            if (!m->R->anonymous_keyrest || !p->name || strcmp(p->name, "**")) rbp_sb_printf(out, "**%s", name);
-            else if (i > 0 && out->len >= 2) out->len -= 2;
-            else if (m->R->anonymous_rest) rbp_sb_puts(out, "**");
+            if (m->R->anonymous_keyrest && named(p, "**")) anonymous_keyrest(m, out, i);
+            else rbp_sb_printf(out, "**%s", name);
             break;
         case P_BLOCK:
-            if (p->name && !strcmp(p->name, "&")) {
-                if (forwarding && out->len >= 2) out->len -= 2;
-                else if (!forwarding) rbp_sb_puts(out, "...");
-            } else {
-                rbp_sb_printf(out, "&%s", name);
-            }
+            if (named(p, "&")) anonymous_block(out, forwarding);
+            else rbp_sb_printf(out, "&%s", name);
             break;
         case P_NOKEY: rbp_sb_puts(out, "**nil"); break;
         }

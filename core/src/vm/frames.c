@@ -251,7 +251,22 @@ static int internal_frame(walk *w, const rbp_iseq_info *in, uint64_t pc, const r
     return emit_cfunc(w, label, path, abspath, lineno);
 }
 
-static bool is_internal(const rbp_iseq_info *in) { return in->path && !strncmp(in->path, "<internal:", 10); }
+/* 4.0: whether in is such an internal frame. */
+static bool internal_as_cfunc(const walk *w, const rbp_iseq_info *in)
+{
+    return w->R->internal_as_cfunc && in->path && !strncmp(in->path, "<internal:", 10);
+}
+
+/* 3.4: a builtin marked c_trace is reported as the C method it stands for
+ * (it needs its method entry to be named). */
+static bool c_trace_builtin(const walk *w, const rbp_iseq_info *in, bool have_cme)
+{
+    return have_cme && w->R->c_trace_builtins && (in->builtin_attrs & RBP_BUILTIN_ATTR_C_TRACE);
+}
+
+/* Whether a Ruby frame's method entry is read: 3.4's qualified labels and
+ * c_trace builtins need it. */
+static bool wants_cme(const walk *w) { return w->R->qualified_labels || w->R->c_trace_builtins; }
 
 /* A control frame with an iseq. */
 static int ruby_frame(walk *w, const rbp_cframe *f)
@@ -262,12 +277,10 @@ static int ruby_frame(walk *w, const rbp_cframe *f)
     if (folded_into_rescue(w, in)) return W_NEXT;
     rbp_cme cme;
     bool have_cme;
-    if (frame_cme(w, f->ep, w->R->qualified_labels || w->R->c_trace_builtins, &cme, &have_cme) == W_STOP)
-        return W_STOP;
+    if (frame_cme(w, f->ep, wants_cme(w), &cme, &have_cme) == W_STOP) return W_STOP;
     uint64_t owner = have_cme && w->R->qualified_labels ? cme.owner : 0;
-    if (w->R->internal_as_cfunc && is_internal(in)) return internal_frame(w, in, f->pc, have_cme ? &cme : NULL, owner);
-    if (have_cme && w->R->c_trace_builtins && (in->builtin_attrs & RBP_BUILTIN_ATTR_C_TRACE))
-        return emit_cfunc(w, rbp_cfunc_label(w->s, &cme), NULL, NULL, 0);
+    if (internal_as_cfunc(w, in)) return internal_frame(w, in, f->pc, have_cme ? &cme : NULL, owner);
+    if (c_trace_builtin(w, in, have_cme)) return emit_cfunc(w, rbp_cfunc_label(w->s, &cme), NULL, NULL, 0);
     /* Copy iseq strings before computing the label: a cache clear inside
      * the label computation must not leave us dangling. */
     int lineno = rbp_iseq_lineno(w->s, in, f->pc);
