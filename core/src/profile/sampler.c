@@ -113,8 +113,9 @@ static bool selected(const rbpeek_thread *t, const rbpeek_sample_options *opt)
 
 static void thread_frame_name(rbp_strbuf *text, const rbpeek_thread *t)
 {
-    /* Only the TID Ruby itself keeps: a name from tid_map could change when
-     * the map is refreshed, splitting one thread's samples in two. */
+    /* The kernel's TID (the snapshot's), fixed for the thread's life: a
+     * name from tid_map could change when the map is refreshed, splitting
+     * one thread's samples in two. */
     int64_t tid = t->native_tid;
     if (t->name && *t->name) {
         rbp_sb_puts(text, "Thread \"");
