@@ -329,7 +329,7 @@ _SESSIONS = Sessions()
 
 def _invoke(command, argv):
     try:
-        command.run(_ADAPTER, argv)
+        command.invoke(_ADAPTER, argv)
     except RbpeekError as e:
         raise gdb.GdbError("rbpeek: %s" % e)
     except KeyboardInterrupt:
@@ -360,7 +360,7 @@ def _register(command):
         gdb.Command.__init__(self, "ruby " + command.name, gdb.COMMAND_DATA, gdb.COMPLETE_NONE)
 
     cls = type("Ruby%sCommand" % command.name.capitalize(), (gdb.Command,),
-               {"__doc__": command.summary + "\n\nUsage: " + command.usage, "__init__": init, "invoke": invoke})
+               {"__doc__": command.help_text().rstrip("\n"), "__init__": init, "invoke": invoke})
     cls()
 
 

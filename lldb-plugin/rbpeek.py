@@ -304,11 +304,11 @@ class _RubyCommand:
         return self.command.summary
 
     def get_long_help(self):
-        return self.command.summary + "\n\nUsage: " + self.command.usage
+        return self.command.help_text()
 
     def __call__(self, debugger, args, exe_ctx, result):
         try:
-            self.command.run(LldbAdapter(debugger, result), args)
+            self.command.invoke(LldbAdapter(debugger, result), args)
             result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
         except RbpeekError as e:
             result.SetError("rbpeek: %s" % e)
