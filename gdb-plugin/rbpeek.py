@@ -50,6 +50,17 @@ class GdbAdapter(DebuggerAdapter):
             return None  # it exited, though gdb may not have seen that yet
         return ("gdb", inf.num, inf.pid, self._is_core(), inf.progspace.filename)
 
+    def core_path(self):
+        # gdb 13 has no attribute naming the core: "info target" does.
+        if not self._is_core():
+            return None
+        try:
+            text = gdb.execute("info target", to_string=True)
+        except gdb.error:
+            return None
+        m = re.search(r"Local core dump file:\s*`(.+?)', file type", text)
+        return m.group(1) if m else None
+
     def live_pid(self):
         inf = self._inferior()
         if inf.pid and not self._is_core() and os.path.exists("/proc/%d/mem" % inf.pid):

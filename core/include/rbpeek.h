@@ -86,6 +86,12 @@ RBPEEK_API rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid);
  * contain are read from the mapped files named in the core's NT_FILE note. */
 RBPEEK_API rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path);
 
+/* The core file a reader's memory comes from (a debugger's core): a
+ * truncated one is said, as use_core says it, on the warning line and in
+ * front of an attach that fails (what is missing, what can still be
+ * read). */
+RBPEEK_API rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const char *core_path);
+
 /* The kernel's list of the target's threads, for a source that is not a
  * live process read directly (use_pid reads /proc/PID/task itself): the
  * debugger's thread list, or a core's NT_PRSTATUS notes. A thread's

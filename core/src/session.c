@@ -88,6 +88,7 @@ static rbpeek_status set_source(rbpeek_session *s, rbp_source src)
     rbp_mem_free(s->mem);
     s->mem = m;
     s->pid = 0;
+    s->core_note[0] = '\0';
     rbp_kernel_tids_free(s);   /* what the kernel lists is the new source's to say */
     rbp_mem_set_warn(m, rbp_session_warnsink(s));
     s->attached = false;
@@ -145,6 +146,19 @@ rbpeek_status rbpeek_session_add_core_regions(rbpeek_session *s, const char *cor
     size_t n = rbp_source_core_regions(core_path, &r);
     if (!n) return rbp_fail(s, RBPEEK_ERR_IO, "%s lists no mapped files (not an ELF core?)", core_path);
     adopt_regions(s, r, n);
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const char *core_path)
+{
+    if (!s || !core_path) return rbp_fail(s, RBPEEK_ERR_ARG, "set_core_file: no core file given");
+    s->core_note[0] = '\0';
+    rbp_source src;
+    char err[256];
+    if (!rbp_source_core(core_path, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
+    const char *note = src.note ? src.note(src.ctx) : NULL;
+    if (note) snprintf(s->core_note, sizeof s->core_note, "%s", note);
+    if (src.close) src.close(src.ctx);
     return RBPEEK_OK;
 }
 
@@ -247,7 +261,17 @@ rbpeek_status rbpeek_session_attach(rbpeek_session *s)
         last = st;
         st = RBPEEK_OK;
     }
-    if (st != RBPEEK_OK) return st;
+    const char *note = rbp_mem_note(s->mem);   /* a truncated core says what it lacks */
+    if (!note && s->core_note[0]) note = s->core_note;
+    if (st != RBPEEK_OK) {
+        if (note) {
+            char why[sizeof s->error];
+            snprintf(why, sizeof why, "%s", s->error);
+            return rbp_fail(s, st, "%s; that was not enough: %s", note, why);
+        }
+        return st;
+    }
+    if (note) rbp_warn(s, "%s", note);
     s->attached = true;
     return RBPEEK_OK;
 }

@@ -77,12 +77,23 @@ def proc_state(pid):
         return None
 
 
-def tracer_of(pid):
+def status_field(pid, name):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("TracerPid:"):
-                return int(line.split()[1])
-    return 0
+            if line.startswith(name + ":"):
+                return line.split()[1]
+    return None
+
+
+def tracer_of(pid):
+    """The process tracing pid (TracerPid names the tracing thread), 0 if none."""
+    tid = int(status_field(pid, "TracerPid") or 0)
+    if tid <= 0:
+        return 0
+    try:
+        return int(status_field(tid, "Tgid"))
+    except (OSError, TypeError):
+        return tid
 
 
 def cli(args, want_rc=0, timeout=300):
@@ -189,7 +200,139 @@ def gcore(pid, workdir):
     return path
 
 
-CHECKS = [("thread ids", check_thread_ids)]
+# -- a truncated core --------------------------------------------------------
+
+ABORT_PROGRAM = "Thread.new { sleep }; def deep(n) = n == 0 ? Process.kill(:ABRT, $$) : deep(n - 1); deep(5)"
+ABORT_PROGRAM_27 = "Thread.new { sleep }; def deep(n); n == 0 ? Process.kill(:ABRT, $$) : deep(n - 1); end; deep(5)"
+
+
+def kernel_core(ruby, workdir):
+    """A core the kernel wrote (notes first, as the kernel lays them out) of
+    a Ruby that aborted itself 6 frames deep; None where the kernel writes
+    none here (core_pattern sends them elsewhere)."""
+    import resource
+    import subprocess
+    d = os.path.join(workdir, "kcore")
+    os.makedirs(d, exist_ok=True)
+    with open("/proc/sys/kernel/core_pattern") as f:
+        pattern = f.read().strip()
+    if pattern.startswith("|") or "/" in pattern:
+        return None
+    prog = ABORT_PROGRAM_27 if "2.7" in ruby else ABORT_PROGRAM
+    subprocess.run([ruby, "-e", prog], cwd=d, capture_output=True, timeout=120,
+                   preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY,) * 2))
+    cores = [os.path.join(d, f) for f in os.listdir(d) if f.startswith("core")]
+    return cores[0] if cores else None
+
+
+def load_segments(path):
+    """[(offset, filesz)] of the PT_LOAD segments with contents, by offset."""
+    import struct
+    with open(path, "rb") as f:
+        eh = f.read(64)
+        phoff, = struct.unpack_from("<Q", eh, 32)
+        n, = struct.unpack_from("<H", eh, 56)
+        segs = []
+        for i in range(n):
+            f.seek(phoff + 56 * i)
+            t, _fl, off, _va, _pa, fsz = struct.unpack("<IIQQQQ", f.read(40))
+            if t == 1 and fsz:
+                segs.append((off, fsz))
+    return sorted(segs)
+
+
+def truncated_copy(core, size, name):
+    import shutil
+    path = os.path.join(os.path.dirname(core), name)
+    with open(core, "rb") as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+        dst.truncate(size)
+    return path
+
+
+def check_truncation_line(text, where):
+    for part in ("the core file is truncated:", "memory segments are cut or missing (", "still readable:"):
+        if part not in text:
+            raise Failure("%s: the message does not say %r:\n%s" % (where, part, text))
+
+
+def check_truncated_core(pf, ruby):
+    core = kernel_core(ruby, pf.workdir)
+    if core is None:
+        # A gcore'd core (notes last) of a worker: any cut takes the notes.
+        core = gcore(pf.workers["one"]["pid"], pf.workdir)
+    whole = json.loads(cli(["bt", "-a", "--json", "--core", core, "--exe", ruby])[0])
+    segs = load_segments(core)
+    size = os.path.getsize(core)
+    # Half of it: too little to find Ruby: one line, saying why.
+    half = truncated_copy(core, size // 2, "half.core")
+    _, err = cli(["bt", "-a", "--core", half, "--exe", ruby], want_rc=1)
+    lines = [l for l in err.splitlines() if l.strip()]
+    if len(lines) != 1 or not lines[0].startswith("rbpeek: the core file is truncated:"):
+        raise Failure("rbpeek bt on half a core: not one line saying it is truncated:\n%s" % err)
+    check_truncation_line(lines[0], "rbpeek bt on half a core")
+    out = debugger("lldb", ["ruby bt -a"], exe=ruby, core=half)
+    errors = [l for l in out.splitlines() if "rbpeek:" in l]
+    if len(errors) != 1:
+        raise Failure("lldb ruby bt on half a core: not one rbpeek line:\n%s" % out[-3000:])
+    check_truncation_line(errors[0], "lldb ruby bt on half a core")
+    # Only the last segment cut (the kernel's core: the main native stack,
+    # vsyscall): Ruby's own stacks are elsewhere, so every frame is there,
+    # and the warning says what is missing.
+    last_off, last_len = segs[-1]
+    if last_off + last_len <= size:
+        cut_at = max(o + l for o, l in segs[:-1]) if len(segs) > 1 else last_off
+        part = truncated_copy(core, cut_at, "part.core")
+        out, err = cli(["bt", "-a", "--json", "--core", part, "--exe", ruby])
+        check_truncation_line(err, "rbpeek bt on a core missing its last segment")
+        got = json.loads(out)
+        if [t["frames"] for t in got["threads"]] != [t["frames"] for t in whole["threads"]]:
+            raise Failure("rbpeek bt on a core missing its last segment: frames differ from the whole core's")
+    harness.log("truncated core: said, with the segments missing and what can be read")
+
+
+# -- a second sampler ---------------------------------------------------------
+
+def check_second_sampler(pf, ruby):
+    """A second sampler on a process another one traces: one line, naming
+    the tracer, before anything is written; the first goes on."""
+    import subprocess
+    w = pf.workers["two"]["pid"]
+    first_dir = os.path.join(pf.workdir, "first")
+    second_dir = os.path.join(pf.workdir, "second")
+    os.makedirs(first_dir, exist_ok=True)
+    os.makedirs(second_dir, exist_ok=True)
+    first = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(w), "--duration", "8",
+                              "--folded", os.path.join(first_dir, "p.folded")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=first_dir)
+    try:
+        deadline = time.time() + 60
+        while tracer_of(w) != first.pid:
+            if first.poll() is not None or time.time() > deadline:
+                raise Failure("the first sampler never traced worker two: %s" % (first.communicate()[1][-2000:]))
+            time.sleep(0.02)
+        rc, out, err = harness.run_cli(["sample", "--pid", str(w), "--duration", "1", "--svg",
+                                        os.path.join(second_dir, "p.svg")])
+        lines = [l for l in (out + err).splitlines() if l.strip()]
+        want = "rbpeek: process %d is already traced by pid %d (" % (w, first.pid)
+        if rc != 1 or len(lines) != 1 or not lines[0].startswith(want) or "rbpeek sample" not in lines[0]:
+            raise Failure("a second sampler: exit %d, wanted 1 and one line starting %r naming the first:\n%s"
+                          % (rc, want, out + err))
+        if os.listdir(second_dir):
+            raise Failure("a second sampler wrote %s before it was refused" % os.listdir(second_dir))
+        out, err = first.communicate(timeout=120)
+        if first.returncode != 0 or "Samples:" not in out:
+            raise Failure("the first sampler did not end well (exit %d):\n%s" % (first.returncode, (out + err)[-2000:]))
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    pf.assert_running()
+    harness.log("a second sampler: refused in one line naming the first (pid %d)" % first.pid)
+
+
+CHECKS = [("thread ids", check_thread_ids), ("truncated core", check_truncated_core),
+          ("second sampler", check_second_sampler)]
 
 
 def run(spec, workdir):

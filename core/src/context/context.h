@@ -27,7 +27,7 @@ struct rbp_elfcache;                        /* memory/elf_symbols.c */
 struct rbp_ktids;                           /* vm/kernel_tid.c */
 
 struct rbpeek_session {
-    char error[512];
+    char error[1024];
     char warning[512];
 
     /* Memory source and the regions known to be mapped in the target. */
@@ -74,6 +74,8 @@ struct rbpeek_session {
      * list of TIDs, glibc's descriptor offset and the pairs verified. */
     int pid;
     struct rbp_ktids *ktids;
+    /* What the core a reader's memory comes from lacks (set_core_file), "" if whole. */
+    char core_note[640];
 
     /* The frame walker's temporaries (vm/frames.c), kept from walk to walk
      * so that a sample allocates none of them: the control frames as read

@@ -135,7 +135,7 @@ static void frame_locals(bt_ctx *c, const rbpeek_frame *f, rbp_frame_locals *l)
         if (rbp_locals_open(c->s, &c->heap) == RBPEEK_OK) {
             c->heap_open = true;
         } else {
-            snprintf(c->locals_error_buf, sizeof c->locals_error_buf, "%s", c->s->error);
+            snprintf(c->locals_error_buf, sizeof c->locals_error_buf, "%.500s", c->s->error);
             c->locals_error = c->locals_error_buf;
         }
     }

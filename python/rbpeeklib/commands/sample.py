@@ -26,6 +26,7 @@ import argparse
 import time
 
 from ..core import FORMATS, Profile, SampleOptions, formats
+from ..sampling.procs import refuse_if_traced
 from ..sampling.report import check_outputs, summary_text, write_outputs
 from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
@@ -125,6 +126,12 @@ Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synops
                               "this target is not one")
         if dbg.is_running():
             raise RbpeekError("the target is running: interrupt it first, then run 'ruby sample'")
+        if dbg.own_source():
+            # Under a debugger the debugger is the tracer, and lets go of the
+            # target for rbpeek's; without one, a tracer is someone else's.
+            busy = refuse_if_traced(pid)
+            if busy:
+                raise RbpeekError(busy)
         outputs = check_outputs(args, pid)
 
         session = self.sessions.get(dbg, args)

@@ -51,6 +51,12 @@ class Sessions:
             core = dbg.core_file()
             if core:
                 s.add_core_regions(core)
+            path = dbg.core_path() if dbg.is_core() else None
+            if path:
+                try:
+                    s.set_core_file(path)   # a truncated core says so
+                except RbpeekError:
+                    pass
         if not own:   # without a debugger, symbols come from the ELF images themselves
             s.use_lookup(dbg.lookup_symbol)
         if not used_pid:
@@ -72,7 +78,7 @@ class Sessions:
         s.attach()
         warning = s.info()["warning"]
         if warning:
-            dbg.write("rbpeek: warning: %s\n" % warning)
+            dbg.warn("rbpeek: warning: %s\n" % warning)
         self._session, self._key, self._reads_pid = s, key, used_pid
         return s
 

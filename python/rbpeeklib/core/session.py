@@ -185,6 +185,10 @@ class Session(Owned):
         arr = (ctypes.c_int64 * max(1, len(tids)))(*tids)
         self._check(lib().rbpeek_session_set_kernel_tids(self._h, arr, len(tids)))
 
+    def set_core_file(self, path):
+        """The core file the debugger reads: a truncated one is said."""
+        self._check(lib().rbpeek_session_set_core_file(self._h, path.encode()))
+
     def add_region(self, start, end, offset, path):
         lib().rbpeek_session_add_region(self._h, start, end, offset, path.encode() if path else None)
 
