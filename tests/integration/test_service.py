@@ -1,20 +1,29 @@
 """The whole service (issue 26): a pre-forking program, started once per
-Ruby, checked by gdb, lldb and the rbpeek command line in one test.
+Ruby (matrix.py), checked by gdb, lldb and the rbpeek command line, live
+and on a gcore'd core of a worker, each combination reported on its own.
 
-    test_service.py RUBY          it.service.<ruby>
+    test_service.py RUBY [COMBO...]     it.service.<ruby>; e.g. test_service.py 3.4.5 cli.live
 
 programs/prefork.rb: a master forks two workers at once and a third when
 told to; each worker computes in a method of its own on its main thread,
-beside a named thread parked in sleep; each process records its own view.
+beside a named thread parked in sleep and one with a long name; each
+process records its own view. The core combinations read a gcore of
+worker one (Prefork.gcore).
 
-Checks, in order (each raises harness.Failure; all run even when one fails,
-and the test fails naming each that did):
+What each combination checks (every check of a combination runs, and the
+combination fails naming each that did):
 
-- thread ids: every worker's `bt -a --json` (the command line live and on
-  a gcore'd core, gdb and lldb attached) reports its main thread's
+- thread ids: every worker's `bt -a --json` reports its main thread's
   native_tid as the worker's pid, whatever Ruby records (3.1 keeps the
   master's: then ruby_native_tid says so), every thread numbered in the
-  text; the parked thread's TID is one of the worker's tasks.
+  text; every thread's TID is one of the worker's tasks. The command
+  line reads every worker, a debugger worker two (attaching is slow).
+- threads columns (live): `ruby threads` keeps its columns with a
+  110-character thread name, shortened in its column, whole in JSON.
+- truncated core (cli core): a core cut in half is said to be truncated
+  in one line; one missing its last segment warns and reads every frame.
+- second sampler (cli live): refused in one line naming the first,
+  before anything is written.
 """
 
 import json
@@ -26,6 +35,7 @@ import traceback
 
 import harness
 from harness import Failure
+import matrix
 
 
 class Prefork:
@@ -33,9 +43,20 @@ class Prefork:
 
     def __init__(self, ruby, workdir):
         self.workdir = workdir
+        os.makedirs(workdir, exist_ok=True)
+        self.ruby = ruby
         self.target = harness.Target(ruby, "prefork.rb", workdir, timeout=120)
+        self.pid = self.target.pid
         self.master = self.view("master")
         self.workers = {r: self.view(r) for r in ("one", "two")}
+
+    def gcore(self):
+        """The core combinations' core: worker one's (its NT_PRSTATUS notes
+        are the kernel's list of its threads)."""
+        return gcore(self.workers["one"]["pid"], self.workdir)
+
+    def assert_left_running(self):
+        self.assert_running()
 
     def view(self, role):
         return harness.read_json(os.path.join(self.workdir, role + ".json"))
@@ -151,33 +172,32 @@ def check_tid_text(text, worker, where):
         raise Failure("%s: the main thread's title does not name tid %d: %r" % (where, worker["pid"], main))
 
 
-def check_thread_ids(pf, ruby):
-    for role, w in sorted(pf.workers.items()):
-        pid = w["pid"]
-        tasks = pf.tasks(pid)
-        doc = json.loads(cli(["bt", "-a", "--json", "--pid", str(pid)])[0])
-        check_tid_doc(doc, w, tasks, "rbpeek bt --pid (worker %s)" % role)
-        check_tid_text(cli(["bt", "-a", "--pid", str(pid)])[0], w, "rbpeek bt -a --pid (worker %s)" % role)
-        # The debuggers on one worker (attaching is the slow part), the
-        # command line on each.
-        for dbg in ("gdb", "lldb") if role == "two" else ():
-            path = os.path.join(pf.workdir, "bt-%s-%s.json" % (role, dbg))
-            out = debugger(dbg, ["ruby bt -a --json -o " + path, "ruby bt -a"], pid=pid)
-            check_tid_doc(harness.read_json(path), w, tasks, "%s ruby bt -a --json (worker %s)" % (dbg, role))
-            check_tid_text(after_wrote(out, path), w, "%s ruby bt -a (worker %s)" % (dbg, role))
-        pf.assert_running()
-    # On a core of a worker: the core's NT_PRSTATUS notes are the kernel's list.
-    w = pf.workers["one"]
-    core = gcore(w["pid"], pf.workdir)
-    tasks = pf.tasks(w["pid"])
-    doc = json.loads(cli(["bt", "-a", "--json", "--core", core, "--exe", ruby])[0])
-    check_tid_doc(doc, w, tasks, "rbpeek bt --core (worker one)")
-    for dbg in ("gdb", "lldb"):
-        path = os.path.join(pf.workdir, "bt-core-%s.json" % dbg)
-        out = debugger(dbg, ["ruby bt -a --json -o " + path, "ruby bt -a"], exe=ruby, core=core)
-        check_tid_doc(harness.read_json(path), w, tasks, "%s on the core (worker one)" % dbg)
-        check_tid_text(after_wrote(out, path), w, "%s ruby bt -a on the core (worker one)" % dbg)
-    os.unlink(core)
+def check_thread_ids(c):
+    pf, ruby = c.target, c.ruby
+    if c.debugger == "cli" and c.live:
+        for role, w in sorted(pf.workers.items()):
+            pid = w["pid"]
+            tasks = pf.tasks(pid)
+            doc = json.loads(cli(["bt", "-a", "--json", "--pid", str(pid)])[0])
+            check_tid_doc(doc, w, tasks, "rbpeek bt --pid (worker %s)" % role)
+            check_tid_text(cli(["bt", "-a", "--pid", str(pid)])[0], w, "rbpeek bt -a --pid (worker %s)" % role)
+    elif c.debugger == "cli":
+        w = pf.workers["one"]
+        doc = json.loads(cli(["bt", "-a", "--json", "--core", c.core, "--exe", ruby])[0])
+        check_tid_doc(doc, w, pf.tasks(w["pid"]), "rbpeek bt --core (worker one)")
+        check_tid_text(cli(["bt", "-a", "--core", c.core, "--exe", ruby])[0], w, "rbpeek bt -a --core (worker one)")
+    else:
+        role = "two" if c.live else "one"
+        w = pf.workers[role]
+        path = c.path("bt.json")
+        cmds = ["ruby bt -a --json -o " + path, "ruby bt -a"]
+        if c.live:
+            out = debugger(c.debugger, cmds, pid=w["pid"])
+        else:
+            out = debugger(c.debugger, cmds, exe=ruby, core=c.core)
+        where = "%s %s (worker %s)" % (c.debugger, "attached" if c.live else "on the core", role)
+        check_tid_doc(harness.read_json(path), w, pf.tasks(w["pid"]), where)
+        check_tid_text(after_wrote(out, path), w, where)
     harness.log("thread ids: each worker's main thread is its pid (Ruby records %s for worker one)"
                 % pf.workers["one"]["ruby_main_native_tid"])
 
@@ -256,11 +276,12 @@ def check_truncation_line(text, where):
             raise Failure("%s: the message does not say %r:\n%s" % (where, part, text))
 
 
-def check_truncated_core(pf, ruby):
+def check_truncated_core(c):
+    pf, ruby = c.target, c.ruby
     core = kernel_core(ruby, pf.workdir)
     if core is None:
         # A gcore'd core (notes last) of a worker: any cut takes the notes.
-        core = gcore(pf.workers["one"]["pid"], pf.workdir)
+        core = c.core
     whole = json.loads(cli(["bt", "-a", "--json", "--core", core, "--exe", ruby])[0])
     segs = load_segments(core)
     size = os.path.getsize(core)
@@ -293,7 +314,8 @@ def check_truncated_core(pf, ruby):
 
 # -- a second sampler ---------------------------------------------------------
 
-def check_second_sampler(pf, ruby):
+def check_second_sampler(c):
+    pf = c.target
     """A second sampler on a process another one traces: one line, naming
     the tracer, before anything is written; the first goes on."""
     import subprocess
@@ -331,37 +353,227 @@ def check_second_sampler(pf, ruby):
     harness.log("a second sampler: refused in one line naming the first (pid %d)" % first.pid)
 
 
-CHECKS = [("thread ids", check_thread_ids), ("truncated core", check_truncated_core),
-          ("second sampler", check_second_sampler)]
+# -- ruby threads' columns ----------------------------------------------------
+
+def check_columns(text, worker, where):
+    """`ruby threads`' text: one line per thread, its top frame (the last
+    column) starting at the same place on each, the long name shortened."""
+    lines = [l for l in text.splitlines() if re.match(r"#\d+ ", l)]
+    if len(lines) != len(worker["threads"]):
+        raise Failure("%s: %d thread lines for %d threads:\n%s" % (where, len(lines), len(worker["threads"]), text))
+    starts = {l.index(harness.PROGRAMS) for l in lines}
+    if len(starts) != 1:
+        raise Failure("%s: the top frames do not start in one column:\n%s" % (where, "\n".join(lines)))
+    full = next(t["name"] for t in worker["threads"] if t["name"] and "a-thread-whose" in t["name"])
+    long = [l for l in lines if '"%s' % full[:12] in l]
+    if len(long) != 1 or "\u2026" not in long[0] or full in long[0]:
+        raise Failure("%s: the long name is not shortened in its column:\n%s" % (where, "\n".join(lines)))
 
 
-def run(spec, workdir):
-    ruby = harness.ruby_binary(spec)
-    if not os.path.exists(ruby):
-        raise Failure("Ruby %s is not built (%s); run scripts/build-rubies.sh" % (spec, ruby))
-    only = os.environ.get("RBPEEK_SERVICE_ONLY")
-    pf = Prefork(ruby, workdir)
-    failed = []
+def check_threads_columns(c):
+    pf = c.target
+    w = pf.workers["one"]
+    full = [t["name"] for t in w["threads"] if t["name"] and "a-thread-whose" in t["name"]]
+    if c.debugger != "cli":
+        check_columns(debugger(c.debugger, ["ruby threads"], pid=w["pid"]), w, "%s ruby threads" % c.debugger)
+        harness.log("ruby threads: columns kept with a %d-character thread name" % len(full[0]))
+        return
+    out, _ = cli(["threads", "--pid", str(w["pid"])])
+    check_columns(out, w, "rbpeek threads")
+    doc = json.loads(cli(["threads", "--json", "--pid", str(w["pid"])])[0])
+    if [t["name"] for t in doc["threads"] if t["name"] and "a-thread-whose" in t["name"]] != full:
+        raise Failure("rbpeek threads --json does not keep the long name whole")
+    harness.log("ruby threads: columns kept with a %d-character thread name" % len(full[0]))
+
+
+# -- several processes: --subprocesses and --pid more than once --------------
+
+ROLE_METHOD = {"one": "work_one", "two": "work_two", "three": "work_three"}
+
+
+def samples_in(frames, method):
+    """Samples under a method, however this Ruby labels it ("work_one",
+    3.4's "Object#work_one", "Kernel#sleep" or "sleep")."""
+    return sum(n for label, n in frames.items() if label == method or re.search(r"[#.]%s$" % re.escape(method), label))
+
+
+def folded_by_pid(path):
+    """{pid: {frame: samples}} of a folded file whose stacks each start with
+    a process root frame 'COMMAND (pid N)'; fails on a stack without one."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, n = line.rstrip("\n").rsplit(" ", 1)
+            frames = stack.split(";")
+            m = re.search(r" \(pid (\d+)\)$", frames[0])
+            if not m:
+                raise Failure("a stack without its process root frame: %r" % line[:200])
+            d = out.setdefault(int(m.group(1)), {})
+            for fr in set(frames[1:]):
+                d[fr.split(" (")[0]] = d.get(fr.split(" (")[0], 0) + int(n)
+    return out
+
+
+def check_subprocesses(c):
+    """rbpeek sample --pid MASTER --subprocesses: the master and its two
+    workers from the start, a third forked during the run joins, worker two
+    killed mid-sample leaves; every stack under its own process; idle
+    threads out by default; then bt, threads, locks, heap, gc and allocs
+    grouped by process, and --pid given twice."""
+    import subprocess
+    pf = c.target
+    d = c.path("sub")
+    os.makedirs(d, exist_ok=True)
+    folded, summary = os.path.join(d, "all.folded"), os.path.join(d, "summary.json")
+    sampler = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(pf.pid), "--subprocesses",
+                                "--duration", "6", "--folded", folded, "--json", "-o", summary],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=d)
+    two = pf.workers["two"]["pid"]
     try:
-        for name, check in CHECKS:
-            if only and name not in only.split(","):
-                continue
-            t0 = time.time()
-            try:
-                check(pf, ruby)
-                harness.log("ok: %s (%.1f s)" % (name, time.time() - t0))
-            except Failure as e:
-                harness.log("FAILED: %s: %s" % (name, e))
-                failed.append(name)
-            except Exception:  # noqa: BLE001 - a test's own error fails that check, the rest still run
-                harness.log("FAILED: %s:\n%s" % (name, traceback.format_exc()))
-                failed.append(name)
+        deadline = time.time() + 60
+        while not all(tracer_of(w["pid"]) == sampler.pid for w in pf.workers.values()):
+            if sampler.poll() is not None or time.time() > deadline:
+                raise Failure("the sampler never traced every worker: %s" % sampler.communicate()[1][-2000:])
+            time.sleep(0.02)
+        time.sleep(0.5)
+        three = pf.fork_third()
+        time.sleep(1.0)
+        os.kill(two, 9)   # a worker dying mid-sample
+        out, err = sampler.communicate(timeout=180)
     finally:
-        pf.close()
+        if sampler.poll() is None:
+            sampler.kill()
+            sampler.wait()
+    del pf.workers["two"]
+    harness.assert_no_traceback(out + err)
+    if sampler.returncode != 0:
+        raise Failure("rbpeek sample --subprocesses: exit %d:\n%s" % (sampler.returncode, (out + err)[-3000:]))
+    doc = harness.read_json(summary)
+    procs = {p["pid"]: p for p in doc["processes"]}
+    want = {pf.pid: "master", pf.workers["one"]["pid"]: "one", two: "two", three["pid"]: "three"}
+    if set(procs) != set(want):
+        raise Failure("processes sampled %s, wanted %s (master and workers)" % (sorted(procs), sorted(want)))
+    for pid, role in want.items():
+        if procs[pid]["samples"] < 10:
+            raise Failure("%s (pid %d): only %d samples" % (role, pid, procs[pid]["samples"]))
+    if not procs[two]["end"].startswith("exited"):
+        raise Failure("worker two was killed mid-sample; its end says %r" % procs[two]["end"])
+    for pid, role in want.items():
+        if pid != two and procs[pid]["end"] != "6 s elapsed":
+            raise Failure("%s (pid %d) ended %r, not with the run" % (role, pid, procs[pid]["end"]))
+    start = doc["started"]
+    joined = start + procs[three["pid"]]["joined_after_s"]
+    latency = joined - three["time"]
+    if procs[three["pid"]]["joined_after_s"] <= 0 or latency > 1.0:
+        raise Failure("the third worker joined %.3f s after it started (joined_after_s %s)"
+                      % (latency, procs[three["pid"]]["joined_after_s"]))
+    by_pid = folded_by_pid(folded)
+    for pid, role in want.items():
+        mine = by_pid.get(pid, {})
+        if role == "master":
+            if not samples_in(mine, "master_tick"):
+                raise Failure("the master's stacks have no master_tick: %s" % sorted(mine)[:20])
+            continue
+        if samples_in(mine, ROLE_METHOD[role]) < 5:
+            raise Failure("worker %s (pid %d): %d samples in %s" % (role, pid, samples_in(mine, ROLE_METHOD[role]),
+                                                                    ROLE_METHOD[role]))
+        others = [m for r, m in ROLE_METHOD.items() if r != role and samples_in(mine, m)]
+        if others:
+            raise Failure("worker %s (pid %d) has stacks of %s" % (role, pid, others))
+        # Idle threads are left out by default: the parked ones never appear.
+        if samples_in(mine, "sleep") or samples_in(mine, "stop"):
+            raise Failure("worker %s: idle (parked) threads in the default profile" % role)
+    # States: each worker's main thread runs, its parked threads are blocked.
+    for t in doc["threads"]:
+        role = want.get(t["pid"])
+        if role in ("one", "three") and t["samples"] >= 10:
+            st = t["states"]
+            parked = t["name"] and ("parked" in t["name"] or "a-thread-whose" in t["name"])
+            if parked and st["blocked"] < 0.99:
+                raise Failure("%s's parked thread %r: blocked only %.2f" % (role, t["name"], st["blocked"]))
+            if t["tid"] == t["pid"] and st["running"] < 0.8:
+                raise Failure("%s's main thread spins, running only %.2f: %s" % (role, st["running"], st))
+    harness.log("sample --subprocesses: %d processes, third joined %.0f ms after its start, worker two left "
+                "(%s); samples %s" % (len(procs), 1000 * latency, procs[two]["end"],
+                                     {want[p]: procs[p]["samples"] for p in want}))
+    pf.assert_running()
+    check_grouped_commands(c, want, three)
+
+
+def check_grouped_commands(c, want, three):
+    """bt, threads, locks, heap, gc and allocs with --subprocesses, and bt
+    with --pid twice: one JSON document, grouped by process."""
+    pf = c.target
+    alive = {p: r for p, r in want.items() if r != "two"}
+    doc = json.loads(cli(["bt", "-a", "--json", "--pid", str(pf.pid), "--subprocesses"])[0])
+    got = {p["pid"]: p for p in doc["processes"]}
+    if set(got) != set(alive):
+        raise Failure("bt --subprocesses: processes %s, wanted %s" % (sorted(got), sorted(alive)))
+    for pid, role in alive.items():
+        main = [t for t in got[pid]["result"]["threads"] if t["main"]]
+        if len(main) != 1 or main[0]["native_tid"] != pid:
+            raise Failure("bt --subprocesses, %s: main thread native_tid %s, not %d"
+                          % (role, [t["native_tid"] for t in main], pid))
+    text = cli(["bt", "-a", "--pid", str(pf.pid), "--subprocesses"])[0]
+    titles = re.findall(r"^== .* \(pid (\d+)\) ==$", text, re.M)
+    if sorted(int(t) for t in titles) != sorted(alive):
+        raise Failure("bt --subprocesses (text): process titles %s, wanted %s" % (titles, sorted(alive)))
+    one = pf.workers["one"]["pid"]
+    doc = json.loads(cli(["bt", "-a", "--json", "--pid", str(one), "--pid", str(three["pid"])])[0])
+    if [p["pid"] for p in doc["processes"]] != [one, three["pid"]]:
+        raise Failure("bt --pid A --pid B: processes %s" % [p["pid"] for p in doc["processes"]])
+    for cmd in (["threads"], ["locks"], ["heap", "--top", "3"], ["gc"], ["allocs", "--duration", "1"]):
+        doc = json.loads(cli(cmd + ["--json", "--pid", str(pf.pid), "--subprocesses"])[0])
+        got = [p["pid"] for p in doc["processes"]]
+        bad = [p for p in doc["processes"] if "result" not in p]
+        if sorted(got) != sorted(alive) or bad:
+            raise Failure("%s --subprocesses: processes %s (wanted %s), failed %s" % (cmd[0], got, sorted(alive), bad))
+    harness.log("bt, threads, locks, heap, gc, allocs --subprocesses: grouped by process")
+    pf.assert_running()
+
+
+# (name, check, the combinations it runs in)
+LIVE = {("gdb", "live"), ("lldb", "live"), ("cli", "live")}
+CHECKS = [("thread ids", check_thread_ids, set(matrix.WITH_CLI)),
+          ("threads columns", check_threads_columns, LIVE),
+          ("truncated core", check_truncated_core, {("cli", "core")}),
+          ("second sampler", check_second_sampler, {("cli", "live")}),
+          # last: it forks the third worker and kills worker two
+          ("subprocesses", check_subprocesses, {("cli", "live")})]
+
+
+def check(c):
+    """Every check of this combination; fails naming each that failed."""
+    only = os.environ.get("RBPEEK_SERVICE_ONLY")
+    failed = []
+    for name, fn, combos in CHECKS:
+        if (c.debugger, c.mode) not in combos or (only and name not in only.split(",")):
+            continue
+        t0 = time.time()
+        try:
+            fn(c)
+            harness.log("ok: %s (%.1f s)" % (name, time.time() - t0))
+        except Failure as e:
+            harness.log("FAILED: %s: %s" % (name, e))
+            failed.append(name)
+        except Exception:  # noqa: BLE001 - a test's own error fails that check, the rest still run
+            harness.log("FAILED: %s:\n%s" % (name, traceback.format_exc()))
+            failed.append(name)
     if failed:
         raise Failure("failed: %s" % ", ".join(failed))
 
 
+def test(spec, only, workdir):
+    m = matrix.Matrix(spec, workdir, only)
+    pf = Prefork(m.ruby, os.path.join(workdir, "prefork"))
+    try:
+        m.run(pf, check, combos=matrix.WITH_CLI)
+    finally:
+        pf.close()
+    m.finish()
+
+
 if __name__ == "__main__":
-    spec = sys.argv[1]
-    harness.main(lambda workdir: run(spec, workdir))
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2:], wd))

@@ -119,6 +119,26 @@ static void release_held(void *ctx)
 static int stop_cb(void *ctx);
 static void stop_now(struct rbpeek_trace *t);
 
+/* Who held the GVL at this sample, for the thread states: the holders
+ * stopped alone (GVL mode), else as the target's memory says (every thread
+ * stopped; or, running, as it is now). */
+static void gvl_view(struct rbpeek_trace *t, rbp_gvl_view *v)
+{
+    memset(v, 0, sizeof *v);
+    if (t->nheld > 0 && t->nheld <= RBP_GVL_VIEW_MAX) {
+        v->known = true;
+        v->n = t->nheld;
+        memcpy(v->th, t->held_th, t->nheld * sizeof *v->th);
+        return;
+    }
+    rbp_gvl_holder h[RBP_GVL_VIEW_MAX];
+    size_t n = 0;
+    if (!rbp_gvl_holders(t->session, h, RBP_GVL_VIEW_MAX, &n)) return;
+    v->known = true;
+    v->n = n;
+    for (size_t i = 0; i < n; i++) v->th[i] = h[i].th;
+}
+
 /* One sample, after prepare(): stops what it needs (now, or in GVL mode
  * from the walk, once the thread list is read: stop_cb), walks, resumes.
  * running: nothing is stopped (STOP_NONE). With t->nheld, only the GVL
@@ -154,6 +174,7 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
         pthread_mutex_unlock(&t->lock);
         return true;
     }
+    gvl_view(t, &t->add_scratch.gvl);
     rbpeek_status st = rbp_sample_add_snapshot(t->profile, snap, &t->opt, &res, &t->add_scratch);
     uint64_t torn = 0, retried = 0;
     for (size_t i = 0, n = rbpeek_snapshot_thread_count(snap); i < n; i++) {

@@ -9,7 +9,7 @@ import ctypes
 import os
 
 from .cstructs import (LOOKUP_FN, READ_FN, AllocCounts, BtOptions, CensusClass, CensusSummary, Frame, HeapDumpStats, InspectOptions,
-                       ReadStats, SampleOptions, SampleResult, Thread, TraceConfig, TraceStats)
+                       ReadStats, SampleOptions, SampleResult, Thread, ThreadTally, TraceConfig, TraceStats)
 from .formats import FORMATS
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -122,6 +122,9 @@ def signatures():
     sigs["rbpeek_profile_skipped_lines"] = (u64, [vp])
     sigs["rbpeek_profile_total"] = (u64, [vp])
     sigs["rbpeek_profile_stack_count"] = (u64, [vp])
+    sigs["rbpeek_profile_thread_count"] = (ctypes.c_size_t, [vp])
+    sigs["rbpeek_profile_thread_tally"] = (st, [vp, ctypes.c_size_t, ctypes.POINTER(ThreadTally)])
+    sigs["rbpeek_profile_merge"] = (st, [vp, vp])
     sigs["rbpeek_profile_top"] = (st, [vp, ctypes.c_int, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)])
     for fmt in FORMATS:   # the writers, one per output format (formats.py)
         sigs[fmt.writer] = (st, fmt.argtypes())

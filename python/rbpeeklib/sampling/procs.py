@@ -43,9 +43,17 @@ def tracer_of(pid):
         return tid
 
 
+def _short_word(w, keep=24):
+    """A long path among the arguments as '.../name' (the name says most)."""
+    if len(w) <= keep or "/" not in w.rstrip("/"):
+        return w
+    return ".../" + w.rstrip("/").rsplit("/", 1)[1]
+
+
 def command_line(pid, width=60):
-    """pid's command line, shortened to about width characters (its comm
-    when it has none), or None when it is gone."""
+    """pid's command line, shortened to at most width characters (the
+    program's name, long paths among the arguments to their last part, then
+    cut in the middle), its comm when it has none, or None when it is gone."""
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
             words = [w.decode("utf-8", "replace") for w in f.read().split(b"\0") if w]
@@ -59,7 +67,12 @@ def command_line(pid, width=60):
             return None
     words[0] = os.path.basename(words[0])
     text = " ".join(words)
-    return text if len(text) <= width else text[:width - 3] + "..."
+    if len(text) > width:
+        text = " ".join([words[0]] + [_short_word(w) for w in words[1:]])
+    if len(text) > width:
+        keep = width - 3
+        text = text[:(keep + 1) // 2] + "..." + text[len(text) - keep // 2:]
+    return text
 
 
 def refuse_if_traced(pid, mine=()):

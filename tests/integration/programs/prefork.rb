@@ -2,7 +2,8 @@
 # miniature. The master forks two workers at once and a third when told
 # to (OUT_DIR/fork-third appears: "during the run" of a sampler); each
 # worker computes in a method of its own (work_one, work_two, work_three)
-# on its main thread, beside a named thread parked in sleep; the master
+# on its main thread, beside a named thread parked in sleep and one with
+# a 110-character name parked in Thread.stop; the master
 # computes a little in master_tick and sleeps between ticks.
 #
 #   ruby prefork.rb OUT_DIR
@@ -28,6 +29,7 @@ end
 def record(role, extra = {})
   main_tid = Thread.main.respond_to?(:native_thread_id) ? Thread.main.native_thread_id : nil
   doc = {"role" => role, "pid" => Process.pid, "ppid" => Process.ppid, "ruby_version" => RUBY_VERSION,
+         "time" => Time.now.to_f,
          "ruby_main_native_tid" => main_tid,
          "threads" => Thread.list.map { |t| {"name" => t.name, "main" => t == Thread.main} }}.merge(extra)
   tmp = File.join(OUT, "#{role}.json.tmp")
@@ -54,6 +56,9 @@ def master_tick; spin(20_000); end
 def worker(role, method_name, master)
   parked = Thread.new { sleep }
   parked.name = "#{role}-parked"
+  # A name longer than any column (`ruby threads` must keep its columns).
+  long = Thread.new { Thread.stop }
+  long.name = "#{role}-a-thread-whose-name-is-longer-than-any-column-" + "0123456789" * 6
   log = File.open(File.join(OUT, "#{role}.cpu"), "a")
   log.sync = true
   record(role)
