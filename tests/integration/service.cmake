@@ -6,3 +6,6 @@ rbpeek_ruby_test(service test_service.py)
 foreach(dbg ${RBPEEK_TEST_DEBUGGERS})
   rbpeek_plain_test(plugin_help.${dbg} test_plugin_help.py ${dbg})
 endforeach()
+# Thread states (running, GVL wait, blocked) against a program that
+# measures its own GVL waits (test_thread_states.py).
+rbpeek_ruby_test(thread_states test_thread_states.py LABEL service)

@@ -130,7 +130,7 @@ rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
      * thread is tallied, kept or not) and for on_cpu. */
     int64_t tid = rbp_sample_thread_tid(t, opt);
     int pid = opt ? opt->pid : 0;
-    long sc = t->status == RBPEEK_THREAD_RUNNABLE && pid > 0 ? rbp_thread_syscall(pid, tid) : -2;
+    long sc = rbp_thread_state_asks_kernel(t) && pid > 0 ? rbp_thread_syscall(pid, tid) : -2;
     rbpeek_thread_state state = rbp_thread_state_of(t, &s->gvl, sc);
     if (t->status != RBPEEK_THREAD_KILLED && !rbp_tally_add(p, pid, t, tid, state)) return RBP_SAMPLE_NOMEM;
     if (opt && opt->on_cpu && !on_cpu_given(t, opt, sc, tid_unknown)) return RBP_SAMPLE_FILTERED;

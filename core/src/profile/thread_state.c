@@ -16,6 +16,13 @@
  * the GVL is GVL_WAIT in futex, BLOCKED in any other system call, and
  * RUNNING outside any (native code running without the GVL).
  *
+ * A thread back from a blocking region (IO#write done, an extension's
+ * work done) waits for the GVL with Ruby's status still "stopped" (the
+ * region's), in the C method that released it; sleep, Mutex, Queue, CV,
+ * join and Thread.stop wait on a futex too, but in their own methods. So a
+ * stopped thread on a futex whose innermost frame is a C method other than
+ * those is GVL_WAIT.
+ *
  * Where the holder is not known (a caller without the tracer, or a layout
  * that names none), a runnable thread in user code counts as running.
  *
@@ -59,9 +66,44 @@ static bool holds_gvl(const rbpeek_thread *t, const rbp_gvl_view *gvl)
     return false;
 }
 
+/* Methods that put a thread to sleep for Ruby (their waits are futex
+ * waits too): a stopped thread in one of them is blocked, whatever the
+ * kernel says. */
+static const char *const SLEEPING[] = {
+    "sleep", "lock", "synchronize", "pop", "shift", "deq", "push", "enq", "<<", "wait", "join", "value",
+    "stop", "enter", "mon_enter", "mon_synchronize", "wait_for_cond", "pass", NULL,
+};
+
+static bool sleeping_method(const char *label)
+{
+    if (!label) return false;
+    const char *m = label, *p;
+    for (p = label; *p; p++)
+        if (*p == '#' || *p == '.') m = p + 1;
+    for (size_t i = 0; SLEEPING[i]; i++)
+        if (!strcmp(m, SLEEPING[i])) return true;
+    return false;
+}
+
+bool rbp_thread_state_asks_kernel(const rbpeek_thread *t)
+{
+    return t->status == RBPEEK_THREAD_RUNNABLE || t->status == RBPEEK_THREAD_STOPPED;
+}
+
 rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_view *gvl, long syscall)
 {
-    if (t->status != RBPEEK_THREAD_RUNNABLE) return RBPEEK_STATE_BLOCKED;
+    if (t->status != RBPEEK_THREAD_RUNNABLE) {
+        /* A thread in a blocking region (IO, an extension's work without the
+         * GVL) is "stopped" for Ruby until it holds the GVL again: once the
+         * work is done it waits for the GVL on a futex, in the C method that
+         * released it. */
+#ifdef SYS_futex
+        if (t->status == RBPEEK_THREAD_STOPPED && syscall == SYS_futex && t->nframes && t->frames &&
+            t->frames[0].kind == RBPEEK_FRAME_CFUNC && !sleeping_method(t->frames[0].label))
+            return RBPEEK_STATE_GVL_WAIT;
+#endif
+        return RBPEEK_STATE_BLOCKED;
+    }
     if (gvl && gvl->known && holds_gvl(t, gvl)) return gvl->in_gc ? RBPEEK_STATE_GC : RBPEEK_STATE_RUNNING;
 #ifdef SYS_futex
     if (syscall == SYS_futex) return RBPEEK_STATE_GVL_WAIT;

@@ -31,6 +31,9 @@ typedef struct rbp_gvl_view {
  * a CPU); -2 cannot tell (no such thread, no permission, no pid). */
 long rbp_thread_syscall(int pid, int64_t tid);
 
+/* Whether t's state needs the kernel's word (rbp_thread_syscall). */
+bool rbp_thread_state_asks_kernel(const rbpeek_thread *t);
+
 /* The state of thread t (tid its kernel TID or -1; syscall as
  * rbp_thread_syscall gave it for t, or -2). */
 rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_view *gvl, long syscall);

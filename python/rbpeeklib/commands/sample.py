@@ -207,7 +207,7 @@ Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synops
         written = write_outputs(dbg, profile, outputs, facts)
         tallies = profile.thread_tallies()
         if args.json:
-            doc = {"end": end, "samples": st.samples, "duration_s": round(st.elapsed(), 3),
+            doc = {"end": end, "samples": st.samples, "duration_s": round(st.elapsed(), 3), "started": facts["start"],
                    "rate_hz": round(rate, 1), "idle": bool(args.idle), "on_cpu": bool(args.on_cpu),
                    "processes": [{"pid": pid, "ruby_version": version, "samples": st.samples,
                                   "states": (process_entries(tallies) or [{"states": {}}])[0]["states"]}],

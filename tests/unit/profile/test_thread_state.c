@@ -113,6 +113,27 @@ static void test_states(void)
     CU_ASSERT_EQUAL(rbp_thread_state_of(&io, &gvl, rbp_thread_syscall(pid, read_tid)), RBPEEK_STATE_BLOCKED);
     CU_ASSERT_EQUAL(rbp_thread_state_of(&nogvl, &gvl, rbp_thread_syscall(pid, spin_tid)), RBPEEK_STATE_RUNNING);
     CU_ASSERT_EQUAL(rbp_thread_state_of(&sleeping, &gvl, -1), RBPEEK_STATE_BLOCKED);
+    /* Back from a blocking region (IO#write done), waiting for the GVL on a
+     * futex with Ruby's status still "stopped"; asleep in Kernel#sleep on a
+     * futex too, but blocked; in write() itself, blocked. */
+    static const rbpeek_frame IO_WRITE[] = {
+        {.label = "IO#write", .path = "/app/w.rb", .lineno = 3, .kind = RBPEEK_FRAME_CFUNC},
+    };
+    static const rbpeek_frame SLEEP[] = {
+        {.label = "sleep", .path = "/app/w.rb", .lineno = 5, .kind = RBPEEK_FRAME_CFUNC},
+    };
+    rbpeek_thread back = thread_of(cond_tid, 0x6000, RBPEEK_THREAD_STOPPED);
+    back.frames = IO_WRITE;
+    back.nframes = 1;
+    CU_ASSERT_TRUE(rbp_thread_state_asks_kernel(&back));
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&back, &gvl, SYS_futex), RBPEEK_STATE_GVL_WAIT);
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&back, &gvl, SYS_write), RBPEEK_STATE_BLOCKED);
+    back.frames = SLEEP;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&back, &gvl, SYS_futex), RBPEEK_STATE_BLOCKED);
+    back.status = RBPEEK_THREAD_STOPPED_FOREVER;
+    back.frames = IO_WRITE;
+    CU_ASSERT_FALSE(rbp_thread_state_asks_kernel(&back));
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&back, &gvl, SYS_futex), RBPEEK_STATE_BLOCKED);
     /* Not known who holds it, and the kernel not asked: runnable runs. */
     rbp_gvl_view none = {0};
     CU_ASSERT_EQUAL(rbp_thread_state_of(&waiting, &none, -2), RBPEEK_STATE_RUNNING);
