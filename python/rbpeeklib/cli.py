@@ -48,6 +48,8 @@ def _main_help(commands):
     lines = ["usage: %s COMMAND %s [OPTIONS]" % (PROG, TARGET_USAGE), "",
              "Inspect a CRuby process or core file without running code in it, and without a debugger.", ""]
     lines += ["  %-*s  %s" % (width, c.name, c.summary) for c in commands]
+    lines += ["  %-*s  %s" % (width, "top", "A live view of the hottest methods, refreshed every second (the command "
+                                            "line only).")]
     lines += ["", "'%s COMMAND --help' shows the options of a command; they are those of the" % PROG,
               "debuggers' 'ruby COMMAND' (docs/usage.md)."]
     return "\n".join(lines) + "\n"
@@ -157,6 +159,28 @@ def parse_target(argv):
     return StandaloneAdapter(core=os.path.abspath(core), exe=exe and os.path.abspath(exe)), argv
 
 
+def _top(rest):
+    """`rbpeek top`: the command line's own (a live view needs a terminal of
+    its own, which a debugger's command has not)."""
+    from .top import USAGE, run_top
+    if "-h" in rest or "--help" in rest:
+        sys.stdout.write(USAGE + "\n" + TARGET_HELP + "\n")
+        return 0
+    try:
+        dbg, rest = parse_target(rest)
+        if dbg.core:
+            raise UsageError("top", "top watches a live process: give --pid PID")
+        return run_top(dbg.processes, dbg.subprocesses, rest, sys.stdout, sys.stderr)
+    except UsageError as e:
+        sys.stderr.write(_usage_line(e, "top"))
+        return 2
+    except RbpeekError as e:
+        sys.stderr.write("%s: %s\n" % (PROG, e))
+        return 1
+    except KeyboardInterrupt:
+        return 0
+
+
 def _usage_line(e, name):
     where = "%s %s --help" % (PROG, name) if name else "%s --help" % PROG
     return "%s%s: %s (see '%s')\n" % (PROG, " " + name if name else "", e.message, where)
@@ -172,6 +196,8 @@ def main(argv=None):
     if argv[0] == "help" and len(argv) == 2 and argv[1] in by_name:
         argv = [argv[1], "--help"]
     name = argv[0]
+    if name == "top":
+        return _top(argv[1:])
     command = by_name.get(name)
     if command is None:
         sys.stderr.write("%s: no command %r; one of: %s (see '%s --help')\n"

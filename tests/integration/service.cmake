@@ -9,3 +9,5 @@ endforeach()
 # Thread states (running, GVL wait, blocked) against a program that
 # measures its own GVL waits (test_thread_states.py).
 rbpeek_ruby_test(thread_states test_thread_states.py LABEL service)
+# `rbpeek top` in a tmux pane: refresh, ranking, keys, Ctrl-C (test_top.py).
+rbpeek_ruby_test(top test_top.py LABEL service RUBIES 2.7.4 3.4.5 debian-3.1)
