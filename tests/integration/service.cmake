@@ -11,3 +11,6 @@ endforeach()
 rbpeek_ruby_test(thread_states test_thread_states.py LABEL service)
 # `rbpeek top` in a tmux pane: refresh, ranking, keys, Ctrl-C (test_top.py).
 rbpeek_ruby_test(top test_top.py LABEL service RUBIES 2.7.4 3.4.5 debian-3.1)
+# A Ruby in another PID and mount namespace, its files seen only inside
+# (unshare; test_container.py).
+rbpeek_ruby_test(container test_container.py LABEL service)
