@@ -14,3 +14,6 @@ rbpeek_ruby_test(top test_top.py LABEL service RUBIES 2.7.4 3.4.5 debian-3.1)
 # A Ruby in another PID and mount namespace, its files seen only inside
 # (unshare; test_container.py).
 rbpeek_ruby_test(container test_container.py LABEL service)
+# Debian's puma in clustered mode serving a Sinatra app on 127.0.0.1 under
+# a bounded load, on Debian's ruby3.1 (test_puma.py; skips without puma).
+rbpeek_plain_test(puma test_puma.py)
