@@ -425,8 +425,9 @@ def check_subprocesses(c):
     d = c.path("sub")
     os.makedirs(d, exist_ok=True)
     folded, summary = os.path.join(d, "all.folded"), os.path.join(d, "summary.json")
+    ss = os.path.join(d, "all.speedscope.json")
     sampler = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(pf.pid), "--subprocesses",
-                                "--duration", "6", "--folded", folded, "--json", "-o", summary],
+                                "--duration", "6", "--folded", folded, "--speedscope", ss, "--json", "-o", summary],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=d)
     two = pf.workers["two"]["pid"]
     try:
@@ -483,6 +484,14 @@ def check_subprocesses(c):
         # Idle threads are left out by default: the parked ones never appear.
         if samples_in(mine, "sleep") or samples_in(mine, "stop"):
             raise Failure("worker %s: idle (parked) threads in the default profile" % role)
+    # speedscope: one profile per process, named by it, the weights the
+    # folded total.
+    prof = harness.read_json(ss)["profiles"]
+    named = sorted(int(re.search(r"\(pid (\d+)\)", p["name"]).group(1)) for p in prof)
+    if named != sorted(by_pid) or sum(sum(p["weights"]) for p in prof) != sum(
+            int(l.rsplit(" ", 1)[1]) for l in open(folded)):
+        raise Failure("speedscope: profiles %s (wanted one per process %s), or weights not the folded total"
+                      % ([p["name"] for p in prof], sorted(by_pid)))
     # States: each worker's main thread runs, its parked threads are blocked.
     for t in doc["threads"]:
         role = want.get(t["pid"])

@@ -217,6 +217,23 @@ static void test_merge(void)
                            "ruby one (pid 11);Thread (tid 11);<main> (/app/w.rb:9);Object#work (/app/w.rb:4) 3\n"
                            "ruby two (pid 12);Thread (tid 12);<main> (/app/w.rb:9);Object#work (/app/w.rb:4) 3\n");
     free(text);
+    /* speedscope: one profile per process and thread, named by them, its
+     * stacks without those frames; the stack under neither apart. */
+    char path[256];
+    tmp_path(path, sizeof path, "thread_state", "all.speedscope.json");
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_speedscope(all, path), RBPEEK_OK);
+    char *ss = slurp(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ss);
+    unlink(path);
+    size_t nprof = 0;
+    for (const char *q = ss; (q = strstr(q, "\"type\":\"sampled\"")); q++) nprof++;
+    CU_ASSERT_EQUAL(nprof, 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss, "\"name\":\"ruby one (pid 11) / Thread (tid 11)\",\"unit\":\"none\","
+                                      "\"startValue\":0,\"endValue\":3"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss, "\"name\":\"ruby two (pid 12) / Thread (tid 12)\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss, "\"name\":\"(other stacks)\",\"unit\":\"none\",\"startValue\":0,"
+                                      "\"endValue\":5"));
+    free(ss);
     /* Tallies: tid 11 seen 3 times over both profiles, tid 12 three times. */
     CU_ASSERT_EQUAL(rbpeek_profile_thread_count(all), 2);
     rbpeek_thread_tally t;
