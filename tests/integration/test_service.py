@@ -475,7 +475,8 @@ def check_subprocesses(c):
             if not samples_in(mine, "master_tick"):
                 raise Failure("the master's stacks have no master_tick: %s" % sorted(mine)[:20])
             continue
-        if samples_in(mine, ROLE_METHOD[role]) < 5:
+        # Worker two is killed 1.5 s into the run: a few samples are enough.
+        if samples_in(mine, ROLE_METHOD[role]) < (1 if role == "two" else 5):
             raise Failure("worker %s (pid %d): %d samples in %s" % (role, pid, samples_in(mine, ROLE_METHOD[role]),
                                                                     ROLE_METHOD[role]))
         others = [m for r, m in ROLE_METHOD.items() if r != role and samples_in(mine, m)]

@@ -10,11 +10,14 @@
  * for the GVL, or in a blocking region without it (IO, or native code of
  * an extension). Ruby records the waiters in structures that changed with
  * every release (the GVL's wait queue, 3.3's scheduler's ready queue), but
- * the kernel tells them apart for every release alike: every Ruby from 2.7
- * waits for the GVL in pthread_cond_wait, a futex system call, while IO
- * blocks in read, poll, select, epoll_wait... So a runnable thread without
- * the GVL is GVL_WAIT in futex, BLOCKED in any other system call, and
- * RUNNING outside any (native code running without the GVL).
+ * a blocking region (IO, an extension's work without the GVL) makes a
+ * thread "stopped" for Ruby until it holds the GVL again. So where the
+ * holder is known, a runnable thread that does not hold it waits for it
+ * (on its futex, or on a CPU taking it over). Where the holder is not
+ * known the kernel tells: every Ruby from 2.7 waits for the GVL in
+ * pthread_cond_wait, a futex system call, while IO blocks in read, poll,
+ * select, epoll_wait...: GVL_WAIT in futex, BLOCKED in another system
+ * call, RUNNING outside any.
  *
  * A thread back from a blocking region (IO#write done, an extension's
  * work done) waits for the GVL with Ruby's status still "stopped" (the
@@ -23,8 +26,6 @@
  * stopped thread on a futex whose innermost frame is a C method other than
  * those is GVL_WAIT.
  *
- * Where the holder is not known (a caller without the tracer, or a layout
- * that names none), a runnable thread in user code counts as running.
  *
  * The tally is a flat array searched linearly: a process has tens of
  * threads, and a sample finds each at the index it had the last time.
@@ -104,7 +105,14 @@ rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_vi
 #endif
         return RBPEEK_STATE_BLOCKED;
     }
-    if (gvl && gvl->known && holds_gvl(t, gvl)) return gvl->in_gc ? RBPEEK_STATE_GC : RBPEEK_STATE_RUNNING;
+    if (gvl && gvl->known) {
+        if (holds_gvl(t, gvl)) return gvl->in_gc ? RBPEEK_STATE_GC : RBPEEK_STATE_RUNNING;
+        /* Runnable for Ruby (a blocking region would have made it
+         * "stopped") and not the holder: it waits for the GVL, on its
+         * futex or on a CPU taking it over (a hand-over on a loaded
+         * machine lasts milliseconds). */
+        return RBPEEK_STATE_GVL_WAIT;
+    }
 #ifdef SYS_futex
     if (syscall == SYS_futex) return RBPEEK_STATE_GVL_WAIT;
 #endif
