@@ -143,12 +143,13 @@ RBPEEK_API rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rb
                                                      rbpeek_sample_result *result);
 
 /* What a thread was doing at a sample (docs/sampling.md, "Thread states"):
- * RUNNING holds its ractor's GVL (or runs native code without it); GVL_WAIT
- * is runnable for Ruby and waits in the kernel on a futex (the GVL's
- * condition variable); BLOCKED is asleep for Ruby (sleep, Mutex, Queue,
- * ConditionVariable, join, Thread.stop) or runnable in another system call
- * without the GVL (IO); GC is the GVL holder while the process collects
- * garbage. */
+ * RUNNING holds its ractor's GVL; GVL_WAIT is runnable for Ruby without it
+ * (or back from a blocking region, on a futex, to run again); BLOCKED is
+ * asleep for Ruby (sleep, Mutex, Queue, ConditionVariable, join,
+ * Thread.stop) or in a blocking region (IO); GC is the GVL holder while the
+ * process collects garbage. Without the holder (through a debugger) the
+ * kernel decides for a runnable thread: futex GVL_WAIT, another system
+ * call BLOCKED, user code RUNNING. */
 typedef enum rbpeek_thread_state {
     RBPEEK_STATE_RUNNING = 0,
     RBPEEK_STATE_GVL_WAIT = 1,
