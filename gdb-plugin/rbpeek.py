@@ -50,6 +50,17 @@ class GdbAdapter(DebuggerAdapter):
             return None  # it exited, though gdb may not have seen that yet
         return ("gdb", inf.num, inf.pid, self._is_core(), inf.progspace.filename)
 
+    def core_path(self):
+        # gdb 13 has no attribute naming the core: "info target" does.
+        if not self._is_core():
+            return None
+        try:
+            text = gdb.execute("info target", to_string=True)
+        except gdb.error:
+            return None
+        m = re.search(r"Local core dump file:\s*`(.+?)', file type", text)
+        return m.group(1) if m else None
+
     def live_pid(self):
         inf = self._inferior()
         if inf.pid and not self._is_core() and os.path.exists("/proc/%d/mem" % inf.pid):
@@ -329,7 +340,7 @@ _SESSIONS = Sessions()
 
 def _invoke(command, argv):
     try:
-        command.run(_ADAPTER, argv)
+        command.invoke(_ADAPTER, argv)
     except RbpeekError as e:
         raise gdb.GdbError("rbpeek: %s" % e)
     except KeyboardInterrupt:
@@ -360,7 +371,7 @@ def _register(command):
         gdb.Command.__init__(self, "ruby " + command.name, gdb.COMMAND_DATA, gdb.COMPLETE_NONE)
 
     cls = type("Ruby%sCommand" % command.name.capitalize(), (gdb.Command,),
-               {"__doc__": command.summary + "\n\nUsage: " + command.usage, "__init__": init, "invoke": invoke})
+               {"__doc__": command.help_text().rstrip("\n"), "__init__": init, "invoke": invoke})
     cls()
 
 

@@ -87,10 +87,16 @@ class LldbAdapter(DebuggerAdapter):
         return out
 
     def core_file(self):
-        # lldb 16 has no call that names a core's file, and for a core whose
-        # binaries are missing it lists no modules at all. It does keep the
-        # core mapped: the mapped ELF core whose NT_PRSTATUS names this pid.
+        # For a core whose binaries are missing lldb lists no modules at
+        # all: the core library then reads the mapped files' list itself.
         if not self._is_core() or any(True for _ in self.target.module_iter()):
+            return None
+        return self.core_path()
+
+    def core_path(self):
+        # lldb 16 has no call that names a core's file. It does keep the
+        # core mapped: the mapped ELF core whose NT_PRSTATUS names this pid.
+        if not self._is_core():
             return None
         pid = self.process.GetProcessID()
         try:
@@ -304,11 +310,11 @@ class _RubyCommand:
         return self.command.summary
 
     def get_long_help(self):
-        return self.command.summary + "\n\nUsage: " + self.command.usage
+        return self.command.help_text()
 
     def __call__(self, debugger, args, exe_ctx, result):
         try:
-            self.command.run(LldbAdapter(debugger, result), args)
+            self.command.invoke(LldbAdapter(debugger, result), args)
             result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
         except RbpeekError as e:
             result.SetError("rbpeek: %s" % e)

@@ -9,7 +9,8 @@ PKGS=(build-essential cmake pkg-config gdb lldb-16 python3-lldb-16 clang-16 libc
       valgrind dpkg-dev autoconf bison libssl-dev libyaml-dev libffi-dev
       zlib1g-dev libgdbm-dev libreadline-dev chromium libxml2-utils
       libprotobuf-c-dev protobuf-c-compiler golang-go libgmp-dev
-      file)  # file: cpack -G DEB (dpkg-shlibdeps) finds the ELF files with it
+      file   # file: cpack -G DEB (dpkg-shlibdeps) finds the ELF files with it
+      tmux puma ruby-sinatra)  # it.top (a terminal), it.puma (a clustered server)
 
 # Extra deb-src suites carrying the CRuby versions in the test matrix. They
 # reuse the URI and keyring of the machine's existing Debian sources file.

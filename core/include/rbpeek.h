@@ -86,6 +86,20 @@ RBPEEK_API rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid);
  * contain are read from the mapped files named in the core's NT_FILE note. */
 RBPEEK_API rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path);
 
+/* The core file a reader's memory comes from (a debugger's core): a
+ * truncated one is said, as use_core says it, on the warning line and in
+ * front of an attach that fails (what is missing, what can still be
+ * read). */
+RBPEEK_API rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const char *core_path);
+
+/* The kernel's list of the target's threads, for a source that is not a
+ * live process read directly (use_pid reads /proc/PID/task itself): the
+ * debugger's thread list, or a core's NT_PRSTATUS notes. A thread's
+ * native_tid is one of these or unknown, never a TID the target does not
+ * have (a forked child's main thread keeps its parent's in Ruby's record).
+ * Replaces the list given before; n 0 drops it. */
+RBPEEK_API rbpeek_status rbpeek_session_set_kernel_tids(rbpeek_session *s, const int64_t *tids, size_t n);
+
 /* Symbol lookup. Optional: without it (or when it fails) symbols are taken
  * from the dynamic symbol tables of the ELF images mapped in the target. */
 RBPEEK_API rbpeek_status rbpeek_session_use_lookup(rbpeek_session *s, rbpeek_lookup_fn fn, void *ctx);
@@ -176,7 +190,11 @@ typedef struct rbpeek_thread {
     const char *name;           /* NULL when the thread has no name */
     int32_t is_main;
     int32_t status;             /* rbpeek_thread_status */
-    int64_t native_tid;         /* -1 when the Ruby version does not keep it */
+    int64_t native_tid;         /* the kernel's TID of the native thread running it, as
+                                 * the reader's PID namespace numbers it: glibc's thread
+                                 * descriptor's, or Ruby's own record, whichever the
+                                 * kernel lists (/proc/PID/task, or the list given to
+                                 * rbpeek_session_set_kernel_tids); -1 when unknown */
     uint64_t pthread_id;        /* pthread_t of the native thread, 0 if none */
     uint64_t thread_addr;       /* rb_thread_t address */
     uint64_t thread_value;      /* the Thread object (VALUE) */
@@ -188,6 +206,10 @@ typedef struct rbpeek_thread {
     const rbpeek_frame *frames; /* innermost first */
     int32_t torn;               /* rbpeek_snapshot_take_running: its stack changed while it was read */
     int32_t retried;            /* ... and it was walked again (kept, unless torn) */
+    int64_t ruby_tid;           /* the TID Ruby itself records for it (3.1+), -1 if none: a
+                                 * forked child's main thread keeps its parent's in 3.1
+                                 * and 3.2, and a process in another PID namespace
+                                 * numbers its threads by that namespace */
 } rbpeek_thread;
 
 typedef enum rbpeek_thread_status {

@@ -115,6 +115,13 @@ typedef struct rbpeek_sample_options {
     const uint64_t *tid_map;    /* optional (pthread_t, TID) pairs, for Rubies that
                                  * keep no TID (before 3.1) */
     size_t tid_map_pairs;
+    int drop_idle;              /* nonzero: leave out threads in the BLOCKED state
+                                 * (rbpeek_thread_state), as py-spy leaves idle
+                                 * threads out; they are still counted in the
+                                 * profile's thread tallies */
+    const char *root_frame;     /* non-NULL: a root frame above every stack (and
+                                 * above per_thread's), naming the process:
+                                 * "COMMAND (pid N)" */
 } rbpeek_sample_options;
 
 /* What one call did with the snapshot's threads. */
@@ -134,6 +141,42 @@ typedef struct rbpeek_sample_result {
 RBPEEK_API rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,
                                                      const rbpeek_sample_options *opt,
                                                      rbpeek_sample_result *result);
+
+/* What a thread was doing at a sample (docs/sampling.md, "Thread states"):
+ * RUNNING holds its ractor's GVL; GVL_WAIT is runnable for Ruby without it
+ * (or back from a blocking region, on a futex, to run again); BLOCKED is
+ * asleep for Ruby (sleep, Mutex, Queue, ConditionVariable, join,
+ * Thread.stop) or in a blocking region (IO); GC is the GVL holder while the
+ * process collects garbage. Without the holder (through a debugger) the
+ * kernel decides for a runnable thread: futex GVL_WAIT, another system
+ * call BLOCKED, user code RUNNING. */
+typedef enum rbpeek_thread_state {
+    RBPEEK_STATE_RUNNING = 0,
+    RBPEEK_STATE_GVL_WAIT = 1,
+    RBPEEK_STATE_BLOCKED = 2,
+    RBPEEK_STATE_GC = 3,
+} rbpeek_thread_state;
+#define RBPEEK_THREAD_STATES 4
+
+/* Every thread a profile's samples saw (kept or left out), with how many
+ * samples found it in each state. */
+typedef struct rbpeek_thread_tally {
+    int64_t pid;                /* the sample options' pid (0 if none) */
+    int64_t tid;                /* the kernel's TID, -1 if unknown */
+    const char *name;           /* the thread's last name seen, "" if none (the profile's) */
+    int32_t is_main;
+    uint64_t samples;           /* samples that saw the thread */
+    uint64_t states[RBPEEK_THREAD_STATES]; /* by rbpeek_thread_state */
+} rbpeek_thread_tally;
+
+RBPEEK_API size_t rbpeek_profile_thread_count(const rbpeek_profile *p);
+/* The i-th thread seen, in the order first seen; RBPEEK_ERR_ARG past the end. */
+RBPEEK_API rbpeek_status rbpeek_profile_thread_tally(const rbpeek_profile *p, size_t i, rbpeek_thread_tally *out);
+
+/* Adds every stack and thread tally of src to dst (frames matched by what
+ * they are, not by id): how the profiles of several processes, each
+ * sampled by its own tracer, become one. Meta data is not copied. */
+RBPEEK_API rbpeek_status rbpeek_profile_merge(rbpeek_profile *dst, const rbpeek_profile *src);
 
 /* Kernel TIDs of snap's threads as (pthread_t, TID) pairs. Rubies before 3.1
  * keep only a thread's pthread_t, and a debugger may not be able to tell a

@@ -13,6 +13,7 @@
 
 #include "memory/elf_symbols.h"
 #include "vm/discover.h"
+#include "vm/kernel_tid.h"
 #include "vm/robject.h"
 #include "vm/symbolize.h"
 #include "vm/validate.h"
@@ -71,6 +72,7 @@ void rbpeek_session_free(rbpeek_session *s)
     for (size_t i = 0; i < s->ndebug_files; i++) free(s->debug_files[i]);
     free(s->debug_files);
     free_caches(s);
+    rbp_kernel_tids_free(s);
     free(s);
 }
 
@@ -85,6 +87,9 @@ static rbpeek_status set_source(rbpeek_session *s, rbp_source src)
     }
     rbp_mem_free(s->mem);
     s->mem = m;
+    s->pid = 0;
+    s->core_note[0] = '\0';
+    rbp_kernel_tids_free(s);   /* what the kernel lists is the new source's to say */
     rbp_mem_set_warn(m, rbp_session_warnsink(s));
     s->attached = false;
     return RBPEEK_OK;
@@ -113,6 +118,7 @@ rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid)
     if (!rbp_source_proc(pid, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
     rbpeek_status st = set_source(s, src);
     if (st != RBPEEK_OK) return st;
+    s->pid = pid;
     rbp_region *r = NULL;
     size_t n = rbp_source_proc_regions(pid, &r);
     adopt_regions(s, r, n);
@@ -140,6 +146,26 @@ rbpeek_status rbpeek_session_add_core_regions(rbpeek_session *s, const char *cor
     size_t n = rbp_source_core_regions(core_path, &r);
     if (!n) return rbp_fail(s, RBPEEK_ERR_IO, "%s lists no mapped files (not an ELF core?)", core_path);
     adopt_regions(s, r, n);
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const char *core_path)
+{
+    if (!s || !core_path) return rbp_fail(s, RBPEEK_ERR_ARG, "set_core_file: no core file given");
+    s->core_note[0] = '\0';
+    rbp_source src;
+    char err[256];
+    if (!rbp_source_core(core_path, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
+    const char *note = src.note ? src.note(src.ctx) : NULL;
+    if (note) snprintf(s->core_note, sizeof s->core_note, "%s", note);
+    if (src.close) src.close(src.ctx);
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_set_kernel_tids(rbpeek_session *s, const int64_t *tids, size_t n)
+{
+    if (!s || (n && !tids)) return rbp_fail(s, RBPEEK_ERR_ARG, "set_kernel_tids: no list given");
+    if (!rbp_kernel_tids_set(s, tids, n)) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     return RBPEEK_OK;
 }
 
@@ -235,7 +261,17 @@ rbpeek_status rbpeek_session_attach(rbpeek_session *s)
         last = st;
         st = RBPEEK_OK;
     }
-    if (st != RBPEEK_OK) return st;
+    const char *note = rbp_mem_note(s->mem);   /* a truncated core says what it lacks */
+    if (!note && s->core_note[0]) note = s->core_note;
+    if (st != RBPEEK_OK) {
+        if (note) {
+            char why[sizeof s->error];
+            snprintf(why, sizeof why, "%s", s->error);
+            return rbp_fail(s, st, "%s; that was not enough: %s", note, why);
+        }
+        return st;
+    }
+    if (note) rbp_warn(s, "%s", note);
     s->attached = true;
     return RBPEEK_OK;
 }

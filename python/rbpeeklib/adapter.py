@@ -47,6 +47,11 @@ class DebuggerAdapter:
         the core library reads the list from the core itself; else None."""
         return None
 
+    def core_path(self):
+        """The path of the core file the debugger has open, or None (a live
+        target, or a debugger that cannot tell)."""
+        return None
+
     def evaluate(self, expr):
         """The integer value of a debugger expression (an address, a
         register, a C variable) as a 64-bit VALUE, evaluated without calling
@@ -67,6 +72,11 @@ class DebuggerAdapter:
 
     def write(self, text):
         raise NotImplementedError
+
+    def warn(self, text):
+        """A warning about the target (a truncated core), apart from the
+        command's output: the debugger's output, standard error without one."""
+        self.write(text)
 
     # --- sampling (rbpeeklib/sampling/) ---------------------------------
     # `ruby sample` stops and resumes the target many times a second. The

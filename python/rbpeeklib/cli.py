@@ -23,11 +23,16 @@ from .core import RbpeekError
 from .standalone import StandaloneAdapter
 
 PROG = "rbpeek"
-TARGET_USAGE = "(--pid PID | --core CORE [--exe PATH])"
+TARGET_USAGE = "(--pid PID... [--subprocesses] | --core CORE [--exe PATH])"
 TARGET_HELP = """Target (one of):
   --pid PID          a live process: read through /proc/PID/mem (root, or
                      the same user with ptrace allowed); not stopped, except
-                     by `sample`, which traces it while it samples
+                     by `sample`, which traces it while it samples. Given
+                     more than once (sample, bt, threads, locks, heap, gc,
+                     allocs): each process, grouped by process
+  --subprocesses     with --pid: the process and its descendants (a
+                     pre-forking server's master and workers); sample also
+                     follows those forked while it runs
   --core CORE        a core file (gcore, or the kernel's); pages it lacks
                      are read from the files it mapped, at their paths
   --exe PATH         with --core: the Ruby executable, read for its DWARF
@@ -43,6 +48,8 @@ def _main_help(commands):
     lines = ["usage: %s COMMAND %s [OPTIONS]" % (PROG, TARGET_USAGE), "",
              "Inspect a CRuby process or core file without running code in it, and without a debugger.", ""]
     lines += ["  %-*s  %s" % (width, c.name, c.summary) for c in commands]
+    lines += ["  %-*s  %s" % (width, "top", "A live view of the hottest methods, refreshed every second (the command "
+                                            "line only).")]
     lines += ["", "'%s COMMAND --help' shows the options of a command; they are those of the" % PROG,
               "debuggers' 'ruby COMMAND' (docs/usage.md)."]
     return "\n".join(lines) + "\n"
@@ -90,27 +97,88 @@ def _take_option(argv, names):
     return value, rest
 
 
+def _take_all(argv, names):
+    """Every '--name VALUE' / '--name=VALUE' out of argv: ([values], rest)."""
+    values = []
+    while True:
+        v, argv = _take_first(argv, names)
+        if v is None:
+            return values, argv
+        values.append(v)
+
+
+def _take_first(argv, names):
+    """The first '--name VALUE' of several: (value, rest)."""
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        hit = next((n for n in names if a == n or a.startswith(n + "=")), None)
+        if hit is None:
+            continue
+        if a == hit:
+            if i + 1 >= len(argv):
+                raise UsageError(None, "%s needs a value" % hit)
+            return argv[i + 1], argv[:i] + argv[i + 2:]
+        return a[len(hit) + 1:], argv[:i] + argv[i + 1:]
+    return None, argv
+
+
 def parse_target(argv):
-    """(StandaloneAdapter, the command's own arguments) from argv."""
-    pid, argv = _take_option(argv, ["--pid", "-p"])
+    """(StandaloneAdapter, the command's own arguments) from argv. Several
+    --pid, or --subprocesses: the adapter's processes (the first pid is its
+    own) and subprocesses say so."""
+    pids, argv = _take_all(argv, ["--pid", "-p"])
+    follow = "--subprocesses" in argv[:argv.index("--")] if "--" in argv else "--subprocesses" in argv
+    if follow:
+        argv = [a for a in argv if a != "--subprocesses"]
+    pid = pids[0] if pids else None
     core, argv = _take_option(argv, ["--core", "-c"])
     exe, argv = _take_option(argv, ["--exe"])
     if (pid is None) == (core is None):
         raise UsageError(None, "give the target: --pid PID (a live process) or --core CORE (a core file)")
     if exe is not None and core is None:
         raise UsageError(None, "--exe goes with --core (a live process names its own executable)")
+    if follow and pid is None:
+        raise UsageError(None, "--subprocesses goes with --pid (a core file is one process)")
     if pid is not None:
-        if not pid.isdigit() or int(pid) <= 0:
-            raise UsageError(None, "--pid wants a process id, not %r" % pid)
-        pid = int(pid)
-        if not os.path.exists("/proc/%d" % pid):
-            raise RbpeekError("no process %d" % pid)
-        return StandaloneAdapter(pid=pid), argv
+        nums = []
+        for p in pids:
+            if not p.isdigit() or int(p) <= 0:
+                raise UsageError(None, "--pid wants a process id, not %r" % p)
+            if not os.path.exists("/proc/%d" % int(p)):
+                raise RbpeekError("no process %d" % int(p))
+            if int(p) not in nums:
+                nums.append(int(p))
+        dbg = StandaloneAdapter(pid=nums[0])
+        dbg.processes, dbg.subprocesses = nums, follow
+        return dbg, argv
     if not os.path.isfile(core):
         raise RbpeekError("--core: no such file: %s" % core)
     if exe is not None and not os.path.isfile(exe):
         raise RbpeekError("--exe: no such file: %s" % exe)
     return StandaloneAdapter(core=os.path.abspath(core), exe=exe and os.path.abspath(exe)), argv
+
+
+def _top(rest):
+    """`rbpeek top`: the command line's own (a live view needs a terminal of
+    its own, which a debugger's command has not)."""
+    from .top import USAGE, run_top
+    if "-h" in rest or "--help" in rest:
+        sys.stdout.write(USAGE + "\n" + TARGET_HELP + "\n")
+        return 0
+    try:
+        dbg, rest = parse_target(rest)
+        if dbg.core:
+            raise UsageError("top", "top watches a live process: give --pid PID")
+        return run_top(dbg.processes, dbg.subprocesses, rest, sys.stdout, sys.stderr)
+    except UsageError as e:
+        sys.stderr.write(_usage_line(e, "top"))
+        return 2
+    except RbpeekError as e:
+        sys.stderr.write("%s: %s\n" % (PROG, e))
+        return 1
+    except KeyboardInterrupt:
+        return 0
 
 
 def _usage_line(e, name):
@@ -128,6 +196,8 @@ def main(argv=None):
     if argv[0] == "help" and len(argv) == 2 and argv[1] in by_name:
         argv = [argv[1], "--help"]
     name = argv[0]
+    if name == "top":
+        return _top(argv[1:])
     command = by_name.get(name)
     if command is None:
         sys.stderr.write("%s: no command %r; one of: %s (see '%s --help')\n"
@@ -139,6 +209,10 @@ def main(argv=None):
         return 0
     try:
         dbg, rest = parse_target(rest)
+        many = getattr(dbg, "processes", None) and (len(dbg.processes) > 1 or dbg.subprocesses)
+        if many and name != "sample":
+            from .cli_multi import run_each
+            return run_each(name, dbg.processes, dbg.subprocesses, rest, sys.stdout, sys.stderr)
         command.run(dbg, rest)
     except UsageError as e:
         sys.stderr.write(_usage_line(e, name))

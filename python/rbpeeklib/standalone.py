@@ -72,6 +72,11 @@ class StandaloneAdapter(DebuggerAdapter):
         self.out.write(text)
         self.out.flush()
 
+    def warn(self, text):
+        # Not into the command's output: `bt --json` must stay JSON.
+        self.err.write(text)
+        self.err.flush()
+
     def progress(self, text):
         self.err.write(text)
         self.err.flush()

@@ -25,7 +25,8 @@ def test_usage(workdir):
         if not re.search(r"^  %s\s" % name, out, re.M):
             raise Failure("rbpeek --help does not list %s:\n%s" % (name, out))
         text, _ = cli([name, "--help"])
-        if not text.startswith("rbpeek %s (--pid PID | --core CORE [--exe PATH])" % name) or "--core CORE" not in text:
+        if not text.startswith("rbpeek %s (--pid PID... [--subprocesses] | --core CORE [--exe PATH])" % name) \
+                or "--core CORE" not in text:
             raise Failure("rbpeek %s --help:\n%s" % (name, text))
     cases = [
         ([], 2, r"usage: rbpeek COMMAND"),
@@ -38,6 +39,11 @@ def test_usage(workdir):
         (["bt", "--pid", "%d" % os.getpid(), "--max-frames", "-3"], 2, r"must be positive"),
         (["sample", "--pid", "%d" % os.getpid(), "--via-debugger"], 2, r"needs a debugger"),
         (["bt", "--exe", "/bin/true", "--pid", "1"], 2, r"--exe goes with --core"),
+        (["bt", "--subprocesses", "--core", "x"], 2, r"--subprocesses goes with --pid"),
+        (["info", "--pid", "1", "--pid", "%d" % os.getpid()], 2, r"info reads one process"),
+        (["heap", "--pid", "1", "--subprocesses", "--dump", "x"], 2, r"--dump writes one process's file"),
+        (["sample", "--pid", "%d" % os.getpid(), "-o", "x"], 2, r"-o writes the --json summary"),
+        (["top", "--core", "/bin/true"], 2, r"top watches a live process"),
         (["bt", "--core", os.path.join(workdir, "nothing")], 1, r"no such file"),
         (["bt", "--pid", "999999999"], 1, r"no process 999999999"),
         # Python itself, not a Ruby: one line saying so, exit 1.

@@ -10,7 +10,7 @@ Ruby, for gdb, lldb and the command line in turn, never two at once
 (matrix.py); "other" (it.sample_other.RUBY) does the rest with one target
 started with --burner, its core, and the command line. Live:
 
-  1. `ruby sample` (all threads) must attribute the alpha/beta split within
+  1. `ruby sample --idle` (all threads, idle ones kept) must attribute the alpha/beta split within
      5 percentage points of the target's own measure over the time it was
      sampled (sampling disturbs caches, so the split is not quite the same
      before and during sampling: the program measures during),
@@ -208,7 +208,7 @@ def live_all_threads(c):
     ss_a = c.path("all.speedscope.json")
     pprof_a = c.path("all.pb.gz")
     folded_b = c.path("current.folded")
-    cmds = ["ruby sample %d --rate %d --folded %s --svg %s --speedscope %s --pprof %s"
+    cmds = ["ruby sample %d --rate %d --idle --folded %s --svg %s --speedscope %s --pprof %s"
             % (SAMPLES, RATE, folded_a, svg_a, ss_a, pprof_a),
             "ruby sample 200 --rate %d --threads current --per-thread --folded %s" % (RATE, folded_b)]
     rc, output = c.run_debugger(cmds)
@@ -307,7 +307,7 @@ def cli_live(c):
     svg = c.path("all.svg")
     ss = c.path("all.speedscope.json")
     pprof = c.path("all.pb.gz")
-    out, err = harness.cli(["sample", "--pid", str(target.pid), str(SAMPLES), "--rate", str(RATE),
+    out, err = harness.cli(["sample", "--pid", str(target.pid), str(SAMPLES), "--rate", str(RATE), "--idle",
                             "--folded", folded, "--svg", svg, "--speedscope", ss, "--pprof", pprof])
     target.assert_left_running()
     if not err.startswith("rbpeek: sampling pid %d" % target.pid):

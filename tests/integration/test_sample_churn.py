@@ -44,7 +44,7 @@ def check(c):
     runs = (("default", "", c.path("default.folded")),
             ("--nonblocking", " --nonblocking", c.path("nonblocking.folded")))
     bt = c.path("bt.json")
-    cmds = ["ruby sample %d --rate %d --per-thread%s --folded %s" % (SAMPLES, RATE, flag, path)
+    cmds = ["ruby sample %d --rate %d --per-thread --idle%s --folded %s" % (SAMPLES, RATE, flag, path)
             for _what, flag, path in runs] + ["ruby bt -a --json -o %s" % bt]
     rc, output = c.run_debugger(cmds)
     harness.assert_no_traceback(output)

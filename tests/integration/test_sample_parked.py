@@ -9,8 +9,8 @@ a pipe read) and never wake. One target per Ruby serves gdb, then lldb
 (matrix.py). In one session of each debugger:
 
   1. `ruby sample` (the default: only the thread holding the GVL is stopped)
-     with --per-thread;
-  2. `ruby sample --nonblocking` (nothing stopped) with --per-thread;
+     with --per-thread --idle (the parked threads are idle);
+  2. `ruby sample --nonblocking` (nothing stopped) with --per-thread --idle;
   3. `ruby bt -a --json` afterwards, with the debugger holding every thread
      stopped: the reference.
 
@@ -99,8 +99,8 @@ def check(c):
     gvl = c.path("gvl.folded")
     nb = c.path("nonblocking.folded")
     bt = c.path("bt.json")
-    cmds = ["ruby sample %d --rate %d --per-thread --folded %s" % (SAMPLES, RATE, gvl),
-            "ruby sample %d --rate %d --per-thread --nonblocking --folded %s" % (SAMPLES, RATE, nb),
+    cmds = ["ruby sample %d --rate %d --per-thread --idle --folded %s" % (SAMPLES, RATE, gvl),
+            "ruby sample %d --rate %d --per-thread --idle --nonblocking --folded %s" % (SAMPLES, RATE, nb),
             "ruby bt -a --json -o %s" % bt]
     rc, output = c.run_debugger(cmds)
     harness.assert_no_traceback(output)

@@ -207,7 +207,7 @@ def scenario_exit(ruby, debugger, workdir):
     try:
         folded = os.path.join(workdir, "exit.folded")
         again = os.path.join(workdir, "again.folded")
-        cmds = ["ruby sample --duration 120 --folded " + folded, "ruby sample 5 --folded " + again]
+        cmds = ["ruby sample --idle --duration 120 --folded " + folded, "ruby sample --idle 5 --folded " + again]
         output = run_and_act(debugger, cmds, target.pid, os.path.join(workdir, "exit.out"),
                              lambda proc: open(os.path.join(target.workdir, "exit"), "w").close())
         harness.assert_no_traceback(output)
@@ -242,7 +242,7 @@ def scenario_inproc(ruby, debugger, workdir, name, exc, expect, via=False):
         # Through the debugger the progress report runs after every sample:
         # the 40th call ends it after 40 samples. Traced, it runs every 0.1 s.
         inject = INJECT.format(exc=exc, n=40 if via else 10)
-        cmd = "ruby sample 2000 --rate 200 --folded " + folded + (" --via-debugger" if via else "")
+        cmd = "ruby sample --idle 2000 --rate 200 --folded " + folded + (" --via-debugger" if via else "")
         cmds = [select_cmd(debugger)] + state_cmds(debugger) + [script_cmd(debugger, inject), failing(debugger, cmd),
                                                                 stopped_check(debugger)] + state_cmds(debugger) + [
             "ruby bt"]
@@ -271,7 +271,7 @@ def scenario_signal(ruby, debugger, workdir):
     try:
         folded = os.path.join(workdir, "signal.folded")
         cont = ["continue"] if debugger == "gdb" else ["process continue"]
-        cmds = ["ruby sample --duration 120 --folded " + folded, stopped_check(debugger), "ruby bt"] + cont
+        cmds = ["ruby sample --idle --duration 120 --folded " + folded, stopped_check(debugger), "ruby bt"] + cont
         output = run_and_act(debugger, cmds, target.pid, os.path.join(workdir, "signal.out"),
                              lambda proc: os.kill(target.pid, signal.SIGUSR1))
         harness.assert_no_traceback(output)
@@ -294,7 +294,7 @@ def scenario_held_signal(ruby, debugger, workdir):
     target = SplitTarget(ruby, os.path.join(workdir, "held"))
     try:
         folded = os.path.join(workdir, "held.folded")
-        sample = "ruby sample 30 --rate 200 --folded " + folded
+        sample = "ruby sample --idle 30 --rate 200 --folded " + folded
         if debugger == "gdb":
             cmds = ["handle SIGWINCH stop print pass", "shell kill -WINCH %d" % target.pid, "continue", sample]
         else:
@@ -320,7 +320,7 @@ def scenario_threads(ruby, debugger, workdir):
     target = SplitTarget(ruby, os.path.join(workdir, "threads"), "--spawn-threads")
     try:
         folded = os.path.join(workdir, "threads.folded")
-        cmds = ["ruby sample 600 --rate 200 --folded " + folded, stopped_check(debugger), threads_check(debugger),
+        cmds = ["ruby sample --idle 600 --rate 200 --folded " + folded, stopped_check(debugger), threads_check(debugger),
                 "ruby bt -a"]
         rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
         harness.assert_no_traceback(output)
@@ -348,7 +348,7 @@ def scenario_ctrl_c(ruby, debugger, workdir, via=False):
     try:
         folded = os.path.join(workdir, "ctrlc.folded")
         cmds = [select_cmd(debugger)] + state_cmds(debugger) + [
-            "ruby sample --duration 120 --folded " + folded + (" --via-debugger" if via else ""),
+            "ruby sample --idle --duration 120 --folded " + folded + (" --via-debugger" if via else ""),
                                        stopped_check(debugger)] + state_cmds(debugger) + ["ruby bt"]
         output = run_and_act(debugger, cmds, target.pid, os.path.join(workdir, "ctrlc.out"),
                              lambda proc: proc.send_signal(signal.SIGINT))

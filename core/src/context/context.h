@@ -24,9 +24,10 @@
 typedef struct rbp_symcache rbp_symcache;   /* vm/symbolize.c */
 typedef struct rbp_idcache rbp_idcache;     /* vm/robject.c */
 struct rbp_elfcache;                        /* memory/elf_symbols.c */
+struct rbp_ktids;                           /* vm/kernel_tid.c */
 
 struct rbpeek_session {
-    char error[512];
+    char error[1024];
     char warning[512];
 
     /* Memory source and the regions known to be mapped in the target. */
@@ -67,6 +68,14 @@ struct rbpeek_session {
     rbp_symcache *symcache;
     rbp_idcache *idcache;
     struct rbp_elfcache *elfcache;  /* per-image .dynsym parse results */
+
+    /* The kernel's view of the target's threads (vm/kernel_tid.c): the
+     * live process read directly (use_pid; 0 otherwise), and the caller's
+     * list of TIDs, glibc's descriptor offset and the pairs verified. */
+    int pid;
+    struct rbp_ktids *ktids;
+    /* What the core a reader's memory comes from lacks (set_core_file), "" if whole. */
+    char core_note[640];
 
     /* The frame walker's temporaries (vm/frames.c), kept from walk to walk
      * so that a sample allocates none of them: the control frames as read

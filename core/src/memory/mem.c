@@ -81,6 +81,8 @@ void rbp_mem_free(rbp_mem *m)
 
 const char *rbp_mem_kind(const rbp_mem *m) { return m && m->src.kind ? m->src.kind : "none"; }
 
+const char *rbp_mem_note(const rbp_mem *m) { return m && m->src.note ? m->src.note(m->src.ctx) : NULL; }
+
 void rbp_mem_set_warn(rbp_mem *m, rbp_warnsink sink)
 {
     if (!m) return;

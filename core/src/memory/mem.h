@@ -31,6 +31,9 @@ typedef struct rbp_source {
     /* Where the source says what it refused (a file a core names that is
      * no regular file); may be NULL. rbp_mem_set_warn calls it. */
     void (*set_warn)(void *ctx, rbp_warnsink sink);
+    /* A standing fact about the source worth saying to whoever reads
+     * through it (a truncated core: what is missing), or NULL; may be NULL. */
+    const char *(*note)(void *ctx);
     void *ctx;
     const char *kind;               /* "callback", "proc", "core" */
 } rbp_source;
@@ -45,6 +48,8 @@ const char *rbp_mem_kind(const rbp_mem *m);
  * say what they refused: the session's warning line. */
 void rbp_mem_set_warn(rbp_mem *m, rbp_warnsink sink);
 const rbp_warnsink *rbp_mem_warn(const rbp_mem *m);
+/* The source's standing note (rbp_source.note), or NULL. */
+const char *rbp_mem_note(const rbp_mem *m);
 
 /* Reads exactly len bytes; false if any byte is unreadable. */
 bool rbp_mem_read(rbp_mem *m, uint64_t addr, void *buf, size_t len);

@@ -84,6 +84,7 @@ typedef struct core {
     size_t nopen;
     uint64_t clock;
     rbp_warnsink warn;      /* where refused files are said (rbp_mem_set_warn) */
+    char note[640];         /* a truncated core: what is missing, what can be read ("" if whole) */
 } core;
 
 /* pread that retries on EINTR and on partial transfers; returns bytes read
@@ -239,6 +240,58 @@ static bool parse_notes(core *c, const uint8_t *buf, uint64_t len)
     return true;
 }
 
+/* ---- truncation ---------------------------------------------------------- */
+
+static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+/* A core cut short (a crash while it was written, a full disk, a size
+ * limit) still opens: what its headers promise past the end of the file
+ * reads as missing. Says so in c->note: how much of the file is there,
+ * which segments are cut or missing, and what can still be read (the
+ * notes, the whole segments, the pages of mapped files, which come from
+ * the files themselves). The session puts it on its warning line, and in
+ * front of an attach that fails for it. */
+static void describe_truncation(core *c, const Elf64_Phdr *ph, uint64_t phnum)
+{
+    enum { SHOWN = 3 };
+    uint64_t want = 0, bytes_missing = 0;
+    size_t nload = 0, ncut = 0;
+    uint64_t lo[SHOWN], hi[SHOWN];   /* the lowest cut ranges, sorted */
+    bool notes_cut = false;
+    for (uint64_t i = 0; i < phnum; i++) {
+        const Elf64_Phdr *p = &ph[i];
+        if (p->p_filesz == 0 || p->p_offset + p->p_filesz < p->p_offset) continue;
+        uint64_t end = p->p_offset + p->p_filesz;
+        if (end > want) want = end;
+        if (p->p_type == PT_NOTE && end > c->size) notes_cut = true;
+        if (p->p_type != PT_LOAD) continue;
+        nload++;
+        if (end <= c->size) continue;
+        uint64_t have = p->p_offset >= c->size ? 0 : c->size - p->p_offset;
+        bytes_missing += p->p_filesz - have;
+        uint64_t a = p->p_vaddr + have, b = p->p_vaddr + p->p_filesz;
+        size_t k = ncut < SHOWN ? ncut : SHOWN;
+        while (k > 0 && lo[k - 1] > a) {
+            if (k < SHOWN) lo[k] = lo[k - 1], hi[k] = hi[k - 1];
+            k--;
+        }
+        if (k < SHOWN) lo[k] = a, hi[k] = b;
+        ncut++;
+    }
+    if (want <= c->size) return;
+    char ranges[160] = "";
+    size_t used = 0;
+    for (size_t k = 0; k < ncut && k < SHOWN; k++)
+        used += (size_t)snprintf(ranges + used, used < sizeof ranges ? sizeof ranges - used : 0, "%s0x%llx-0x%llx",
+                                 k ? ", " : "", (unsigned long long)lo[k], (unsigned long long)hi[k]);
+    snprintf(c->note, sizeof c->note,
+             "the core file is truncated: %.1f of the %.1f MiB its headers describe are in it; %zu of %zu memory "
+             "segments are cut or missing (%.1f MiB: %s%s)%s; still readable: %zu whole segments and pages of "
+             "mapped files (from the files)",
+             mib(c->size), mib(want), ncut, nload, mib(bytes_missing), ranges, ncut > SHOWN ? ", ..." : "",
+             notes_cut ? ", and so are its notes (threads, registers, the mapped files' names)" : "", nload - ncut);
+}
+
 /* ---- ELF header and program headers ----------------------------------- */
 
 static core *core_open(const char *path, char *err, size_t errlen)
@@ -317,6 +370,7 @@ static core *core_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
 
+    describe_truncation(c, ph, phnum);
     size_t nload = 0;
     for (uint64_t i = 0; i < phnum; i++) nload += ph[i].p_type == PT_LOAD;
     c->segs = calloc(nload ? nload : 1, sizeof *c->segs);
@@ -506,6 +560,8 @@ static void core_close(void *ctx) { core_free(ctx); }
 
 static void core_set_warn(void *ctx, rbp_warnsink sink) { ((core *)ctx)->warn = sink; }
 
+static const char *core_note(void *ctx) { return ((core *)ctx)->note[0] ? ((core *)ctx)->note : NULL; }
+
 bool rbp_source_core(const char *core_path, rbp_source *out, char *err, size_t errlen)
 {
     if (!core_path || !out) {
@@ -514,7 +570,8 @@ bool rbp_source_core(const char *core_path, rbp_source *out, char *err, size_t e
     }
     core *c = core_open(core_path, err, errlen);
     if (!c) return false;
-    *out = (rbp_source){.read = core_read, .close = core_close, .set_warn = core_set_warn, .ctx = c, .kind = "core"};
+    *out = (rbp_source){.read = core_read, .close = core_close, .set_warn = core_set_warn, .note = core_note, .ctx = c,
+                        .kind = "core"};
     return true;
 }
 

@@ -5,6 +5,16 @@
  * ptrace access to it (same user and a permissive yama ptrace_scope, the
  * process's parent, or CAP_SYS_PTRACE); the target need not be stopped,
  * which is the caller's business (a sampler stops it for a consistent view).
+ *
+ * A process in another mount namespace (a container) names its files by
+ * its own root: the path /proc/PID/maps shows for a file this side cannot
+ * reach is the container's, and here may be missing or, worse, another
+ * file (the host's own libruby of another release). So each mapped file's
+ * path is checked against the inode the maps line gives: the path as it
+ * is when it is that file here, else the same path under /proc/PID/root
+ * (the process's own root, as the kernel resolves it for its tracer), so
+ * that every reader of the images (symbols, DWARF) opens the file the
+ * process really mapped.
  */
 #define _GNU_SOURCE
 #include "base/errbuf.h"
@@ -17,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -131,12 +142,13 @@ bool rbp_source_proc(int pid, rbp_source *out, char *err, size_t errlen)
 /* Parses one maps line: "start-end perms offset dev inode [path]". The path
  * is the rest of the line after the inode's padding and may contain spaces
  * (and a " (deleted)" suffix, kept as the kernel wrote it). */
-static bool parse_maps_line(char *line, rbp_region *r)
+static bool parse_maps_line(char *line, rbp_region *r, unsigned long long *inode)
 {
     unsigned long long start, end, ofs;
     char perms[8];
     int pathpos = 0;
-    if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &ofs, &pathpos) < 4) return false;
+    *inode = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %n", &start, &end, perms, &ofs, inode, &pathpos) < 5) return false;
     if (end <= start) return false;
     size_t n = strlen(line);
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
@@ -147,6 +159,41 @@ static bool parse_maps_line(char *line, rbp_region *r)
     r->path = NULL;
     if (*path && !(r->path = strdup(path))) return false;
     return true;
+}
+
+static bool is_inode(const char *path, unsigned long long inode)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && (unsigned long long)st.st_ino == inode;
+}
+
+/* The path by which this side opens the file a region maps (see the top):
+ * NULL to keep the region's own; else a malloc'd /proc/PID/root/PATH. */
+static char *reachable_path(int pid, const char *path, unsigned long long inode, bool other_ns)
+{
+    if (!path || path[0] != '/' || inode == 0) return NULL;
+    if (!other_ns && is_inode(path, inode)) return NULL;
+    size_t need = strlen(path) + 32;
+    char *inside = malloc(need);
+    if (!inside) return NULL;
+    snprintf(inside, need, "/proc/%d/root%s", pid, path);
+    if (is_inode(inside, inode) || (other_ns && !is_inode(path, inode))) return inside;
+    free(inside);
+    return NULL;
+}
+
+/* Whether pid sees another mount namespace or another root than this
+ * process (a container, a chroot). */
+static bool other_mount_ns(int pid)
+{
+    char a[64];
+    struct stat mine, theirs;
+    snprintf(a, sizeof a, "/proc/%d/ns/mnt", pid);
+    if (stat("/proc/self/ns/mnt", &mine) == 0 && stat(a, &theirs) == 0 && mine.st_ino != theirs.st_ino) return true;
+    snprintf(a, sizeof a, "/proc/%d/root", pid);
+    if (stat("/", &mine) == 0 && stat(a, &theirs) == 0 && (mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev))
+        return true;
+    return false;
 }
 
 size_t rbp_source_proc_regions(int pid, rbp_region **out)
@@ -162,9 +209,28 @@ size_t rbp_source_proc_regions(int pid, rbp_region **out)
     char *line = NULL;
     size_t linecap = 0;
     bool failed = false;
+    bool other_ns = other_mount_ns(pid);
+    char *last_path = NULL, *last_fixed = NULL;   /* consecutive regions map the same file */
     while (n < MAX_MAPS_LINES && getline(&line, &linecap, f) > 0) {
         rbp_region reg;
-        if (!parse_maps_line(line, &reg)) continue;
+        unsigned long long inode;
+        if (!parse_maps_line(line, &reg, &inode)) continue;
+        if (reg.path && reg.path[0] == '/') {
+            char *fixed;
+            if (last_path && !strcmp(last_path, reg.path)) {
+                fixed = last_fixed ? strdup(last_fixed) : NULL;
+            } else {
+                fixed = reachable_path(pid, reg.path, inode, other_ns);
+                free(last_path);
+                free(last_fixed);
+                last_path = strdup(reg.path);
+                last_fixed = fixed ? strdup(fixed) : NULL;
+            }
+            if (fixed) {
+                free(reg.path);
+                reg.path = fixed;
+            }
+        }
         if (n == cap) {
             size_t ncap = cap ? cap * 2 : 128;
             rbp_region *nr = realloc(r, ncap * sizeof *nr);
@@ -179,6 +245,8 @@ size_t rbp_source_proc_regions(int pid, rbp_region **out)
         r[n++] = reg;
     }
     free(line);
+    free(last_path);
+    free(last_fixed);
     fclose(f);
     if (failed || n == 0) {
         for (size_t i = 0; i < n; i++) free(r[i].path);

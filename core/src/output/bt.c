@@ -111,10 +111,19 @@ static size_t shown_count(const bt_ctx *c, const rbpeek_thread *t)
     return n;
 }
 
+/* The kernel's TID (the snapshot's, else the debugger's), 0 if unknown. */
 static int64_t thread_tid(const bt_ctx *c, const rbpeek_thread *t, size_t index)
 {
     if (t->native_tid > 0) return t->native_tid;
     return c->opt && c->opt->tids && c->opt->tids[index] > 0 ? c->opt->tids[index] : 0;
+}
+
+/* Ruby's own record of the TID, when it is not the kernel's (a forked
+ * child's main thread in 3.1 and 3.2 keeps its parent's; a process in
+ * another PID namespace numbers its threads by that namespace). */
+static bool ruby_tid_differs(const rbpeek_thread *t, int64_t tid)
+{
+    return t->ruby_tid > 0 && t->ruby_tid != tid;
 }
 
 /* Reads frame f's locals into l, or says why there are none. */
@@ -126,7 +135,7 @@ static void frame_locals(bt_ctx *c, const rbpeek_frame *f, rbp_frame_locals *l)
         if (rbp_locals_open(c->s, &c->heap) == RBPEEK_OK) {
             c->heap_open = true;
         } else {
-            snprintf(c->locals_error_buf, sizeof c->locals_error_buf, "%s", c->s->error);
+            snprintf(c->locals_error_buf, sizeof c->locals_error_buf, "%.500s", c->s->error);
             c->locals_error = c->locals_error_buf;
         }
     }
@@ -167,6 +176,7 @@ static void text_thread(bt_ctx *c, rbp_strbuf *b, size_t index)
     rbp_sb_printf(b, " (%s%s", t->is_main ? "main, " : "", rbpeek_thread_status_name(t->status));
     int64_t tid = thread_tid(c, t, index);
     if (tid) rbp_sb_printf(b, ", tid %lld", (long long)tid);
+    if (ruby_tid_differs(t, tid)) rbp_sb_printf(b, ", Ruby's native_thread_id %lld", (long long)t->ruby_tid);
     if (t->ractor_index) rbp_sb_printf(b, ", ractor %d", (int)t->ractor_index);
     rbp_sb_puts(b, "):\n");
     size_t shown_frames = shown_count(c, t);
@@ -221,6 +231,7 @@ static void json_thread(bt_ctx *c, rbp_json *j, size_t index)
     rbp_json_key(j, "native_tid");
     if (tid) rbp_json_i64(j, tid);
     else rbp_json_null(j);
+    if (ruby_tid_differs(t, tid)) rbp_json_ki64(j, "ruby_native_tid", t->ruby_tid);
     rbp_json_kstr(j, "status", rbpeek_thread_status_name(t->status));
     rbp_json_ki64(j, "ractor", t->ractor_index);
     rbp_json_kbool(j, "truncated", t->truncated);

@@ -1,9 +1,13 @@
 /*
  * The speedscope writer (https://www.speedscope.app/file-format-schema.json):
- * one "sampled" profile whose frames are the profile's frame table (a
- * frame with a place in a Ruby file as its label, file and line; any other
- * by its display name), with one sample per distinct stack weighted by its
- * count.
+ * "sampled" profiles whose frames are the profile's frame table (a frame
+ * with a place in a Ruby file as its label, file and line; any other by
+ * its display name), with one sample per distinct stack weighted by its
+ * count. A profile whose stacks start with process and thread root frames
+ * (several processes, --per-thread) becomes one speedscope profile per
+ * process and thread, named by them ("ruby app.rb (pid 12) / Thread "web"
+ * (tid 13)"), its stacks without those frames, as speedscope shows threads;
+ * any other profile is one speedscope profile, named by its title.
  */
 #include "output/writer.h"
 
@@ -26,7 +30,87 @@ typedef struct rbp_ss_ctx {
     rbp_json j;
     uint32_t *path;         /* frame ids root-first, indexed by depth - 1 */
     int pass;               /* 0: samples, 1: weights */
+    const uint32_t *group;  /* the group's leading frame ids (process, thread), or NULL: every stack */
+    uint32_t ngroup;
+    uint64_t total;         /* the group's samples (counted by a pass 2) */
 } rbp_ss_ctx;
+
+/* A group of stacks: its leading process/thread nodes (at most two). */
+typedef struct ss_group {
+    uint32_t frames[2];
+    uint32_t n;
+} ss_group;
+
+static bool is_root_kind(const rbpeek_profile *p, uint32_t node)
+{
+    int32_t k = p->frames[p->nodes[node].frame].d.kind;
+    return k == RBP_PF_PROCESS || k == RBP_PF_THREAD;
+}
+
+/* The groups, in the sorted order of the tree: for each root child that is
+ * a process frame, each of its thread children, and the process itself
+ * for the rest of its stacks; a thread frame at the root alone; and one
+ * group (n 0) for stacks starting with neither, if any. NULL (no groups:
+ * one profile) when no root child is a process or thread frame. */
+static ss_group *ss_groups(const rbpeek_profile *p, const rbp_children *ch, size_t *ngroups)
+{
+    *ngroups = 0;
+    bool any = false, rest = false;
+    for (uint32_t i = ch->off[0]; i < ch->off[1]; i++) {
+        if (is_root_kind(p, ch->ids[i])) any = true;
+        else rest = true;
+    }
+    if (!any) return NULL;
+    size_t cap = 1 + (size_t)(ch->off[1] - ch->off[0]);
+    for (uint32_t i = ch->off[0]; i < ch->off[1]; i++) {
+        uint32_t c = ch->ids[i];
+        cap += ch->off[c + 1] - ch->off[c];
+    }
+    ss_group *g = calloc(cap, sizeof *g);
+    if (!g) return NULL;
+    size_t n = 0;
+    for (uint32_t i = ch->off[0]; i < ch->off[1]; i++) {
+        uint32_t c = ch->ids[i];
+        if (!is_root_kind(p, c)) continue;
+        bool process = p->frames[p->nodes[c].frame].d.kind == RBP_PF_PROCESS;
+        bool self_rest = !process || p->nodes[c].self > 0;
+        if (process) {
+            for (uint32_t k = ch->off[c]; k < ch->off[c + 1]; k++) {
+                uint32_t t = ch->ids[k];
+                if (p->frames[p->nodes[t].frame].d.kind == RBP_PF_THREAD)
+                    g[n++] = (ss_group){{p->nodes[c].frame, p->nodes[t].frame}, 2};
+                else
+                    self_rest = true;
+            }
+        }
+        if (self_rest) g[n++] = (ss_group){{p->nodes[c].frame, 0}, 1};
+    }
+    if (rest) g[n++] = (ss_group){{0, 0}, 0};
+    *ngroups = n;
+    return g;
+}
+
+/* Whether the stack in c->path (depth entries) is in the group, and where
+ * its own frames start. A one-frame group takes only stacks whose next
+ * frame is not a thread (those are the two-frame groups'). */
+static bool ss_in_group(const rbp_ss_ctx *c, uint32_t depth, uint32_t *from)
+{
+    const rbpeek_profile *p = c->p;
+    *from = 0;
+    if (!c->group) return true;
+    if (c->ngroup == 0) {
+        return depth > 0 && !(p->frames[c->path[0]].d.kind == RBP_PF_PROCESS ||
+                              p->frames[c->path[0]].d.kind == RBP_PF_THREAD);
+    }
+    if (depth <= c->ngroup) return false;
+    for (uint32_t i = 0; i < c->ngroup; i++)
+        if (c->path[i] != c->group[i]) return false;
+    if (c->ngroup == 1 && p->frames[c->path[0]].d.kind == RBP_PF_PROCESS &&
+        p->frames[c->path[1]].d.kind == RBP_PF_THREAD)
+        return false;
+    *from = c->ngroup;
+    return true;
+}
 
 /* Writes what is pending; -1 (the profile's error set) if it cannot. */
 static int ss_flush(rbp_ss_ctx *c)
@@ -50,11 +134,17 @@ static int rbp_ss_visit(void *vctx, uint32_t node, bool entering)
     const rbp_pnode *n = &c->p->nodes[node];
     c->path[n->depth - 1] = n->frame;
     if (n->self == 0) return 0;
+    uint32_t from;
+    if (!ss_in_group(c, n->depth, &from)) return 0;
+    if (c->pass == 2) {
+        c->total += n->self;
+        return 0;
+    }
     if (c->pass == 1) {
         rbp_json_u64(&c->j, n->self);
     } else {
         rbp_json_array(&c->j);
-        for (uint32_t d = 0; d < n->depth; d++) rbp_json_u64(&c->j, c->path[d]);
+        for (uint32_t d = from; d < n->depth; d++) rbp_json_u64(&c->j, c->path[d]);
         rbp_json_array_end(&c->j);
     }
     return c->b.len >= FLUSH_AT ? ss_flush(c) : 0;
@@ -116,27 +206,55 @@ rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const cha
     rbp_json_ws(j, "\n");
     rbp_json_key(j, "profiles");
     rbp_json_array(j);
-    rbp_json_object(j);
-    rbp_json_kstr(j, "type", "sampled");
-    rbp_json_kstr(j, "name", title);
-    rbp_json_kstr(j, "unit", "none");
-    rbp_json_ku64(j, "startValue", 0);
-    rbp_json_ku64(j, "endValue", p->nodes[0].total);
-    rbp_json_ws(j, "\n");
-    rbp_json_key(j, "samples");
-    rbp_json_array(j);
-    if (st == RBPEEK_OK) st = rbp_profile_walk(p, &ch, rbp_ss_visit, &c);
-    rbp_json_array_end(j);
-    if (st == RBPEEK_OK) {
+    size_t ngroups = 0;
+    ss_group *groups = ss_groups(p, &ch, &ngroups);
+    rbp_strbuf name;
+    rbp_sb_init(&name);
+    for (size_t gi = 0; gi < (groups ? ngroups : 1) && st == RBPEEK_OK; gi++) {
+        c.group = groups ? groups[gi].frames : NULL;
+        c.ngroup = groups ? groups[gi].n : 0;
+        name.len = 0;
+        if (!groups) {
+            rbp_sb_puts(&name, title);
+        } else if (c.ngroup == 0) {
+            rbp_sb_puts(&name, "(other stacks)");
+        } else {
+            for (uint32_t k = 0; k < c.ngroup; k++) {
+                if (k) rbp_sb_puts(&name, " / ");
+                rbp_sb_puts(&name, p->names[c.group[k]]);
+            }
+        }
+        c.pass = 2;
+        c.total = 0;
+        st = rbp_profile_walk(p, &ch, rbp_ss_visit, &c);
+        if (st != RBPEEK_OK) break;
+        if (gi) rbp_json_ws(j, "\n");
+        rbp_json_object(j);
+        rbp_json_kstr(j, "type", "sampled");
+        rbp_json_key(j, "name");
+        rbp_json_strn(j, name.buf ? name.buf : "", name.len);
+        rbp_json_kstr(j, "unit", "none");
+        rbp_json_ku64(j, "startValue", 0);
+        rbp_json_ku64(j, "endValue", c.total);
         rbp_json_ws(j, "\n");
-        rbp_json_key(j, "weights");
+        rbp_json_key(j, "samples");
         rbp_json_array(j);
-        c.pass = 1;
+        c.pass = 0;
         st = rbp_profile_walk(p, &ch, rbp_ss_visit, &c);
         rbp_json_array_end(j);
-    }
-    if (st == RBPEEK_OK) {
+        if (st == RBPEEK_OK) {
+            rbp_json_ws(j, "\n");
+            rbp_json_key(j, "weights");
+            rbp_json_array(j);
+            c.pass = 1;
+            st = rbp_profile_walk(p, &ch, rbp_ss_visit, &c);
+            rbp_json_array_end(j);
+        }
         rbp_json_object_end(j);
+    }
+    rbp_sb_free(&name);
+    free(groups);
+    if (st == RBPEEK_OK) {
         rbp_json_array_end(j);
         rbp_json_ws(j, "\n");
         rbp_json_kstr(j, "name", title);

@@ -6,6 +6,7 @@
  * output/.
  */
 #include "profile/profile.h"
+#include "profile/thread_state.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ rbpeek_profile *rbpeek_profile_new(void)
 void rbpeek_profile_free(rbpeek_profile *p)
 {
     if (!p) return;
+    rbp_tally_free(p);
     free(p->err);
     free(p->frames);
     free(p->names);

@@ -35,6 +35,7 @@ typedef enum rbp_pframe_kind {
     RBP_PF_THREAD = 64,                 /* --per-thread's root: 'Thread "NAME" (tid N)', the label alone */
     RBP_PF_NAMED = 65,                  /* known by its display name alone: a folded file's frame,
                                          * rbpeek_profile_add_stack's */
+    RBP_PF_PROCESS = 66,                /* the sample options' root_frame: 'COMMAND (pid N)', the label alone */
 } rbp_pframe_kind;
 
 /* A frame as a producer describes it (the sampler, the folded reader); its
@@ -110,7 +111,21 @@ struct rbpeek_profile {
     size_t nmeta;
 
     uint64_t skipped_lines;         /* malformed lines read_folded skipped */
+
+    /* Every thread the samples saw and its states (thread_state.c). */
+    struct rbp_tally *tally;
+    size_t ntally, tally_cap;
 };
+
+/* One thread's entry of the tally: identity (pid, rb_thread_t, TID) and counts. */
+typedef struct rbp_tally {
+    int64_t pid, tid;
+    uint64_t thread_addr;
+    char *name;                     /* malloc'd, "" if none */
+    int32_t is_main;
+    uint64_t samples;
+    uint64_t states[RBPEEK_THREAD_STATES];
+} rbp_tally;
 
 /* Children of every node, sorted by frame name (then id), as one flat array:
  * the children of node n are ids[off[n] .. off[n+1]). Writers sort so that

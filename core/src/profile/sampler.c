@@ -69,35 +69,26 @@ int64_t rbp_sample_thread_tid(const rbpeek_thread *t, const rbpeek_sample_option
     return -1;
 }
 
-/* Reads /proc/PID/task/TID/syscall: 1 = in user code (or running), 0 = in a
- * system call, -1 = cannot tell (no such thread, no permission). */
-static int thread_in_user_code(int pid, int64_t tid)
-{
-    char path[96], buf[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%lld/syscall", pid, (long long)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -1;
-    buf[n] = '\0';
-    if (strncmp(buf, "running", 7) == 0) return 1;
-    if (strncmp(buf, "-1", 2) == 0 && (buf[2] == ' ' || buf[2] == '\n' || buf[2] == '\0')) return 1;
-    return buf[0] >= '0' && buf[0] <= '9' ? 0 : -1;
-}
-
-bool rbp_sample_on_cpu(const rbpeek_thread *t, const rbpeek_sample_options *opt, bool *unknown)
+/* Whether the thread counts as on CPU, given the system call it is in
+ * (rbp_thread_syscall's answer, or -2 when nobody asked the kernel). */
+static bool on_cpu_given(const rbpeek_thread *t, const rbpeek_sample_options *opt, long syscall, bool *unknown)
 {
     *unknown = false;
     if (t->status != RBPEEK_THREAD_RUNNABLE) return false;
     if (!opt || opt->pid <= 0) return true;
-    int64_t tid = rbp_sample_thread_tid(t, opt);
-    int user = tid > 0 ? thread_in_user_code(opt->pid, tid) : -1;
-    if (user < 0) {
+    if (syscall == -2) {
         *unknown = true;
         return true;
     }
-    return user == 1;
+    return syscall == -1;
+}
+
+bool rbp_sample_on_cpu(const rbpeek_thread *t, const rbpeek_sample_options *opt, bool *unknown)
+{
+    long sc = -2;
+    if (t->status == RBPEEK_THREAD_RUNNABLE && opt && opt->pid > 0)
+        sc = rbp_thread_syscall(opt->pid, rbp_sample_thread_tid(t, opt));
+    return on_cpu_given(t, opt, sc, unknown);
 }
 
 static bool selected(const rbpeek_thread *t, const rbpeek_sample_options *opt)
@@ -113,8 +104,9 @@ static bool selected(const rbpeek_thread *t, const rbpeek_sample_options *opt)
 
 static void thread_frame_name(rbp_strbuf *text, const rbpeek_thread *t)
 {
-    /* Only the TID Ruby itself keeps: a name from tid_map could change when
-     * the map is refreshed, splitting one thread's samples in two. */
+    /* The kernel's TID (the snapshot's), fixed for the thread's life: a
+     * name from tid_map could change when the map is refreshed, splitting
+     * one thread's samples in two. */
     int64_t tid = t->native_tid;
     if (t->name && *t->name) {
         rbp_sb_puts(text, "Thread \"");
@@ -134,14 +126,24 @@ rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
 {
     *tid_unknown = false;
     if (!selected(t, opt)) return RBP_SAMPLE_FILTERED;
-    if (opt && opt->on_cpu && !rbp_sample_on_cpu(t, opt, tid_unknown)) return RBP_SAMPLE_FILTERED;
+    /* The kernel is asked once per runnable thread: for its state (every
+     * thread is tallied, kept or not) and for on_cpu. */
+    int64_t tid = rbp_sample_thread_tid(t, opt);
+    int pid = opt ? opt->pid : 0;
+    long sc = rbp_thread_state_asks_kernel(t) && pid > 0 ? rbp_thread_syscall(pid, tid) : -2;
+    rbpeek_thread_state state = rbp_thread_state_of(t, &s->gvl, sc);
+    if (t->status != RBPEEK_THREAD_KILLED && !rbp_tally_add(p, pid, t, tid, state)) return RBP_SAMPLE_NOMEM;
+    if (opt && opt->on_cpu && !on_cpu_given(t, opt, sc, tid_unknown)) return RBP_SAMPLE_FILTERED;
+    if (opt && opt->drop_idle && state == RBPEEK_STATE_BLOCKED) return RBP_SAMPLE_FILTERED;
     if (t->error) return RBP_SAMPLE_FAILED;
     if (t->nframes == 0 || !t->frames) return RBP_SAMPLE_EMPTY;
 
     bool per_thread = opt && opt->per_thread;
-    size_t n = t->nframes + (per_thread ? 1 : 0);
+    bool root = opt && opt->root_frame && *opt->root_frame;
+    size_t n = t->nframes + (per_thread ? 1 : 0) + (root ? 1 : 0);
     if (!scratch_reserve(s, n)) return RBP_SAMPLE_NOMEM;
     size_t k = 0;
+    if (root) s->frames[k++] = (rbp_frame_desc){.kind = RBP_PF_PROCESS, .label = opt->root_frame};
     if (per_thread) {
         s->text.len = 0;
         thread_frame_name(&s->text, t);

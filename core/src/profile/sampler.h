@@ -9,12 +9,13 @@
 #include "rbpeek.h"
 #include "base/strbuf.h"
 #include "profile/profile.h"
+#include "profile/thread_state.h"
 
 /* What happened to one thread. */
 typedef enum rbp_sample_fate {
     RBP_SAMPLE_ADDED = 0,
     RBP_SAMPLE_FAILED,      /* its walk failed: the stack may be torn, so it is skipped */
-    RBP_SAMPLE_FILTERED,    /* left out by only_tid/only_pthread or on_cpu */
+    RBP_SAMPLE_FILTERED,    /* left out by only_tid/only_pthread, on_cpu or drop_idle */
     RBP_SAMPLE_EMPTY,       /* no Ruby frames (a thread not started, or between calls) */
     RBP_SAMPLE_NOMEM,
 } rbp_sample_fate;
@@ -25,6 +26,7 @@ typedef struct rbp_sample_scratch {
     rbp_frame_desc *frames; /* root first; strings borrowed from the snapshot */
     uint32_t *ids;          /* the profile's ids of frames */
     size_t cap;             /* entries of frames and ids */
+    rbp_gvl_view gvl;       /* who held the GVL at this sample (the tracer sets it) */
 } rbp_sample_scratch;
 
 void rbp_sample_scratch_free(rbp_sample_scratch *s);

@@ -99,26 +99,6 @@ static uint64_t next_gap(struct rbpeek_trace *t, double mean_ns)
 
 /* -- one sample ------------------------------------------------------------- */
 
-static void refresh_tid_map(struct rbpeek_trace *t, const rbpeek_snapshot *snap, uint64_t now)
-{
-    t->tid_map_at = now;
-    size_t n = rbpeek_snapshot_thread_count(snap), got = 0;
-    if (2 * n > t->tid_map_cap) {
-        uint64_t *m = realloc(t->tid_map, 2 * n * sizeof *m);
-        if (!m) return;
-        t->tid_map = m;
-        t->tid_map_cap = 2 * n;
-    }
-    int64_t *known = malloc((t->ntr ? t->ntr : 1) * sizeof *known);
-    if (!known) return;
-    for (size_t i = 0; i < t->ntr; i++) known[i] = t->tr[i].tid;
-    if (rbpeek_snapshot_resolve_tids(t->session, snap, known, t->ntr, t->pid, t->tid_map, n, &got) == RBPEEK_OK) {
-        t->opt.tid_map = t->tid_map;
-        t->opt.tid_map_pairs = got;
-    }
-    free(known);
-}
-
 /* The split walk's release: the held threads are walked, resume them. */
 static void release_held(void *ctx)
 {
@@ -138,6 +118,26 @@ static void release_held(void *ctx)
 
 static int stop_cb(void *ctx);
 static void stop_now(struct rbpeek_trace *t);
+
+/* Who held the GVL at this sample, for the thread states: the holders
+ * stopped alone (GVL mode), else as the target's memory says (every thread
+ * stopped; or, running, as it is now). */
+static void gvl_view(struct rbpeek_trace *t, rbp_gvl_view *v)
+{
+    memset(v, 0, sizeof *v);
+    if (t->nheld > 0 && t->nheld <= RBP_GVL_VIEW_MAX) {
+        v->known = true;
+        v->n = t->nheld;
+        memcpy(v->th, t->held_th, t->nheld * sizeof *v->th);
+        return;
+    }
+    rbp_gvl_holder h[RBP_GVL_VIEW_MAX];
+    size_t n = 0;
+    if (!rbp_gvl_holders(t->session, h, RBP_GVL_VIEW_MAX, &n)) return;
+    v->known = true;
+    v->n = n;
+    for (size_t i = 0; i < n; i++) v->th[i] = h[i].th;
+}
 
 /* One sample, after prepare(): stops what it needs (now, or in GVL mode
  * from the walk, once the thread list is read: stop_cb), walks, resumes.
@@ -174,12 +174,8 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
         pthread_mutex_unlock(&t->lock);
         return true;
     }
+    gvl_view(t, &t->add_scratch.gvl);
     rbpeek_status st = rbp_sample_add_snapshot(t->profile, snap, &t->opt, &res, &t->add_scratch);
-    if (st == RBPEEK_OK && (res.tid_unknown || t->want_tid_map) && !running &&
-        rbp_now_ns() - t->tid_map_at > TID_MAP_REFRESH_NS) {
-        refresh_tid_map(t, snap, rbp_now_ns());
-        t->want_tid_map = false;
-    }
     uint64_t torn = 0, retried = 0;
     for (size_t i = 0, n = rbpeek_snapshot_thread_count(snap); i < n; i++) {
         const rbpeek_thread *th = rbpeek_snapshot_thread(snap, i);
@@ -205,15 +201,11 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
 
 /* -- what a sample stops --------------------------------------------------------- */
 
-/* The TID of a GVL holder, or -1 (Ruby before 3.1 keeps only its pthread_t:
- * looked up in tid_map, filled from a sample that stopped everything). */
-static pid_t holder_tid(struct rbpeek_trace *t, const rbp_gvl_holder *h)
+/* The TID of a GVL holder, or -1: the kernel's (vm/kernel_tid.c: glibc's
+ * descriptor's, or Ruby's record, as /proc/PID/task lists it). */
+static pid_t holder_tid(const rbp_gvl_holder *h)
 {
-    if (h->native_tid > 0) return (pid_t)h->native_tid;
-    for (size_t i = 0; h->pthread_id && i < t->opt.tid_map_pairs; i++)
-        if (t->opt.tid_map[2 * i] == h->pthread_id) return (pid_t)t->opt.tid_map[2 * i + 1];
-    t->want_tid_map = true;
-    return -1;
+    return h->native_tid > 0 ? (pid_t)h->native_tid : -1;
 }
 
 /* Reads the GVL holders into tids (appending the ones not there yet).
@@ -229,7 +221,7 @@ static bool read_holders(struct rbpeek_trace *t, pid_t *tids, size_t *ntids, boo
     for (size_t i = 0; i < n; i++) {
         if (!h[i].th) return false;
         t->held_th[t->nheld++] = h[i].th;
-        pid_t tid = holder_tid(t, &h[i]);
+        pid_t tid = holder_tid(&h[i]);
         if (tid <= 0 || !tr_is_known(t, tid)) return false;
         if (!tr_is_stopped(t, tid)) *all_stopped = false;
         size_t k = 0;
@@ -417,7 +409,7 @@ rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbp
     t->session = s;
     t->profile = p;
     t->opt = *opt;
-    t->opt.tid_map = NULL;      /* the tracer keeps its own, from the threads it traces */
+    t->opt.tid_map = NULL;      /* a snapshot's TIDs are the kernel's (vm/kernel_tid.c) */
     t->opt.tid_map_pairs = 0;
     t->cfg = *cfg;
     t->pid = opt->pid;
@@ -491,7 +483,6 @@ void rbpeek_trace_free(rbpeek_trace *t)
     pthread_cond_destroy(&t->cond);
     pthread_mutex_destroy(&t->lock);
     free(t->tr);
-    free(t->tid_map);
     rbp_sample_scratch_free(&t->add_scratch);
     free(t);
 }

@@ -25,7 +25,6 @@
 #define WAKE_REPEAT_NS 1000000ull      /* the wake-up timer repeats, in case one came just before the wait */
 #define MAX_TRACEES 65536              /* threads: a bound on what garbage /proc could make us track */
 #define BACKLOG 5                      /* intervals the schedule may fall behind before it restarts */
-#define TID_MAP_REFRESH_NS 1000000000ull
 
 enum tracee_state { TR_RUNNING, TR_STOPPED, TR_NEW /* auto-attached, first stop not seen yet */ };
 
@@ -66,10 +65,6 @@ struct rbpeek_trace {
     bool chld_quieted;           /* ... which set SA_NOCLDSTOP on it */
     timer_t timer;
     bool have_timer;
-    uint64_t *tid_map;           /* (pthread_t, TID) pairs for Rubies before 3.1 */
-    size_t tid_map_cap;
-    uint64_t tid_map_at;
-    bool want_tid_map;           /* a GVL holder's pthread_t was not in tid_map */
     uint64_t held_th[64];        /* this sample: the GVL holders stopped alone (rb_thread_t) */
     size_t nheld;
     bool released;               /* this sample: resumed before its walk ended */

@@ -25,11 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/arena.h"
 #include "context/context.h"
 #include "vm/frames.h"
+#include "vm/kernel_tid.h"
 #include "vm/robject.h"
 #include "vm/snapshot.h"
 #include "vm/threads.h"
@@ -119,6 +119,26 @@ static bool in_set(const uint64_t *set, size_t n, uint64_t v)
     return false;
 }
 
+/* Each thread's kernel TID (kernel_tid.c), Ruby's own record kept beside
+ * it; after the walks, so that a held thread waits for none of it. */
+static void kernel_tids(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *raw, size_t n)
+{
+    uint64_t main_pthread = 0;
+    for (size_t i = 0; i < n && !main_pthread; i++)
+        if (raw[i].is_main && raw[i].ractor_index == 0) main_pthread = raw[i].pthread_id;
+    if (main_pthread) {
+        uint64_t others[64];
+        size_t k = 0;
+        for (size_t i = 0; i < n && k < 64; i++)
+            if (raw[i].pthread_id && raw[i].pthread_id != main_pthread) others[k++] = raw[i].pthread_id;
+        rbp_kernel_tid_calibrate(s, main_pthread, others, k);
+    }
+    for (size_t i = 0; i < n; i++) {
+        snap->threads[i].ruby_tid = raw[i].native_tid;
+        snap->threads[i].native_tid = rbp_kernel_tid(s, raw[i].pthread_id, raw[i].native_tid);
+    }
+}
+
 /* held == NULL: every thread is as `running` says. Else the threads in
  * held[0..*nheld) are walked first as stopped ones, release(ctx) is called,
  * and the others are walked as running ones. stop (optional) is called once
@@ -204,6 +224,7 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
         for (size_t i = 0; i < n; i++) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, running);
         if (release) release(ctx);
     }
+    kernel_tids(s, snap, raw, n);
     if (warning && n) { /* the list was cut after the last thread: say so there, keeping its own error */
         rbpeek_thread *last = &snap->threads[n - 1];
         size_t len = strlen(warning) + (last->error ? strlen(last->error) + 2 : 0) + 1;
@@ -247,33 +268,7 @@ const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t 
     return snap && index < snap->nthreads ? &snap->threads[index] : NULL;
 }
 
-/* --- kernel TIDs from glibc's thread descriptor ---------------------------- */
-
-/* glibc keeps the TID within the first few hundred bytes of struct pthread
- * (0x2d0 in glibc 2.26 to 2.37 on x86-64); look a little further. */
-#define PTHREAD_SCAN_BYTES 2048
-
-typedef struct tid_oracle {
-    const int64_t *known;  /* TIDs the debugger lists, or NULL */
-    size_t nknown;
-    int pid;               /* else: a live process's /proc/PID/task */
-} tid_oracle;
-
-static bool tid_exists(const tid_oracle *o, int64_t tid)
-{
-    if (tid <= 0 || tid > INT32_MAX) return false;
-    if (o->nknown) {
-        for (size_t i = 0; i < o->nknown; i++)
-            if (o->known[i] == tid) return true;
-        return false;
-    }
-    char path[96];
-    snprintf(path, sizeof path, "/proc/%d/task/%lld", o->pid, (long long)tid);
-    return o->pid > 0 && access(path, F_OK) == 0;
-}
-
-/* Threads that need a TID read from their descriptor. */
-static bool wants_tid(const rbpeek_thread *t) { return t && t->native_tid <= 0 && t->pthread_id; }
+/* --- kernel TIDs as pairs ------------------------------------------------ */
 
 rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snapshot *snap, const int64_t *known_tids,
                                            size_t nknown, int pid, uint64_t *pairs, size_t max_pairs,
@@ -283,55 +278,30 @@ rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snaps
     if (!s || !snap || !npairs || (!pairs && max_pairs) || (!known_tids && nknown) || (!nknown && pid <= 0))
         return rbp_fail(s, RBPEEK_ERR_ARG, "resolve_tids: bad arguments");
     if (!s->attached || !s->mem) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
-    const tid_oracle o = {known_tids, nknown, pid};
-    size_t n = rbpeek_snapshot_thread_count(snap);
-
-    /* Calibrate on the main thread: each 4-byte slot of its descriptor that
-     * holds a TID the oracle knows is a candidate offset; the one under which
-     * the most other threads also read as distinct known TIDs wins. */
-    const rbpeek_thread *main_t = NULL;
-    bool any_wanted = false;
+    (void)pid;   /* a live process's list is the session's own (/proc/PID/task) */
+    if (nknown && !rbp_kernel_tids_set(s, known_tids, nknown)) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    size_t n = rbpeek_snapshot_thread_count(snap), k = 0;
+    bool missing = false;
     for (size_t i = 0; i < n; i++) {
         const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
-        if (t && t->is_main && t->pthread_id) main_t = t;
-        any_wanted |= wants_tid(t);
-    }
-    long off = -1;
-    if (main_t && any_wanted) {
-        uint32_t buf[PTHREAD_SCAN_BYTES / 4];
-        size_t got = rbp_mem_read_partial(s->mem, main_t->pthread_id, buf, sizeof buf) / 4;
-        size_t best_hits = 0;
-        for (size_t k = 0; k < got; k++) {
-            if (!tid_exists(&o, buf[k])) continue;
-            size_t hits = 1;
-            for (size_t i = 0; i < n; i++) {
-                const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
-                uint32_t v;
-                if (!t || t == main_t || !t->pthread_id) continue;
-                if (rbp_mem_u32(s->mem, t->pthread_id + 4 * k, &v) && v != buf[k] && tid_exists(&o, v)) hits++;
-            }
-            if (hits > best_hits) {
-                best_hits = hits;
-                off = (long)(4 * k);
-            }
+        if (!t || !t->pthread_id) continue;
+        /* The snapshot's TIDs were checked against the list it was taken
+         * with; against this one, look again. */
+        int64_t tid = nknown ? rbp_kernel_tid(s, t->pthread_id, t->ruby_tid) : t->native_tid;
+        if (tid <= 0) {
+            missing = true;
+            continue;
+        }
+        if (k < max_pairs) {
+            pairs[2 * k] = t->pthread_id;
+            pairs[2 * k + 1] = (uint64_t)tid;
+            k++;
         }
     }
-    size_t k = 0;
-    for (size_t i = 0; i < n && k < max_pairs; i++) {
-        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
-        if (!t || !t->pthread_id) continue;
-        int64_t tid = t->native_tid > 0 ? t->native_tid : -1;
-        uint32_t v;
-        if (tid < 0 && off >= 0 && rbp_mem_u32(s->mem, t->pthread_id + (uint64_t)off, &v) && tid_exists(&o, v))
-            tid = v;
-        if (tid < 0) continue;
-        pairs[2 * k] = t->pthread_id;
-        pairs[2 * k + 1] = (uint64_t)tid;
-        k++;
-    }
     *npairs = k;
-    if (off < 0 && any_wanted)
-        return rbp_fail(s, RBPEEK_ERR_NOT_FOUND, "cannot tell the threads' kernel TIDs: this Ruby keeps none, "
-                        "and no known TID was found in the main thread's glibc thread descriptor");
+    if (nknown && s->pid > 0) rbp_kernel_tids_set(s, NULL, 0);   /* a live process's own list again */
+    if (missing && !k)
+        return rbp_fail(s, RBPEEK_ERR_NOT_FOUND, "cannot tell the threads' kernel TIDs: no TID the kernel lists was "
+                        "found in Ruby's records or in glibc's thread descriptors");
     return RBPEEK_OK;
 }

@@ -17,6 +17,7 @@
 
 #include "base/addrmap.h"
 #include "base/walkguard.h"
+#include "vm/kernel_tid.h"
 #include "vm/robject.h"
 
 #define MAX_RACTORS 10000
@@ -204,6 +205,7 @@ static void holder_ids(rbpeek_session *s, uint64_t th, rbp_gvl_holder *h)
         if (rbp_read_field(s, th, RBP_L_th_tid, &v) && (int32_t)v > 0) h->native_tid = (int32_t)v;
         if (rbp_read_field(s, th, RBP_L_th_thread_id, &v)) h->pthread_id = v;
     }
+    h->native_tid = rbp_kernel_tid(s, h->pthread_id, h->native_tid);
 }
 
 bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t *n)

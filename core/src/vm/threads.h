@@ -22,7 +22,7 @@ typedef struct rbp_thread_raw {
     int is_main;
     int status;
     int to_kill;
-    int64_t native_tid;     /* -1 if unknown */
+    int64_t native_tid;     /* Ruby's own record, -1 if none (the snapshot puts the kernel's beside it) */
     uint64_t pthread_id;
     uint64_t name;          /* VALUE */
 } rbp_thread_raw;
@@ -42,7 +42,7 @@ void rbp_thread_read(rbpeek_session *s, uint64_t th, rbp_thread_raw *out);
  * a time, on whichever native thread its nt names). */
 typedef struct rbp_gvl_holder {
     uint64_t th;            /* rb_thread_t, 0 if the ractor's GVL is free */
-    int64_t native_tid;     /* kernel TID of the native thread running it; -1 if Ruby keeps none */
+    int64_t native_tid;     /* kernel TID of the native thread running it (kernel_tid.c); -1 if unknown */
     uint64_t pthread_id;
 } rbp_gvl_holder;
 

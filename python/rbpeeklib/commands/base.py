@@ -19,7 +19,7 @@ import shlex
 from ..core import RbpeekError
 
 __all__ = ["Command", "RbpeekError", "UsageError", "add_output_options", "evaluate_words", "json_text", "parse_args",
-           "write_output"]
+           "wants_help", "write_output"]
 
 
 class UsageError(RbpeekError):
@@ -122,9 +122,27 @@ def write_output(dbg, text, path):
         dbg.write(text if text.endswith("\n") else text + "\n")
 
 
+def wants_help(argv):
+    """True when the command's words ask for its help (-h or --help, before
+    any "--"); words that do not parse are not a request for help."""
+    if isinstance(argv, str):
+        try:
+            argv = shlex.split(argv)
+        except ValueError:
+            return False
+    for word in argv:
+        if word == "--":
+            return False
+        if word in ("-h", "--help"):
+            return True
+    return False
+
+
 class Command:
     """One `ruby <name>` command. Subclasses set the name, a one-line summary
-    and the usage text, and implement run(dbg, argv)."""
+    and the usage text, and implement run(dbg, argv). The plugins call
+    invoke(), which answers -h/--help with the help text (the same text as
+    `help ruby <name>`) instead of running the command."""
 
     name = ""
     summary = ""
@@ -132,6 +150,16 @@ class Command:
 
     def __init__(self, sessions):
         self.sessions = sessions
+
+    def help_text(self):
+        """`help ruby <name>` and `ruby <name> --help`."""
+        return self.summary + "\n\nUsage: " + self.usage + "\n"
+
+    def invoke(self, dbg, argv):
+        if wants_help(argv):
+            dbg.write(self.help_text())
+            return
+        self.run(dbg, argv)
 
     def run(self, dbg, argv):
         raise NotImplementedError

@@ -26,12 +26,15 @@ import argparse
 import time
 
 from ..core import FORMATS, Profile, SampleOptions, formats
+from ..sampling.multi import MultiRun
+from ..sampling.procs import refuse_if_traced
 from ..sampling.report import check_outputs, summary_text, write_outputs
+from ..sampling.states import gvl_wait_share, process_entries, states_lines, thread_entries
 from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
 from ..sampling.traced import run_traced
 from ..sampling.via_debugger import run_via_debugger
-from .base import Command, RbpeekError, UsageError, parse_args
+from .base import Command, RbpeekError, UsageError, json_text, parse_args, write_output
 from .threadview import map_threads
 
 
@@ -49,7 +52,8 @@ class SampleCommand(Command):
     name = "sample"
     summary = "Sampling profiler: stop the target N times a second, record every Ruby stack; flamegraph out."
     usage = """ruby sample [N] [--rate HZ | --interval MS] [--duration S] [--threads all|current]
-            [--on-cpu] [--per-thread] [--max-frames N] [--via-debugger | --nonblocking | --stop-all]
+            [--idle | --on-cpu] [--per-thread] [--max-frames N] [--via-debugger | --nonblocking | --stop-all]
+            [--json [-o FILE]]
             %s
             [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
 
@@ -65,6 +69,10 @@ collected is written. Not available on core files.
   --interval MS      milliseconds between samples (instead of --rate)
   --duration S       stop after S seconds
   --threads WHICH    all (default) or current: only the selected thread
+  --idle             keep idle threads: by default a thread blocked at the
+                     sample (sleep, Mutex, Queue, ConditionVariable, join,
+                     IO) is left out of the profile, as py-spy does; the
+                     summary counts it either way
   --on-cpu           keep only threads running on a CPU at the sample: Ruby
                      status "run" and, for the kernel, not inside a system
                      call (so not blocked in I/O, sleep or a wait for the GVL)
@@ -78,7 +86,15 @@ collected is written. Not available on core files.
   --nonblocking      stop nothing: read the stacks while the target runs and
                      drop those that changed meanwhile (counted)
   --stop-all         stop every thread for each sample, not only the GVL holder
+  --json             the summary as JSON (to standard output, or -o FILE):
+                     processes, and every thread's samples and the share of
+                     each state (running, gvl_wait, blocked, gc)
 %s
+Several processes (the command line): --pid more than once, or
+--subprocesses to follow the process tree (children at the start, and
+those forked during the run, which join within about one period); each
+stack's root frame names its process, "COMMAND (pid N)".
+
 Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synopsis(12), formats.help_block(),
                                                                   formats.defaults_text())
 
@@ -90,7 +106,11 @@ Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synops
             g.add_argument("--interval", type=_positive_float, metavar="MS")
             p.add_argument("--duration", type=_positive_float, metavar="S")
             p.add_argument("--threads", choices=("all", "current"), default="all")
-            p.add_argument("--on-cpu", action="store_true")
+            g2 = p.add_mutually_exclusive_group()
+            g2.add_argument("--on-cpu", action="store_true")
+            g2.add_argument("--idle", action="store_true")
+            p.add_argument("--json", action="store_true")
+            p.add_argument("-o", "--output", metavar="FILE")
             p.add_argument("--per-thread", action="store_true")
             for f in FORMATS:
                 p.add_argument("--" + f.name, metavar="FILE")
@@ -111,6 +131,12 @@ Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synops
         if interval < 1e-5:
             raise UsageError(self.name, "at most 100000 samples per second")
 
+        if args.output and not args.json:
+            raise UsageError(self.name, "-o writes the --json summary: give --json too (the profiles are "
+                                        "written by --%s FILE and the like)" % FORMATS[0].name)
+        processes = getattr(dbg, "processes", None)
+        if processes and (len(processes) > 1 or getattr(dbg, "subprocesses", False)):
+            return self._run_many(dbg, args, interval, processes, dbg.subprocesses)
         if args.via_debugger and dbg.own_source():
             raise UsageError(self.name, "--via-debugger needs a debugger; without one rbpeek traces the target "
                                         "itself")
@@ -125,6 +151,12 @@ Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synops
                               "this target is not one")
         if dbg.is_running():
             raise RbpeekError("the target is running: interrupt it first, then run 'ruby sample'")
+        if dbg.own_source():
+            # Under a debugger the debugger is the tracer, and lets go of the
+            # target for rbpeek's; without one, a tracer is someone else's.
+            busy = refuse_if_traced(pid)
+            if busy:
+                raise RbpeekError(busy)
         outputs = check_outputs(args, pid)
 
         session = self.sessions.get(dbg, args)
@@ -132,6 +164,7 @@ Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synops
         opts = SampleOptions()
         opts.per_thread = 1 if args.per_thread else 0
         opts.on_cpu = 1 if args.on_cpu else 0
+        opts.drop_idle = 0 if (args.idle or args.on_cpu) else 1
         opts.pid = pid
         only = None
         if args.threads == "current":
@@ -172,7 +205,23 @@ Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synops
         facts = {"title": title, "period_s": interval, "on_cpu": args.on_cpu, "duration": st.elapsed(),
                  "start": time.time() - (time.perf_counter() - st.t_start) if st.t_start else 0.0}
         written = write_outputs(dbg, profile, outputs, facts)
-        summary = summary_text(st, profile, pid, version, interval, rate, end, written, args, only)
+        tallies = profile.thread_tallies()
+        if args.json:
+            doc = {"end": end, "samples": st.samples, "duration_s": round(st.elapsed(), 3), "started": facts["start"],
+                   "rate_hz": round(rate, 1), "idle": bool(args.idle), "on_cpu": bool(args.on_cpu),
+                   "processes": [{"pid": pid, "ruby_version": version, "samples": st.samples,
+                                  "states": (process_entries(tallies) or [{"states": {}}])[0]["states"]}],
+                   "threads": thread_entries(tallies), "written": written}
+            if end.startswith("interrupted") and not args.output:
+                dbg.progress(json_text(doc) + "\n")
+            else:
+                write_output(dbg, json_text(doc), args.output)
+            if failure is not None:
+                raise failure if not isinstance(failure, RbpeekError) else RbpeekError(
+                    "ruby sample stopped after %d samples: %s" % (st.samples, failure))
+            return
+        summary = summary_text(st, profile, pid, version, interval, rate, end, written, args, only,
+                               states_lines(tallies))
         if end.startswith("interrupted"):
             # lldb drops the result of an interrupted command: print it now.
             dbg.progress(summary)
@@ -182,6 +231,80 @@ Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synops
             if isinstance(failure, RbpeekError):
                 raise RbpeekError("ruby sample stopped after %d samples: %s" % (st.samples, failure))
             raise failure
+
+    def _run_many(self, dbg, args, interval, pids, follow):
+        """Several processes (the command line only): one tracer each,
+        the profiles merged, each stack under its process (sampling/multi.py)."""
+        if args.threads != "all":
+            raise UsageError(self.name, "--threads current names one thread of one process; with several "
+                                        "processes every thread is sampled")
+        if args.via_debugger:
+            raise UsageError(self.name, "--via-debugger needs a debugger; several processes are sampled by "
+                                        "rbpeek's own tracers")
+        outputs = check_outputs(args, pids[0])
+        from ..standalone import StandaloneAdapter
+        from .sessions import Sessions
+
+        def open_session(pid):
+            return Sessions().get(StandaloneAdapter(pid=pid), args)
+
+        run = MultiRun(open_session, args, interval, follow, dbg)
+        what = []
+        if args.count:
+            what.append("%d samples of each" % args.count)
+        if args.duration:
+            what.append("%g s" % args.duration)
+        dbg.progress("rbpeek: sampling pid %s%s at %s Hz %s; Ctrl-C ends it early\n"
+                     % (", ".join(str(p) for p in pids), " and their subprocesses" if follow else "",
+                        fmt_rate(1.0 / interval), "for " + " or ".join(what) if what else "until Ctrl-C"))
+        end = run.run(pids)
+        profile = run.merged()
+        elapsed = run.elapsed()
+        samples = sum(m.stats.samples for m in run.members.values())
+        versions = sorted({m.version for m in run.members.values()})
+        title = "ruby sample: %d processes (pid %s), Ruby %s, %d samples%s" % (
+            len(run.members), ", ".join(str(p) for p in run.order), ", ".join(versions), samples,
+            " (on-CPU)" if args.on_cpu else "")
+        profile.set_meta("ruby_version", ", ".join(versions))
+        profile.set_meta("pid", " ".join(str(p) for p in run.order))
+        profile.set_meta("samples", samples)
+        profile.set_meta("title", title)
+        facts = {"title": title, "period_s": interval, "on_cpu": args.on_cpu, "duration": elapsed,
+                 "start": time.time() - (time.perf_counter() - run.t0)}
+        written = write_outputs(dbg, profile, outputs, facts)
+        tallies = profile.thread_tallies()
+        if args.json:
+            procs = run.process_docs()
+            states = {e["pid"]: e for e in process_entries(tallies)}
+            threads = thread_entries(tallies)
+            for d in procs:
+                d["states"] = states.get(d["pid"], {}).get("states", {})
+                d["threads"] = [t for t in threads if t["pid"] == d["pid"]]
+            doc = {"end": end, "samples": samples, "duration_s": round(elapsed, 3), "idle": bool(args.idle),
+                   "started": facts["start"],
+                   "on_cpu": bool(args.on_cpu), "processes": procs, "threads": threads,
+                   "skipped": [{"pid": p, "why": w} for p, w in sorted(run.skipped.items())], "written": written}
+            write_output(dbg, json_text(doc), args.output)
+            return
+        gvl, gc = gvl_wait_share(tallies)
+        lines = ["rbpeek: sampling ended: %s" % end] + run.process_lines()
+        lines.append("Stacks:    %d recorded (%s); %d distinct; GVL wait %.1f%%, GC %.1f%% of thread samples"
+                     % (profile.total(), "on-CPU only" if args.on_cpu else ("every thread" if args.idle else
+                                                                            "idle threads left out"),
+                        profile.stack_count(), 100 * gvl, 100 * gc))
+        names = {m.pid: m.label for m in run.members.values()}
+        lines.extend(states_lines(tallies, names))
+        out = "\n".join(lines) + "\n"
+        if profile.total():
+            out += "\n" + profile.top(True, 10) + "\n" + profile.top(False, 10)
+        else:
+            out += "(no Ruby stacks were recorded)\n"
+        if written:
+            out += "rbpeek: wrote %s\n" % ", ".join(written)
+        if end.startswith("interrupted"):
+            dbg.progress(out)
+        else:
+            dbg.write(out)
 
     @staticmethod
     def _current_thread(dbg, session, pid):

@@ -18,6 +18,7 @@ class Sessions:
     def __init__(self):
         self._key = None
         self._session = None
+        self._reads_pid = False
 
     def get(self, dbg, args):
         key = (dbg.target_key(), args.vm, args.layout, args.ruby_version)
@@ -25,6 +26,8 @@ class Sessions:
             raise RbpeekError("no process or core file to inspect: attach to a Ruby process or load a core first")
         if self._session is not None and key == self._key:
             self._session.invalidate()
+            if not self._reads_pid:
+                self._session.set_kernel_tids(_kernel_tids(dbg))
             return self._session
         self._session = None
         s = Session()
@@ -48,8 +51,18 @@ class Sessions:
             core = dbg.core_file()
             if core:
                 s.add_core_regions(core)
+            path = dbg.core_path() if dbg.is_core() else None
+            if path:
+                try:
+                    s.set_core_file(path)   # a truncated core says so
+                except RbpeekError:
+                    pass
         if not own:   # without a debugger, symbols come from the ELF images themselves
             s.use_lookup(dbg.lookup_symbol)
+        if not used_pid:
+            # Which TIDs the target has, as its debugger or core says; a
+            # live pid read directly is asked itself (/proc/PID/task).
+            s.set_kernel_tids(_kernel_tids(dbg))
         for path in dbg.debug_files():
             s.add_debug_file(path)
         if args.vm:
@@ -65,10 +78,19 @@ class Sessions:
         s.attach()
         warning = s.info()["warning"]
         if warning:
-            dbg.write("rbpeek: warning: %s\n" % warning)
-        self._session, self._key = s, key
+            dbg.warn("rbpeek: warning: %s\n" % warning)
+        self._session, self._key, self._reads_pid = s, key, used_pid
         return s
 
     def drop(self):
         self._session = None
         self._key = None
+
+
+def _kernel_tids(dbg):
+    """The TIDs of the target's threads as its debugger (or a core's
+    NT_PRSTATUS notes, without one) lists them."""
+    try:
+        return [t["tid"] for t in dbg.threads() if t.get("tid")]
+    except Exception:  # noqa: BLE001 - no list: the core then asks nobody
+        return []

@@ -5,8 +5,27 @@ TID, state, what it waits on, what it holds, and its innermost frame.
 from .base import Command, add_output_options, json_text, parse_args, write_output
 from .lockview import addr_text, analyze, gvl_text, mutex_text, owner_text, ref_text, thread_json
 
-_STATE_WIDTH = 8
-_WHAT_WIDTH = 48
+# Columns are as wide as their widest cell, up to these; a longer cell is
+# shortened in the middle (the JSON keeps it whole), so that a thread with a
+# long name, or waiting on something long to say, cannot push the others'
+# columns out of line.
+_NAME_MAX = 32
+_WHAT_MAX = 56
+
+
+def _fit(text, width):
+    """text cut to width characters by an ellipsis in its middle."""
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    return text[:(keep + 1) // 2] + "\u2026" + text[len(text) - keep // 2:]
+
+
+def _table(rows):
+    """Rows of cells as lines, each column as wide as its widest cell (the
+    last one as it is)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
 
 
 def _wait_text(threads, doc, t):
@@ -92,7 +111,7 @@ and its innermost Ruby frame. 'ruby locks' adds deadlock detection.
                    "notes": doc["notes"]}
             write_output(dbg, json_text(out), args.output)
             return
-        lines = []
+        rows = []
         for t in threads:
             lt = doc["threads"][t["index"]]
             num = ref_text(threads, t["index"], with_name=False)
@@ -103,8 +122,8 @@ and its innermost Ruby frame. 'ruby locks' adds deadlock detection.
             if extra:
                 what += "; " + "; ".join(extra)
             top = t.get("top_line", "(no Ruby frames)")
-            lines.append("%-4s %-16s %-11s %-*s %-*s  %s" % (num, name, tid, _STATE_WIDTH, lt["state"], _WHAT_WIDTH,
-                                                               what, top))
+            rows.append([num, _fit(name, _NAME_MAX), tid, lt["state"], _fit(what, _WHAT_MAX), top])
+        lines = _table(rows) if rows else []
         lines.extend(gvl_text(threads, doc))
         lines.extend("note: %s" % n for n in doc["notes"])
         write_output(dbg, "\n".join(lines), args.output)

@@ -24,7 +24,7 @@ class Thread(ctypes.Structure):
                 ("thread_value", ctypes.c_uint64), ("ractor_addr", ctypes.c_uint64), ("ractor_index", ctypes.c_int32),
                 ("truncated", ctypes.c_int32), ("error", ctypes.c_char_p), ("nframes", ctypes.c_size_t),
                 ("frames", ctypes.POINTER(Frame)), ("torn", ctypes.c_int32),
-                ("retried", ctypes.c_int32)]
+                ("retried", ctypes.c_int32), ("ruby_tid", ctypes.c_int64)]
 
 
 class BtOptions(ctypes.Structure):
@@ -88,7 +88,19 @@ class SampleOptions(ctypes.Structure):
     _c_ = "rbpeek_sample_options"
     _fields_ = [("per_thread", ctypes.c_int), ("on_cpu", ctypes.c_int), ("only_tid", ctypes.c_int64),
                 ("only_pthread", ctypes.c_uint64), ("pid", ctypes.c_int),
-                ("tid_map", ctypes.POINTER(ctypes.c_uint64)), ("tid_map_pairs", ctypes.c_size_t)]
+                ("tid_map", ctypes.POINTER(ctypes.c_uint64)), ("tid_map_pairs", ctypes.c_size_t),
+                ("drop_idle", ctypes.c_int), ("root_frame", ctypes.c_char_p)]
+
+
+# rbpeek_thread_state, in the order of rbpeek_thread_tally.states.
+THREAD_STATES = ("running", "gvl_wait", "blocked", "gc")
+
+
+class ThreadTally(ctypes.Structure):
+    """rbpeek_thread_tally: one thread the samples saw, and its states."""
+    _c_ = "rbpeek_thread_tally"
+    _fields_ = [("pid", ctypes.c_int64), ("tid", ctypes.c_int64), ("name", ctypes.c_char_p), ("is_main", ctypes.c_int32),
+                ("samples", ctypes.c_uint64), ("states", ctypes.c_uint64 * 4)]
 
 
 class TraceConfig(ctypes.Structure):

@@ -9,7 +9,7 @@ import ctypes
 import os
 
 from .cstructs import (LOOKUP_FN, READ_FN, AllocCounts, BtOptions, CensusClass, CensusSummary, Frame, HeapDumpStats, InspectOptions,
-                       ReadStats, SampleOptions, SampleResult, Thread, TraceConfig, TraceStats)
+                       ReadStats, SampleOptions, SampleResult, Thread, ThreadTally, TraceConfig, TraceStats)
 from .formats import FORMATS
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,6 +63,8 @@ def signatures():
         "rbpeek_session_use_pid": (st, [vp, ctypes.c_int]),
         "rbpeek_session_use_core": (st, [vp, cp]),
         "rbpeek_session_use_lookup": (st, [vp, LOOKUP_FN, vp]),
+        "rbpeek_session_set_kernel_tids": (st, [vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t]),
+        "rbpeek_session_set_core_file": (st, [vp, cp]),
         "rbpeek_session_add_region": (st, [vp, u64, u64, u64, cp]),
         "rbpeek_session_add_core_regions": (st, [vp, cp]),
         "rbpeek_session_set_vm": (st, [vp, u64]),
@@ -120,6 +122,9 @@ def signatures():
     sigs["rbpeek_profile_skipped_lines"] = (u64, [vp])
     sigs["rbpeek_profile_total"] = (u64, [vp])
     sigs["rbpeek_profile_stack_count"] = (u64, [vp])
+    sigs["rbpeek_profile_thread_count"] = (ctypes.c_size_t, [vp])
+    sigs["rbpeek_profile_thread_tally"] = (st, [vp, ctypes.c_size_t, ctypes.POINTER(ThreadTally)])
+    sigs["rbpeek_profile_merge"] = (st, [vp, vp])
     sigs["rbpeek_profile_top"] = (st, [vp, ctypes.c_int, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)])
     for fmt in FORMATS:   # the writers, one per output format (formats.py)
         sigs[fmt.writer] = (st, fmt.argtypes())

@@ -4,7 +4,7 @@ signal timer of the loop through the debugger (Kicker)."""
 
 import ctypes
 
-from .cstructs import SampleResult, TraceStats
+from .cstructs import THREAD_STATES, SampleResult, ThreadTally, TraceStats
 from .formats import BY_NAME
 from .lib import Owned, RbpeekError, decode, lib, take_text
 
@@ -31,6 +31,23 @@ class Profile(Owned):
 
     def stack_count(self):
         return lib().rbpeek_profile_stack_count(self._h)
+
+    def merge(self, other):
+        """Adds other's stacks and thread tallies to this profile."""
+        self._check(lib().rbpeek_profile_merge(self._h, other._h))
+
+    def thread_tallies(self):
+        """Every thread the samples saw: dicts of pid, tid, name, main,
+        samples and states (running, gvl_wait, blocked, gc: sample counts)."""
+        L = lib()
+        out = []
+        t = ThreadTally()
+        for i in range(L.rbpeek_profile_thread_count(self._h)):
+            if L.rbpeek_profile_thread_tally(self._h, i, ctypes.byref(t)) != 0:
+                break
+            out.append({"pid": t.pid, "tid": t.tid, "name": decode(t.name) or None, "main": bool(t.is_main),
+                        "samples": t.samples, "states": dict(zip(THREAD_STATES, list(t.states)))})
+        return out
 
     def top(self, by_self, n):
         out = ctypes.c_void_p()

@@ -33,6 +33,7 @@ class Snapshot(Owned):
             t = L.rbpeek_snapshot_thread(self._h, i).contents
             d = {"index": i, "name": decode(t.name), "main": bool(t.is_main),
                  "native_tid": t.native_tid if t.native_tid > 0 else None,
+                 "ruby_tid": t.ruby_tid if t.ruby_tid > 0 else None,
                  "pthread_id": t.pthread_id, "status": decode(L.rbpeek_thread_status_name(t.status)),
                  "ractor": t.ractor_index, "truncated": bool(t.truncated), "error": decode(t.error),
                  "nframes": t.nframes}
@@ -176,6 +177,17 @@ class Session(Owned):
         fn = LOOKUP_FN(cb)
         self._keep.append(fn)
         self._check(lib().rbpeek_session_use_lookup(self._h, fn, None))
+
+    def set_kernel_tids(self, tids):
+        """The kernel's list of the target's threads (a debugger's, a core's
+        NT_PRSTATUS), for a source that is not a live pid read directly."""
+        tids = [int(t) for t in tids if t]
+        arr = (ctypes.c_int64 * max(1, len(tids)))(*tids)
+        self._check(lib().rbpeek_session_set_kernel_tids(self._h, arr, len(tids)))
+
+    def set_core_file(self, path):
+        """The core file the debugger reads: a truncated one is said."""
+        self._check(lib().rbpeek_session_set_core_file(self._h, path.encode()))
 
     def add_region(self, start, end, offset, path):
         lib().rbpeek_session_add_region(self._h, start, end, offset, path.encode() if path else None)

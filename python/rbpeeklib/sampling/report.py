@@ -82,7 +82,7 @@ def traced_cost_lines(st):
     return lines
 
 
-def summary_text(st, profile, pid, version, interval, rate, end, written, args, only):
+def summary_text(st, profile, pid, version, interval, rate, end, written, args, only, state_lines=()):
     """The text printed when sampling ends: how it ended, the rate, what was
     recorded and skipped, the cost per sample, and the top frames."""
     lines = ["rbpeek: sampling ended: %s" % end,
@@ -91,6 +91,8 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
     scope = "all threads" if args.threads == "all" else "thread %s" % (only.get("dbg_num"))
     if args.on_cpu:
         scope += ", on-CPU only"
+    elif not getattr(args, "idle", False):
+        scope += ", idle (blocked) ones left out: --idle keeps them"
     lines.append("Stacks:    %d recorded (%s); %d distinct"
                  % (profile.total(), scope, profile.stack_count()))
     skipped = []
@@ -108,6 +110,7 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
         lines.append("Off-CPU:   %d thread samples left out (blocked or waiting)%s"
                      % (st.filtered, "; %d judged by Ruby's status alone (TID unknown)" % st.tid_unknown
                         if st.tid_unknown else ""))
+    lines.extend(state_lines)
     if st.samples:
         n = st.samples
         share = st.running / st.elapsed() if st.elapsed() > 0 else 0.0

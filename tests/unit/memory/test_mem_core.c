@@ -282,6 +282,25 @@ static void probe_damaged(const char *path, bool check_pattern)
     free(r);
 }
 
+/* Where the core's last segment with contents ends. */
+static uint64_t segments_end(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    Elf64_Ehdr eh;
+    uint64_t end = 0;
+    if (fread(&eh, sizeof eh, 1, f) == 1) {
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+            Elf64_Phdr ph;
+            if (fseek(f, (long)(eh.e_phoff + i * sizeof ph), SEEK_SET) != 0 || fread(&ph, sizeof ph, 1, f) != 1) break;
+            if ((ph.p_type == PT_LOAD || ph.p_type == PT_NOTE) && ph.p_filesz && ph.p_offset + ph.p_filesz > end)
+                end = ph.p_offset + ph.p_filesz;
+        }
+    }
+    fclose(f);
+    return end;
+}
+
 static void test_truncated(void)
 {
     if (!have_core()) return;
@@ -295,6 +314,26 @@ static void test_truncated(void)
         if (sizes[i] < 0 || sizes[i] >= sb.st_size) continue;
         CU_ASSERT_FATAL(fixture_copy_file(core_path, cut, 0644, sizes[i]) == 0);
         probe_damaged(cut, true);
+        /* Cut into a segment: the source says it is truncated. */
+        rbp_source cs;
+        char e[256];
+        if (sizes[i] < (off_t)segments_end(core_path) && rbp_source_core(cut, &cs, e, sizeof e)) {
+            const char *note = cs.note ? cs.note(cs.ctx) : NULL;
+            CU_ASSERT_PTR_NOT_NULL(note);
+            if (note) {
+                CU_ASSERT(strstr(note, "the core file is truncated:") != NULL);
+                CU_ASSERT(strstr(note, "cut or missing (") != NULL);
+                CU_ASSERT(strstr(note, "still readable:") != NULL);
+            }
+            cs.close(cs.ctx);
+        }
+    }
+    {   /* The whole core: nothing to say. */
+        rbp_source cs;
+        char e[256];
+        CU_ASSERT_FATAL(rbp_source_core(core_path, &cs, e, sizeof e));
+        CU_ASSERT_PTR_NULL(cs.note(cs.ctx));
+        cs.close(cs.ctx);
     }
     /* Too short for an ELF header: a clear error. */
     CU_ASSERT_FATAL(fixture_copy_file(core_path, cut, 0644, 10) == 0);

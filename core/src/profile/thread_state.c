@@ -1,0 +1,220 @@
+/*
+ * Thread states in samples: what each thread was doing when a sample
+ * stopped the target, and the profile's tally of them per thread.
+ *
+ * Ruby's own status says whether a thread is runnable at all: sleep,
+ * Mutex#lock, Queue#pop, ConditionVariable#wait, join and Thread.stop
+ * all leave it "sleep" (STOPPED or STOPPED_FOREVER): BLOCKED. A runnable
+ * thread holds its ractor's GVL (RUNNING; GC when the process was
+ * collecting garbage), or does not. One that does not is either waiting
+ * for the GVL, or in a blocking region without it (IO, or native code of
+ * an extension). Ruby records the waiters in structures that changed with
+ * every release (the GVL's wait queue, 3.3's scheduler's ready queue), but
+ * a blocking region (IO, an extension's work without the GVL) makes a
+ * thread "stopped" for Ruby until it holds the GVL again. So where the
+ * holder is known, a runnable thread that does not hold it waits for it
+ * (on its futex, or on a CPU taking it over). Where the holder is not
+ * known the kernel tells: every Ruby from 2.7 waits for the GVL in
+ * pthread_cond_wait, a futex system call, while IO blocks in read, poll,
+ * select, epoll_wait...: GVL_WAIT in futex, BLOCKED in another system
+ * call, RUNNING outside any.
+ *
+ * A thread back from a blocking region (IO#write done, an extension's
+ * work done) waits for the GVL with Ruby's status still "stopped" (the
+ * region's), in the C method that released it; sleep, Mutex, Queue, CV,
+ * join and Thread.stop wait on a futex too, but in their own methods. So a
+ * stopped thread on a futex whose innermost frame is a C method other than
+ * those is GVL_WAIT.
+ *
+ *
+ * The tally is a flat array searched linearly: a process has tens of
+ * threads, and a sample finds each at the index it had the last time.
+ */
+#include "profile/thread_state.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "profile/profile.h"
+
+#define TALLY_MAX 100000    /* threads remembered; more are not tallied */
+
+long rbp_thread_syscall(int pid, int64_t tid)
+{
+    if (pid <= 0 || tid <= 0) return -2;
+    char path[96], buf[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%lld/syscall", pid, (long long)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -2;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -2;
+    buf[n] = '\0';
+    if (strncmp(buf, "running", 7) == 0) return -1;
+    if (strncmp(buf, "-1", 2) == 0 && (buf[2] == ' ' || buf[2] == '\n' || buf[2] == '\0')) return -1;
+    if (buf[0] < '0' || buf[0] > '9') return -2;
+    return strtol(buf, NULL, 10);
+}
+
+static bool holds_gvl(const rbpeek_thread *t, const rbp_gvl_view *gvl)
+{
+    for (size_t i = 0; i < gvl->n && i < RBP_GVL_VIEW_MAX; i++)
+        if (gvl->th[i] && gvl->th[i] == t->thread_addr) return true;
+    return false;
+}
+
+/* Methods that put a thread to sleep for Ruby (their waits are futex
+ * waits too): a stopped thread in one of them is blocked, whatever the
+ * kernel says. */
+static const char *const SLEEPING[] = {
+    "sleep", "lock", "synchronize", "pop", "shift", "deq", "push", "enq", "<<", "wait", "join", "value",
+    "stop", "enter", "mon_enter", "mon_synchronize", "wait_for_cond", "pass", NULL,
+};
+
+static bool sleeping_method(const char *label)
+{
+    if (!label) return false;
+    const char *m = label, *p;
+    for (p = label; *p; p++)
+        if (*p == '#' || *p == '.') m = p + 1;
+    for (size_t i = 0; SLEEPING[i]; i++)
+        if (!strcmp(m, SLEEPING[i])) return true;
+    return false;
+}
+
+bool rbp_thread_state_asks_kernel(const rbpeek_thread *t)
+{
+    return t->status == RBPEEK_THREAD_RUNNABLE || t->status == RBPEEK_THREAD_STOPPED;
+}
+
+rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_view *gvl, long syscall)
+{
+    if (t->status != RBPEEK_THREAD_RUNNABLE) {
+        /* A thread in a blocking region (IO, an extension's work without the
+         * GVL) is "stopped" for Ruby until it holds the GVL again: once the
+         * work is done it waits for the GVL on a futex, in the C method that
+         * released it. */
+#ifdef SYS_futex
+        if (t->status == RBPEEK_THREAD_STOPPED && syscall == SYS_futex && t->nframes && t->frames &&
+            t->frames[0].kind == RBPEEK_FRAME_CFUNC && !sleeping_method(t->frames[0].label))
+            return RBPEEK_STATE_GVL_WAIT;
+#endif
+        return RBPEEK_STATE_BLOCKED;
+    }
+    if (gvl && gvl->known) {
+        if (holds_gvl(t, gvl)) return gvl->in_gc ? RBPEEK_STATE_GC : RBPEEK_STATE_RUNNING;
+        /* Runnable for Ruby (a blocking region would have made it
+         * "stopped") and not the holder: it waits for the GVL, on its
+         * futex or on a CPU taking it over (a hand-over on a loaded
+         * machine lasts milliseconds). */
+        return RBPEEK_STATE_GVL_WAIT;
+    }
+#ifdef SYS_futex
+    if (syscall == SYS_futex) return RBPEEK_STATE_GVL_WAIT;
+#endif
+    if (syscall >= 0) return RBPEEK_STATE_BLOCKED;
+    return RBPEEK_STATE_RUNNING;
+}
+
+static rbp_tally *find(rbpeek_profile *p, int64_t pid, uint64_t addr, int64_t tid, size_t hint)
+{
+    if (hint < p->ntally) {
+        rbp_tally *e = &p->tally[hint];
+        if (e->pid == pid && e->thread_addr == addr && e->tid == tid) return e;
+    }
+    for (size_t i = 0; i < p->ntally; i++) {
+        rbp_tally *e = &p->tally[i];
+        if (e->pid == pid && e->thread_addr == addr && e->tid == tid) return e;
+    }
+    return NULL;
+}
+
+static rbp_tally *entry(rbpeek_profile *p, int64_t pid, uint64_t addr, int64_t tid, const char *name,
+                        int32_t is_main, size_t hint)
+{
+    rbp_tally *e = find(p, pid, addr, tid, hint);
+    if (!e) {
+        if (p->ntally >= TALLY_MAX) return NULL;
+        if (p->ntally == p->tally_cap) {
+            size_t cap = p->tally_cap ? 2 * p->tally_cap : 16;
+            rbp_tally *nt = realloc(p->tally, cap * sizeof *nt);
+            if (!nt) return NULL;
+            p->tally = nt;
+            p->tally_cap = cap;
+        }
+        e = &p->tally[p->ntally];
+        memset(e, 0, sizeof *e);
+        e->pid = pid;
+        e->thread_addr = addr;
+        e->tid = tid;
+        e->name = strdup("");
+        if (!e->name) return NULL;
+        p->ntally++;
+    }
+    e->is_main = is_main;
+    const char *nm = name ? name : "";
+    if (strcmp(e->name, nm) != 0) {   /* a thread may be named after it starts */
+        char *copy = strdup(nm);
+        if (copy) {
+            free(e->name);
+            e->name = copy;
+        }
+    }
+    return e;
+}
+
+bool rbp_tally_add(rbpeek_profile *p, int64_t pid, const rbpeek_thread *t, int64_t tid, rbpeek_thread_state st)
+{
+    /* Where the last sample's thread of the same index was: most samples
+     * see the same threads in the same order. */
+    static _Thread_local size_t hint;
+    rbp_tally *e = entry(p, pid, t->thread_addr, tid, t->name, t->is_main, hint);
+    if (!e) return p->ntally >= TALLY_MAX;   /* beyond the cap: not an error */
+    hint = (size_t)(e - p->tally) + 1;
+    e->samples++;
+    e->states[st]++;
+    return true;
+}
+
+void rbp_tally_free(rbpeek_profile *p)
+{
+    for (size_t i = 0; i < p->ntally; i++) free(p->tally[i].name);
+    free(p->tally);
+    p->tally = NULL;
+    p->ntally = p->tally_cap = 0;
+}
+
+size_t rbpeek_profile_thread_count(const rbpeek_profile *p)
+{
+    return p ? p->ntally : 0;
+}
+
+rbpeek_status rbpeek_profile_thread_tally(const rbpeek_profile *p, size_t i, rbpeek_thread_tally *out)
+{
+    if (!p || !out || i >= p->ntally) return RBPEEK_ERR_ARG;
+    const rbp_tally *e = &p->tally[i];
+    *out = (rbpeek_thread_tally){.pid = e->pid, .tid = e->tid, .name = e->name, .is_main = e->is_main,
+                                 .samples = e->samples};
+    memcpy(out->states, e->states, sizeof out->states);
+    return RBPEEK_OK;
+}
+
+/* Merging (rbpeek_profile_merge, merge.c) adds src's tally to dst's. */
+rbpeek_status rbp_tally_merge(rbpeek_profile *dst, const rbpeek_profile *src)
+{
+    for (size_t i = 0; i < src->ntally; i++) {
+        const rbp_tally *s = &src->tally[i];
+        rbp_tally *e = entry(dst, s->pid, s->thread_addr, s->tid, s->name, s->is_main, i);
+        if (!e) {
+            if (dst->ntally >= TALLY_MAX) return RBPEEK_OK;
+            return rbp_profile_fail(dst, RBPEEK_ERR_NOMEM, "merge: out of memory");
+        }
+        e->samples += s->samples;
+        for (int k = 0; k < RBPEEK_THREAD_STATES; k++) e->states[k] += s->states[k];
+    }
+    return RBPEEK_OK;
+}

@@ -1,0 +1,592 @@
+"""The whole service (issue 26): a pre-forking program, started once per
+Ruby (matrix.py), checked by gdb, lldb and the rbpeek command line, live
+and on a gcore'd core of a worker, each combination reported on its own.
+
+    test_service.py RUBY [COMBO...]     it.service.<ruby>; e.g. test_service.py 3.4.5 cli.live
+
+programs/prefork.rb: a master forks two workers at once and a third when
+told to; each worker computes in a method of its own on its main thread,
+beside a named thread parked in sleep and one with a long name; each
+process records its own view. The core combinations read a gcore of
+worker one (Prefork.gcore).
+
+What each combination checks (every check of a combination runs, and the
+combination fails naming each that did):
+
+- thread ids: every worker's `bt -a --json` reports its main thread's
+  native_tid as the worker's pid, whatever Ruby records (3.1 keeps the
+  master's: then ruby_native_tid says so), every thread numbered in the
+  text; every thread's TID is one of the worker's tasks. The command
+  line reads every worker, a debugger worker two (attaching is slow).
+- threads columns (live): `ruby threads` keeps its columns with a
+  110-character thread name, shortened in its column, whole in JSON.
+- truncated core (cli core): a core cut in half is said to be truncated
+  in one line; one missing its last segment warns and reads every frame.
+- second sampler (cli live): refused in one line naming the first,
+  before anything is written.
+"""
+
+import json
+import os
+import re
+import sys
+import time
+import traceback
+
+import harness
+from harness import Failure
+import matrix
+
+
+class Prefork:
+    """programs/prefork.rb, running: the master and its workers' views."""
+
+    def __init__(self, ruby, workdir):
+        self.workdir = workdir
+        os.makedirs(workdir, exist_ok=True)
+        self.ruby = ruby
+        self.target = harness.Target(ruby, "prefork.rb", workdir, timeout=120)
+        self.pid = self.target.pid
+        self.master = self.view("master")
+        self.workers = {r: self.view(r) for r in ("one", "two")}
+
+    def gcore(self):
+        """The core combinations' core: worker one's (its NT_PRSTATUS notes
+        are the kernel's list of its threads)."""
+        return gcore(self.workers["one"]["pid"], self.workdir)
+
+    def assert_left_running(self):
+        self.assert_running()
+
+    def view(self, role):
+        return harness.read_json(os.path.join(self.workdir, role + ".json"))
+
+    def fork_third(self, timeout=30):
+        open(os.path.join(self.workdir, "fork-third"), "w").close()
+        path = os.path.join(self.workdir, "three.json")
+        deadline = time.time() + timeout
+        while not os.path.exists(path):
+            if time.time() > deadline:
+                raise Failure("the third worker never recorded itself")
+            time.sleep(0.02)
+        self.workers["three"] = self.view("three")
+        return self.workers["three"]
+
+    def tasks(self, pid):
+        return sorted(int(t) for t in os.listdir("/proc/%d/task" % pid))
+
+    def assert_running(self):
+        self.target.assert_left_running()
+        for role, w in self.workers.items():
+            state = proc_state(w["pid"])
+            if state is None:
+                raise Failure("worker %s (pid %d) is gone" % (role, w["pid"]))
+            if state in ("t", "T"):
+                raise Failure("worker %s (pid %d) was left stopped" % (role, w["pid"]))
+            if tracer_of(w["pid"]):
+                raise Failure("worker %s (pid %d) was left traced" % (role, w["pid"]))
+
+    def close(self):
+        self.target.close()
+
+
+def proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def status_field(pid, name):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return line.split()[1]
+    return None
+
+
+def tracer_of(pid):
+    """The process tracing pid (TracerPid names the tracing thread), 0 if none."""
+    tid = int(status_field(pid, "TracerPid") or 0)
+    if tid <= 0:
+        return 0
+    try:
+        return int(status_field(tid, "Tgid"))
+    except (OSError, TypeError):
+        return tid
+
+
+def cli(args, want_rc=0, timeout=300):
+    rc, out, err = harness.run_cli(args, timeout=timeout)
+    harness.assert_no_traceback(out + err)
+    if want_rc is not None and rc != want_rc:
+        raise Failure("rbpeek %s: exit %d (wanted %d)\nstdout: %s\nstderr: %s"
+                      % (" ".join(args), rc, want_rc, out[-2000:], err[-2000:]))
+    return out, err
+
+
+def debugger(dbg, commands, pid=None, exe=None, core=None):
+    rc, out = harness.run_debugger(dbg, commands, pid=pid, exe=exe, core=core)
+    harness.assert_no_traceback(out)
+    return out
+
+
+# -- thread ids -------------------------------------------------------------
+
+def check_tid_doc(doc, worker, tasks, where):
+    """A worker's bt -a --json: its main thread is the worker's pid."""
+    mains = [t for t in doc["threads"] if t["main"]]
+    if len(mains) != 1:
+        raise Failure("%s: %d main threads" % (where, len(mains)))
+    main = mains[0]
+    if main["native_tid"] != worker["pid"]:
+        raise Failure("%s: the main thread's native_tid is %s, the worker's pid is %d (Ruby records %s)"
+                      % (where, main["native_tid"], worker["pid"], worker["ruby_main_native_tid"]))
+    ruby_says = worker["ruby_main_native_tid"]
+    if ruby_says is not None and ruby_says != worker["pid"]:
+        if main.get("ruby_native_tid") != ruby_says:
+            raise Failure("%s: Ruby records %s for the main thread, ruby_native_tid says %s"
+                          % (where, ruby_says, main.get("ruby_native_tid")))
+    elif "ruby_native_tid" in main:
+        raise Failure("%s: ruby_native_tid %s given where Ruby's record is the kernel's" % (where, main["ruby_native_tid"]))
+    for t in doc["threads"]:
+        if t["native_tid"] not in tasks:
+            raise Failure("%s: thread %r has native_tid %s, not one of the worker's tasks %s"
+                          % (where, t["name"], t["native_tid"], tasks))
+    names = sorted(t["name"] or "" for t in doc["threads"])
+    if names != sorted(t["name"] or "" for t in worker["threads"]):
+        raise Failure("%s: threads %s, the worker has %s" % (where, names, worker["threads"]))
+
+
+def check_tid_text(text, worker, where):
+    """bt -a's text: every thread numbered, the main thread with its pid."""
+    titles = [l for l in text.splitlines() if l.startswith("Thread")]
+    if len(titles) != len(worker["threads"]):
+        raise Failure("%s: %d thread titles for %d threads:\n%s" % (where, len(titles), len(worker["threads"]), text))
+    for title in titles:
+        if not re.match(r"Thread \d+ ", title):
+            raise Failure("%s: a thread without its number: %r" % (where, title))
+    main = [l for l in titles if "(main," in l]
+    if not main or ("tid %d" % worker["pid"]) not in main[0]:
+        raise Failure("%s: the main thread's title does not name tid %d: %r" % (where, worker["pid"], main))
+
+
+def check_thread_ids(c):
+    pf, ruby = c.target, c.ruby
+    if c.debugger == "cli" and c.live:
+        for role, w in sorted(pf.workers.items()):
+            pid = w["pid"]
+            tasks = pf.tasks(pid)
+            doc = json.loads(cli(["bt", "-a", "--json", "--pid", str(pid)])[0])
+            check_tid_doc(doc, w, tasks, "rbpeek bt --pid (worker %s)" % role)
+            check_tid_text(cli(["bt", "-a", "--pid", str(pid)])[0], w, "rbpeek bt -a --pid (worker %s)" % role)
+    elif c.debugger == "cli":
+        w = pf.workers["one"]
+        doc = json.loads(cli(["bt", "-a", "--json", "--core", c.core, "--exe", ruby])[0])
+        check_tid_doc(doc, w, pf.tasks(w["pid"]), "rbpeek bt --core (worker one)")
+        check_tid_text(cli(["bt", "-a", "--core", c.core, "--exe", ruby])[0], w, "rbpeek bt -a --core (worker one)")
+    else:
+        role = "two" if c.live else "one"
+        w = pf.workers[role]
+        path = c.path("bt.json")
+        cmds = ["ruby bt -a --json -o " + path, "ruby bt -a"]
+        if c.live:
+            out = debugger(c.debugger, cmds, pid=w["pid"])
+        else:
+            out = debugger(c.debugger, cmds, exe=ruby, core=c.core)
+        where = "%s %s (worker %s)" % (c.debugger, "attached" if c.live else "on the core", role)
+        check_tid_doc(harness.read_json(path), w, pf.tasks(w["pid"]), where)
+        check_tid_text(after_wrote(out, path), w, where)
+    harness.log("thread ids: each worker's main thread is its pid (Ruby records %s for worker one)"
+                % pf.workers["one"]["ruby_main_native_tid"])
+
+
+def after_wrote(out, path):
+    """What a debugger printed after 'rbpeek: wrote PATH' (the next command's output)."""
+    mark = "rbpeek: wrote %s\n" % path
+    if mark not in out:
+        raise Failure("the debugger did not write %s:\n%s" % (path, out[-2000:]))
+    return out[out.index(mark) + len(mark):]
+
+
+def gcore(pid, workdir):
+    import subprocess
+    base = os.path.join(workdir, "core")
+    r = subprocess.run(["gcore", "-o", base, str(pid)], capture_output=True, text=True, timeout=300)
+    path = "%s.%d" % (base, pid)
+    if r.returncode != 0 or not os.path.exists(path):
+        raise Failure("gcore failed: %s" % (r.stderr or r.stdout)[-1000:])
+    return path
+
+
+# -- a truncated core --------------------------------------------------------
+
+ABORT_PROGRAM = "Thread.new { sleep }; def deep(n) = n == 0 ? Process.kill(:ABRT, $$) : deep(n - 1); deep(5)"
+ABORT_PROGRAM_27 = "Thread.new { sleep }; def deep(n); n == 0 ? Process.kill(:ABRT, $$) : deep(n - 1); end; deep(5)"
+
+
+def kernel_core(ruby, workdir):
+    """A core the kernel wrote (notes first, as the kernel lays them out) of
+    a Ruby that aborted itself 6 frames deep; None where the kernel writes
+    none here (core_pattern sends them elsewhere)."""
+    import resource
+    import subprocess
+    d = os.path.join(workdir, "kcore")
+    os.makedirs(d, exist_ok=True)
+    with open("/proc/sys/kernel/core_pattern") as f:
+        pattern = f.read().strip()
+    if pattern.startswith("|") or "/" in pattern:
+        return None
+    prog = ABORT_PROGRAM_27 if "2.7" in ruby else ABORT_PROGRAM
+    subprocess.run([ruby, "-e", prog], cwd=d, capture_output=True, timeout=120,
+                   preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY,) * 2))
+    cores = [os.path.join(d, f) for f in os.listdir(d) if f.startswith("core")]
+    return cores[0] if cores else None
+
+
+def load_segments(path):
+    """[(offset, filesz)] of the PT_LOAD segments with contents, by offset."""
+    import struct
+    with open(path, "rb") as f:
+        eh = f.read(64)
+        phoff, = struct.unpack_from("<Q", eh, 32)
+        n, = struct.unpack_from("<H", eh, 56)
+        segs = []
+        for i in range(n):
+            f.seek(phoff + 56 * i)
+            t, _fl, off, _va, _pa, fsz = struct.unpack("<IIQQQQ", f.read(40))
+            if t == 1 and fsz:
+                segs.append((off, fsz))
+    return sorted(segs)
+
+
+def truncated_copy(core, size, name):
+    import shutil
+    path = os.path.join(os.path.dirname(core), name)
+    with open(core, "rb") as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+        dst.truncate(size)
+    return path
+
+
+def check_truncation_line(text, where):
+    for part in ("the core file is truncated:", "memory segments are cut or missing (", "still readable:"):
+        if part not in text:
+            raise Failure("%s: the message does not say %r:\n%s" % (where, part, text))
+
+
+def check_truncated_core(c):
+    pf, ruby = c.target, c.ruby
+    core = kernel_core(ruby, pf.workdir)
+    if core is None:
+        # A gcore'd core (notes last) of a worker: any cut takes the notes.
+        core = c.core
+    whole = json.loads(cli(["bt", "-a", "--json", "--core", core, "--exe", ruby])[0])
+    segs = load_segments(core)
+    size = os.path.getsize(core)
+    # Half of it: too little to find Ruby: one line, saying why.
+    half = truncated_copy(core, size // 2, "half.core")
+    _, err = cli(["bt", "-a", "--core", half, "--exe", ruby], want_rc=1)
+    lines = [l for l in err.splitlines() if l.strip()]
+    if len(lines) != 1 or not lines[0].startswith("rbpeek: the core file is truncated:"):
+        raise Failure("rbpeek bt on half a core: not one line saying it is truncated:\n%s" % err)
+    check_truncation_line(lines[0], "rbpeek bt on half a core")
+    out = debugger("lldb", ["ruby bt -a"], exe=ruby, core=half)
+    errors = [l for l in out.splitlines() if "rbpeek:" in l]
+    if len(errors) != 1:
+        raise Failure("lldb ruby bt on half a core: not one rbpeek line:\n%s" % out[-3000:])
+    check_truncation_line(errors[0], "lldb ruby bt on half a core")
+    # Only the last segment cut (the kernel's core: the main native stack,
+    # vsyscall): Ruby's own stacks are elsewhere, so every frame is there,
+    # and the warning says what is missing.
+    last_off, last_len = segs[-1]
+    if last_off + last_len <= size:
+        cut_at = max(o + l for o, l in segs[:-1]) if len(segs) > 1 else last_off
+        part = truncated_copy(core, cut_at, "part.core")
+        out, err = cli(["bt", "-a", "--json", "--core", part, "--exe", ruby])
+        check_truncation_line(err, "rbpeek bt on a core missing its last segment")
+        got = json.loads(out)
+        if [t["frames"] for t in got["threads"]] != [t["frames"] for t in whole["threads"]]:
+            raise Failure("rbpeek bt on a core missing its last segment: frames differ from the whole core's")
+    harness.log("truncated core: said, with the segments missing and what can be read")
+
+
+# -- a second sampler ---------------------------------------------------------
+
+def check_second_sampler(c):
+    pf = c.target
+    """A second sampler on a process another one traces: one line, naming
+    the tracer, before anything is written; the first goes on."""
+    import subprocess
+    w = pf.workers["two"]["pid"]
+    first_dir = os.path.join(pf.workdir, "first")
+    second_dir = os.path.join(pf.workdir, "second")
+    os.makedirs(first_dir, exist_ok=True)
+    os.makedirs(second_dir, exist_ok=True)
+    first = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(w), "--duration", "8",
+                              "--folded", os.path.join(first_dir, "p.folded")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=first_dir)
+    try:
+        deadline = time.time() + 60
+        while tracer_of(w) != first.pid:
+            if first.poll() is not None or time.time() > deadline:
+                raise Failure("the first sampler never traced worker two: %s" % (first.communicate()[1][-2000:]))
+            time.sleep(0.02)
+        rc, out, err = harness.run_cli(["sample", "--pid", str(w), "--duration", "1", "--svg",
+                                        os.path.join(second_dir, "p.svg")])
+        lines = [l for l in (out + err).splitlines() if l.strip()]
+        want = "rbpeek: process %d is already traced by pid %d (" % (w, first.pid)
+        if rc != 1 or len(lines) != 1 or not lines[0].startswith(want) or "rbpeek sample" not in lines[0]:
+            raise Failure("a second sampler: exit %d, wanted 1 and one line starting %r naming the first:\n%s"
+                          % (rc, want, out + err))
+        if os.listdir(second_dir):
+            raise Failure("a second sampler wrote %s before it was refused" % os.listdir(second_dir))
+        out, err = first.communicate(timeout=120)
+        if first.returncode != 0 or "Samples:" not in out:
+            raise Failure("the first sampler did not end well (exit %d):\n%s" % (first.returncode, (out + err)[-2000:]))
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    pf.assert_running()
+    harness.log("a second sampler: refused in one line naming the first (pid %d)" % first.pid)
+
+
+# -- ruby threads' columns ----------------------------------------------------
+
+def check_columns(text, worker, where):
+    """`ruby threads`' text: one line per thread, its top frame (the last
+    column) starting at the same place on each, the long name shortened."""
+    lines = [l for l in text.splitlines() if re.match(r"#\d+ ", l)]
+    if len(lines) != len(worker["threads"]):
+        raise Failure("%s: %d thread lines for %d threads:\n%s" % (where, len(lines), len(worker["threads"]), text))
+    starts = {l.index(harness.PROGRAMS) for l in lines}
+    if len(starts) != 1:
+        raise Failure("%s: the top frames do not start in one column:\n%s" % (where, "\n".join(lines)))
+    full = next(t["name"] for t in worker["threads"] if t["name"] and "a-thread-whose" in t["name"])
+    long = [l for l in lines if '"%s' % full[:12] in l]
+    if len(long) != 1 or "\u2026" not in long[0] or full in long[0]:
+        raise Failure("%s: the long name is not shortened in its column:\n%s" % (where, "\n".join(lines)))
+
+
+def check_threads_columns(c):
+    pf = c.target
+    w = pf.workers["one"]
+    full = [t["name"] for t in w["threads"] if t["name"] and "a-thread-whose" in t["name"]]
+    if c.debugger != "cli":
+        check_columns(debugger(c.debugger, ["ruby threads"], pid=w["pid"]), w, "%s ruby threads" % c.debugger)
+        harness.log("ruby threads: columns kept with a %d-character thread name" % len(full[0]))
+        return
+    out, _ = cli(["threads", "--pid", str(w["pid"])])
+    check_columns(out, w, "rbpeek threads")
+    doc = json.loads(cli(["threads", "--json", "--pid", str(w["pid"])])[0])
+    if [t["name"] for t in doc["threads"] if t["name"] and "a-thread-whose" in t["name"]] != full:
+        raise Failure("rbpeek threads --json does not keep the long name whole")
+    harness.log("ruby threads: columns kept with a %d-character thread name" % len(full[0]))
+
+
+# -- several processes: --subprocesses and --pid more than once --------------
+
+ROLE_METHOD = {"one": "work_one", "two": "work_two", "three": "work_three"}
+
+
+def samples_in(frames, method):
+    """Samples under a method, however this Ruby labels it ("work_one",
+    3.4's "Object#work_one", "Kernel#sleep" or "sleep")."""
+    return sum(n for label, n in frames.items() if label == method or re.search(r"[#.]%s$" % re.escape(method), label))
+
+
+def folded_by_pid(path):
+    """{pid: {frame: samples}} of a folded file whose stacks each start with
+    a process root frame 'COMMAND (pid N)'; fails on a stack without one."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, n = line.rstrip("\n").rsplit(" ", 1)
+            frames = stack.split(";")
+            m = re.search(r" \(pid (\d+)\)$", frames[0])
+            if not m:
+                raise Failure("a stack without its process root frame: %r" % line[:200])
+            d = out.setdefault(int(m.group(1)), {})
+            for fr in set(frames[1:]):
+                d[fr.split(" (")[0]] = d.get(fr.split(" (")[0], 0) + int(n)
+    return out
+
+
+def check_subprocesses(c):
+    """rbpeek sample --pid MASTER --subprocesses: the master and its two
+    workers from the start, a third forked during the run joins, worker two
+    killed mid-sample leaves; every stack under its own process; idle
+    threads out by default; then bt, threads, locks, heap, gc and allocs
+    grouped by process, and --pid given twice."""
+    import subprocess
+    pf = c.target
+    d = c.path("sub")
+    os.makedirs(d, exist_ok=True)
+    folded, summary = os.path.join(d, "all.folded"), os.path.join(d, "summary.json")
+    ss = os.path.join(d, "all.speedscope.json")
+    sampler = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(pf.pid), "--subprocesses",
+                                "--duration", "6", "--folded", folded, "--speedscope", ss, "--json", "-o", summary],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=d)
+    two = pf.workers["two"]["pid"]
+    try:
+        deadline = time.time() + 60
+        while not all(tracer_of(w["pid"]) == sampler.pid for w in pf.workers.values()):
+            if sampler.poll() is not None or time.time() > deadline:
+                raise Failure("the sampler never traced every worker: %s" % sampler.communicate()[1][-2000:])
+            time.sleep(0.02)
+        time.sleep(0.5)
+        three = pf.fork_third()
+        time.sleep(1.0)
+        os.kill(two, 9)   # a worker dying mid-sample
+        out, err = sampler.communicate(timeout=180)
+    finally:
+        if sampler.poll() is None:
+            sampler.kill()
+            sampler.wait()
+    del pf.workers["two"]
+    harness.assert_no_traceback(out + err)
+    if sampler.returncode != 0:
+        raise Failure("rbpeek sample --subprocesses: exit %d:\n%s" % (sampler.returncode, (out + err)[-3000:]))
+    doc = harness.read_json(summary)
+    procs = {p["pid"]: p for p in doc["processes"]}
+    want = {pf.pid: "master", pf.workers["one"]["pid"]: "one", two: "two", three["pid"]: "three"}
+    if set(procs) != set(want):
+        raise Failure("processes sampled %s, wanted %s (master and workers)" % (sorted(procs), sorted(want)))
+    for pid, role in want.items():
+        if procs[pid]["samples"] < 10:
+            raise Failure("%s (pid %d): only %d samples" % (role, pid, procs[pid]["samples"]))
+    if not procs[two]["end"].startswith("exited"):
+        raise Failure("worker two was killed mid-sample; its end says %r" % procs[two]["end"])
+    for pid, role in want.items():
+        if pid != two and procs[pid]["end"] != "6 s elapsed":
+            raise Failure("%s (pid %d) ended %r, not with the run" % (role, pid, procs[pid]["end"]))
+    start = doc["started"]
+    joined = start + procs[three["pid"]]["joined_after_s"]
+    latency = joined - three["time"]
+    if procs[three["pid"]]["joined_after_s"] <= 0 or latency > 1.0:
+        raise Failure("the third worker joined %.3f s after it started (joined_after_s %s)"
+                      % (latency, procs[three["pid"]]["joined_after_s"]))
+    by_pid = folded_by_pid(folded)
+    for pid, role in want.items():
+        mine = by_pid.get(pid, {})
+        if role == "master":
+            # It computes about 1% of the time (master_tick) and sleeps the
+            # rest, so it may have no stack at all by default; never a worker's.
+            wrong = [m for m in ROLE_METHOD.values() if samples_in(mine, m)]
+            if wrong:
+                raise Failure("the master's stacks have the workers' %s" % wrong)
+            continue
+        # Worker two is killed 1.5 s into the run: a few samples are enough.
+        if samples_in(mine, ROLE_METHOD[role]) < (1 if role == "two" else 5):
+            raise Failure("worker %s (pid %d): %d samples in %s" % (role, pid, samples_in(mine, ROLE_METHOD[role]),
+                                                                    ROLE_METHOD[role]))
+        others = [m for r, m in ROLE_METHOD.items() if r != role and samples_in(mine, m)]
+        if others:
+            raise Failure("worker %s (pid %d) has stacks of %s" % (role, pid, others))
+        # Idle threads are left out by default: the parked ones never appear.
+        if samples_in(mine, "sleep") or samples_in(mine, "stop"):
+            raise Failure("worker %s: idle (parked) threads in the default profile" % role)
+    # speedscope: one profile per process, named by it, the weights the
+    # folded total.
+    prof = harness.read_json(ss)["profiles"]
+    named = sorted(int(re.search(r"\(pid (\d+)\)", p["name"]).group(1)) for p in prof)
+    if named != sorted(by_pid) or sum(sum(p["weights"]) for p in prof) != sum(
+            int(l.rsplit(" ", 1)[1]) for l in open(folded)):
+        raise Failure("speedscope: profiles %s (wanted one per process %s), or weights not the folded total"
+                      % ([p["name"] for p in prof], sorted(by_pid)))
+    # States: each worker's main thread runs, its parked threads are blocked.
+    for t in doc["threads"]:
+        role = want.get(t["pid"])
+        if role in ("one", "three") and t["samples"] >= 10:
+            st = t["states"]
+            parked = t["name"] and ("parked" in t["name"] or "a-thread-whose" in t["name"])
+            if parked and st["blocked"] < 0.99:
+                raise Failure("%s's parked thread %r: blocked only %.2f" % (role, t["name"], st["blocked"]))
+            if t["tid"] == t["pid"] and st["running"] < 0.8:
+                raise Failure("%s's main thread spins, running only %.2f: %s" % (role, st["running"], st))
+    harness.log("sample --subprocesses: %d processes, third joined %.0f ms after its start, worker two left "
+                "(%s); samples %s" % (len(procs), 1000 * latency, procs[two]["end"],
+                                     {want[p]: procs[p]["samples"] for p in want}))
+    pf.assert_running()
+    check_grouped_commands(c, want, three)
+
+
+def check_grouped_commands(c, want, three):
+    """bt, threads, locks, heap, gc and allocs with --subprocesses, and bt
+    with --pid twice: one JSON document, grouped by process."""
+    pf = c.target
+    alive = {p: r for p, r in want.items() if r != "two"}
+    doc = json.loads(cli(["bt", "-a", "--json", "--pid", str(pf.pid), "--subprocesses"])[0])
+    got = {p["pid"]: p for p in doc["processes"]}
+    if set(got) != set(alive):
+        raise Failure("bt --subprocesses: processes %s, wanted %s" % (sorted(got), sorted(alive)))
+    for pid, role in alive.items():
+        main = [t for t in got[pid]["result"]["threads"] if t["main"]]
+        if len(main) != 1 or main[0]["native_tid"] != pid:
+            raise Failure("bt --subprocesses, %s: main thread native_tid %s, not %d"
+                          % (role, [t["native_tid"] for t in main], pid))
+    text = cli(["bt", "-a", "--pid", str(pf.pid), "--subprocesses"])[0]
+    titles = re.findall(r"^== .* \(pid (\d+)\) ==$", text, re.M)
+    if sorted(int(t) for t in titles) != sorted(alive):
+        raise Failure("bt --subprocesses (text): process titles %s, wanted %s" % (titles, sorted(alive)))
+    one = pf.workers["one"]["pid"]
+    doc = json.loads(cli(["bt", "-a", "--json", "--pid", str(one), "--pid", str(three["pid"])])[0])
+    if [p["pid"] for p in doc["processes"]] != [one, three["pid"]]:
+        raise Failure("bt --pid A --pid B: processes %s" % [p["pid"] for p in doc["processes"]])
+    for cmd in (["threads"], ["locks"], ["heap", "--top", "3"], ["gc"], ["allocs", "--duration", "1"]):
+        doc = json.loads(cli(cmd + ["--json", "--pid", str(pf.pid), "--subprocesses"])[0])
+        got = [p["pid"] for p in doc["processes"]]
+        bad = [p for p in doc["processes"] if "result" not in p]
+        if sorted(got) != sorted(alive) or bad:
+            raise Failure("%s --subprocesses: processes %s (wanted %s), failed %s" % (cmd[0], got, sorted(alive), bad))
+    harness.log("bt, threads, locks, heap, gc, allocs --subprocesses: grouped by process")
+    pf.assert_running()
+
+
+# (name, check, the combinations it runs in)
+LIVE = {("gdb", "live"), ("lldb", "live"), ("cli", "live")}
+CHECKS = [("thread ids", check_thread_ids, set(matrix.WITH_CLI)),
+          ("threads columns", check_threads_columns, LIVE),
+          ("truncated core", check_truncated_core, {("cli", "core")}),
+          ("second sampler", check_second_sampler, {("cli", "live")}),
+          # last: it forks the third worker and kills worker two
+          ("subprocesses", check_subprocesses, {("cli", "live")})]
+
+
+def check(c):
+    """Every check of this combination; fails naming each that failed."""
+    only = os.environ.get("RBPEEK_SERVICE_ONLY")
+    failed = []
+    for name, fn, combos in CHECKS:
+        if (c.debugger, c.mode) not in combos or (only and name not in only.split(",")):
+            continue
+        t0 = time.time()
+        try:
+            fn(c)
+            harness.log("ok: %s (%.1f s)" % (name, time.time() - t0))
+        except Failure as e:
+            harness.log("FAILED: %s: %s" % (name, e))
+            failed.append(name)
+        except Exception:  # noqa: BLE001 - a test's own error fails that check, the rest still run
+            harness.log("FAILED: %s:\n%s" % (name, traceback.format_exc()))
+            failed.append(name)
+    if failed:
+        raise Failure("failed: %s" % ", ".join(failed))
+
+
+def test(spec, only, workdir):
+    m = matrix.Matrix(spec, workdir, only)
+    pf = Prefork(m.ruby, os.path.join(workdir, "prefork"))
+    try:
+        m.run(pf, check, combos=matrix.WITH_CLI)
+    finally:
+        pf.close()
+    m.finish()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2:], wd))

@@ -1,0 +1,168 @@
+"""`rbpeek top` read off a real terminal (tmux: send-keys, capture-pane).
+
+    test_top.py RUBY          it.top.<ruby>
+
+programs/cpu_split.rb splits its main thread's CPU time between alpha and
+beta (about 76/24) and logs the split it measures itself. `rbpeek top
+--pid` runs in a tmux pane: the screen must refresh (the sample count in
+its header grows between two captures), rank alpha above beta by own
+share, with alpha's share of the two within 10 points of the program's
+own measure over the same time; 't' sorts by total (the header says so,
+and <main> comes first), space holds the screen (two captures a period
+apart are the same) and space again lets it go on; 'q' quits, and a
+second run ends by Ctrl-C: each time top exits with status 0 and the
+target is left running and untraced.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import harness
+from harness import Failure
+
+SESSION = "rbpeek-top-test-%d" % os.getpid()
+
+
+def tmux(*args):
+    return subprocess.run(["tmux"] + list(args), capture_output=True, text=True, timeout=30)
+
+
+def capture():
+    r = tmux("capture-pane", "-p", "-t", SESSION)
+    return r.stdout
+
+
+def header_samples(screen):
+    m = re.search(r"^rbpeek top: (\d+) samples, ", screen, re.M)
+    return int(m.group(1)) if m else None
+
+
+def own_shares(screen):
+    """{method label: own %} of the table's rows."""
+    out = {}
+    for line in screen.splitlines():
+        m = re.match(r"\s*([\d.]+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+(\S.*?) \(", line)
+        if m:
+            label = m.group(3).split("#")[-1]
+            out[label] = out.get(label, 0.0) + float(m.group(1))
+    return out
+
+
+def measured_split(workdir, t0, t1):
+    rows = []
+    with open(os.path.join(workdir, "cpu.log")) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 3:
+                rows.append(tuple(float(x) for x in p))
+    inside = [r for r in rows if t0 <= r[0] <= t1]
+    if len(inside) < 5:
+        raise Failure("the program logged %d lines while top ran" % len(inside))
+    a, b = inside[0], inside[-1]
+    alpha, beta = b[1] - a[1], b[2] - a[2]
+    return alpha / (alpha + beta)
+
+
+def start_top(target, status_file):
+    # The pane's shell has the tmux server's environment, not ours: the
+    # library under test is named on the command.
+    lib = os.environ.get("RBPEEK_LIBRARY")
+    cmd = "%s%s %s top --pid %d --rate 200; echo $? > %s; sleep 600" % (
+        "RBPEEK_LIBRARY=%s " % lib if lib else "", sys.executable, harness.RBPEEK_CLI, target.pid, status_file)
+    r = tmux("new-session", "-d", "-s", SESSION, "-x", "200", "-y", "40", cmd)
+    if r.returncode != 0:
+        raise Failure("tmux new-session failed: %s" % r.stderr)
+
+
+def wait_status(status_file, what, timeout=30):
+    deadline = time.time() + timeout
+    while not os.path.exists(status_file) or not open(status_file).read().strip():
+        if time.time() > deadline:
+            raise Failure("top did not end on %s:\n%s" % (what, capture()))
+        time.sleep(0.1)
+    rc = int(open(status_file).read().strip())
+    if rc != 0:
+        raise Failure("top ended by %s with status %d:\n%s" % (what, rc, capture()))
+
+
+def check_untraced(target):
+    target.assert_left_running()
+    with open("/proc/%d/status" % target.pid) as f:
+        tracer = [l for l in f if l.startswith("TracerPid:")][0].split()[1]
+    if tracer != "0":
+        raise Failure("the target was left traced by %s" % tracer)
+
+
+def test(spec, workdir):
+    if not shutil.which("tmux"):
+        raise harness.SkipTest("tmux is not installed")
+    ruby = harness.ruby_binary(spec)
+    target = harness.Target(ruby, "cpu_split.rb", workdir)
+    try:
+        status = os.path.join(workdir, "status")
+        t0 = time.time()
+        start_top(target, status)
+        try:
+            time.sleep(5)
+            first = capture()
+            t1 = time.time()
+            time.sleep(2.5)
+            second = capture()
+            n1, n2 = header_samples(first), header_samples(second)
+            if n1 is None or n2 is None or n2 <= n1:
+                raise Failure("the screen did not refresh (samples %s then %s):\n%s" % (n1, n2, second))
+            shares = own_shares(first)
+            a, b = shares.get("alpha", 0.0), shares.get("beta", 0.0)
+            if not a > b > 0:
+                raise Failure("alpha (%.1f%%) not ranked above beta (%.1f%%):\n%s" % (a, b, first))
+            split = measured_split(target.workdir, t0 + 1.0, t1)
+            if abs(a / (a + b) - split) > 0.10:
+                raise Failure("top gives alpha %.1f%% of alpha+beta, the program measured %.1f%%:\n%s"
+                              % (100 * a / (a + b), 100 * split, first))
+            harness.log("top: alpha %.1f%%, beta %.1f%% own (%.1f%% of the two; measured %.1f%%); %d then %d samples"
+                        % (a, b, 100 * a / (a + b), 100 * split, n1, n2))
+            tmux("send-keys", "-t", SESSION, "t")
+            time.sleep(1.5)
+            screen = capture()
+            rows = [l for l in screen.splitlines() if re.match(r"\s*[\d.]+\s+[\d.]+\s", l)]
+            if "sorted by total" not in screen or not rows or "<main>" not in rows[0]:
+                raise Failure("'t' did not sort by total:\n%s" % screen)
+            tmux("send-keys", "-t", SESSION, "Space")
+            time.sleep(0.5)
+            held1 = capture()
+            time.sleep(2.5)
+            held2 = capture()
+            if "HELD" not in held1 or held1 != held2:
+                raise Failure("space did not hold the screen:\n%s\n----\n%s" % (held1, held2))
+            tmux("send-keys", "-t", SESSION, "Space")
+            time.sleep(2.5)
+            if header_samples(capture()) <= header_samples(held2):
+                raise Failure("space again did not let the screen go on:\n%s" % capture())
+            tmux("send-keys", "-t", SESSION, "q")
+            wait_status(status, "q")
+            check_untraced(target)
+        finally:
+            tmux("kill-session", "-t", SESSION)
+        # Ctrl-C
+        os.unlink(status)
+        start_top(target, status)
+        try:
+            time.sleep(3)
+            tmux("send-keys", "-t", SESSION, "C-c")
+            wait_status(status, "Ctrl-C")
+            check_untraced(target)
+        finally:
+            tmux("kill-session", "-t", SESSION)
+        harness.log("top: refreshes, ranks, sorts, holds; q and Ctrl-C leave the target running and untraced")
+    finally:
+        target.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(sys.argv[1], wd))
