@@ -361,6 +361,8 @@ def check_columns(text, worker, where):
     lines = [l for l in text.splitlines() if re.match(r"#\d+ ", l)]
     if len(lines) != len(worker["threads"]):
         raise Failure("%s: %d thread lines for %d threads:\n%s" % (where, len(lines), len(worker["threads"]), text))
+    if any(harness.PROGRAMS not in l for l in lines):
+        raise Failure("%s: a thread's top frame is not in the program:\n%s" % (where, "\n".join(lines)))
     starts = {l.index(harness.PROGRAMS) for l in lines}
     if len(starts) != 1:
         raise Failure("%s: the top frames do not start in one column:\n%s" % (where, "\n".join(lines)))

@@ -67,8 +67,12 @@ def command_line(pid, width=60):
             return None
     words[0] = os.path.basename(words[0])
     text = " ".join(words)
-    if len(text) > width:
-        text = " ".join([words[0]] + [_short_word(w) for w in words[1:]])
+    # Long paths first, then every path: a script's own path (python3
+    # /work/x/tools/rbpeek) is as short as 24 characters and would otherwise
+    # push the words that say what runs (rbpeek sample) into the cut.
+    for keep in (24, 0):
+        if len(text) > width:
+            text = " ".join([words[0]] + [_short_word(w, keep) for w in words[1:]])
     if len(text) > width:
         keep = width - 3
         text = text[:(keep + 1) // 2] + "..." + text[len(text) - keep // 2:]
