@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #include "base/errbuf.h"
 #include "base/target_file.h"
+#include "memory/core_file.h"
 #include "memory/mem.h"
 
 #include <elf.h>
@@ -42,50 +43,6 @@
 #ifndef NT_FILE
 #define NT_FILE 0x46494c45
 #endif
-
-/* Bounds on what we accept from a core: far above anything real (the kernel
- * caps a process at vm.max_map_count mappings, 65530 by default), low
- * enough that a corrupt count cannot make us allocate gigabytes. */
-#define MAX_PHDRS ((uint64_t)1 << 20)
-#define MAX_NOTE_BYTES ((uint64_t)64 << 20)
-#define MAX_FILE_MAPS ((uint64_t)1 << 20)
-/* Mapped files we keep open at once; older ones are closed and reopened on
- * demand, so a process mapping thousands of files cannot exhaust our fds. */
-#define MAX_OPEN_FILES 16
-
-typedef struct core_seg {
-    uint64_t vaddr, memsz;
-    uint64_t offset;        /* where its data starts in the core */
-    uint64_t avail;         /* leading bytes whose data really is in the core */
-} core_seg;
-
-typedef struct core_fmap {
-    uint64_t start, end;    /* target addresses */
-    uint64_t file_ofs;      /* bytes, already multiplied by the page size */
-    uint32_t file;          /* index into core.files */
-} core_fmap;
-
-typedef struct core_file {
-    char *path;
-    int fd;                 /* -1 when not open */
-    int state;              /* 0 not tried yet, 1 usable, -1 unusable */
-    uint64_t last_use;      /* for closing the least recently used */
-} core_file;
-
-typedef struct core {
-    int fd;
-    uint64_t size;
-    core_seg *segs;         /* sorted by vaddr */
-    size_t nsegs;
-    core_fmap *maps;        /* sorted by start */
-    size_t nmaps;
-    core_file *files;
-    size_t nfiles;
-    size_t nopen;
-    uint64_t clock;
-    rbp_warnsink warn;      /* where refused files are said (rbp_mem_set_warn) */
-    char note[640];         /* a truncated core: what is missing, what can be read ("" if whole) */
-} core;
 
 /* pread that retries on EINTR and on partial transfers; returns bytes read
  * (short at end of file) or -1 if the very first attempt failed. */
@@ -108,7 +65,7 @@ static bool in_file(uint64_t off, uint64_t len, uint64_t size)
     return off <= size && len <= size - off;
 }
 
-static void core_free(core *c)
+void rbp_core_free(core *c)
 {
     if (!c) return;
     if (c->fd >= 0) close(c->fd);
@@ -294,7 +251,7 @@ static void describe_truncation(core *c, const Elf64_Phdr *ph, uint64_t phnum)
 
 /* ---- ELF header and program headers ----------------------------------- */
 
-static core *core_open(const char *path, char *err, size_t errlen)
+core *rbp_core_open(const char *path, char *err, size_t errlen)
 {
     core *c = calloc(1, sizeof *c);
     if (!c) {
@@ -416,7 +373,7 @@ static core *core_open(const char *path, char *err, size_t errlen)
     return c;
 
 fail:
-    core_free(c);
+    rbp_core_free(c);
     return NULL;
 }
 
@@ -556,7 +513,7 @@ static long core_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return done ? (long)done : -1;
 }
 
-static void core_close(void *ctx) { core_free(ctx); }
+static void core_close(void *ctx) { rbp_core_free(ctx); }
 
 static void core_set_warn(void *ctx, rbp_warnsink sink) { ((core *)ctx)->warn = sink; }
 
@@ -568,87 +525,9 @@ bool rbp_source_core(const char *core_path, rbp_source *out, char *err, size_t e
         rbp_set_err(err, errlen, "no core file given");
         return false;
     }
-    core *c = core_open(core_path, err, errlen);
+    core *c = rbp_core_open(core_path, err, errlen);
     if (!c) return false;
     *out = (rbp_source){.read = core_read, .close = core_close, .set_warn = core_set_warn, .note = core_note, .ctx = c,
                         .kind = "core"};
     return true;
-}
-
-/* ---- regions ---------------------------------------------------------- */
-
-typedef struct region_list {
-    rbp_region *r;
-    size_t n, cap;
-    bool failed;
-} region_list;
-
-static void push_region(region_list *l, uint64_t start, uint64_t end, uint64_t ofs, const char *path)
-{
-    if (l->failed || end <= start) return;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        rbp_region *r = realloc(l->r, cap * sizeof *r);
-        if (!r) {
-            l->failed = true;
-            return;
-        }
-        l->r = r;
-        l->cap = cap;
-    }
-    char *p = NULL;
-    if (path && !(p = strdup(path))) {
-        l->failed = true;
-        return;
-    }
-    l->r[l->n++] = (rbp_region){start, end, ofs, p};
-}
-
-static int cmp_region(const void *a, const void *b)
-{
-    const rbp_region *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* NT_FILE mappings (with their paths) plus the parts of PT_LOAD segments
- * that no file mapping covers (anonymous memory: heap, stacks, [vdso]),
- * sorted by address. */
-size_t rbp_source_core_regions(const char *core_path, rbp_region **out)
-{
-    if (!out) return 0;
-    *out = NULL;
-    core *c = core_path ? core_open(core_path, NULL, 0) : NULL;
-    if (!c) return 0;
-    region_list l = {0};
-    for (size_t i = 0; i < c->nmaps; i++) {
-        const core_fmap *m = &c->maps[i];
-        push_region(&l, m->start, m->end, m->file_ofs, c->files[m->file].path);
-    }
-    for (size_t i = 0; i < c->nsegs; i++) {
-        uint64_t a = c->segs[i].vaddr, b = a + c->segs[i].memsz;
-        /* Maps are sorted and (in a sane core) disjoint: subtract each one
-         * overlapping [a, b) in turn, emitting the gaps. */
-        size_t lo = 0, hi = c->nmaps;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (c->maps[mid].end <= a) lo = mid + 1;
-            else hi = mid;
-        }
-        for (size_t j = lo; j < c->nmaps && a < b && c->maps[j].start < b; j++) {
-            const core_fmap *m = &c->maps[j];
-            if (m->end <= a) continue;
-            if (m->start > a) push_region(&l, a, m->start, 0, NULL);
-            a = m->end;
-        }
-        if (a < b) push_region(&l, a, b, 0, NULL);
-    }
-    core_free(c);
-    if (l.failed || l.n == 0) {
-        for (size_t i = 0; i < l.n; i++) free(l.r[i].path);
-        free(l.r);
-        return 0;
-    }
-    qsort(l.r, l.n, sizeof *l.r, cmp_region);
-    *out = l.r;
-    return l.n;
 }

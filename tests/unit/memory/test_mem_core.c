@@ -6,9 +6,8 @@
  * segments, unmapped addresses, a read-only file-backed page the core
  * leaves out (served from the file named in NT_FILE), the region list, and
  * truncated and corrupted copies of the core, which must fail cleanly or
- * read short but never crash, and copies whose NT_FILE note names a FIFO
- * or /dev/zero, which must be refused with a warning, never block or be
- * read.
+ * read short but never crash. (Copies whose NT_FILE note names a FIFO or a
+ * device: test_mem_core_nt_file.c.)
  */
 #include "fixture_proc.h"
 #include "fixture_files.h"
@@ -22,54 +21,7 @@
 #include "memory/elf_symbols.h"
 #include "memory/mem.h"
 
-static fixture_proc fx;
-static char core_path[PATH_MAX];
-static int core_state; /* 0 not tried, 1 ready, -1 unavailable */
-
-/* Makes the core once for all tests; false (with a message) to skip. */
-static bool have_core(void)
-{
-    if (core_state == 0) {
-        core_state = -1;
-        if (!fixture_have("gcore")) {
-            fprintf(stderr, "\n  [skip] gcore not found on PATH; core tests skipped\n");
-        } else if (!fixture_start(&fx, "memcore")) {
-            fprintf(stderr, "\n  [skip] could not start the core_target fixture\n");
-        } else {
-            if (fixture_gcore(&fx, "memcore", core_path, sizeof core_path)) core_state = 1;
-            else fprintf(stderr, "\n  [skip] gcore failed on pid %d\n", (int)fx.pid);
-            fixture_stop(&fx);
-        }
-    }
-    return core_state > 0;
-}
-
-static bool open_core(const char *path, rbp_source *src)
-{
-    char err[256] = "";
-    bool ok = rbp_source_core(path, src, err, sizeof err);
-    if (!ok) fprintf(stderr, "\n  rbp_source_core(%s): %s\n", path, err);
-    return ok;
-}
-
-/* True if the core itself holds data for addr (a PT_LOAD with p_filesz
- * covering it), found by our own independent scan of the program headers. */
-static bool core_holds(const char *path, uint64_t addr)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    Elf64_Ehdr eh;
-    bool hit = false;
-    if (fread(&eh, sizeof eh, 1, f) == 1 && fseek(f, (long)eh.e_phoff, SEEK_SET) == 0) {
-        for (unsigned i = 0; i < eh.e_phnum && !hit; i++) {
-            Elf64_Phdr ph;
-            if (fread(&ph, sizeof ph, 1, f) != 1) break;
-            hit = ph.p_type == PT_LOAD && addr >= ph.p_vaddr && addr - ph.p_vaddr < ph.p_filesz;
-        }
-    }
-    fclose(f);
-    return hit;
-}
+#include "core_fixture.h"
 
 static void test_pattern_and_marker(void)
 {
@@ -476,187 +428,6 @@ static void test_kernel_core(void)
     fixture_remove(&k);
 }
 
-static void test_cleanup(void)
-{
-    fixture_remove(&fx);
-    if (core_state > 0) unlink(core_path);
-}
-
-/* The warnings a source says, collected. */
-typedef struct said {
-    char text[2048];
-    int n;
-} said;
-
-static void collect(void *ctx, const char *line)
-{
-    said *w = ctx;
-    size_t used = strlen(w->text);
-    snprintf(w->text + used, sizeof w->text - used, "%s\n", line);
-    w->n++;
-}
-
-/* A path as long as len naming what dir/name names: slashes in between
- * (the note's strings are replaced in place, so the length must stay). */
-static bool same_length_path(char *out, size_t len, const char *dir, const char *name)
-{
-    size_t d = strlen(dir), n = strlen(name);
-    if (d + n + 1 > len || len + 1 > PATH_MAX) return false;
-    memcpy(out, dir, d);
-    memset(out + d, '/', len - d - n);
-    memcpy(out + len - n, name, n + 1);
-    return true;
-}
-
-/* A copy of the core at out whose NT_FILE note names instead of every
- * occurrence of path; false if the note or the path is not found. */
-static bool core_with_renamed_file(const char *in, const char *out, const char *path, const char *instead)
-{
-    size_t size = 0;
-    unsigned char *b = (unsigned char *)slurp(in, &size);
-    if (!b) return false;
-    size_t plen = strlen(path);
-    int hits = 0;
-    Elf64_Ehdr *eh = (Elf64_Ehdr *)b;
-    for (unsigned i = 0; i < eh->e_phnum; i++) {
-        Elf64_Phdr *ph = (Elf64_Phdr *)(b + eh->e_phoff) + i;
-        if (ph->p_type != PT_NOTE || ph->p_offset + ph->p_filesz > size) continue;
-        /* Every whole NUL-terminated occurrence in the note segment. */
-        for (size_t k = ph->p_offset; k + plen < ph->p_offset + ph->p_filesz; k++) {
-            if (b[k + plen] == '\0' && (k == 0 || b[k - 1] == '\0') && memcmp(b + k, path, plen) == 0) {
-                memcpy(b + k, instead, plen);
-                hits++;
-            }
-        }
-    }
-    FILE *f = hits ? fopen(out, "wb") : NULL;
-    bool ok = f && fwrite(b, 1, size, f) == size;
-    if (f) ok = fclose(f) == 0 && ok;
-    free(b);
-    return ok;
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
-/* One damaged core: reads of the executable's .rodata (which only the
- * file has) fail at once, the refusal is said once, with the path and
- * what it is; the symbol lookup that would read the file's .dynsym is
- * refused the same way, and a session says it on its warning line. */
-static void check_refused(const char *bad, const char *named, const char *kind)
-{
-    rbp_source src;
-    CU_ASSERT_FATAL(open_core(bad, &src));
-    rbp_mem *m = rbp_mem_new(src);
-    CU_ASSERT_FATAL(m != NULL);
-    said w = {{0}, 0};
-    rbp_mem_set_warn(m, (rbp_warnsink){collect, &w});
-    char got[64];
-    double t0 = now_s();
-    memset(got, 0x5a, sizeof got);
-    CU_ASSERT_FALSE(rbp_mem_read(m, fx.string, got, sizeof got));
-    CU_ASSERT_FALSE(rbp_mem_read(m, fx.string + 64, got, sizeof got));   /* tried once, said once */
-    CU_ASSERT(now_s() - t0 < 5);
-    CU_ASSERT_EQUAL(got[0], 0x5a);   /* nothing of the device came in */
-    CU_ASSERT_EQUAL(w.n, 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(w.text, named));
-    CU_ASSERT_PTR_NOT_NULL(strstr(w.text, kind));
-    CU_ASSERT_PTR_NOT_NULL(strstr(w.text, "not a regular file: not read"));
-    if (w.n != 1 || !strstr(w.text, kind)) fprintf(stderr, "\n  said: %s", w.text);
-    /* Memory the core holds is still served. */
-    uint64_t marker = 0;
-    CU_ASSERT(rbp_mem_read(m, fx.marker, &marker, 8));
-    CU_ASSERT_EQUAL(marker, 0x52425045454b2121ULL);
-
-    /* The symbol lookup checks the executable's file against the headers
-     * in memory (and would read the tables memory lacks from it): refused,
-     * said once over two lookups; what memory holds still answers. */
-    rbp_region *r = NULL;
-    size_t nr = rbp_source_core_regions(bad, &r);
-    CU_ASSERT(nr > 0);
-    rbp_elfcache *cache = NULL;
-    w = (said){{0}, 0};
-    uint64_t addr = 0;
-    (void)rbp_elf_lookup(m, r, nr, &cache, "rbpeek_fixture_marker", &addr);
-    (void)rbp_elf_lookup(m, r, nr, &cache, "rbpeek_fixture_string", &addr);
-    CU_ASSERT_EQUAL(w.n, 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(w.text, kind));
-    rbp_elfcache_free(cache);
-    for (size_t i = 0; i < nr; i++) free(r[i].path);
-    free(r);
-    rbp_mem_free(m);
-
-    /* Through a session: attach fails (no Ruby here), having said why the
-     * file was not read on its warning line. */
-    rbpeek_session *s = rbpeek_session_new();
-    CU_ASSERT_EQUAL_FATAL(rbpeek_session_use_core(s, bad), RBPEEK_OK);
-    t0 = now_s();
-    CU_ASSERT_NOT_EQUAL(rbpeek_session_attach(s), RBPEEK_OK);
-    CU_ASSERT(now_s() - t0 < 10);
-    const char *warning = rbpeek_session_warning(s);
-    CU_ASSERT_PTR_NOT_NULL(strstr(warning, kind));
-    CU_ASSERT_PTR_NOT_NULL(strstr(warning, named));
-    /* Said once, however many reads met it. */
-    const char *first = strstr(warning, named);
-    CU_ASSERT(first && !strstr(first + 1, named));
-    if (!strstr(warning, kind)) fprintf(stderr, "\n  session warning: '%s'\n", warning);
-    rbpeek_session_free(s);
-}
-
-/* A core is untrusted input (users open cores sent to them): its NT_FILE
- * note may name a FIFO, whose open would wait for a writer for ever, or a
- * device, which must not be opened or read (issue 24). */
-static void test_nt_file_not_regular(void)
-{
-    if (!have_core()) return;
-    if (core_holds(core_path, fx.string)) {
-        fprintf(stderr, "\n  [skip] this core contains .rodata; the file fallback is not exercised\n");
-        return;
-    }
-    /* The whole test may not block: a blocked open ends it here. */
-    unsigned prev = alarm(60);
-    size_t len = strlen(fx.exe);
-    char fifo[PATH_MAX], fifo_named[PATH_MAX], zero_named[PATH_MAX], bad[PATH_MAX + 16];
-    snprintf(fifo, sizeof fifo, "%s/fifo", fixture_tmpdir());
-    unlink(fifo);
-    CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
-    CU_ASSERT_FATAL(same_length_path(fifo_named, len, fixture_tmpdir(), "fifo"));
-    CU_ASSERT_FATAL(same_length_path(zero_named, len, "/dev", "zero"));
-    snprintf(bad, sizeof bad, "%s.notreg", core_path);
-
-    CU_ASSERT_FATAL(core_with_renamed_file(core_path, bad, fx.exe, fifo_named));
-    check_refused(bad, fifo_named, "is a FIFO");
-    CU_ASSERT_FATAL(core_with_renamed_file(core_path, bad, fx.exe, zero_named));
-    check_refused(bad, zero_named, "is a character device");
-
-    /* A core path that is itself a FIFO: refused at once, not waited on. */
-    rbp_source src;
-    char err[256] = "";
-    CU_ASSERT_FALSE(rbp_source_core(fifo, &src, err, sizeof err));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "is a FIFO, not a regular file"));
-
-    /* The .symtab search of Ruby images: a FIFO named like libruby. */
-    char ruby_fifo[PATH_MAX];
-    snprintf(ruby_fifo, sizeof ruby_fifo, "%s/libruby.so.3.1", fixture_tmpdir());
-    unlink(ruby_fifo);
-    CU_ASSERT_FATAL(mkfifo(ruby_fifo, 0600) == 0);
-    rbp_region reg = {0x10000, 0x20000, 0, ruby_fifo};
-    said w = {{0}, 0};
-    rbp_warnsink sink = {collect, &w};
-    uint64_t addr = 0;
-    CU_ASSERT_FALSE(rbp_elf_symtab_lookup(&reg, 1, "ruby_current_vm_ptr", &addr, &sink));
-    CU_ASSERT_EQUAL(w.n, 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(w.text, "is a FIFO"));
-    unlink(ruby_fifo);
-    unlink(fifo);
-    unlink(bad);
-    alarm(prev);
-}
-
 static const rbp_cu_test tests[] = {
     {"pattern and marker read from the core", test_pattern_and_marker},
     {"a read spanning two segments", test_read_spanning_segments},
@@ -668,7 +439,6 @@ static const rbp_cu_test tests[] = {
     {"truncated cores fail cleanly or read short", test_truncated},
     {"corrupted headers and notes do not crash", test_corrupted},
     {"a kernel-written core (p_filesz < p_memsz)", test_kernel_core},
-    {"NT_FILE naming a FIFO or /dev/zero: refused, said, never blocks", test_nt_file_not_regular},
     {"cleanup", test_cleanup},
     {NULL, NULL},
 };
