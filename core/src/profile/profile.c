@@ -6,7 +6,6 @@
  * output/.
  */
 #include "profile/profile.h"
-#include "profile/thread_state.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -51,7 +50,9 @@ rbpeek_profile *rbpeek_profile_new(void)
 void rbpeek_profile_free(rbpeek_profile *p)
 {
     if (!p) return;
-    rbp_tally_free(p);
+    /* The threads' tally (thread_state.c fills it) is the profile's memory */
+    for (size_t i = 0; i < p->ntally; i++) free(p->tally[i].name);
+    free(p->tally);
     free(p->err);
     free(p->frames);
     free(p->names);

@@ -180,14 +180,6 @@ bool rbp_tally_add(rbpeek_profile *p, int64_t pid, const rbpeek_thread *t, int64
     return true;
 }
 
-void rbp_tally_free(rbpeek_profile *p)
-{
-    for (size_t i = 0; i < p->ntally; i++) free(p->tally[i].name);
-    free(p->tally);
-    p->tally = NULL;
-    p->ntally = p->tally_cap = 0;
-}
-
 size_t rbpeek_profile_thread_count(const rbpeek_profile *p)
 {
     return p ? p->ntally : 0;

@@ -45,7 +45,4 @@ bool rbp_tally_add(rbpeek_profile *p, int64_t pid, const rbpeek_thread *t, int64
 /* Adds src's tally to dst's (rbpeek_profile_merge). */
 rbpeek_status rbp_tally_merge(rbpeek_profile *dst, const rbpeek_profile *src);
 
-/* Frees p's tally. */
-void rbp_tally_free(rbpeek_profile *p);
-
 #endif
