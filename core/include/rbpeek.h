@@ -170,6 +170,7 @@ typedef struct rbpeek_snapshot rbpeek_snapshot;
 typedef enum rbpeek_frame_kind {
     RBPEEK_FRAME_RUBY = 0,
     RBPEEK_FRAME_CFUNC = 1,
+    RBPEEK_FRAME_GC = 3,        /* the GC at work: "[GC: marking]" ... */
 } rbpeek_frame_kind;
 
 /* One frame, exactly as the target's Thread#backtrace_locations reports it. */
@@ -185,6 +186,19 @@ typedef struct rbpeek_frame {
     uint64_t self;              /* the frame's self (Ruby frames; else 0) */
     uint64_t ep;                /* its environment pointer: where its locals are (Ruby frames; else 0) */
 } rbpeek_frame;
+
+/* The GC at work on a thread (rbpeek_thread.gc): its phase, as the
+ * objspace's flags say at the moment of the snapshot. */
+typedef enum rbpeek_gc_phase {
+    RBPEEK_GC_NONE = 0,         /* no GC running on this thread */
+    RBPEEK_GC_MARKING = 1,      /* "[GC: marking]" */
+    RBPEEK_GC_SWEEPING = 2,     /* "[GC: sweeping]" */
+    RBPEEK_GC_COMPACTING = 3,   /* "[GC: compacting]" */
+    RBPEEK_GC_RUNNING = 4,      /* "[GC]": running, its phase not told */
+} rbpeek_gc_phase;
+
+/* The label of a GC frame: "[GC: marking]" ... "[GC]"; NULL for NONE. */
+RBPEEK_API const char *rbpeek_gc_phase_label(int32_t phase);
 
 typedef struct rbpeek_thread {
     const char *name;           /* NULL when the thread has no name */
@@ -210,6 +224,8 @@ typedef struct rbpeek_thread {
                                  * forked child's main thread keeps its parent's in 3.1
                                  * and 3.2, and a process in another PID namespace
                                  * numbers its threads by that namespace */
+    int32_t gc;                 /* rbpeek_gc_phase: the GC runs on this thread (it holds the GVL
+                                 * and the objspace says a GC step is running) */
 } rbpeek_thread;
 
 typedef enum rbpeek_thread_status {

@@ -29,6 +29,7 @@
 #include "base/arena.h"
 #include "context/context.h"
 #include "vm/frames.h"
+#include "vm/gc_state.h"
 #include "vm/kernel_tid.h"
 #include "vm/robject.h"
 #include "vm/snapshot.h"
@@ -110,6 +111,17 @@ static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_
         }
     }
     if (err) t->error = rbp_arena_strdup(&snap->arena, err);
+}
+
+/* The GC at work, on the thread it runs on: read while that thread is
+ * stopped (it holds the GVL), so that the phase is the one of its stack. */
+static void mark_gc(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *raw, size_t n)
+{
+    rbp_gc_state g;
+    if (!rbp_gc_state_read(s, &g) || !g.during_gc) return;
+    uint64_t th = rbp_gc_thread(s, &g);
+    for (size_t i = 0; th && i < n; i++)
+        if (raw[i].th == th) snap->threads[i].gc = rbp_gc_phase(&g);
 }
 
 static bool in_set(const uint64_t *set, size_t n, uint64_t v)
@@ -216,12 +228,14 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
             raw[i].pthread_id = fresh.pthread_id;
             walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, false);
         }
+        mark_gc(s, snap, raw, n);
         rbp_mem_set_strict(s->mem, was);
         if (release) release(ctx);
         for (size_t i = 0; i < n; i++)
             if (!in_set(held, nheld, raw[i].th)) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);
     } else {
         for (size_t i = 0; i < n; i++) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, running);
+        mark_gc(s, snap, raw, n);
         if (release) release(ctx);
     }
     kernel_tids(s, snap, raw, n);

@@ -24,7 +24,7 @@ class Thread(ctypes.Structure):
                 ("thread_value", ctypes.c_uint64), ("ractor_addr", ctypes.c_uint64), ("ractor_index", ctypes.c_int32),
                 ("truncated", ctypes.c_int32), ("error", ctypes.c_char_p), ("nframes", ctypes.c_size_t),
                 ("frames", ctypes.POINTER(Frame)), ("torn", ctypes.c_int32),
-                ("retried", ctypes.c_int32), ("ruby_tid", ctypes.c_int64)]
+                ("retried", ctypes.c_int32), ("ruby_tid", ctypes.c_int64), ("gc", ctypes.c_int32)]
 
 
 class BtOptions(ctypes.Structure):
