@@ -170,6 +170,7 @@ typedef struct rbpeek_snapshot rbpeek_snapshot;
 typedef enum rbpeek_frame_kind {
     RBPEEK_FRAME_RUBY = 0,
     RBPEEK_FRAME_CFUNC = 1,
+    RBPEEK_FRAME_NATIVE = 2,    /* a machine frame (native stacks, docs/native.md) */
     RBPEEK_FRAME_GC = 3,        /* the GC at work: "[GC: marking]" ... */
 } rbpeek_frame_kind;
 
@@ -252,6 +253,27 @@ RBPEEK_API rbpeek_status rbpeek_snapshot_take_running(rbpeek_session *s, size_t 
 RBPEEK_API void rbpeek_snapshot_free(rbpeek_snapshot *snap);
 RBPEEK_API size_t rbpeek_snapshot_thread_count(const rbpeek_snapshot *snap);
 RBPEEK_API const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t index);
+
+/* ---------------------------------------------------------------------------
+ * Native stacks (docs/native.md): a thread's machine stack, unwound by the
+ * core (elfutils' libdwfl, with rbpeek's memory source) from the thread's
+ * registers, and merged with its Ruby frames where the VM runs them
+ * (`ruby bt --native`, `ruby sample --native`).
+ * ------------------------------------------------------------------------- */
+
+/* One machine frame. */
+typedef struct rbpeek_native_frame {
+    uint64_t pc;                /* the instruction (the innermost frame, and a signal frame's
+                                 * interrupted one), else the return address */
+    const char *module;         /* the file the pc lies in, "[vdso]", or NULL: in no known module */
+    uint64_t module_offset;     /* pc as an address of that file (what addr2line -e takes) */
+    const char *symbol;         /* from .symtab (the file's or its debug file's), else .dynsym;
+                                 * NULL: unnamed (shown as module+0xoffset) */
+    uint64_t symbol_offset;     /* pc - the symbol's address */
+    const char *file;           /* source file from DWARF's line table, NULL when unknown */
+    int32_t line;               /* 0 when unknown */
+    int32_t activation;         /* 1: pc is the current instruction, 0: a return address */
+} rbpeek_native_frame;
 
 /* Output writers. Formats: */
 typedef enum rbpeek_format {

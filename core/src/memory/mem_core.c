@@ -49,6 +49,11 @@
 #define MAX_PHDRS ((uint64_t)1 << 20)
 #define MAX_NOTE_BYTES ((uint64_t)64 << 20)
 #define MAX_FILE_MAPS ((uint64_t)1 << 20)
+/* struct elf_prstatus on x86-64: the thread's id and its registers (a
+ * struct user_regs_struct of 27 words). */
+#define PRSTATUS_PID_OFFSET 32
+#define PRSTATUS_REG_OFFSET 112
+#define MAX_CORE_THREADS ((size_t)1 << 20)
 /* Mapped files we keep open at once; older ones are closed and reopened on
  * demand, so a process mapping thousands of files cannot exhaust our fds. */
 #define MAX_OPEN_FILES 16
@@ -72,6 +77,11 @@ typedef struct core_file {
     uint64_t last_use;      /* for closing the least recently used */
 } core_file;
 
+typedef struct core_thread_regs {
+    int64_t tid;
+    uint64_t regs[27];      /* struct user_regs_struct */
+} core_thread_regs;
+
 typedef struct core {
     int fd;
     uint64_t size;
@@ -85,6 +95,8 @@ typedef struct core {
     uint64_t clock;
     rbp_warnsink warn;      /* where refused files are said (rbp_mem_set_warn) */
     char note[640];         /* a truncated core: what is missing, what can be read ("" if whole) */
+    core_thread_regs *threads;  /* NT_PRSTATUS notes, in the core's order (the current thread first) */
+    size_t nthreads, threads_cap;
 } core;
 
 /* pread that retries on EINTR and on partial transfers; returns bytes read
@@ -117,6 +129,7 @@ static void core_free(core *c)
         free(c->files[i].path);
     }
     free(c->files);
+    free(c->threads);
     free(c->maps);
     free(c->segs);
     free(c);
@@ -235,6 +248,22 @@ static bool parse_notes(core *c, const uint8_t *buf, uint64_t len)
         pos += descsz > len - pos ? len - pos : descsz;
         if (nh.n_type == NT_FILE && c->maps == NULL && nh.n_namesz == 5 && memcmp(name, "CORE", 5) == 0) {
             if (!parse_nt_file(c, desc, nh.n_descsz)) return false;
+        }
+        if (nh.n_type == NT_PRSTATUS && nh.n_namesz == 5 && memcmp(name, "CORE", 5) == 0 &&
+            nh.n_descsz >= PRSTATUS_REG_OFFSET + 27 * 8 && c->nthreads < MAX_CORE_THREADS) {
+            /* struct elf_prstatus (x86-64): pr_pid at 32, pr_reg at 112 */
+            if (c->nthreads == c->threads_cap) {
+                size_t cap = c->threads_cap ? c->threads_cap * 2 : 16;
+                core_thread_regs *t = realloc(c->threads, cap * sizeof *t);
+                if (!t) return false;
+                c->threads = t;
+                c->threads_cap = cap;
+            }
+            core_thread_regs *t = &c->threads[c->nthreads++];
+            int32_t pid;
+            memcpy(&pid, desc + PRSTATUS_PID_OFFSET, 4);
+            t->tid = pid;
+            memcpy(t->regs, desc + PRSTATUS_REG_OFFSET, sizeof t->regs);
         }
     }
     return true;
@@ -390,7 +419,7 @@ static core *core_open(const char *path, char *err, size_t errlen)
             if (p->p_offset >= c->size) avail = 0;
             else if (avail > c->size - p->p_offset) avail = c->size - p->p_offset;
             c->segs[c->nsegs++] = (core_seg){p->p_vaddr, p->p_memsz, p->p_offset, avail};
-        } else if (p->p_type == PT_NOTE && c->maps == NULL) {
+        } else if (p->p_type == PT_NOTE) {
             uint64_t len = p->p_filesz;
             if (p->p_offset >= c->size || len == 0) continue;
             if (len > c->size - p->p_offset) len = c->size - p->p_offset;
@@ -651,4 +680,24 @@ size_t rbp_source_core_regions(const char *core_path, rbp_region **out)
     qsort(l.r, l.n, sizeof *l.r, cmp_region);
     *out = l.r;
     return l.n;
+}
+
+/* ---- threads ---------------------------------------------------------- */
+
+size_t rbp_source_core_threads(const char *core_path, rbp_core_thread **out)
+{
+    if (!out) return 0;
+    *out = NULL;
+    core *c = core_path ? core_open(core_path, NULL, 0) : NULL;
+    if (!c) return 0;
+    size_t n = c->nthreads;
+    rbp_core_thread *t = n ? calloc(n, sizeof *t) : NULL;
+    for (size_t i = 0; t && i < n; i++) {
+        t[i].tid = c->threads[i].tid;
+        memcpy(t[i].user_regs, c->threads[i].regs, sizeof t[i].user_regs);
+    }
+    core_free(c);
+    if (!t) return 0;
+    *out = t;
+    return n;
 }

@@ -1,0 +1,110 @@
+/*
+ * A target's loaded images from its mapped regions (/proc/PID/maps, a
+ * core's NT_FILE note, or a debugger's list): each file whose ELF header
+ * is mapped (one of its regions starts at file offset 0) is one module,
+ * spanning its mappings from the lowest to the highest, as the dynamic
+ * loader lays them out; the vdso is one more, read from memory. Files that
+ * are mapped but are not ELF (locale archives, fonts, data files) are told
+ * apart by the first bytes of their mapping, read from target memory
+ * (which for a core may come from the file itself); where those cannot be
+ * read the file is kept, and the unwinder says later why it could not be
+ * used.
+ */
+#include "native/native.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct span {
+    const char *path;
+    uint64_t start, end, header;   /* header: the address of its file offset 0, or 0 */
+} span;
+
+static int cmp_path(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    if (c) return c;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+    const rbp_uw_module *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static bool is_vdso(const char *p) { return strcmp(p, "[vdso]") == 0; }
+
+size_t rbp_native_modules(rbp_mem *mem, const rbp_region *regions, size_t nregions, rbp_uw_module **out)
+{
+    *out = NULL;
+    span *sp = nregions ? malloc(nregions * sizeof *sp) : NULL;
+    if (!sp) return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < nregions; i++) {
+        const rbp_region *r = &regions[i];
+        if (!r->path || r->end <= r->start) continue;
+        if (r->path[0] != '/' && !is_vdso(r->path)) continue; /* [heap], [stack], anonymous */
+        sp[n++] = (span){r->path, r->start, r->end, r->file_offset == 0 || is_vdso(r->path) ? r->start : 0};
+    }
+    qsort(sp, n, sizeof *sp, cmp_path);
+    rbp_uw_module *mods = n ? calloc(n, sizeof *mods) : NULL;
+    size_t m = 0;
+    for (size_t i = 0; i < n && mods;) {
+        size_t j = i;
+        uint64_t lo = sp[i].start, hi = sp[i].end, header = 0;
+        for (; j < n && strcmp(sp[j].path, sp[i].path) == 0; j++) {
+            if (sp[j].start < lo) lo = sp[j].start;
+            if (sp[j].end > hi) hi = sp[j].end;
+            if (sp[j].header && (!header || sp[j].header < header)) header = sp[j].header;
+        }
+        /* The image starts at its ELF header: mappings below it are not its
+         * own (a file mapped twice, once as data, is kept from there on). */
+        if (header) {
+            unsigned char magic[4];
+            bool elf = !rbp_mem_read(mem, header, magic, 4) || memcmp(magic, "\177ELF", 4) == 0;
+            if (elf && header >= lo) {
+                bool vdso = is_vdso(sp[i].path);
+                char *name = strdup(sp[i].path);
+                char *path = vdso ? NULL : strdup(sp[i].path);
+                if (name && (vdso || path)) {
+                    mods[m++] = (rbp_uw_module){.start = header, .end = hi, .path = path, .name = name};
+                } else {
+                    free(name);
+                    free(path);
+                }
+            }
+        }
+        i = j;
+    }
+    free(sp);
+    if (!mods) return 0;
+    qsort(mods, m, sizeof *mods, cmp_start);
+    /* Overlapping images (a corrupt list, or one file mapped inside
+     * another's gaps) cannot both be told by address: keep the first. */
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (k && mods[i].start < mods[k - 1].end) {
+            free((char *)mods[i].path);
+            free((char *)mods[i].name);
+            continue;
+        }
+        mods[k++] = mods[i];
+    }
+    if (!k) {
+        free(mods);
+        return 0;
+    }
+    *out = mods;
+    return k;
+}
+
+void rbp_native_modules_free(rbp_uw_module *mods, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free((char *)mods[i].path);
+        free((char *)mods[i].name);
+    }
+    free(mods);
+}
