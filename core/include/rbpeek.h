@@ -258,8 +258,30 @@ RBPEEK_API const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *sn
  * Native stacks (docs/native.md): a thread's machine stack, unwound by the
  * core (elfutils' libdwfl, with rbpeek's memory source) from the thread's
  * registers, and merged with its Ruby frames where the VM runs them
- * (`ruby bt --native`, `ruby sample --native`).
+ * (`ruby bt --native`, `ruby sample --native`). Registers need a stopped
+ * thread: a core has them (NT_PRSTATUS); a debugger gives them
+ * (rbpeek_session_use_registers); for a live pid source the threads must
+ * be in a ptrace stop of the calling thread (rbpeek_session_hold, or the
+ * tracer's own stops while sampling).
  * ------------------------------------------------------------------------- */
+
+/* The registers of thread tid in DWARF's x86-64 numbering, 17 words: rax
+ * rdx rcx rbx rsi rdi rbp rsp r8-r15 (0-15), rip (16). Returns a mask of
+ * the registers it filled (bit i: regs[i]); 0 when it has none for tid. */
+typedef uint32_t (*rbpeek_regs_fn)(void *ctx, int64_t tid, uint64_t *regs);
+/* Registers come from fn (a debugger's view of its stopped threads)
+ * rather than from the source (a core's notes, ptrace). NULL: the source. */
+RBPEEK_API rbpeek_status rbpeek_session_use_registers(rbpeek_session *s, rbpeek_regs_fn fn, void *ctx);
+
+/* For a live pid source without a debugger (the command line): stops
+ * every thread of the process with ptrace from the calling thread, so that
+ * their registers can be read, until rbpeek_session_release (which the
+ * same thread must call; it is also called by rbpeek_session_free). The
+ * process is never left stopped: release detaches every thread, and if
+ * the caller dies the kernel does. Fails (one line) when the process
+ * cannot be traced. */
+RBPEEK_API rbpeek_status rbpeek_session_hold(rbpeek_session *s);
+RBPEEK_API void rbpeek_session_release(rbpeek_session *s);
 
 /* One machine frame. */
 typedef struct rbpeek_native_frame {
@@ -274,6 +296,46 @@ typedef struct rbpeek_native_frame {
     int32_t line;               /* 0 when unknown */
     int32_t activation;         /* 1: pc is the current instruction, 0: a return address */
 } rbpeek_native_frame;
+
+/* One frame of a thread's whole stack: a Ruby frame, a machine frame, a
+ * C method's Ruby frame standing at its C function's machine frame (both
+ * set), or the GC at work. */
+typedef struct rbpeek_stack_frame {
+    int32_t kind;                       /* rbpeek_frame_kind */
+    int32_t internal;                   /* a machine frame of the VM's own call machinery (rb_vm_exec,
+                                         * vm_call_cfunc..., the interpreter's unnamed static functions):
+                                         * shown only with --native-all */
+    const rbpeek_frame *ruby;           /* RUBY and CFUNC: the thread's Ruby frame (in its frames) */
+    const rbpeek_native_frame *native;  /* NATIVE, and a CFUNC at its C function: the machine frame */
+    const char *label;                  /* GC: "[GC: marking]"...; else NULL */
+} rbpeek_stack_frame;
+
+/* A thread's native stack, merged with its Ruby frames. */
+typedef struct rbpeek_native_stack {
+    size_t nframes;
+    const rbpeek_stack_frame *frames;   /* innermost first */
+    int32_t merged;                     /* 1: each Ruby frame stands where the VM runs it; 0: they could
+                                         * not be placed (note says why): frames holds the machine frames,
+                                         * then the Ruby frames, each in its own order */
+    const char *note;                   /* NULL, or what the merge could not vouch for */
+    const char *cut;                    /* NULL, or why the machine stack ends before its outermost
+                                         * frame (the frames unwound are kept) */
+    size_t nnative;
+    const rbpeek_native_frame *native;  /* the machine frames as unwound, innermost first */
+} rbpeek_native_stack;
+
+#define RBPEEK_NATIVE_LINES 1u          /* give native frames their source file and line (DWARF) */
+
+/* Takes a snapshot as rbpeek_snapshot_take does, and each thread's native
+ * stack merged with its Ruby frames (rbpeek_snapshot_native). A thread
+ * whose registers cannot be had (not stopped, no TID known) gets a stack
+ * with no machine frames and cut saying why. Fails (one line) when native
+ * stacks cannot be had at all: the unwinder cannot be loaded, or no
+ * register source (a pid source not held, see rbpeek_session_hold). */
+RBPEEK_API rbpeek_status rbpeek_snapshot_take_native(rbpeek_session *s, size_t max_frames, uint32_t flags,
+                                                     rbpeek_snapshot **out);
+/* Thread index's native stack, or NULL for a snapshot taken without. */
+RBPEEK_API const rbpeek_native_stack *rbpeek_snapshot_native(const rbpeek_snapshot *snap, size_t index);
 
 /* Output writers. Formats: */
 typedef enum rbpeek_format {

@@ -31,6 +31,7 @@
 #include "vm/frames.h"
 #include "vm/gc_state.h"
 #include "vm/kernel_tid.h"
+#include "vm/native_merge.h"
 #include "vm/robject.h"
 #include "vm/snapshot.h"
 #include "vm/threads.h"
@@ -45,6 +46,11 @@ struct rbpeek_snapshot {
     rbp_arena arena;
     rbpeek_thread *threads;
     size_t nthreads;
+    /* For native stacks (rbpeek_snapshot_take_native): each thread's
+     * execution context and its frames' control frames, then the stacks. */
+    uint64_t *ecs;
+    uint32_t **origins;
+    rbpeek_native_stack *native;
 };
 
 const char *rbpeek_thread_status_name(int32_t status)
@@ -93,7 +99,10 @@ static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_
     if (rbp_obj_type(s, r->name) == RBP_T_STRING && rbp_string_read(s, r->name, name, sizeof name, NULL) >= 0)
         t->name = rbp_arena_strdup(&snap->arena, name);
     rbp_stack_mark seen, now;
-    const char *err = rbp_frames_walk_marked(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen);
+    size_t idx = (size_t)(t - snap->threads);
+    uint32_t **origin = snap->origins ? &snap->origins[idx] : NULL;
+    if (snap->ecs) snap->ecs[idx] = r->ec;
+    const char *err = rbp_frames_walk_origin(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen, origin);
     for (int attempt = 0; running && attempt < 2; attempt++) {
         uint64_t ec = 0;
         if (read_mark_direct(s, r->th, &ec, &now) && ec == r->ec && mark_equal(&seen, &now)) break;
@@ -104,7 +113,7 @@ static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_
             t->nframes = 0;
             t->frames = NULL;
             t->truncated = 0;
-            err = rbp_frames_walk_marked(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen);
+            err = rbp_frames_walk_origin(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen, origin);
         } else {
             t->torn = 1;
             err = "its stack changed while it was read (torn)";
@@ -157,7 +166,7 @@ static void kernel_tids(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thre
  * the thread list is read, and may change *nheld (see snapshot.h). */
 static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, const uint64_t *held,
                           const size_t *nheld_p, int (*stop)(void *), void (*release)(void *), void *ctx,
-                          rbpeek_snapshot **out)
+                          bool origins, rbpeek_snapshot **out)
 {
     if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take: no output pointer");
     *out = NULL;
@@ -207,6 +216,14 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
         return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     }
     snap->nthreads = n;
+    if (origins && n &&
+        (!(snap->ecs = rbp_arena_alloc(&snap->arena, n * sizeof *snap->ecs)) ||
+         !(snap->origins = rbp_arena_alloc(&snap->arena, n * sizeof *snap->origins)))) {
+        free(raw);
+        rbpeek_snapshot_free(snap);
+        if (release) release(ctx);
+        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    }
     size_t frame_budget = SNAPSHOT_FRAME_BUDGET;
     rbpeek_thread *walked = snap->threads;
     size_t *budget = &frame_budget;
@@ -253,19 +270,97 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
 
 rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, out);
+    return take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, false, out);
 }
 
 rbpeek_status rbpeek_snapshot_take_running(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, true, NULL, NULL, NULL, NULL, NULL, out);
+    return take(s, max_frames, true, NULL, NULL, NULL, NULL, NULL, false, out);
 }
 
 rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held,
                                       const size_t *nheld, int (*stop)(void *), void (*release)(void *), void *ctx,
                                       rbpeek_snapshot **out)
 {
-    return take(s, max_frames, false, held, nheld, stop, release, ctx, out);
+    return take(s, max_frames, false, held, nheld, stop, release, ctx, false, out);
+}
+
+/* The TID of each thread: Ruby's own (3.1+), else read from glibc's
+ * descriptor as rbpeek_snapshot_resolve_tids does, against the threads
+ * the source knows (a live pid's /proc, a core's notes). */
+static void thread_tids(rbpeek_session *s, const rbpeek_snapshot *snap, int64_t *tids)
+{
+    bool need = false;
+    for (size_t i = 0; i < snap->nthreads; i++) {
+        tids[i] = snap->threads[i].native_tid;
+        need |= tids[i] <= 0 && snap->threads[i].pthread_id;
+    }
+    if (!need) return;
+    int64_t *known = NULL;
+    size_t nknown = 0;
+    if (s->core_path) {
+        if (!s->core_threads_read) {
+            s->ncore_threads = rbp_source_core_threads(s->core_path, &s->core_threads);
+            s->core_threads_read = true;
+        }
+        if (s->ncore_threads && (known = malloc(s->ncore_threads * sizeof *known)))
+            for (size_t i = 0; i < s->ncore_threads; i++) known[nknown++] = s->core_threads[i].tid;
+    }
+    uint64_t *pairs = malloc(2 * snap->nthreads * sizeof *pairs);
+    size_t npairs = 0;
+    char saved[sizeof s->error];
+    memcpy(saved, s->error, sizeof saved); /* a thread without a TID is said in its stack, not as an error */
+    if (pairs && (nknown || s->pid > 0))
+        rbpeek_snapshot_resolve_tids(s, snap, known, nknown, s->pid, pairs, snap->nthreads, &npairs);
+    memcpy(s->error, saved, sizeof saved);
+    for (size_t i = 0; i < snap->nthreads; i++)
+        for (size_t k = 0; tids[i] <= 0 && k < npairs; k++)
+            if (pairs[2 * k] == snap->threads[i].pthread_id) tids[i] = (int64_t)pairs[2 * k + 1];
+    free(pairs);
+    free(known);
+}
+
+rbpeek_status rbpeek_snapshot_take_native(rbpeek_session *s, size_t max_frames, uint32_t flags,
+                                          rbpeek_snapshot **out)
+{
+    if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take_native: no output pointer");
+    *out = NULL;
+    if (!s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
+    if (!s->regs_fn && !s->core_path && !(s->pid > 0 && s->hold))
+        return rbp_fail(s, RBPEEK_ERR_STATE,
+                        s->pid > 0 ? "native stacks of a live process need its threads stopped: hold it first "
+                                     "(rbpeek_session_hold)"
+                                   : "native stacks need the threads' registers: give a register source "
+                                     "(rbpeek_session_use_registers)");
+    rbpeek_status st = rbp_native_ready(s);
+    if (st != RBPEEK_OK) return st;
+    rbpeek_snapshot *snap = NULL;
+    st = take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, true, &snap);
+    if (st != RBPEEK_OK) return st;
+    int64_t *tids = snap->nthreads ? malloc(snap->nthreads * sizeof *tids) : NULL;
+    if (snap->nthreads && (!tids || !(snap->native = rbp_arena_alloc(&snap->arena,
+                                                                      snap->nthreads * sizeof *snap->native)))) {
+        free(tids);
+        rbpeek_snapshot_free(snap);
+        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    }
+    if (tids) thread_tids(s, snap, tids);
+    for (size_t i = 0; i < snap->nthreads; i++) {
+        if (!rbp_native_stack_build(s, &snap->arena, &snap->threads[i], snap->origins[i], snap->ecs[i], tids[i], flags,
+                                    &snap->native[i])) {
+            free(tids);
+            rbpeek_snapshot_free(snap);
+            return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+        }
+    }
+    free(tids);
+    *out = snap;
+    return RBPEEK_OK;
+}
+
+const rbpeek_native_stack *rbpeek_snapshot_native(const rbpeek_snapshot *snap, size_t index)
+{
+    return snap && snap->native && index < snap->nthreads ? &snap->native[index] : NULL;
 }
 
 void rbpeek_snapshot_free(rbpeek_snapshot *snap)
