@@ -33,7 +33,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../unwind_backend.h"
+#include "base/target_file.h"
+#include "native/unwind_backend.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_VDSO_BYTES (1u << 20)
@@ -151,7 +152,12 @@ static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, D
         if (!*elfp) snprintf(m->problem, sizeof m->problem, "its image in memory is not ELF");
         return -1;
     }
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    char kind[64];
+    int fd = rbp_open_target_file(m->path, kind, sizeof kind);
+    if (fd == RBP_NOT_REGULAR) {
+        snprintf(m->problem, sizeof m->problem, "%s is %s, not a regular file: not read", m->path, kind);
+        return -1;
+    }
     if (fd < 0) {
         snprintf(m->problem, sizeof m->problem, "%s: %s", m->path, strerror(errno));
         return -1;
@@ -166,7 +172,8 @@ static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, D
 
 static int try_open(const char *path, char **name)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char kind[64];
+    int fd = rbp_open_target_file(path, kind, sizeof kind); /* named after the target's files */
     if (fd >= 0 && !(*name = strdup(path))) {
         close(fd);
         return -1;
