@@ -37,6 +37,37 @@ class BtOptions(ctypes.Structure):
                 ("show", ctypes.c_uint32)]
 
 
+# --- native stacks (docs/native.md) ---
+
+# uint32_t fn(void *ctx, int64_t tid, uint64_t regs[17]): registers in DWARF's x86-64 order
+REGS_FN = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64))
+# the 17 registers rbpeek_regs_fn fills, in their order (rip is DWARF's return address column)
+REGISTER_NAMES = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
+                  "r14", "r15", "rip")
+FRAME_KINDS = ("ruby", "cfunc", "native", "gc")
+NATIVE_LINES = 1
+
+
+class NativeFrame(ctypes.Structure):
+    _c_ = "rbpeek_native_frame"
+    _fields_ = [("pc", ctypes.c_uint64), ("module", ctypes.c_char_p), ("module_offset", ctypes.c_uint64),
+                ("symbol", ctypes.c_char_p), ("symbol_offset", ctypes.c_uint64), ("file", ctypes.c_char_p),
+                ("line", ctypes.c_int32), ("activation", ctypes.c_int32)]
+
+
+class StackFrame(ctypes.Structure):
+    _c_ = "rbpeek_stack_frame"
+    _fields_ = [("kind", ctypes.c_int32), ("internal", ctypes.c_int32), ("ruby", ctypes.POINTER(Frame)),
+                ("native", ctypes.POINTER(NativeFrame)), ("label", ctypes.c_char_p)]
+
+
+class NativeStack(ctypes.Structure):
+    _c_ = "rbpeek_native_stack"
+    _fields_ = [("nframes", ctypes.c_size_t), ("frames", ctypes.POINTER(StackFrame)), ("merged", ctypes.c_int32),
+                ("note", ctypes.c_char_p), ("cut", ctypes.c_char_p), ("nnative", ctypes.c_size_t),
+                ("native", ctypes.POINTER(NativeFrame))]
+
+
 class ReadStats(ctypes.Structure):
     _c_ = "rbpeek_read_stats"
     _fields_ = [("requests", ctypes.c_uint64), ("source_reads", ctypes.c_uint64),
