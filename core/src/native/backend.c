@@ -3,8 +3,8 @@
  * native/unwind_backend.h for why it is an object of its own), once per
  * process. It is looked for where $RBPEEK_UNWINDER says, else beside the
  * object this code is linked into (librbpeek.so, installed or in the build
- * tree's lib/), else where the build put it (for the unit tests, whose
- * executables live elsewhere).
+ * tree's lib/), else, for programs linked with librbpeek.a, where the build
+ * put it (the unit tests) and where `cmake --install` puts it.
  *
  * It is loaded with RTLD_LOCAL | RTLD_DEEPBIND: its own group (itself,
  * libdw, libelf...) is searched before the global scope, so libdw's calls
@@ -86,7 +86,7 @@ static void load_once(void)
             snprintf(load_error, sizeof load_error, "cannot load the unwinder $RBPEEK_UNWINDER=%s: %s", env, why);
         return;
     }
-    char cand[3][1024];
+    char cand[4][1024];
     size_t ncand = 0;
     Dl_info info;
     if (dladdr((void *)rbp_native_backend, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
@@ -96,6 +96,9 @@ static void load_once(void)
     }
 #ifdef RBPEEK_UNWINDER_BUILD_PATH
     snprintf(cand[ncand++], sizeof cand[0], "%s", RBPEEK_UNWINDER_BUILD_PATH);
+#endif
+#ifdef RBPEEK_UNWINDER_INSTALL_PATH
+    snprintf(cand[ncand++], sizeof cand[0], "%s", RBPEEK_UNWINDER_INSTALL_PATH);
 #endif
     for (size_t i = 0; i < ncand && !loaded; i++) loaded = try_load(cand[i], why, sizeof why);
     if (!loaded)
