@@ -12,12 +12,21 @@
  */
 #include "native/native.h"
 
+#include <elf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "base/target_file.h"
+
+#define PAGE 4096u
+#define MAX_PHDRS 64
 
 typedef struct span {
     const char *path;
-    uint64_t start, end, header;   /* header: the address of its file offset 0, or 0 */
+    uint64_t start, end, offset;
+    uint64_t header;               /* the address of its file offset 0, or 0 */
 } span;
 
 static int cmp_path(const void *a, const void *b)
@@ -36,6 +45,44 @@ static int cmp_start(const void *a, const void *b)
 
 static bool is_vdso(const char *p) { return strcmp(p, "[vdso]") == 0; }
 
+/* Whether the file on disk is laid out as the target mapped it: each of
+ * its PT_LOAD segments must be mapped, from the page of its file offset,
+ * where its vaddr puts it relative to the image's header. A core made on
+ * another machine names files this machine has too (/usr/lib/x86_64-linux-
+ * gnu/libc.so.6) but of another build, whose CFI and symbols would name
+ * another library's functions; the build IDs (the backend compares them)
+ * settle it only where the core holds the header page, this needs none.
+ * Returns NULL when it matches or cannot be told (no file: said later). */
+static const char *layout_problem(const char *path, const span *maps, size_t n, uint64_t header)
+{
+    char kind[64];
+    int fd = rbp_open_target_file(path, kind, sizeof kind);
+    if (fd < 0) return NULL;
+    Elf64_Ehdr eh;
+    Elf64_Phdr ph[MAX_PHDRS];
+    const char *problem = NULL;
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > MAX_PHDRS ||
+        pread(fd, ph, eh.e_phnum * sizeof *ph, (off_t)eh.e_phoff) != (ssize_t)(eh.e_phnum * sizeof *ph)) {
+        close(fd);
+        return "its file on disk is not an ELF image like the one mapped";
+    }
+    close(fd);
+    uint64_t first = UINT64_MAX;
+    for (unsigned i = 0; i < eh.e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && (ph[i].p_vaddr & ~(uint64_t)(PAGE - 1)) < first)
+            first = ph[i].p_vaddr & ~(uint64_t)(PAGE - 1);
+    for (unsigned i = 0; i < eh.e_phnum && !problem; i++) {
+        if (ph[i].p_type != PT_LOAD || !ph[i].p_filesz) continue;
+        uint64_t at = header + ((ph[i].p_vaddr & ~(uint64_t)(PAGE - 1)) - first);
+        uint64_t ofs = ph[i].p_offset & ~(uint64_t)(PAGE - 1);
+        bool found = false;
+        for (size_t k = 0; k < n && !found; k++) found = maps[k].start == at && maps[k].offset == ofs;
+        if (!found) problem = "its file on disk is not the one the target mapped (its segments lie elsewhere)";
+    }
+    return problem;
+}
+
 size_t rbp_native_modules(rbp_mem *mem, const rbp_region *regions, size_t nregions, rbp_uw_module **out)
 {
     *out = NULL;
@@ -46,7 +93,8 @@ size_t rbp_native_modules(rbp_mem *mem, const rbp_region *regions, size_t nregio
         const rbp_region *r = &regions[i];
         if (!r->path || r->end <= r->start) continue;
         if (r->path[0] != '/' && !is_vdso(r->path)) continue; /* [heap], [stack], anonymous */
-        sp[n++] = (span){r->path, r->start, r->end, r->file_offset == 0 || is_vdso(r->path) ? r->start : 0};
+        sp[n++] = (span){r->path, r->start, r->end, r->file_offset,
+                         r->file_offset == 0 || is_vdso(r->path) ? r->start : 0};
     }
     qsort(sp, n, sizeof *sp, cmp_path);
     rbp_uw_module *mods = n ? calloc(n, sizeof *mods) : NULL;
@@ -69,7 +117,9 @@ size_t rbp_native_modules(rbp_mem *mem, const rbp_region *regions, size_t nregio
                 char *name = strdup(sp[i].path);
                 char *path = vdso ? NULL : strdup(sp[i].path);
                 if (name && (vdso || path)) {
-                    mods[m++] = (rbp_uw_module){.start = header, .end = hi, .path = path, .name = name};
+                    const char *problem = vdso ? NULL : layout_problem(path, &sp[i], j - i, header);
+                    mods[m++] = (rbp_uw_module){.start = header, .end = hi, .path = path, .name = name,
+                                                .problem = problem};
                 } else {
                     free(name);
                     free(path);

@@ -173,20 +173,13 @@ size_t rbp_native_unwind(rbp_native *n, const uint64_t regs[RBP_UW_NREGS], uint3
     for (size_t i = 0; i < got; i++)
         rbp_native_describe(n, n->frames[i].pc, n->frames[i].activation, lines, &out[i], extra ? &extra[i] : NULL);
     if (got && cut[0] && (!strncmp(cut, "cannot unwind", 13) || !strncmp(cut, "no CFI", 6))) {
-        /* Say which module stopped it, and why its file could not help
-         * when that is known (missing, not the one mapped...). */
+        /* Where the module of the last frame is known not to be usable
+         * (its file missing, not the one mapped), that is the reason. */
         const rbpeek_native_frame *last = &out[got - 1];
         const rbp_uw_module *m = module_of(n, last->activation ? last->pc : last->pc - 1);
         const char *problem = m ? n->ops->module_problem(n->uw, (int32_t)(m - n->mods)) : "";
-        char more[300];
-        if (!m)
-            snprintf(more, sizeof more, " (0x%llx lies in no mapped file)", (unsigned long long)last->pc);
-        else if (problem && *problem)
-            snprintf(more, sizeof more, " (%s: %s)", m->name, problem);
-        else
-            more[0] = '\0';
-        size_t len = strlen(cut);
-        if (more[0] && len + 1 < cutlen) snprintf(cut + len, cutlen - len, "%s", more);
+        if (m && problem && *problem)
+            snprintf(cut, cutlen, "cannot unwind past 0x%llx in %s: %s", (unsigned long long)last->pc, m->name, problem);
     }
     return got;
 }

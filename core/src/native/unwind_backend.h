@@ -45,6 +45,8 @@ typedef struct rbp_uw_module {
     uint64_t start, end;
     const char *path;          /* the file; NULL: read the image from memory */
     const char *name;          /* as shown: the path, or "[vdso]" */
+    const char *problem;       /* NULL, or why the file must not be read (it is not the one
+                                * mapped): the module is known, but unwinding stops in it */
 } rbp_uw_module;
 
 /* One frame as unwound. pc is the frame's program counter: the current

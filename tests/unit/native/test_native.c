@@ -279,6 +279,16 @@ static void test_core(void)
     CU_ASSERT(U.cut[0] != '\0');
     CU_ASSERT(strstr(U.cut, "core_target_native_core") != NULL || strstr(U.cut, "no CFI") != NULL);
     fprintf(stderr, "(without its file: %zu frames, cut: %s) ", U.n, U.cut);
+    /* Another program at its path (a core opened on a machine whose file
+     * differs): refused as not the one mapped, not read for CFI or names. */
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/core_target_native_core", fixture_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(fixture_copy_file("/bin/true", path, 0755, -1), 0);
+    unwind_core(core, pid);
+    CU_ASSERT(find_sym(&U, "level3") < 0);
+    CU_ASSERT(strstr(U.cut, "not the one the target mapped") != NULL);
+    fprintf(stderr, "(another file in its place: %zu frames, cut: %s) ", U.n, U.cut);
+    unlink(path);
     unlink(core);
 }
 
@@ -549,7 +559,7 @@ static const rbp_cu_test TESTS[] = {
     {"a live process's stack, from its registers (ptrace)", test_live},
     {"source files and lines from DWARF", test_lines},
     {"a stripped executable: static functions by their FDEs", test_stripped},
-    {"a core's stack (NT_PRSTATUS), and without its executable", test_core},
+    {"a core's stack (NT_PRSTATUS), without its executable, with another in its place", test_core},
     {"a wild pc: one frame, and why", test_wild_pc},
     {"a wild sp, or no sp: cut, and why", test_wild_sp},
     {"endless frames: cut at the bound", test_endless},

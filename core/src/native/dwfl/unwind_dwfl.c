@@ -139,7 +139,7 @@ static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, D
     (void)modname;
     rbp_uw *u = userdata ? *userdata : NULL;
     uw_module *m = u ? module_at(u, base) : NULL;
-    if (!m) return -1;
+    if (!m || m->problem[0]) return -1; /* a file known not to be the one mapped is not read */
     if (!m->path) { /* the vdso: its image is in memory only */
         size_t len = (size_t)(m->end - m->start);
         if (len > MAX_VDSO_BYTES || !(m->image = malloc(len)) || !read_exact(u, m->start, m->image, len)) {
@@ -155,11 +155,11 @@ static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, D
     char kind[64];
     int fd = rbp_open_target_file(m->path, kind, sizeof kind);
     if (fd == RBP_NOT_REGULAR) {
-        snprintf(m->problem, sizeof m->problem, "%s is %s, not a regular file: not read", m->path, kind);
+        snprintf(m->problem, sizeof m->problem, "its file is %s, not a regular file: not read", kind);
         return -1;
     }
     if (fd < 0) {
-        snprintf(m->problem, sizeof m->problem, "%s: %s", m->path, strerror(errno));
+        snprintf(m->problem, sizeof m->problem, "its file cannot be opened (%s)", strerror(errno));
         return -1;
     }
     if (!(*file_name = strdup(m->path))) {
@@ -359,6 +359,7 @@ static bool uw_set_modules(rbp_uw *u, const rbp_uw_module *mods, size_t n, char 
         *m = (uw_module){.start = mods[i].start, .end = mods[i].end};
         m->name = strdup(mods[i].name ? mods[i].name : mods[i].path ? mods[i].path : "?");
         if (mods[i].path) m->path = strdup(mods[i].path);
+        if (mods[i].problem) snprintf(m->problem, sizeof m->problem, "%s", mods[i].problem);
         if (!m->name || (mods[i].path && !m->path)) {
             free(m->name);
             free(m->path);
@@ -630,7 +631,7 @@ static const char *uw_module_problem(rbp_uw *u, int32_t module)
         Dwfl_Module *dm = dwfl_addrmodule(u->dwfl, m->start);
         Dwarf_Addr bias;
         if (dm && !dwfl_module_getelf(dm, &bias))
-            snprintf(m->problem, sizeof m->problem, "%s", dwfl_errmsg(-1));
+            snprintf(m->problem, sizeof m->problem, "its file cannot be used (%s)", dwfl_errmsg(-1));
     }
     return m->problem;
 }
