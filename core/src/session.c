@@ -295,6 +295,8 @@ rbpeek_status rbpeek_session_attach(rbpeek_session *s)
     s->error[0] = s->warning[0] = '\0';
     rbp_mem_invalidate(s->mem);
     free_caches(s);
+    s->gc_objspace = 0;
+    s->vm_exec_looked_up = false;
 
     rbpeek_status st = rbp_discover_version(s);
     /* Each layout candidate in turn, until one the target validates: a

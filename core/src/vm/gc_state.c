@@ -9,6 +9,8 @@
  */
 #include "vm/gc_state.h"
 
+#include <string.h>
+
 #include "vm/robject.h"
 #include "vm/threads.h"
 
@@ -25,14 +27,43 @@ bool rbp_gc_state_known(rbpeek_session *s)
            rbp_has(L(s), RBP_L_objspace_flag_during_gc);
 }
 
+/* A member's value from a copy of the bytes at [lo, ...) of its struct
+ * (as rbp_field_extract does from the whole struct). */
+static uint64_t extract(const rbp_field *f, const uint8_t *buf, int32_t lo)
+{
+    uint64_t v = 0;
+    int n = f->bit_size > 0 ? (f->bit_offset + f->bit_size + 7) / 8 : f->size > 0 && f->size <= 8 ? f->size : 8;
+    memcpy(&v, buf + (f->offset - lo), (size_t)(n > 8 ? 8 : n));
+    if (f->bit_size > 0) {
+        v >>= f->bit_offset;
+        if (f->bit_size < 64) v &= (UINT64_C(1) << f->bit_size) - 1;
+    }
+    return v;
+}
+
 bool rbp_gc_state_read(rbpeek_session *s, rbp_gc_state *out)
 {
     *out = (rbp_gc_state){0};
     if (!s->attached || !rbp_gc_state_known(s)) return false;
-    uint64_t os = 0;
-    if (!rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(L(s), objspace_field(s)), &os) || !rbp_is_heap_ptr(s, os))
-        return false;
+    /* The objspace is made at boot and never moves: read (and checked)
+     * once per attach. The sampler reads the state at every sample. */
+    uint64_t os = s->gc_objspace;
+    if (!os) {
+        if (!rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(L(s), objspace_field(s)), &os) || !rbp_is_heap_ptr(s, os))
+            return false;
+        s->gc_objspace = os;
+    }
     out->objspace = os;
+    /* Both flags are bits of one word of the flags struct: one read. */
+    const rbp_field *d = &L(s)->f[RBP_L_objspace_flag_during_gc], *m = &L(s)->f[RBP_L_objspace_flag_mode];
+    int32_t lo = d->offset < m->offset ? d->offset : m->offset;
+    int32_t hi = d->offset > m->offset ? d->offset : m->offset;
+    uint8_t buf[24];
+    if (lo >= 0 && hi - lo + 8 <= (int32_t)sizeof buf && rbp_mem_read(s->mem, os + (uint64_t)lo, buf, (size_t)(hi - lo + 8))) {
+        out->during_gc = extract(d, buf, lo);
+        out->mode = extract(m, buf, lo);
+        return true;
+    }
     return rbp_read_field(s, os, RBP_L_objspace_flag_during_gc, &out->during_gc) &&
            rbp_read_field(s, os, RBP_L_objspace_flag_mode, &out->mode);
 }

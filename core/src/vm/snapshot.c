@@ -124,11 +124,13 @@ static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_
 
 /* The GC at work, on the thread it runs on: read while that thread is
  * stopped (it holds the GVL), so that the phase is the one of its stack. */
-static void mark_gc(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *raw, size_t n)
+static void mark_gc(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *raw, size_t n,
+                    const uint64_t *held, size_t nheld)
 {
     rbp_gc_state g;
     if (!rbp_gc_state_read(s, &g) || !g.during_gc) return;
-    uint64_t th = rbp_gc_thread(s, &g);
+    /* The sampler stopped the GVL's holder alone: that is the GC's thread */
+    uint64_t th = held && nheld == 1 ? held[0] : rbp_gc_thread(s, &g);
     for (size_t i = 0; th && i < n; i++)
         if (raw[i].th == th) snap->threads[i].gc = rbp_gc_phase(&g);
 }
@@ -245,14 +247,14 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
             raw[i].pthread_id = fresh.pthread_id;
             walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, false);
         }
-        mark_gc(s, snap, raw, n);
+        mark_gc(s, snap, raw, n, held, nheld);
         rbp_mem_set_strict(s->mem, was);
         if (release) release(ctx);
         for (size_t i = 0; i < n; i++)
             if (!in_set(held, nheld, raw[i].th)) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);
     } else {
         for (size_t i = 0; i < n; i++) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, running);
-        mark_gc(s, snap, raw, n);
+        mark_gc(s, snap, raw, n, NULL, 0);
         if (release) release(ctx);
     }
     kernel_tids(s, snap, raw, n);
