@@ -248,6 +248,8 @@ typedef struct rbpeek_trace_config {
     unsigned char stop_signals[65]; /* [signo] nonzero: end sampling on it */
     unsigned char pass_signals[65]; /* [signo] nonzero: deliver it to the target */
     int stop_mode;              /* rbpeek_stop_mode */
+    int native;                 /* nonzero: each stack with its native frames (--native; docs/native.md);
+                                 * refused with RBPEEK_STOP_NONE: an unwind needs a thread that stays put */
 } rbpeek_trace_config;
 
 /* What a sample stops (docs/sampling.md, "What a sample stops"). */
@@ -284,6 +286,12 @@ typedef struct rbpeek_trace_stats {
     uint64_t threads_stopped;   /* summed over the samples */
     double held_s;              /* summed time some thread of the target was held stopped */
     uint64_t retried_threads;   /* stacks walked again because they changed while read (torn ones included) */
+    /* --native: how the threads' registers were had, summed over the samples */
+    uint64_t native_held;       /* stopped for the sample already (the GVL holder, or every thread) */
+    uint64_t native_peeked;     /* parked in a system call: its stack and instruction pointers read from
+                                 * /proc, the thread left running (it did not run meanwhile) */
+    uint64_t native_stopped;    /* stopped for its unwind alone, then resumed */
+    uint64_t native_none;       /* none to be had (no TID, did not stop in time) */
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or

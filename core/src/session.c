@@ -72,6 +72,8 @@ static void free_native(rbpeek_session *s)
     s->hold = NULL;
     rbp_native_free(s->native);
     s->native = NULL;
+    rbp_scratch_free(&s->native_frames);
+    rbp_scratch_free(&s->native_extra);
     free(s->core_threads);
     s->core_threads = NULL;
     s->ncore_threads = 0;

@@ -93,6 +93,7 @@ struct rbpeek_session {
      * (this session's hold, or the tracer's). */
     struct rbp_native *native;
     bool native_stale;
+    rbp_scratch native_frames, native_extra;   /* an unwind's frames, kept from walk to walk */
     rbpeek_regs_fn regs_fn;
     void *regs_ctx;
     struct rbp_hold *hold;

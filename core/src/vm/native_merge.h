@@ -41,6 +41,29 @@ rbpeek_status rbp_native_ready(rbpeek_session *s);
 uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RBP_UW_NREGS], char *why,
                                 size_t whylen);
 
+/* Where a sampler's threads' registers come from (the tracer: ptrace and
+ * /proc), thread by thread. begin gives thread t's registers (a mask of
+ * those known; 0, why set, for none): held, t is stopped by the caller
+ * (the GVL holder); else the source may give what it can read without
+ * stopping the thread (attempt 0) or stop it (attempt 1). end follows the
+ * unwind (cut: it ended before the stack's end): true when it stands (the
+ * thread did not run meanwhile, or was stopped; the source lets a thread it
+ * stopped go), false to try again (the source may also want to when an
+ * unwind from the few registers it could read was cut). */
+typedef struct rbp_native_source {
+    uint32_t (*begin)(void *ctx, const rbpeek_thread *t, bool held, int attempt, uint64_t regs[RBP_UW_NREGS],
+                      char *why, size_t whylen);
+    bool (*end)(void *ctx, const rbpeek_thread *t, bool held, int attempt, bool cut);
+    void *ctx;
+    uint32_t flags;                     /* RBPEEK_NATIVE_LINES */
+} rbp_native_source;
+
+/* A sampled thread's native stack from src, merged with t's frames into
+ * out (in a; strings borrowed from the unwinder: the snapshot must be
+ * freed before the session's regions change). */
+bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
+                              uint64_t ec, const rbp_native_source *src, bool held, rbpeek_native_stack *out);
+
 /* One thread's native stack, unwound from its registers (tid) and merged
  * with t's frames, into out (allocated in a). */
 bool rbp_native_stack_build(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,

@@ -73,34 +73,42 @@ uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RB
     return 0;
 }
 
-bool rbp_native_stack_build(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
-                            uint64_t ec, int64_t tid, uint32_t flags, rbpeek_native_stack *out)
+/* Unwinds from regs into the session's scratch room (kept from walk to
+ * walk: a sampler's unwinds allocate nothing). Returns the frames. */
+static size_t unwind_scratch(rbpeek_session *s, const uint64_t *regs, uint32_t known, uint32_t flags,
+                             rbpeek_native_frame **nf, rbp_native_extra **nx, char *why, size_t whylen)
 {
-    uint64_t regs[RBP_UW_NREGS] = {0};
-    char why[512];
-    size_t n = 0;
-    rbpeek_native_frame *nf = NULL;
-    rbp_native_extra *nx = NULL;
-    uint32_t known = rbp_native_thread_regs(s, tid, regs, why, sizeof why);
-    if (known) {
-        nf = malloc(RBP_NATIVE_MAX_FRAMES * sizeof *nf);
-        nx = malloc(RBP_NATIVE_MAX_FRAMES * sizeof *nx);
-        if (!nf || !nx) {
-            free(nf);
-            free(nx);
-            return false;
-        }
-        n = rbp_native_unwind(s->native, regs, known, RBP_NATIVE_MAX_FRAMES, flags & RBPEEK_NATIVE_LINES, nf, nx, why,
-                              sizeof why);
+    *nf = rbp_scratch_get(&s->native_frames, RBP_NATIVE_MAX_FRAMES * sizeof **nf);
+    *nx = rbp_scratch_get(&s->native_extra, RBP_NATIVE_MAX_FRAMES * sizeof **nx);
+    if (!*nf || !*nx) {
+        snprintf(why, whylen, "out of memory");
+        return 0;
     }
-    /* Into the snapshot's arena, strings included: the unwinder's own
-     * belong to its module list, which a later command may replace. */
+    return rbp_native_unwind(s->native, regs, known, RBP_NATIVE_MAX_FRAMES, flags & RBPEEK_NATIVE_LINES, *nf, *nx,
+                             why, whylen);
+}
+
+static void scratch_done(rbpeek_session *s)
+{
+    rbp_scratch_done(&s->native_frames);
+    rbp_scratch_done(&s->native_extra);
+}
+
+/* The frames unwound (nf, nx: n of them; none, with why, when known is 0)
+ * into the arena, merged with t's frames into out, the GC's frame on top.
+ * Strings are copied into the arena unless borrow (a sampler's snapshot,
+ * freed before the unwinder's module list can change). */
+static bool finish(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin, uint64_t ec,
+                   const rbpeek_native_frame *nf, const rbp_native_extra *nx, size_t n, uint32_t known,
+                   const char *why, bool borrow, rbpeek_native_stack *out)
+{
     rbpeek_native_frame *frames = n ? rbp_arena_alloc(a, n * sizeof *frames) : NULL;
     rbp_native_extra *extra = n ? rbp_arena_alloc(a, n * sizeof *extra) : NULL;
     bool ok = !n || (frames && extra);
     for (size_t k = 0; ok && k < n; k++) {
         frames[k] = nf[k];
         extra[k] = nx[k];
+        if (borrow) continue;
         /* one copy of each module's name per stack */
         if (k && nf[k].module == nf[k - 1].module) frames[k].module = frames[k - 1].module;
         else if (nf[k].module) {
@@ -114,8 +122,6 @@ bool rbp_native_stack_build(rbpeek_session *s, rbp_arena *a, const rbpeek_thread
         ok = (!nf[k].module || frames[k].module) && (!nf[k].symbol || frames[k].symbol) &&
              (!nf[k].file || frames[k].file);
     }
-    free(nf);
-    free(nx);
     if (!ok) return false;
     rbp_merge_input in = {.thread = t, .origin = origin, .ec = ec, .native = frames, .extra = extra, .nnative = n,
                           .cut = why};
@@ -133,4 +139,45 @@ bool rbp_native_stack_build(rbpeek_session *s, rbp_arena *a, const rbpeek_thread
         out->nframes++;
     }
     return true;
+}
+
+bool rbp_native_stack_build(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
+                            uint64_t ec, int64_t tid, uint32_t flags, rbpeek_native_stack *out)
+{
+    uint64_t regs[RBP_UW_NREGS] = {0};
+    char why[512];
+    rbpeek_native_frame *nf = NULL;
+    rbp_native_extra *nx = NULL;
+    size_t n = 0;
+    uint32_t known = rbp_native_thread_regs(s, tid, regs, why, sizeof why);
+    if (known) n = unwind_scratch(s, regs, known, flags, &nf, &nx, why, sizeof why);
+    bool ok = finish(s, a, t, origin, ec, nf, nx, n, known, why, false, out);
+    scratch_done(s);
+    return ok;
+}
+
+bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
+                              uint64_t ec, const rbp_native_source *src, bool held, rbpeek_native_stack *out)
+{
+    uint64_t regs[RBP_UW_NREGS];
+    char why[512] = "";
+    rbpeek_native_frame *nf = NULL;
+    rbp_native_extra *nx = NULL;
+    size_t n = 0;
+    uint32_t known = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        memset(regs, 0, sizeof regs);
+        n = 0;
+        known = src->begin(src->ctx, t, held, attempt, regs, why, sizeof why);
+        if (known) n = unwind_scratch(s, regs, known, src->flags, &nf, &nx, why, sizeof why);
+        bool stood = src->end(src->ctx, t, held, attempt, known && why[0]);
+        if (stood || !known) break;
+        /* the thread ran while it was unwound: once more, stopped */
+        snprintf(why, sizeof why, "the thread ran while its machine stack was read");
+        known = 0;
+        n = 0;
+    }
+    bool ok = finish(s, a, t, origin, ec, nf, nx, n, known, why, true, out);
+    scratch_done(s);
+    return ok;
 }

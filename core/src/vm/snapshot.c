@@ -166,9 +166,18 @@ static void kernel_tids(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thre
  * held[0..*nheld) are walked first as stopped ones, release(ctx) is called,
  * and the others are walked as running ones. stop (optional) is called once
  * the thread list is read, and may change *nheld (see snapshot.h). */
+/* A sampled thread's native stack (the sampler's --native), or its
+ * failure recorded: none of this stops the sample. */
+static bool sample_native(rbpeek_session *s, rbpeek_snapshot *snap, size_t i, const rbp_native_source *native,
+                          bool held)
+{
+    return rbp_native_stack_sampled(s, &snap->arena, &snap->threads[i], snap->origins[i], snap->ecs[i], native, held,
+                                    &snap->native[i]);
+}
+
 static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, const uint64_t *held,
                           const size_t *nheld_p, int (*stop)(void *), void (*release)(void *), void *ctx,
-                          bool origins, rbpeek_snapshot **out)
+                          bool origins, const rbp_native_source *native, rbpeek_snapshot **out)
 {
     if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take: no output pointer");
     *out = NULL;
@@ -218,9 +227,10 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
         return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     }
     snap->nthreads = n;
-    if (origins && n &&
+    if ((origins || native) && n &&
         (!(snap->ecs = rbp_arena_alloc(&snap->arena, n * sizeof *snap->ecs)) ||
-         !(snap->origins = rbp_arena_alloc(&snap->arena, n * sizeof *snap->origins)))) {
+         !(snap->origins = rbp_arena_alloc(&snap->arena, n * sizeof *snap->origins)) ||
+         (native && !(snap->native = rbp_arena_alloc(&snap->arena, n * sizeof *snap->native))))) {
         free(raw);
         rbpeek_snapshot_free(snap);
         if (release) release(ctx);
@@ -248,14 +258,33 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
             walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, false);
         }
         mark_gc(s, snap, raw, n, held, nheld);
+        /* The held threads' machine stacks, while they are still stopped */
+        bool nomem = false;
+        for (size_t i = 0; native && !nomem && i < n; i++)
+            if (in_set(held, nheld, raw[i].th)) nomem = !sample_native(s, snap, i, native, true);
         rbp_mem_set_strict(s->mem, was);
         if (release) release(ctx);
-        for (size_t i = 0; i < n; i++)
-            if (!in_set(held, nheld, raw[i].th)) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);
+        for (size_t i = 0; i < n; i++) {
+            if (in_set(held, nheld, raw[i].th)) continue;
+            walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);
+            if (native && !nomem) nomem = !sample_native(s, snap, i, native, false);
+        }
+        if (nomem) {
+            free(raw);
+            rbpeek_snapshot_free(snap);
+            return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+        }
     } else {
         for (size_t i = 0; i < n; i++) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, running);
         mark_gc(s, snap, raw, n, NULL, 0);
+        bool nomem = false;
+        for (size_t i = 0; native && !running && !nomem && i < n; i++) nomem = !sample_native(s, snap, i, native, true);
         if (release) release(ctx);
+        if (nomem) {
+            free(raw);
+            rbpeek_snapshot_free(snap);
+            return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+        }
     }
     kernel_tids(s, snap, raw, n);
     if (warning && n) { /* the list was cut after the last thread: say so there, keeping its own error */
@@ -272,19 +301,26 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
 
 rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, false, out);
+    return take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, false, NULL, out);
 }
 
 rbpeek_status rbpeek_snapshot_take_running(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, true, NULL, NULL, NULL, NULL, NULL, false, out);
+    return take(s, max_frames, true, NULL, NULL, NULL, NULL, NULL, false, NULL, out);
 }
 
 rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held,
                                       const size_t *nheld, int (*stop)(void *), void (*release)(void *), void *ctx,
-                                      rbpeek_snapshot **out)
+                                      const rbp_native_source *native, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, false, held, nheld, stop, release, ctx, false, out);
+    if (native) {
+        rbpeek_status st = rbp_native_ready(s);
+        if (st != RBPEEK_OK) {
+            if (release) release(ctx);
+            return st;
+        }
+    }
+    return take(s, max_frames, false, held, nheld, stop, release, ctx, false, native, out);
 }
 
 /* The TID of each thread: Ruby's own (3.1+), else read from glibc's
@@ -337,7 +373,7 @@ rbpeek_status rbpeek_snapshot_take_native(rbpeek_session *s, size_t max_frames, 
     rbpeek_status st = rbp_native_ready(s);
     if (st != RBPEEK_OK) return st;
     rbpeek_snapshot *snap = NULL;
-    st = take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, true, &snap);
+    st = take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, true, NULL, &snap);
     if (st != RBPEEK_OK) return st;
     int64_t *tids = snap->nthreads ? malloc(snap->nthreads * sizeof *tids) : NULL;
     if (snap->nthreads && (!tids || !(snap->native = rbp_arena_alloc(&snap->arena,

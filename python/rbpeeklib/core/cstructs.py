@@ -140,7 +140,7 @@ class TraceConfig(ctypes.Structure):
     _fields_ = [("interval_s", ctypes.c_double), ("max_samples", ctypes.c_uint64), ("duration_s", ctypes.c_double),
                 ("max_frames", ctypes.c_int), ("seed", ctypes.c_uint64),
                 ("stop_signals", ctypes.c_ubyte * 65), ("pass_signals", ctypes.c_ubyte * 65),
-                ("stop_mode", ctypes.c_int)]
+                ("stop_mode", ctypes.c_int), ("native", ctypes.c_int)]
 
 
 STOP_MODES = {"gvl": 0, "all": 1, "none": 2}
@@ -156,7 +156,9 @@ class TraceStats(ctypes.Structure):
                 ("message", ctypes.c_char * 256), ("added_threads", ctypes.c_uint64),
                 ("torn_threads", ctypes.c_uint64), ("full_stops", ctypes.c_uint64),
                 ("threads_stopped", ctypes.c_uint64), ("held_s", ctypes.c_double),
-                ("retried_threads", ctypes.c_uint64)]
+                ("retried_threads", ctypes.c_uint64), ("native_held", ctypes.c_uint64),
+                ("native_peeked", ctypes.c_uint64), ("native_stopped", ctypes.c_uint64),
+                ("native_none", ctypes.c_uint64)]
 
 
 TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}
