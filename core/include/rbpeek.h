@@ -273,6 +273,13 @@ typedef uint32_t (*rbpeek_regs_fn)(void *ctx, int64_t tid, uint64_t *regs);
  * rather than from the source (a core's notes, ptrace). NULL: the source. */
 RBPEEK_API rbpeek_status rbpeek_session_use_registers(rbpeek_session *s, rbpeek_regs_fn fn, void *ctx);
 
+/* The kernel TIDs of the target's threads, as the debugger lists them:
+ * where Ruby keeps no TID (before 3.1), a thread's is read from glibc's
+ * descriptor and must be one of these (rbpeek_snapshot_resolve_tids), so
+ * that its registers can be asked for. Without them: the core's notes, or
+ * /proc/PID/task of a pid source. */
+RBPEEK_API rbpeek_status rbpeek_session_set_thread_ids(rbpeek_session *s, const int64_t *tids, size_t n);
+
 /* For a live pid source without a debugger (the command line): stops
  * every thread of the process with ptrace from the calling thread, so that
  * their registers can be read, until rbpeek_session_release (which the
@@ -358,9 +365,15 @@ typedef struct rbpeek_bt_options {
     int32_t locals;             /* nonzero: each Ruby frame's self, method owner and locals */
     int32_t locals_depth;       /* ... printed as rbpeek_value_inspect prints, within these limits */
     uint64_t locals_max_length;
-    uint32_t show;              /* bits of the frame kinds to show besides Ruby's own
-                                 * (each kind the snapshot may hold names its bit); 0 */
+    uint32_t show;              /* which frames besides Ruby's own: RBPEEK_BT_NATIVE... (a thread
+                                 * the GC runs on shows its GC frame always) */
 } rbpeek_bt_options;
+
+/* rbpeek_bt_options.show: for a snapshot taken with rbpeek_snapshot_take_native,
+ * each thread's native stack merged with its Ruby frames (docs/native.md);
+ * with NATIVE_ALL, the VM's internal frames too. */
+#define RBPEEK_BT_NATIVE 1u
+#define RBPEEK_BT_NATIVE_ALL 2u
 
 /* *out is a NUL-terminated malloc'd string to be released with rbpeek_free.
  * opt NULL: every thread, numbered from 1, no locals. */

@@ -80,6 +80,9 @@ static void free_native(rbpeek_session *s)
     s->core_threads_read = false;
     free(s->core_path);
     s->core_path = NULL;
+    free(s->thread_ids);
+    s->thread_ids = NULL;
+    s->nthread_ids = 0;
     s->pid = 0;
     s->vm_exec_looked_up = false;
 }
@@ -222,6 +225,18 @@ rbpeek_status rbpeek_session_use_registers(rbpeek_session *s, rbpeek_regs_fn fn,
     if (!s) return RBPEEK_ERR_ARG;
     s->regs_fn = fn;
     s->regs_ctx = ctx;
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_set_thread_ids(rbpeek_session *s, const int64_t *tids, size_t n)
+{
+    if (!s || (n && !tids)) return rbp_fail(s, RBPEEK_ERR_ARG, "set_thread_ids: no TIDs given");
+    int64_t *copy = n ? malloc(n * sizeof *copy) : NULL;
+    if (n && !copy) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    if (n) memcpy(copy, tids, n * sizeof *copy);
+    free(s->thread_ids);
+    s->thread_ids = copy;
+    s->nthread_ids = n;
     return RBPEEK_OK;
 }
 

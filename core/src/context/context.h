@@ -96,6 +96,8 @@ struct rbpeek_session {
     rbp_scratch native_frames, native_extra;   /* an unwind's frames, kept from walk to walk */
     rbpeek_regs_fn regs_fn;
     void *regs_ctx;
+    int64_t *thread_ids;                /* the debugger's TIDs (rbpeek_session_set_thread_ids) */
+    size_t nthread_ids;
     struct rbp_hold *hold;
     int pid;                            /* use_pid's process, 0 otherwise */
     char *core_path;                    /* use_core's file, NULL otherwise */

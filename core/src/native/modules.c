@@ -77,13 +77,26 @@ static const char *layout_problem(const char *path, const span *maps, size_t n, 
         uint64_t at = header + ((ph[i].p_vaddr & ~(uint64_t)(PAGE - 1)) - first);
         uint64_t ofs = ph[i].p_offset & ~(uint64_t)(PAGE - 1);
         bool found = false;
-        for (size_t k = 0; k < n && !found; k++) found = maps[k].start == at && maps[k].offset == ofs;
+        /* page by page: a debugger's list (lldb's PT_LOAD sections) gives
+         * the segments' own addresses and offsets, /proc and NT_FILE whole pages */
+        for (size_t k = 0; k < n && !found; k++)
+            found = (maps[k].start & ~(uint64_t)(PAGE - 1)) == at && (maps[k].offset & ~(uint64_t)(PAGE - 1)) == ofs;
         if (!found) problem = "its file on disk is not the one the target mapped (its segments lie elsewhere)";
     }
     return problem;
 }
 
-size_t rbp_native_modules(rbp_mem *mem, const rbp_region *regions, size_t nregions, rbp_uw_module **out)
+/* " (deleted)": the kernel's mark on a mapped file since removed (an
+ * upgrade, a rebuilt extension). A live process's mapping still reads it. */
+static const char *DELETED = " (deleted)";
+
+static bool deleted(const char *path)
+{
+    size_t n = strlen(path), d = strlen(DELETED);
+    return n > d && strcmp(path + n - d, DELETED) == 0;
+}
+
+size_t rbp_native_modules(rbp_mem *mem, const rbp_region *regions, size_t nregions, int pid, rbp_uw_module **out)
 {
     *out = NULL;
     span *sp = nregions ? malloc(nregions * sizeof *sp) : NULL;
@@ -115,7 +128,19 @@ size_t rbp_native_modules(rbp_mem *mem, const rbp_region *regions, size_t nregio
             if (elf && header >= lo) {
                 bool vdso = is_vdso(sp[i].path);
                 char *name = strdup(sp[i].path);
-                char *path = vdso ? NULL : strdup(sp[i].path);
+                char *path = NULL;
+                if (!vdso && pid > 0 && deleted(sp[i].path)) {
+                    /* its header's mapping, which is the file */
+                    char mf[96];
+                    uint64_t hend = 0;
+                    for (size_t k = i; k < j; k++)
+                        if (sp[k].start == header) hend = sp[k].end;
+                    snprintf(mf, sizeof mf, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)header,
+                             (unsigned long long)hend);
+                    path = strdup(mf);
+                } else if (!vdso) {
+                    path = strdup(sp[i].path);
+                }
                 if (name && (vdso || path)) {
                     const char *problem = vdso ? NULL : layout_problem(path, &sp[i], j - i, header);
                     mods[m++] = (rbp_uw_module){.start = header, .end = hi, .path = path, .name = name,

@@ -39,9 +39,10 @@ const char *rbp_native_backend_path(void);
 /* modules.c: the images among regions: one per file whose ELF header is
  * mapped (a region at file offset 0), spanning its mappings, plus the
  * vdso; sorted and non-overlapping. Reads mem to tell ELF files from
- * other mapped files. Returns the count; *out is malloc'd (free with
- * rbp_native_modules_free). */
-size_t rbp_native_modules(rbp_mem *mem, const rbp_region *regions, size_t nregions, rbp_uw_module **out);
+ * other mapped files. pid > 0: a live process, whose files deleted since
+ * they were mapped are read through /proc/PID/map_files. Returns the
+ * count; *out is malloc'd (free with rbp_native_modules_free). */
+size_t rbp_native_modules(rbp_mem *mem, const rbp_region *regions, size_t nregions, int pid, rbp_uw_module **out);
 void rbp_native_modules_free(rbp_uw_module *mods, size_t n);
 
 /* unwind.c: a target's unwinder. */
@@ -49,6 +50,9 @@ typedef struct rbp_native rbp_native;
 
 rbp_native *rbp_native_new(rbp_mem *mem, char *err, size_t errlen);
 void rbp_native_free(rbp_native *n);
+/* The target is the live process pid (its deleted files can still be
+ * read): call before rbp_native_set_regions. */
+void rbp_native_set_pid(rbp_native *n, int pid);
 /* (Re)builds the module list from the target's regions; the cache of
  * pcs is dropped. */
 bool rbp_native_set_regions(rbp_native *n, const rbp_region *regions, size_t nregions, char *err, size_t errlen);

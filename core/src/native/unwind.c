@@ -37,6 +37,7 @@ struct rbp_native {
     rbp_addrmap cache;      /* (pc << 1 | activation) -> pcinfo */
     rbp_addrmap names;      /* a backend's symbol -> its name without "@VERSION" (when it has one) */
     rbp_uw_frame *frames;   /* RBP_NATIVE_MAX_FRAMES, reused by every walk */
+    int pid;                /* a live process's, or 0 */
 };
 
 static long host_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -82,9 +83,11 @@ bool rbp_native_set_regions(rbp_native *n, const rbp_region *regions, size_t nre
     rbp_addrmap_clear(&n->cache);
     rbp_addrmap_clear(&n->names);
     rbp_native_modules_free(n->mods, n->nmods);
-    n->nmods = rbp_native_modules(n->mem, regions, nregions, &n->mods);
+    n->nmods = rbp_native_modules(n->mem, regions, nregions, n->pid, &n->mods);
     return n->ops->set_modules(n->uw, n->mods, n->nmods, err, errlen);
 }
+
+void rbp_native_set_pid(rbp_native *n, int pid) { n->pid = pid; }
 
 size_t rbp_native_module_count(const rbp_native *n) { return n ? n->nmods : 0; }
 

@@ -27,6 +27,7 @@ rbpeek_status rbp_native_ready(rbpeek_session *s)
         s->native_stale = true;
     }
     if (s->native_stale) {
+        rbp_native_set_pid(s->native, s->pid);
         if (!rbp_native_set_regions(s->native, s->regions, s->nregions, err, sizeof err))
             return rbp_fail(s, RBPEEK_ERR_UNSUPPORTED, "native stacks: %s", err);
         s->native_stale = false;

@@ -336,7 +336,10 @@ static void thread_tids(rbpeek_session *s, const rbpeek_snapshot *snap, int64_t 
     if (!need) return;
     int64_t *known = NULL;
     size_t nknown = 0;
-    if (s->core_path) {
+    if (s->nthread_ids && (known = malloc(s->nthread_ids * sizeof *known))) {
+        memcpy(known, s->thread_ids, s->nthread_ids * sizeof *known);
+        nknown = s->nthread_ids;
+    } else if (s->core_path) {
         if (!s->core_threads_read) {
             s->ncore_threads = rbp_source_core_threads(s->core_path, &s->core_threads);
             s->core_threads_read = true;

@@ -46,6 +46,7 @@ REGISTER_NAMES = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", 
                   "r14", "r15", "rip")
 FRAME_KINDS = ("ruby", "cfunc", "native", "gc")
 NATIVE_LINES = 1
+BT_NATIVE, BT_NATIVE_ALL = 1, 2   # rbpeek_bt_options.show
 
 
 class NativeFrame(ctypes.Structure):

@@ -97,6 +97,7 @@ def signatures():
     # --- native stacks ---
     sigs["rbpeek_session_use_registers"] = (st, [vp, REGS_FN, vp])
     sigs["rbpeek_session_hold"] = (st, [vp])
+    sigs["rbpeek_session_set_thread_ids"] = (st, [vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t])
     sigs["rbpeek_session_release"] = (None, [vp])
     sigs["rbpeek_snapshot_take_native"] = (st, [vp, ctypes.c_size_t, ctypes.c_uint32, ctypes.POINTER(vp)])
     sigs["rbpeek_snapshot_native"] = (ctypes.POINTER(NativeStack), [vp, ctypes.c_size_t])

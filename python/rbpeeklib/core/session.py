@@ -57,11 +57,12 @@ class Snapshot(Owned):
                                                    ctypes.byref(out)))
         return take_text(out)
 
-    def render_bt(self, fmt, threads, locals_limits=None):
+    def render_bt(self, fmt, threads, locals_limits=None, show=0):
         """`ruby bt`'s text or JSON, printed by the core (rbpeek_snapshot_render_bt):
         threads, dicts of threads() in the order to print, numbered by their
         "dbg_num" and with their "native_tid" (map_threads fills both in);
-        locals_limits (depth, max_length): each Ruby frame's locals too."""
+        locals_limits (depth, max_length): each Ruby frame's locals too;
+        show: BT_NATIVE / BT_NATIVE_ALL (a snapshot_native's native stacks)."""
         L = lib()
         n = L.rbpeek_snapshot_thread_count(self._h)
         numbers = (ctypes.c_int64 * max(1, n))(*([-1] * n))
@@ -74,6 +75,7 @@ class Snapshot(Owned):
         opt = BtOptions(which, len(threads), numbers, tids)
         if locals_limits:
             opt.locals, opt.locals_depth, opt.locals_max_length = 1, locals_limits[0], locals_limits[1]
+        opt.show = show
         out = ctypes.c_void_p()
         self._session._check(L.rbpeek_snapshot_render_bt(self._session._h, self._h, fmt, ctypes.byref(opt),
                                                          ctypes.byref(out)))
@@ -296,6 +298,13 @@ class Session(Owned):
         fn = REGS_FN(cb)
         self._keep.append(fn)
         self._check(lib().rbpeek_session_use_registers(self._h, fn, None))
+
+    def set_thread_ids(self, tids):
+        """The debugger's TIDs of the target's threads (for Rubies that keep
+        none: rbpeek_session_set_thread_ids)."""
+        tids = list(tids)
+        arr = (ctypes.c_int64 * max(1, len(tids)))(*tids)
+        self._check(lib().rbpeek_session_set_thread_ids(self._h, arr, len(tids)))
 
     def hold(self):
         """Stops every thread of the live pid source (ptrace) until release()."""

@@ -468,7 +468,7 @@ static void test_modules(void)
     rbp_region *r = NULL;
     size_t nr = rbp_source_proc_regions(getpid(), &r);
     rbp_uw_module *mods = NULL;
-    size_t n = rbp_native_modules(m, r, nr, &mods);
+    size_t n = rbp_native_modules(m, r, nr, 0, &mods);
     CU_ASSERT(n >= 3);
     bool vdso = false, libc = false, self_exe = false;
     char exe[PATH_MAX] = "";
@@ -498,7 +498,7 @@ static void test_modules(void)
     free_regions(r, nr);
     nr = rbp_source_proc_regions(getpid(), &r);
     rbp_mem_invalidate(m);
-    n = rbp_native_modules(m, r, nr, &mods);
+    n = rbp_native_modules(m, r, nr, 0, &mods);
     for (size_t i = 0; i < n; i++) CU_ASSERT(!mods[i].path || strcmp(mods[i].path, data) != 0);
     rbp_native_modules_free(mods, n);
     munmap(p, 4096);
