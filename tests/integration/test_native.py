@@ -1,14 +1,15 @@
 """`ruby bt --native` against the program's own view, in gdb, lldb and the
 command line, live and on a core (docs/native.md).
 
-    test_native.py RUBY          e.g. test_native.py debian-3.1
+    test_native.py RUBY [COMBO...]     e.g. test_native.py debian-3.1, test_native.py 3.4.5 lldb.core
 
 The C extension of programs/native_ext is built for RUBY (its own mkmf,
 its own headers), then one program (programs/native_stack.rb) parks a
 thread whose stack goes Ruby -> C -> rb_yield -> Ruby -> C ->
 rb_thread_call_without_gvl -> nanosleep, and its main thread in sleep, and
 records both threads' backtrace_locations. It is started once and gcore'd
-once; gdb, lldb and the command line each run, live and on the core:
+once (matrix.py); gdb, lldb and the command line each run, live and on the
+core:
 
   ruby bt -a --native --json: each thread's stack is merged (no cut, no
       note), its Ruby frames are exactly backtrace_locations (label, path,
@@ -25,7 +26,7 @@ once; gdb, lldb and the command line each run, live and on the core:
 Every run is made under LD_DEBUG=bindings, and tests/tools/check_dw_bindings.py
 checks that no dwarf_* call of libdwarf (or librbpeek) bound to libdw nor one
 of libdw (or the unwinder) to libdwarf: gdb has libdw in its global scope.
-The live target must be left running.
+The live target must be left running (matrix.py checks it).
 """
 
 import glob
@@ -36,6 +37,7 @@ import sys
 import tempfile
 
 import harness
+import matrix
 import nativelib
 from harness import Failure
 
@@ -154,62 +156,52 @@ class Bindings:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_tool(tool, target, mode, core, ruby, out_dir):
-    who = "%s %s" % (tool, mode)
-    outs = {k: os.path.join(out_dir, k) for k in ("native.json", "all.json", "native.txt")}
+def check(c):
+    """One combination: the three renderings, each checked against the record."""
+    who = c.name
+    outs = {k: c.path(k) for k in ("native.json", "all.json", "native.txt")}
     cmds = ["ruby bt -a --native --json -o " + outs["native.json"],
             "ruby bt -a --native-all --json -o " + outs["all.json"],
             "ruby bt -a --native -o " + outs["native.txt"]]
-    with Bindings(target.workdir, who):
-        if tool == "rbpeek":
-            where = ["--pid", str(target.pid)] if mode == "live" else ["--core", core]
-            for c in cmds:
-                words = c.split()[1:]   # "bt -a --native ...", the command first
-                rc, out, err = harness.run_cli(words[:1] + where + words[1:])
+    output = ""
+    with Bindings(c.workdir, who):
+        if c.debugger == "cli":
+            for cmd in cmds:
+                words = cmd.split()[1:]   # "bt -a --native ...", the command first
+                rc, out, err = harness.run_cli(words[:1] + c.where() + words[1:])
                 harness.assert_no_traceback(out + err)
                 if rc != 0:
-                    raise Failure("%s: rbpeek %s: exit %d: %s" % (who, c, rc, err[-2000:]))
-        elif mode == "live":
-            rc, output = harness.run_debugger(tool, cmds, pid=target.pid)
-            harness.assert_no_traceback(output)
+                    raise Failure("%s: rbpeek %s: exit %d: %s" % (who, cmd, rc, err[-2000:]))
         else:
-            rc, output = harness.run_debugger(tool, cmds, exe=ruby, core=core)
+            rc, output = c.run_debugger(cmds)
             harness.assert_no_traceback(output)
         for path in outs.values():
             if not os.path.exists(path):
-                raise Failure("%s: %s was not written:\n%s" % (who, path, locals().get("output", "")[-3000:]))
-    expected = target.expected()
+                raise Failure("%s: %s was not written:\n%s" % (who, path, output[-3000:]))
+    expected = c.target.expected()
     check_doc(who, expected, outs["native.json"], False)
     check_doc(who, expected, outs["all.json"], True)
     with open(outs["native.txt"], encoding="utf-8") as f:
         check_text(who, f.read())
     harness.log("  %s: merged stacks agree with backtrace_locations, C functions and libc at their places" % who)
-    if mode == "live":
-        target.assert_left_running()
 
 
-def test(ruby_spec, workdir):
-    ruby = harness.ruby_binary(ruby_spec)
-    if not os.path.exists(ruby):
-        raise Failure("no Ruby at %s (build the matrix: scripts/build-rubies.sh)" % ruby)
-    nativelib.build(ruby, workdir)
-    target = harness.Target(ruby, "native_stack.rb", workdir)
-    try:
-        core = None
-        for mode in ("live", "core"):
-            if mode == "core":
-                core = target.gcore()
-            for tool in ("gdb", "lldb", "rbpeek"):
-                out_dir = os.path.join(workdir, "%s-%s" % (tool, mode))
-                os.makedirs(out_dir, exist_ok=True)
-                run_tool(tool, target, mode, core, ruby, out_dir)
-        harness.log("%s: bt --native agrees in gdb, lldb and the command line, live and core" % ruby_spec)
-    finally:
-        target.close()
+def test(ruby_spec, only, workdir):
+    m = matrix.Matrix(ruby_spec, workdir, only)
+
+    def start():
+        wd = os.path.join(workdir, "native_stack")
+        os.makedirs(wd, exist_ok=True)
+        nativelib.build(m.ruby, wd)
+        return harness.Target(m.ruby, "native_stack.rb", wd)
+
+    # Not parallel: LD_DEBUG is set in this process's environment for a
+    # combination's runs.
+    m.run(start, check, combos=matrix.WITH_CLI)
+    m.finish()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(__doc__)
-        sys.exit(2)
-    harness.main(lambda wd: test(sys.argv[1], wd))
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2:], wd))
