@@ -302,6 +302,8 @@ typedef struct rbpeek_native_frame {
     const char *file;           /* source file from DWARF's line table, NULL when unknown */
     int32_t line;               /* 0 when unknown */
     int32_t activation;         /* 1: pc is the current instruction, 0: a return address */
+    uint64_t function;          /* the first address of the function holding pc (its symbol's, else
+                                 * its FDE's), 0 when unknown: a profile counts a function's pcs as one */
 } rbpeek_native_frame;
 
 /* One frame of a thread's whole stack: a Ruby frame, a machine frame, a

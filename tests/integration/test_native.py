@@ -21,7 +21,13 @@ core:
       libruby: a module and a pc);
   ruby bt -a --native-all --json: the same Ruby frames, and rb_vm_exec
       frames, marked internal, just below each run of Ruby frames;
-  ruby bt -a --native: the text has the same frames.
+  ruby bt -a --native: the text has the same frames;
+  live, ruby sample --native (gdb traced by rbpeek, lldb --via-debugger,
+      the command line): the worker's stack in the folded file is its Ruby
+      frames, exactly, with park_nogvl, rb_yield and the libc sleep at
+      their places; the SVG marks native frames, speedscope names them,
+      pprof has the extension's mapping; the summary has its GC line; and
+      --native --nonblocking is refused in one line.
 
 Every run is made under LD_DEBUG=bindings, and tests/tools/check_dw_bindings.py
 checks that no dwarf_* call of libdwarf (or librbpeek) bound to libdw nor one
@@ -30,6 +36,7 @@ The live target must be left running (matrix.py checks it).
 """
 
 import glob
+import gzip
 import json
 import os
 import shutil
@@ -156,8 +163,75 @@ class Bindings:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def display(f):
+    """A Ruby frame as the profile names it (sampler.c)."""
+    if f["path"] is None:
+        return f["label"]
+    return "%s (%s%s)" % (f["label"], f["path"], ":%d" % f["lineno"] if f["lineno"] else "")
+
+
+def check_sample(c):
+    """ruby sample --native, live: the parked worker's stack in every
+    output, its Ruby frames exactly backtrace_locations' (root first) with
+    the machine frames between them at their places."""
+    who = c.name + " sample --native"
+    outs = {k: c.path("sample." + k) for k in ("folded", "svg", "speedscope", "pprof")}
+    args = "10 --native --rate 50 " + " ".join("--%s %s" % kv for kv in outs.items())
+    if c.debugger == "cli":
+        out, err = harness.cli(["sample", "--pid", str(c.target.pid)] + args.split())
+        output = out + err
+        # --native cannot go with --nonblocking: one line says why
+        rc, o2, e2 = harness.run_cli(["sample", "5", "--native", "--nonblocking", "--pid", str(c.target.pid)])
+        harness.assert_no_traceback(o2 + e2)
+        lines = [ln for ln in (o2 + e2).splitlines() if ln.strip()]
+        if rc == 0 or len(lines) != 1 or "--nonblocking" not in lines[0]:
+            raise Failure("%s: --native --nonblocking was not refused in one line (exit %d):\n%s" % (who, rc, o2 + e2))
+    else:
+        # lldb samples through the debugger (its registers), gdb traced by rbpeek
+        rc, output = c.run_debugger(["ruby sample " + args + (" --via-debugger" if c.debugger == "lldb" else "")])
+        harness.assert_no_traceback(output)
+    for path in outs.values():
+        if not os.path.exists(path):
+            raise Failure("%s: %s was not written:\n%s" % (who, path, output[-3000:]))
+    if "GC:" not in output:
+        raise Failure("%s: the summary has no GC line:\n%s" % (who, output[-2000:]))
+    exp = next(t for t in c.target.expected()["threads"] if t["name"] == "native-worker")
+    want = [display(f) for f in reversed(exp["frames"])]
+    with open(outs["folded"], encoding="utf-8") as f:
+        stacks = [line.rpartition(" ")[0].split(";") for line in f if "park_nogvl (native_ext.so)" in line]
+    if len(stacks) != 1:
+        raise Failure("%s: %d folded stacks hold the worker's park_nogvl, not one:\n%s"
+                      % (who, len(stacks), open(outs["folded"]).read()[-3000:]))
+    frames = stacks[0]
+    got = [fr for fr in frames if fr in want]
+    if got != want:
+        raise Failure("%s: the worker's Ruby frames in the profile are not backtrace_locations':\n  rbpeek: %s\n"
+                      "  ruby:   %s" % (who, got, want))
+    leaf = frames[-1].split(" (")[0]
+    if leaf not in SLEEPS or "(libc" not in frames[-1]:
+        raise Failure("%s: the worker's leaf is not libc's sleep: %s" % (who, frames[-1]))
+    inner = frames.index(next(w for w in want if " (" in w and w.split(" (")[0].endswith("inner")))
+    park = frames.index("park_nogvl (native_ext.so)")
+    helper = frames.index(next(w for w in want if w.split(" (")[0].endswith("helper")))
+    outer = frames.index(next(w for w in want if w.split(" (")[0].endswith("outer")))
+    yld = [i for i, fr in enumerate(frames) if fr.startswith("rb_yield (")]
+    if not (outer < helper < inner < park < len(frames) - 1) or not yld or not outer < yld[0] < helper:
+        raise Failure("%s: the worker's machine frames are not at their places: %s" % (who, frames))
+    with open(outs["svg"], encoding="utf-8") as f:
+        if "park_nogvl (native_ext.so) (native frame," not in f.read():
+            raise Failure("%s: the SVG does not mark park_nogvl as a native frame" % who)
+    with open(outs["speedscope"], encoding="utf-8") as f:
+        if '"name":"park_nogvl (native_ext.so)"' not in f.read():
+            raise Failure("%s: speedscope has no park_nogvl frame" % who)
+    with gzip.open(outs["pprof"]) as f:
+        if b"native_ext.so" not in f.read():
+            raise Failure("%s: pprof names no native_ext.so mapping" % who)
+    harness.log("  %s: the worker's whole stack in folded, SVG, speedscope and pprof" % who)
+
+
 def check(c):
-    """One combination: the three renderings, each checked against the record."""
+    """One combination: the three renderings, each checked against the record;
+    live, the profile of ruby sample --native too."""
     who = c.name
     outs = {k: c.path(k) for k in ("native.json", "all.json", "native.txt")}
     cmds = ["ruby bt -a --native --json -o " + outs["native.json"],
@@ -184,6 +258,8 @@ def check(c):
     with open(outs["native.txt"], encoding="utf-8") as f:
         check_text(who, f.read())
     harness.log("  %s: merged stacks agree with backtrace_locations, C functions and libc at their places" % who)
+    if c.live:
+        check_sample(c)
 
 
 def test(ruby_spec, only, workdir):

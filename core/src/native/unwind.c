@@ -146,6 +146,7 @@ void rbp_native_describe(rbp_native *n, uint64_t pc, bool activation, bool lines
     }
     out->symbol = pi->symbol;
     out->symbol_offset = pi->sym_offset;
+    out->function = pi->lo;
     out->file = pi->file;
     out->line = pi->line;
     if (extra) *extra = (rbp_native_extra){pi->lo, pi->hi, pi->local};

@@ -191,6 +191,8 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
         t->end = RBPEEK_TRACE_FAILED;
     }
     t->stats.added_threads += res.added;
+    t->stats.native_unmerged += res.unmerged;
+    for (int k = 1; k < 5; k++) t->stats.gc[k] += res.gc[k];
     t->stats.torn_threads += torn;
     t->stats.retried_threads += retried;
     t->stats.failed_threads += res.failed - (torn < res.failed ? torn : res.failed);

@@ -53,7 +53,7 @@ class NativeFrame(ctypes.Structure):
     _c_ = "rbpeek_native_frame"
     _fields_ = [("pc", ctypes.c_uint64), ("module", ctypes.c_char_p), ("module_offset", ctypes.c_uint64),
                 ("symbol", ctypes.c_char_p), ("symbol_offset", ctypes.c_uint64), ("file", ctypes.c_char_p),
-                ("line", ctypes.c_int32), ("activation", ctypes.c_int32)]
+                ("line", ctypes.c_int32), ("activation", ctypes.c_int32), ("function", ctypes.c_uint64)]
 
 
 class StackFrame(ctypes.Structure):
@@ -159,7 +159,8 @@ class TraceStats(ctypes.Structure):
                 ("threads_stopped", ctypes.c_uint64), ("held_s", ctypes.c_double),
                 ("retried_threads", ctypes.c_uint64), ("native_held", ctypes.c_uint64),
                 ("native_peeked", ctypes.c_uint64), ("native_stopped", ctypes.c_uint64),
-                ("native_none", ctypes.c_uint64)]
+                ("native_none", ctypes.c_uint64), ("native_unmerged", ctypes.c_uint64),
+                ("gc", ctypes.c_uint64 * 5)]
 
 
 TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}
@@ -168,7 +169,8 @@ TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal",
 class SampleResult(ctypes.Structure):
     _c_ = "rbpeek_sample_result"
     _fields_ = [("added", ctypes.c_uint32), ("failed", ctypes.c_uint32), ("filtered", ctypes.c_uint32),
-                ("empty", ctypes.c_uint32), ("tid_unknown", ctypes.c_uint32)]
+                ("empty", ctypes.c_uint32), ("tid_unknown", ctypes.c_uint32), ("gc", ctypes.c_uint32 * 5),
+                ("unmerged", ctypes.c_uint32)]
 
 
 class PprofOptions(ctypes.Structure):
