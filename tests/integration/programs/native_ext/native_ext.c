@@ -15,11 +15,17 @@
  *                             the GVL held (a C frame on top while sampled)
  *   NativeExt.deep(n) { }     deep_c: n nested calls of a C function, the
  *                             innermost yielding to the block
+ *   NativeExt.gc_wall_time    seconds of wall time (CLOCK_MONOTONIC) spent
+ *                             in the GC since the first call, from the
+ *                             GC's own enter and exit events (what a
+ *                             wall-clock sampler sees; GC.stat(:time)
+ *                             counts CPU time)
  *
  * The C functions are global (not static) so that they have names in
  * .dynsym too, and noinline so that each keeps a native frame of its own.
  */
 #include <ruby.h>
+#include <ruby/debug.h>
 #include <ruby/thread.h>
 #include <time.h>
 
@@ -82,6 +88,42 @@ __attribute__((noinline)) VALUE deep_c(VALUE self, VALUE n)
     return rb_ary_new_from_args(1, r);
 }
 
+static double gc_wall_total, gc_wall_entered;
+static int gc_wall_inside;
+
+static double monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Internal events: no Ruby code may run here, and none does. */
+static void gc_wall_hook(VALUE tpval, void *data)
+{
+    (void)data;
+    rb_event_flag_t ev = rb_tracearg_event_flag(rb_tracearg_from_tracepoint(tpval));
+    if (ev == RUBY_INTERNAL_EVENT_GC_ENTER) {
+        gc_wall_entered = monotonic();
+        gc_wall_inside = 1;
+    } else if (gc_wall_inside) {
+        gc_wall_total += monotonic() - gc_wall_entered;
+        gc_wall_inside = 0;
+    }
+}
+
+static VALUE gc_wall_time_c(VALUE self)
+{
+    (void)self;
+    static VALUE tp = Qnil;
+    if (NIL_P(tp)) {
+        tp = rb_tracepoint_new(0, RUBY_INTERNAL_EVENT_GC_ENTER | RUBY_INTERNAL_EVENT_GC_EXIT, gc_wall_hook, NULL);
+        rb_gc_register_address(&tp);
+        rb_tracepoint_enable(tp);
+    }
+    return DBL2NUM(gc_wall_total);
+}
+
 void Init_native_ext(void)
 {
     VALUE m = rb_define_module("NativeExt");
@@ -90,4 +132,5 @@ void Init_native_ext(void)
     rb_define_module_function(m, "parked", parked_c, 0);
     rb_define_module_function(m, "spin", spin_c, 1);
     rb_define_module_function(m, "deep", deep_c, 1);
+    rb_define_module_function(m, "gc_wall_time", gc_wall_time_c, 0);
 }
