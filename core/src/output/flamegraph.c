@@ -476,6 +476,15 @@ rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path
         fprintf(f, "%llu sample%s", (unsigned long long)total, total == 1 ? "" : "s");
     }
     fg_fact(f, p, "rate_hz", "", " Hz", &nfacts);
+    /* The colours' key, when they are not all Ruby's. */
+    bool native = false, gc = false;
+    for (uint32_t i = 0; i < p->nnames; i++) {
+        native |= p->frames[i].d.kind == RBPEEK_FRAME_NATIVE;
+        gc |= p->frames[i].d.kind == RBPEEK_FRAME_GC;
+    }
+    if (native || gc)
+        fprintf(f, "  \xC2\xB7  %s%s%s", native ? "blue: native frames" : "", native && gc ? ", " : "",
+                gc ? "green: the GC" : "");
     if (c.raised) {
         char px[48];
         rbp_fmt_fixed(px, sizeof px, c.min_px, 2);

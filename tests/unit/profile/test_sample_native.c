@@ -204,6 +204,7 @@ static void test_gc_frames(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(svg, "<title>park_nogvl (native_ext.so) (native frame, 1 sample"));
     CU_ASSERT_PTR_NOT_NULL(strstr(svg, "<title>[GC: marking] (1 sample"));
     CU_ASSERT_PTR_NULL(strstr(svg, "<title>Object#helper (/app/n.rb:4) (native frame"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "blue: native frames, green: the GC</text>"));
     /* Each box's fill: a native one's blue is its largest part, a GC one's green. */
     int blue = 0, green = 0;
     for (const char *q = svg; (q = strstr(q, "<title>")); q++) {
