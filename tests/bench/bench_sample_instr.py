@@ -96,6 +96,11 @@ def main():
     program = args.program if os.path.isabs(args.program) else os.path.join(REPO, "tests", "integration",
                                                                              "programs", args.program)
     workdir = tempfile.mkdtemp(prefix="rbpeek-bench-instr-")
+    with open(program) as f:
+        if "native_ext" in f.read():   # gc_share.rb: the test extension, built for this Ruby
+            sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+            import nativelib
+            nativelib.build(harness.ruby_binary(args.ruby), workdir)
     proc = subprocess.Popen([harness.ruby_binary(args.ruby), program, workdir], stdout=subprocess.DEVNULL,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
