@@ -184,10 +184,10 @@ def main():
             rs = results[c]
             print("| %s | %g Hz | %s | %s%% | %s | %s%% | %s%% | %s | %s | %s |" % (
                 c[0], c[1], {"gvl": "GVL holder", "nonblocking": "none (`--nonblocking`)",
-                             "all": "all (`--stop-all`)"}[c[2]],
+                             "all": "all (`--stop-all`)", "native": "GVL holder, `--native`"}[c[2]],
                 fmt(med([r["kept"] for r in rs])), " ".join(fmt(r["kept"]) for r in rs),
                 fmt(med([100 * r["base"] for r in rs if r["base"]])), fmt(med([r.get("held") for r in rs]), "%.2f"),
-                fmt(med([r.get("alone") for r in rs]), "%.0f%%") if c[2] == "gvl" else "-",
+                fmt(med([r.get("alone") for r in rs]), "%.0f%%") if c[2] in ("gvl", "native") else "-",
                 fmt(med([r.get("dropped") for r in rs]), "%.1f%%") if c[2] == "nonblocking" else "-",
                 " / ".join(fmt(med([r.get(k) for r in rs]), "%.0f") for k in ("stop", "walk", "resume"))))
     finally:
