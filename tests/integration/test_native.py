@@ -176,7 +176,7 @@ def check_sample(c):
     the machine frames between them at their places."""
     who = c.name + " sample --native"
     outs = {k: c.path("sample." + k) for k in ("folded", "svg", "speedscope", "pprof")}
-    args = "10 --native --rate 50 " + " ".join("--%s %s" % kv for kv in outs.items())
+    args = "10 --native --idle --rate 50 " + " ".join("--%s %s" % kv for kv in outs.items())
     if c.debugger == "cli":
         out, err = harness.cli(["sample", "--pid", str(c.target.pid)] + args.split())
         output = out + err

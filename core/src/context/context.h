@@ -99,7 +99,6 @@ struct rbpeek_session {
     int64_t *thread_ids;                /* the debugger's TIDs (rbpeek_session_set_thread_ids) */
     size_t nthread_ids;
     struct rbp_hold *hold;
-    int pid;                            /* use_pid's process, 0 otherwise */
     char *core_path;                    /* use_core's file, NULL otherwise */
     struct rbp_core_thread *core_threads;
     size_t ncore_threads;

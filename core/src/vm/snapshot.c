@@ -260,6 +260,9 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
         mark_gc(s, snap, raw, n, held, nheld);
         /* The held threads' machine stacks, while they are still stopped */
         bool nomem = false;
+        /* --native asks a thread's registers by its kernel TID: known
+         * before the unwinds, not only at the end (Rubies before 3.1). */
+        if (native) kernel_tids(s, snap, raw, n);
         for (size_t i = 0; native && !nomem && i < n; i++)
             if (in_set(held, nheld, raw[i].th)) nomem = !sample_native(s, snap, i, native, true);
         rbp_mem_set_strict(s->mem, was);
@@ -267,7 +270,10 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
         for (size_t i = 0; i < n; i++) {
             if (in_set(held, nheld, raw[i].th)) continue;
             walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);
-            if (native && !nomem) nomem = !sample_native(s, snap, i, native, false);
+            if (native && !nomem) {
+                snap->threads[i].native_tid = rbp_kernel_tid(s, raw[i].pthread_id, raw[i].native_tid);
+                nomem = !sample_native(s, snap, i, native, false);
+            }
         }
         if (nomem) {
             free(raw);
@@ -278,6 +284,7 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
         for (size_t i = 0; i < n; i++) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, running);
         mark_gc(s, snap, raw, n, NULL, 0);
         bool nomem = false;
+        if (native && !running) kernel_tids(s, snap, raw, n);   /* before the unwinds, as above */
         for (size_t i = 0; native && !running && !nomem && i < n; i++) nomem = !sample_native(s, snap, i, native, true);
         if (release) release(ctx);
         if (nomem) {

@@ -82,7 +82,6 @@ def traced_cost_lines(st):
     return lines
 
 
-def summary_text(st, profile, pid, version, interval, rate, end, written, args, only, state_lines=()):
 GC_PHASES = ((1, "marking"), (2, "sweeping"), (3, "compacting"), (4, "phase not told"))
 
 
@@ -114,7 +113,7 @@ def native_line(st):
     return "Native:    %s" % ("; ".join(parts) if parts else "every stack merged")
 
 
-def summary_text(st, profile, pid, version, interval, rate, end, written, args, only):
+def summary_text(st, profile, pid, version, interval, rate, end, written, args, only, state_lines=()):
     """The text printed when sampling ends: how it ended, the rate, what was
     recorded and skipped, the cost per sample, and the top frames."""
     lines = ["rbpeek: sampling ended: %s" % end,
