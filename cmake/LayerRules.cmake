@@ -4,15 +4,16 @@
 # folders on its include path) and by CheckLayers.cmake (the ctest check
 # layers.check, which also reads the headers no compile would catch).
 # docs/design.md draws the same picture.
-set(RBPEEK_LAYERS base memory layout context vm heap locks profile inspect output)
+set(RBPEEK_LAYERS base memory native layout context vm heap locks profile inspect output)
 set(RBPEEK_SEES_base    "")
 set(RBPEEK_SEES_memory  base)
+set(RBPEEK_SEES_native  base memory)
 set(RBPEEK_SEES_layout  base memory)
-set(RBPEEK_SEES_context base memory layout)
-set(RBPEEK_SEES_vm      base memory layout context)
+set(RBPEEK_SEES_context base memory native layout)
+set(RBPEEK_SEES_vm      base memory native layout context)
 set(RBPEEK_SEES_heap    base memory layout context vm)
 set(RBPEEK_SEES_locks   base memory layout context vm)
-set(RBPEEK_SEES_profile base memory layout context vm)
+set(RBPEEK_SEES_profile base memory native layout context vm)
 set(RBPEEK_SEES_inspect base memory layout context vm heap)
-set(RBPEEK_SEES_output  base memory layout context vm heap profile inspect)
+set(RBPEEK_SEES_output  base memory native layout context vm heap profile inspect)
 # core/src/session.c sits on top of them all.

@@ -1,7 +1,8 @@
 # The Debian package: `cpack -G DEB` in the build directory packs what
 # `cmake --install --prefix /usr` installs (cmake/Install.cmake) into
 # rbpeek_<version>_amd64.deb. Library dependencies come from dpkg-shlibdeps
-# (libc6, libdwarf1, libelf1, libprotobuf-c1, zlib1g, libgmp10); python3 is named here. gdb is recommended
+# (libc6, libdw1 for librbpeek-unwind.so, libdwarf1, libelf1, libprotobuf-c1,
+# zlib1g, libgmp10); python3 is named here. gdb is recommended
 # (installed with it, the ruby binaries' auto-load stubs make `ruby ...`
 # appear in every gdb session on a Ruby); lldb-16 is only suggested.
 set(CPACK_GENERATOR DEB)

@@ -28,7 +28,7 @@ if _other and os.path.dirname(os.path.dirname(os.path.abspath(_other))) != os.pa
 from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
 from rbpeeklib.commands import registry  # noqa: E402
 from rbpeeklib.commands.sessions import Sessions  # noqa: E402
-from rbpeeklib.core import RbpeekError, preload  # noqa: E402
+from rbpeeklib.core import REGISTER_NAMES, RbpeekError, preload  # noqa: E402
 
 
 class GdbAdapter(DebuggerAdapter):
@@ -125,6 +125,33 @@ class GdbAdapter(DebuggerAdapter):
             if base.startswith("libruby") or base.startswith("ruby"):
                 files.append(path)
         return files
+
+    def thread_registers(self, tid):
+        target = next((t for t in self._inferior().threads() if t.ptid[1] == tid), None)
+        if target is None:
+            return None
+        orig = gdb.selected_thread()
+        try:
+            frame = gdb.selected_frame()
+        except gdb.error:
+            frame = None
+        out = {}
+        try:
+            target.switch()
+            newest = gdb.newest_frame()
+            for name in REGISTER_NAMES:
+                try:
+                    out[name] = int(newest.read_register(name)) & 0xFFFFFFFFFFFFFFFF
+                except (gdb.error, ValueError):
+                    pass
+        except gdb.error:
+            return None
+        finally:
+            if orig is not None and orig.is_valid():
+                orig.switch()
+            if frame is not None and frame.is_valid():
+                frame.select()
+        return out
 
     def _describe(self, thread, fs_bases):
         try:

@@ -20,7 +20,7 @@ if os.path.join(_REPO, "python") not in sys.path:
 from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
 from rbpeeklib.commands import registry  # noqa: E402
 from rbpeeklib.commands.sessions import Sessions  # noqa: E402
-from rbpeeklib.core import RbpeekError, preload  # noqa: E402
+from rbpeeklib.core import REGISTER_NAMES, RbpeekError, preload  # noqa: E402
 from rbpeeklib.elfcore import core_pid as _core_pid  # noqa: E402
 
 
@@ -82,8 +82,17 @@ class LldbAdapter(DebuggerAdapter):
             path = module.GetFileSpec().fullpath
             header = module.GetObjectFileHeaderAddress().GetLoadAddress(self.target)
             if path and header not in (lldb.LLDB_INVALID_ADDRESS, 0):
-                # Only the image base matters here (ELF header at file offset 0).
+                # The image base (ELF header at file offset 0) finds the Ruby...
                 out.append((header, header + 4096, 0, path))
+                # ... and its loaded segments tell where its code lies
+                # (native stacks: a pc's module), as /proc/PID/maps would.
+                for section in module.section_iter():
+                    if not (section.GetName() or "").startswith("PT_LOAD"):
+                        continue
+                    start = section.GetLoadAddress(self.target)
+                    size = section.GetByteSize()
+                    if start not in (lldb.LLDB_INVALID_ADDRESS, 0) and size:
+                        out.append((start, start + size, section.GetFileOffset(), path))
         return out
 
     def core_file(self):
@@ -130,6 +139,21 @@ class LldbAdapter(DebuggerAdapter):
 
     def threads(self):
         return [self._describe(t) for t in self.process]
+
+    def thread_registers(self, tid):
+        thread = self.process.GetThreadByID(tid)
+        frame = thread.GetFrameAtIndex(0) if thread.IsValid() else None
+        if frame is None or not frame.IsValid():
+            return None
+        out = {}
+        for name in REGISTER_NAMES:
+            reg = frame.FindRegister(name)
+            if reg.IsValid():
+                err = lldb.SBError()
+                v = reg.GetValueAsUnsigned(err, 0)
+                if err.Success():
+                    out[name] = v
+        return out
 
     def evaluate(self, expr):
         # No EvaluateExpression: it may compile and run code in the target.

@@ -43,9 +43,8 @@ while [ $# -gt 0 ]; do
 done
 SECONDS_EACH=${1:-60}
 # The per-operation harnesses (snapshot, sample, objects, heappage) replay
-# every recorded image; the native unwinder's (issue 25, fuzz_native)
-# joins the list with the native branch (tests/fuzz/README.md).
-HARNESSES=(memimage core layout dwarf snapshot sample objects heappage)
+# every recorded image; fuzz_native drives the native unwinder (issue 25).
+HARNESSES=(memimage core layout dwarf snapshot sample objects heappage native)
 [ -n "$ONLY" ] && HARNESSES=("$ONLY")
 
 CC=${FUZZ_CC:-clang-16}
@@ -76,7 +75,7 @@ fi
 # of executions, and at tens a second fuzz_memimage's inputs stayed under
 # 8 + 12 bytes, its header and one patch, for an hour.
 declare -A MAXLEN=([memimage]=512 [core]=256 [layout]=16384 [dwarf]=32768 [snapshot]=512 [sample]=512
-                   [objects]=1024 [heappage]=1024)
+                   [objects]=1024 [heappage]=1024 [native]=8192)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:malloc_context_size=5:quarantine_size_mb=32}
 if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && command -v llvm-symbolizer >/dev/null 2>&1; then
     export ASAN_SYMBOLIZER_PATH=$(command -v llvm-symbolizer)

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config gdb lldb-16 python3-lldb-16 clang-16 libclang-rt-16-dev
-      libdwarf-dev libelf-dev libcunit1-dev ruby3.1 ruby3.1-dev ruby-stackprof
+      libdwarf-dev libelf-dev libdw-dev libcunit1-dev ruby3.1 ruby3.1-dev ruby-stackprof
       valgrind dpkg-dev autoconf bison libssl-dev libyaml-dev libffi-dev
       zlib1g-dev libgdbm-dev libreadline-dev chromium libxml2-utils
       libprotobuf-c-dev protobuf-c-compiler golang-go libgmp-dev

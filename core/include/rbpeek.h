@@ -170,6 +170,8 @@ typedef struct rbpeek_snapshot rbpeek_snapshot;
 typedef enum rbpeek_frame_kind {
     RBPEEK_FRAME_RUBY = 0,
     RBPEEK_FRAME_CFUNC = 1,
+    RBPEEK_FRAME_NATIVE = 2,    /* a machine frame (native stacks, docs/native.md) */
+    RBPEEK_FRAME_GC = 3,        /* the GC at work: "[GC: marking]" ... */
 } rbpeek_frame_kind;
 
 /* One frame, exactly as the target's Thread#backtrace_locations reports it. */
@@ -185,6 +187,19 @@ typedef struct rbpeek_frame {
     uint64_t self;              /* the frame's self (Ruby frames; else 0) */
     uint64_t ep;                /* its environment pointer: where its locals are (Ruby frames; else 0) */
 } rbpeek_frame;
+
+/* The GC at work on a thread (rbpeek_thread.gc): its phase, as the
+ * objspace's flags say at the moment of the snapshot. */
+typedef enum rbpeek_gc_phase {
+    RBPEEK_GC_NONE = 0,         /* no GC running on this thread */
+    RBPEEK_GC_MARKING = 1,      /* "[GC: marking]" */
+    RBPEEK_GC_SWEEPING = 2,     /* "[GC: sweeping]" */
+    RBPEEK_GC_COMPACTING = 3,   /* "[GC: compacting]" */
+    RBPEEK_GC_RUNNING = 4,      /* "[GC]": running, its phase not told */
+} rbpeek_gc_phase;
+
+/* The label of a GC frame: "[GC: marking]" ... "[GC]"; NULL for NONE. */
+RBPEEK_API const char *rbpeek_gc_phase_label(int32_t phase);
 
 typedef struct rbpeek_thread {
     const char *name;           /* NULL when the thread has no name */
@@ -210,6 +225,8 @@ typedef struct rbpeek_thread {
                                  * forked child's main thread keeps its parent's in 3.1
                                  * and 3.2, and a process in another PID namespace
                                  * numbers its threads by that namespace */
+    int32_t gc;                 /* rbpeek_gc_phase: the GC runs on this thread (it holds the GVL
+                                 * and the objspace says a GC step is running) */
 } rbpeek_thread;
 
 typedef enum rbpeek_thread_status {
@@ -237,6 +254,98 @@ RBPEEK_API void rbpeek_snapshot_free(rbpeek_snapshot *snap);
 RBPEEK_API size_t rbpeek_snapshot_thread_count(const rbpeek_snapshot *snap);
 RBPEEK_API const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t index);
 
+/* ---------------------------------------------------------------------------
+ * Native stacks (docs/native.md): a thread's machine stack, unwound by the
+ * core (elfutils' libdwfl, with rbpeek's memory source) from the thread's
+ * registers, and merged with its Ruby frames where the VM runs them
+ * (`ruby bt --native`, `ruby sample --native`). Registers need a stopped
+ * thread: a core has them (NT_PRSTATUS); a debugger gives them
+ * (rbpeek_session_use_registers); for a live pid source the threads must
+ * be in a ptrace stop of the calling thread (rbpeek_session_hold, or the
+ * tracer's own stops while sampling).
+ * ------------------------------------------------------------------------- */
+
+/* The registers of thread tid in DWARF's x86-64 numbering, 17 words: rax
+ * rdx rcx rbx rsi rdi rbp rsp r8-r15 (0-15), rip (16). Returns a mask of
+ * the registers it filled (bit i: regs[i]); 0 when it has none for tid. */
+typedef uint32_t (*rbpeek_regs_fn)(void *ctx, int64_t tid, uint64_t *regs);
+/* Registers come from fn (a debugger's view of its stopped threads)
+ * rather than from the source (a core's notes, ptrace). NULL: the source. */
+RBPEEK_API rbpeek_status rbpeek_session_use_registers(rbpeek_session *s, rbpeek_regs_fn fn, void *ctx);
+
+/* The kernel TIDs of the target's threads, as the debugger lists them:
+ * where Ruby keeps no TID (before 3.1), a thread's is read from glibc's
+ * descriptor and must be one of these (rbpeek_snapshot_resolve_tids), so
+ * that its registers can be asked for. Without them: the core's notes, or
+ * /proc/PID/task of a pid source. */
+RBPEEK_API rbpeek_status rbpeek_session_set_thread_ids(rbpeek_session *s, const int64_t *tids, size_t n);
+
+/* For a live pid source without a debugger (the command line): stops
+ * every thread of the process with ptrace from the calling thread, so that
+ * their registers can be read, until rbpeek_session_release (which the
+ * same thread must call; it is also called by rbpeek_session_free). The
+ * process is never left stopped: release detaches every thread, and if
+ * the caller dies the kernel does. Fails (one line) when the process
+ * cannot be traced. */
+RBPEEK_API rbpeek_status rbpeek_session_hold(rbpeek_session *s);
+RBPEEK_API void rbpeek_session_release(rbpeek_session *s);
+
+/* One machine frame. */
+typedef struct rbpeek_native_frame {
+    uint64_t pc;                /* the instruction (the innermost frame, and a signal frame's
+                                 * interrupted one), else the return address */
+    const char *module;         /* the file the pc lies in, "[vdso]", or NULL: in no known module */
+    uint64_t module_offset;     /* pc as an address of that file (what addr2line -e takes) */
+    const char *symbol;         /* from .symtab (the file's or its debug file's), else .dynsym;
+                                 * NULL: unnamed (shown as module+0xoffset) */
+    uint64_t symbol_offset;     /* pc - the symbol's address */
+    const char *file;           /* source file from DWARF's line table, NULL when unknown */
+    int32_t line;               /* 0 when unknown */
+    int32_t activation;         /* 1: pc is the current instruction, 0: a return address */
+    uint64_t function;          /* the first address of the function holding pc (its symbol's, else
+                                 * its FDE's), 0 when unknown: a profile counts a function's pcs as one */
+} rbpeek_native_frame;
+
+/* One frame of a thread's whole stack: a Ruby frame, a machine frame, a
+ * C method's Ruby frame standing at its C function's machine frame (both
+ * set), or the GC at work. */
+typedef struct rbpeek_stack_frame {
+    int32_t kind;                       /* rbpeek_frame_kind */
+    int32_t internal;                   /* a machine frame of the VM's own call machinery (rb_vm_exec,
+                                         * vm_call_cfunc..., the interpreter's unnamed static functions):
+                                         * shown only with --native-all */
+    const rbpeek_frame *ruby;           /* RUBY and CFUNC: the thread's Ruby frame (in its frames) */
+    const rbpeek_native_frame *native;  /* NATIVE, and a CFUNC at its C function: the machine frame */
+    const char *label;                  /* GC: "[GC: marking]"...; else NULL */
+} rbpeek_stack_frame;
+
+/* A thread's native stack, merged with its Ruby frames. */
+typedef struct rbpeek_native_stack {
+    size_t nframes;
+    const rbpeek_stack_frame *frames;   /* innermost first */
+    int32_t merged;                     /* 1: each Ruby frame stands where the VM runs it; 0: they could
+                                         * not be placed (note says why): frames holds the machine frames,
+                                         * then the Ruby frames, each in its own order */
+    const char *note;                   /* NULL, or what the merge could not vouch for */
+    const char *cut;                    /* NULL, or why the machine stack ends before its outermost
+                                         * frame (the frames unwound are kept) */
+    size_t nnative;
+    const rbpeek_native_frame *native;  /* the machine frames as unwound, innermost first */
+} rbpeek_native_stack;
+
+#define RBPEEK_NATIVE_LINES 1u          /* give native frames their source file and line (DWARF) */
+
+/* Takes a snapshot as rbpeek_snapshot_take does, and each thread's native
+ * stack merged with its Ruby frames (rbpeek_snapshot_native). A thread
+ * whose registers cannot be had (not stopped, no TID known) gets a stack
+ * with no machine frames and cut saying why. Fails (one line) when native
+ * stacks cannot be had at all: the unwinder cannot be loaded, or no
+ * register source (a pid source not held, see rbpeek_session_hold). */
+RBPEEK_API rbpeek_status rbpeek_snapshot_take_native(rbpeek_session *s, size_t max_frames, uint32_t flags,
+                                                     rbpeek_snapshot **out);
+/* Thread index's native stack, or NULL for a snapshot taken without. */
+RBPEEK_API const rbpeek_native_stack *rbpeek_snapshot_native(const rbpeek_snapshot *snap, size_t index);
+
 /* Output writers. Formats: */
 typedef enum rbpeek_format {
     RBPEEK_FORMAT_TEXT = 0,   /* like Ruby's own backtrace lines */
@@ -258,9 +367,15 @@ typedef struct rbpeek_bt_options {
     int32_t locals;             /* nonzero: each Ruby frame's self, method owner and locals */
     int32_t locals_depth;       /* ... printed as rbpeek_value_inspect prints, within these limits */
     uint64_t locals_max_length;
-    uint32_t show;              /* bits of the frame kinds to show besides Ruby's own
-                                 * (each kind the snapshot may hold names its bit); 0 */
+    uint32_t show;              /* which frames besides Ruby's own: RBPEEK_BT_NATIVE... (a thread
+                                 * the GC runs on shows its GC frame always) */
 } rbpeek_bt_options;
+
+/* rbpeek_bt_options.show: for a snapshot taken with rbpeek_snapshot_take_native,
+ * each thread's native stack merged with its Ruby frames (docs/native.md);
+ * with NATIVE_ALL, the VM's internal frames too. */
+#define RBPEEK_BT_NATIVE 1u
+#define RBPEEK_BT_NATIVE_ALL 2u
 
 /* *out is a NUL-terminated malloc'd string to be released with rbpeek_free.
  * opt NULL: every thread, numbered from 1, no locals. */

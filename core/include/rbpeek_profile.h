@@ -132,10 +132,19 @@ typedef struct rbpeek_sample_result {
     uint32_t empty;             /* threads with no Ruby frames */
     uint32_t tid_unknown;       /* on_cpu with pid: threads whose TID was not known,
                                  * judged by Ruby's status alone */
+    uint32_t gc[5];             /* stacks added with the GC at work on top, by rbpeek_gc_phase
+                                 * ([0] unused) */
+    uint32_t unmerged;          /* native stacks whose Ruby frames could not be placed: added
+                                 * with their Ruby frames alone */
 } rbpeek_sample_result;
 
 /* Adds the stacks of snap's threads to p, as opt selects (opt may be NULL:
- * every thread, no thread frame). result may be NULL. Fails only on bad
+ * every thread, no thread frame), each with the GC's frame on top when the
+ * GC runs on it ("[GC: marking]"...), and, for a snapshot with native
+ * stacks (rbpeek_snapshot_take_native), each as its native stack merged
+ * with its Ruby frames, the VM's internal frames left out; a stack that
+ * could not be merged is added with its Ruby frames alone (counted).
+ * result may be NULL. Fails only on bad
  * arguments or out of memory; a thread whose walk failed is counted and
  * skipped. */
 RBPEEK_API rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,
@@ -248,6 +257,8 @@ typedef struct rbpeek_trace_config {
     unsigned char stop_signals[65]; /* [signo] nonzero: end sampling on it */
     unsigned char pass_signals[65]; /* [signo] nonzero: deliver it to the target */
     int stop_mode;              /* rbpeek_stop_mode */
+    int native;                 /* nonzero: each stack with its native frames (--native; docs/native.md);
+                                 * refused with RBPEEK_STOP_NONE: an unwind needs a thread that stays put */
 } rbpeek_trace_config;
 
 /* What a sample stops (docs/sampling.md, "What a sample stops"). */
@@ -284,6 +295,14 @@ typedef struct rbpeek_trace_stats {
     uint64_t threads_stopped;   /* summed over the samples */
     double held_s;              /* summed time some thread of the target was held stopped */
     uint64_t retried_threads;   /* stacks walked again because they changed while read (torn ones included) */
+    /* --native: how the threads' registers were had, summed over the samples */
+    uint64_t native_held;       /* stopped for the sample already (the GVL holder, or every thread) */
+    uint64_t native_peeked;     /* parked in a system call: its stack and instruction pointers read from
+                                 * /proc, the thread left running (it did not run meanwhile) */
+    uint64_t native_stopped;    /* stopped for its unwind alone, then resumed */
+    uint64_t native_none;       /* none to be had (no TID, did not stop in time) */
+    uint64_t native_unmerged;   /* native stacks added with their Ruby frames alone (not merged) */
+    uint64_t gc[5];             /* stacks added with the GC at work on top, by rbpeek_gc_phase */
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or

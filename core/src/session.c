@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "memory/elf_symbols.h"
+#include "native/native.h"
 #include "vm/discover.h"
 #include "vm/kernel_tid.h"
 #include "vm/robject.h"
@@ -63,9 +64,33 @@ static void free_caches(rbpeek_session *s)
     rbp_scratch_free(&s->walk_values);
 }
 
+/* What native stacks hang off the session: the unwinder (it reads
+ * through the memory source), the hold, the core's registers. */
+static void free_native(rbpeek_session *s)
+{
+    rbp_hold_release(s->hold);
+    s->hold = NULL;
+    rbp_native_free(s->native);
+    s->native = NULL;
+    rbp_scratch_free(&s->native_frames);
+    rbp_scratch_free(&s->native_extra);
+    free(s->core_threads);
+    s->core_threads = NULL;
+    s->ncore_threads = 0;
+    s->core_threads_read = false;
+    free(s->core_path);
+    s->core_path = NULL;
+    free(s->thread_ids);
+    s->thread_ids = NULL;
+    s->nthread_ids = 0;
+    s->pid = 0;
+    s->vm_exec_looked_up = false;
+}
+
 void rbpeek_session_free(rbpeek_session *s)
 {
     if (!s) return;
+    free_native(s);
     rbp_mem_free(s->mem);
     free_regions(s);
     free(s->layout_file);
@@ -85,6 +110,7 @@ static rbpeek_status set_source(rbpeek_session *s, rbp_source src)
         if (src.close) src.close(src.ctx);
         return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     }
+    free_native(s);
     rbp_mem_free(s->mem);
     s->mem = m;
     s->pid = 0;
@@ -133,6 +159,7 @@ rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path)
     if (!rbp_source_core(core_path, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
     rbpeek_status st = set_source(s, src);
     if (st != RBPEEK_OK) return st;
+    if (!(s->core_path = strdup(core_path))) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     rbp_region *r = NULL;
     size_t n = rbp_source_core_regions(core_path, &r);
     adopt_regions(s, r, n);
@@ -189,7 +216,47 @@ rbpeek_status rbpeek_session_add_region(rbpeek_session *s, uint64_t start, uint6
         s->regions_cap = cap;
     }
     s->regions[s->nregions++] = (rbp_region){start, end, file_offset, path && *path ? strdup(path) : NULL};
+    s->native_stale = true;
     return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_use_registers(rbpeek_session *s, rbpeek_regs_fn fn, void *ctx)
+{
+    if (!s) return RBPEEK_ERR_ARG;
+    s->regs_fn = fn;
+    s->regs_ctx = ctx;
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_set_thread_ids(rbpeek_session *s, const int64_t *tids, size_t n)
+{
+    if (!s || (n && !tids)) return rbp_fail(s, RBPEEK_ERR_ARG, "set_thread_ids: no TIDs given");
+    int64_t *copy = n ? malloc(n * sizeof *copy) : NULL;
+    if (n && !copy) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    if (n) memcpy(copy, tids, n * sizeof *copy);
+    free(s->thread_ids);
+    s->thread_ids = copy;
+    s->nthread_ids = n;
+    return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_hold(rbpeek_session *s)
+{
+    if (!s) return RBPEEK_ERR_ARG;
+    if (s->pid <= 0) return rbp_fail(s, RBPEEK_ERR_STATE, "hold: the session does not read a live process by pid");
+    if (s->hold) return RBPEEK_OK;
+    char err[300];
+    if (!(s->hold = rbp_hold_take(s->pid, err, sizeof err))) return rbp_fail(s, RBPEEK_ERR_STATE, "%s", err);
+    rbp_mem_invalidate(s->mem); /* what was read before the stop is stale */
+    return RBPEEK_OK;
+}
+
+void rbpeek_session_release(rbpeek_session *s)
+{
+    if (!s || !s->hold) return;
+    rbp_hold_release(s->hold);
+    s->hold = NULL;
+    rbp_mem_invalidate(s->mem);
 }
 
 rbpeek_status rbpeek_session_set_vm(rbpeek_session *s, uint64_t vm_addr)
@@ -245,6 +312,8 @@ rbpeek_status rbpeek_session_attach(rbpeek_session *s)
     s->error[0] = s->warning[0] = '\0';
     rbp_mem_invalidate(s->mem);
     free_caches(s);
+    s->gc_objspace = 0;
+    s->vm_exec_looked_up = false;
 
     rbpeek_status st = rbp_discover_version(s);
     /* Each layout candidate in turn, until one the target validates: a

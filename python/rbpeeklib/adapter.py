@@ -70,6 +70,14 @@ class DebuggerAdapter:
         """The selected thread in the same shape as threads(), or None."""
         raise NotImplementedError
 
+    def thread_registers(self, tid):
+        """The registers of the stopped thread with kernel TID tid, for
+        native stacks: {"rax": int, ..., "rsp": int, "rip": int} (x86-64's
+        general registers and rip, as many as the debugger knows), or None
+        when it has no such thread. Must leave the debugger's selection as
+        it was."""
+        return None
+
     def write(self, text):
         raise NotImplementedError
 

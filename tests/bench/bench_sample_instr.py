@@ -21,6 +21,12 @@ Inclusive instructions of the loop's steps, divided by the samples taken:
   walk    rbp_snapshot_take_split + rbpeek_profile_add_snapshot, less the
           resume it calls back (the GVL holder is resumed after its own walk)
   resume  tr_resume_all
+and, among them, what naming the GC costs (`[GC: marking]`...: the
+objspace's phase read at every sample, the GC's thread looked up when one
+runs; docs/native.md):
+  gc      rbp_gc_state_read + rbp_gc_thread, and its share of the whole
+--program gc_share.rb samples a program that spends a fifth of its time
+in the GC instead of parked_server.rb.
 """
 
 import argparse
@@ -40,6 +46,7 @@ PROGRAM = os.path.join(REPO, "tests", "integration", "programs", "parked_server.
 STEPS = {"stop": ("rbp_gvl_holders", "tr_stop_some", "tr_stop_all", "rbp_mem_prefetch", "rbp_mem_fence"),
          "walk": ("rbp_snapshot_take_split", "rbpeek_profile_add_snapshot"),
          "resume": ("tr_resume_all",)}
+GC_TAGGING = ("rbp_gc_state_read", "rbp_gc_thread")
 
 
 def child(pid, mode, samples):
@@ -84,9 +91,17 @@ def main():
     ap.add_argument("--ruby", default="debian-3.1")
     ap.add_argument("--samples", type=int, default=400)
     ap.add_argument("--modes", default="gvl,all,nonblocking")
+    ap.add_argument("--program", default=PROGRAM)
     args = ap.parse_args()
+    program = args.program if os.path.isabs(args.program) else os.path.join(REPO, "tests", "integration",
+                                                                             "programs", args.program)
     workdir = tempfile.mkdtemp(prefix="rbpeek-bench-instr-")
-    proc = subprocess.Popen([harness.ruby_binary(args.ruby), PROGRAM, workdir], stdout=subprocess.DEVNULL,
+    with open(program) as f:
+        if "native_ext" in f.read():   # gc_share.rb: the test extension, built for this Ruby
+            sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+            import nativelib
+            nativelib.build(harness.ruby_binary(args.ruby), workdir)
+    proc = subprocess.Popen([harness.ruby_binary(args.ruby), program, workdir], stdout=subprocess.DEVNULL,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         while not os.path.exists(os.path.join(workdir, "ready")):
@@ -94,8 +109,9 @@ def main():
                 raise SystemExit("the target exited")
             time.sleep(0.05)
         time.sleep(0.5)
-        print("| stop mode | samples | every thread stopped | stop | walk | resume | instructions per sample |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("| stop mode | samples | every thread stopped | stop | walk | resume | instructions per sample "
+              "| of which GC tagging |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for mode in args.modes.split(","):
             out = os.path.join(workdir, "callgrind.%s" % mode)
             r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, sys.executable,
@@ -108,8 +124,10 @@ def main():
             costs = inclusive(out)
             per = {k: sum(costs.get(f, 0) for f in fs) / n for k, fs in STEPS.items()}
             per["walk"] -= per["resume"]   # called back from inside the walk
-            print("| %s | %d | %s | %.0f | %.0f | %.0f | %.0f |" % (
-                mode, n, m.group(2), per["stop"], per["walk"], per["resume"], sum(per.values())))
+            total = sum(per.values())
+            gc = sum(costs.get(f, 0) for f in GC_TAGGING) / n
+            print("| %s | %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f (%.2f%%) |" % (
+                mode, n, m.group(2), per["stop"], per["walk"], per["resume"], total, gc, 100 * gc / total))
     finally:
         proc.kill()
         proc.wait()

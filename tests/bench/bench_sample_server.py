@@ -2,7 +2,7 @@
 time the computing thread keeps while sampled.
 
     python3 tests/bench/bench_sample_server.py [--ruby debian-3.1] [--rounds 3] [--seconds 6]
-        [--rates 100,1000] [--debuggers gdb,lldb] [--modes gvl,nonblocking[,all]]
+        [--rates 100,1000] [--debuggers gdb,lldb] [--modes gvl,nonblocking[,all][,native]]
 
 The target is tests/integration/programs/parked_server.rb: 16 threads, the
 main one computing, 15 parked (sleep, Queue#pop, Mutex#lock, a pipe read).
@@ -14,6 +14,9 @@ machine; CPU time per wall second tells what the sampler took from the
 thread (time stopped, and time waiting for a CPU the debugger took) from
 what the machine's other jobs took, once it is compared with the same
 measure undisturbed right before.
+
+Mode native is the default stop mode with --native (each sampled thread's
+machine stack unwound and merged: docs/native.md).
 
 Each configuration (debugger x rate x stop mode) is run once per round, the
 configurations in turn, each as a pair: SECONDS undisturbed, then SECONDS of
@@ -93,7 +96,7 @@ def sample_once(debugger, pid, rate, seconds, mode, workdir, poller):
     folded = os.path.join(workdir, "out.folded")
     if os.path.exists(folded):
         os.unlink(folded)
-    flag = {"gvl": "", "nonblocking": " --nonblocking", "all": " --stop-all"}[mode]
+    flag = {"gvl": "", "nonblocking": " --nonblocking", "all": " --stop-all", "native": " --native"}[mode]
     rc, out = harness.run_debugger(debugger, ["ruby sample --duration %g --rate %g --folded %s%s"
                                               % (seconds, rate, folded, flag)], pid=pid)
     m = SUMMARY.search(out)
@@ -181,10 +184,10 @@ def main():
             rs = results[c]
             print("| %s | %g Hz | %s | %s%% | %s | %s%% | %s%% | %s | %s | %s |" % (
                 c[0], c[1], {"gvl": "GVL holder", "nonblocking": "none (`--nonblocking`)",
-                             "all": "all (`--stop-all`)"}[c[2]],
+                             "all": "all (`--stop-all`)", "native": "GVL holder, `--native`"}[c[2]],
                 fmt(med([r["kept"] for r in rs])), " ".join(fmt(r["kept"]) for r in rs),
                 fmt(med([100 * r["base"] for r in rs if r["base"]])), fmt(med([r.get("held") for r in rs]), "%.2f"),
-                fmt(med([r.get("alone") for r in rs]), "%.0f%%") if c[2] == "gvl" else "-",
+                fmt(med([r.get("alone") for r in rs]), "%.0f%%") if c[2] in ("gvl", "native") else "-",
                 fmt(med([r.get("dropped") for r in rs]), "%.1f%%") if c[2] == "nonblocking" else "-",
                 " / ".join(fmt(med([r.get(k) for r in rs]), "%.0f") for k in ("stop", "walk", "resume"))))
     finally:

@@ -215,6 +215,11 @@ def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300)
             argv += ["-ex", c]
     elif debugger == "lldb":
         argv = [LLDB, "--no-lldbinit", "-b"]
+        # lldb waits 6 s for lldb-server's handshake on attach (the packet
+        # timeout, when longer): on a loaded machine that is too short
+        # ("failed to get reply to handshake packet within timeout").
+        # -O runs before the attach.
+        argv += ["-O", "settings set plugin.process.gdb-remote.packet-timeout 30"]
         if pid:
             argv += ["-p", str(pid)]
         else:

@@ -39,7 +39,8 @@ lib = importlib.import_module("rbpeeklib.core.lib")   # the module: the package 
 # C scalar types of the header, by size and kind.
 INTS = {"int": 4, "int32_t": 4, "uint32_t": 4, "rbpeek_status": 4, "rbpeek_format": 4, "int64_t": 8,
         "uint64_t": 8, "size_t": 8, "long": 8, "unsigned long": 8}
-FUNCTION_POINTERS = {"rbpeek_read_fn", "rbpeek_lookup_fn"}
+# The header's function pointer types (typedef ... (*name)(...)): pointers.
+FUNCTION_POINTERS = set(re.findall(r"typedef[^;(]*\(\s*\*\s*(rbpeek_\w+)\s*\)", "".join(open(h).read() for h in HEADERS)))
 
 
 def declarations():

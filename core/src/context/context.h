@@ -25,6 +25,9 @@ typedef struct rbp_symcache rbp_symcache;   /* vm/symbolize.c */
 typedef struct rbp_idcache rbp_idcache;     /* vm/robject.c */
 struct rbp_elfcache;                        /* memory/elf_symbols.c */
 struct rbp_ktids;                           /* vm/kernel_tid.c */
+struct rbp_native;                          /* native/unwind.c */
+struct rbp_hold;                            /* native/hold.c */
+struct rbp_core_thread;                     /* memory/mem_core.c */
 
 struct rbpeek_session {
     char error[1024];
@@ -81,6 +84,28 @@ struct rbpeek_session {
      * so that a sample allocates none of them: the control frames as read
      * and as decoded, the frames being built, the value stack it pins. */
     rbp_scratch walk_raw, walk_cframes, walk_pending, walk_values;
+
+    /* Native stacks (vm/native_stack.c over native/): the target's
+     * unwinder, made on first use and kept (its modules' CFI and symbols
+     * stay loaded); whether the regions changed since its module list was
+     * made; where threads' registers come from: a debugger's callback, a
+     * core's notes (read on first use), or ptrace stops of a live pid
+     * (this session's hold, or the tracer's). */
+    struct rbp_native *native;
+    bool native_stale;
+    rbp_scratch native_frames, native_extra;   /* an unwind's frames, kept from walk to walk */
+    rbpeek_regs_fn regs_fn;
+    void *regs_ctx;
+    int64_t *thread_ids;                /* the debugger's TIDs (rbpeek_session_set_thread_ids) */
+    size_t nthread_ids;
+    struct rbp_hold *hold;
+    char *core_path;                    /* use_core's file, NULL otherwise */
+    struct rbp_core_thread *core_threads;
+    size_t ncore_threads;
+    bool core_threads_read;
+    uint64_t vm_exec_addr;              /* rb_vm_exec, where the VM runs Ruby frames (0: not found yet) */
+    uint64_t gc_objspace;               /* the objspace (vm/gc_state.c): set at boot, never moved; 0 unread */
+    bool vm_exec_looked_up;
 };
 
 /* Records a one-line error and returns status. */

@@ -16,6 +16,7 @@
 #include "base/json.h"
 #include "base/strbuf.h"
 #include "context/context.h"
+#include "vm/gc_state.h"
 #include "vm/robject.h"
 #include "vm/threads.h"
 #include "vm/validate.h"
@@ -204,15 +205,22 @@ static rbpeek_status read_stat(rbpeek_session *s, gc_stat *g)
                         "and has no table for this Ruby line yet); use a layout made from this Ruby's DWARF "
                         "(rbpeek-layoutgen, --layout FILE)",
                         s->layout_source);
-    if (!rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(l, osf), &g->objspace) || !rbp_is_heap_ptr(s, g->objspace))
-        return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the objspace pointer of the VM at 0x%llx",
-                        (unsigned long long)s->vm);
-    uint64_t os = g->objspace;
+    /* The objspace and its phase: the reader the stacks' GC frames use too */
+    rbp_gc_state gs;
+    if (!rbp_gc_state_read(s, &gs)) {
+        uint64_t os = 0;
+        if (!rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(l, osf), &os) || !rbp_is_heap_ptr(s, os))
+            return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the objspace pointer of the VM at 0x%llx",
+                            (unsigned long long)s->vm);
+        return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the objspace at 0x%llx", (unsigned long long)os);
+    }
+    uint64_t os = g->objspace = gs.objspace;
+    g->mode = gs.mode;
+    g->during_gc = gs.during_gc;
     bool ok = rd(s, os, RBP_L_objspace_profile_count, &g->count) && rd(s, os, RBP_L_objspace_major_gc_count, &g->major) &&
               rd(s, os, RBP_L_objspace_minor_gc_count, &g->minor) &&
               rd(s, os, RBP_L_objspace_malloc_increase, &g->malloc_increase) &&
               rd(s, os, RBP_L_objspace_oldmalloc_increase, &g->oldmalloc_increase) &&
-              rd(s, os, RBP_L_objspace_flag_mode, &g->mode) && rd(s, os, RBP_L_objspace_flag_during_gc, &g->during_gc) &&
               rd(s, os, RBP_L_objspace_flag_dont_gc, &g->dont_gc) &&
               rd(s, os, RBP_L_objspace_gc_stress_mode, &g->stress_value);
     if (!ok)
@@ -269,9 +277,9 @@ static rbpeek_status read_stat(rbpeek_session *s, gc_stat *g)
 static const char *phase_name(const gc_stat *g)
 {
     switch (g->mode) {
-    case 1: return "marking";
-    case 2: return "sweeping";
-    case 3: return "compacting";
+    case RBP_GC_MODE_MARKING: return "marking";
+    case RBP_GC_MODE_SWEEPING: return "sweeping";
+    case RBP_GC_MODE_COMPACTING: return "compacting";
     default: return "none";
     }
 }
@@ -358,10 +366,12 @@ static void render_text(rbpeek_session *s, const gc_stat *g, rbp_strbuf *b)
 {
     const char *state;
     if (g->during_gc)
-        state = g->mode == 2 ? "running: sweeping" : g->mode == 3 ? "running: compacting" : "running: marking";
-    else if (g->mode == 1)
+        state = g->mode == RBP_GC_MODE_SWEEPING     ? "running: sweeping"
+                : g->mode == RBP_GC_MODE_COMPACTING ? "running: compacting"
+                                                    : "running: marking";
+    else if (g->mode == RBP_GC_MODE_MARKING)
         state = "between steps of an incremental marking";
-    else if (g->mode == 2)
+    else if (g->mode == RBP_GC_MODE_SWEEPING)
         state = "between steps of a lazy sweep";
     else
         state = "not running";

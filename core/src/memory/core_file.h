@@ -20,6 +20,11 @@
 #define MAX_PHDRS ((uint64_t)1 << 20)
 #define MAX_NOTE_BYTES ((uint64_t)64 << 20)
 #define MAX_FILE_MAPS ((uint64_t)1 << 20)
+/* struct elf_prstatus on x86-64: the thread's id and its registers (a
+ * struct user_regs_struct of 27 words). */
+#define PRSTATUS_PID_OFFSET 32
+#define PRSTATUS_REG_OFFSET 112
+#define MAX_CORE_THREADS ((size_t)1 << 20)
 /* Mapped files we keep open at once; older ones are closed and reopened on
  * demand, so a process mapping thousands of files cannot exhaust our fds. */
 #define MAX_OPEN_FILES 16
@@ -43,6 +48,11 @@ typedef struct core_file {
     uint64_t last_use;      /* for closing the least recently used */
 } core_file;
 
+typedef struct core_thread_regs {
+    int64_t tid;
+    uint64_t regs[27];      /* struct user_regs_struct */
+} core_thread_regs;
+
 typedef struct core {
     int fd;
     uint64_t size;
@@ -56,6 +66,8 @@ typedef struct core {
     uint64_t clock;
     rbp_warnsink warn;      /* where refused files are said (rbp_mem_set_warn) */
     char note[640];         /* a truncated core: what is missing, what can be read ("" if whole) */
+    core_thread_regs *threads;  /* NT_PRSTATUS notes, in the core's order (the current thread first) */
+    size_t nthreads, threads_cap;
 } core;
 
 /* Opens and parses the core at path; NULL with a reason in err (if given). */

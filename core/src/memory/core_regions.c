@@ -1,9 +1,10 @@
 /*
- * The regions an ELF core maps: its NT_FILE mappings with their paths, and
- * the parts of its PT_LOAD segments that no file mapping covers (anonymous
- * memory: heap, stacks, [vdso]), sorted by address. The symbol lookup and
- * the native unwinder's modules are built from them, as from
- * /proc/PID/maps for a live process.
+ * What an ELF core says of its process beside its memory: the regions it
+ * maps (its NT_FILE mappings with their paths, and the parts of its PT_LOAD
+ * segments that no file mapping covers: heap, stacks, [vdso]), sorted by
+ * address, and its threads' registers (NT_PRSTATUS). The symbol lookup and
+ * the native unwinder's modules and registers are built from them, as from
+ * /proc/PID/maps and ptrace for a live process.
  */
 #define _GNU_SOURCE
 #include <stdbool.h>
@@ -87,4 +88,23 @@ size_t rbp_source_core_regions(const char *core_path, rbp_region **out)
     qsort(l.r, l.n, sizeof *l.r, cmp_region);
     *out = l.r;
     return l.n;
+}
+
+/* The threads the core names (NT_PRSTATUS), each with its registers. */
+size_t rbp_source_core_threads(const char *core_path, rbp_core_thread **out)
+{
+    if (!out) return 0;
+    *out = NULL;
+    core *c = core_path ? rbp_core_open(core_path, NULL, 0) : NULL;
+    if (!c) return 0;
+    size_t n = c->nthreads;
+    rbp_core_thread *t = n ? calloc(n, sizeof *t) : NULL;
+    for (size_t i = 0; t && i < n; i++) {
+        t[i].tid = c->threads[i].tid;
+        memcpy(t[i].user_regs, c->threads[i].regs, sizeof t[i].user_regs);
+    }
+    rbp_core_free(c);
+    if (!t) return 0;
+    *out = t;
+    return n;
 }

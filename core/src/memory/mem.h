@@ -115,4 +115,13 @@ typedef struct rbp_region {
 size_t rbp_source_proc_regions(int pid, rbp_region **out);
 size_t rbp_source_core_regions(const char *core_path, rbp_region **out);
 
+/* The threads a core records (its NT_PRSTATUS notes, the thread current
+ * at the dump first), each with its registers as the kernel's struct
+ * user_regs_struct (27 words). Returns the count; *out is malloc'd. */
+typedef struct rbp_core_thread {
+    int64_t tid;
+    uint64_t user_regs[27];
+} rbp_core_thread;
+size_t rbp_source_core_threads(const char *core_path, rbp_core_thread **out);
+
 #endif

@@ -74,6 +74,7 @@ void rbp_core_free(core *c)
         free(c->files[i].path);
     }
     free(c->files);
+    free(c->threads);
     free(c->maps);
     free(c->segs);
     free(c);
@@ -192,6 +193,22 @@ static bool parse_notes(core *c, const uint8_t *buf, uint64_t len)
         pos += descsz > len - pos ? len - pos : descsz;
         if (nh.n_type == NT_FILE && c->maps == NULL && nh.n_namesz == 5 && memcmp(name, "CORE", 5) == 0) {
             if (!parse_nt_file(c, desc, nh.n_descsz)) return false;
+        }
+        if (nh.n_type == NT_PRSTATUS && nh.n_namesz == 5 && memcmp(name, "CORE", 5) == 0 &&
+            nh.n_descsz >= PRSTATUS_REG_OFFSET + 27 * 8 && c->nthreads < MAX_CORE_THREADS) {
+            /* struct elf_prstatus (x86-64): pr_pid at 32, pr_reg at 112 */
+            if (c->nthreads == c->threads_cap) {
+                size_t cap = c->threads_cap ? c->threads_cap * 2 : 16;
+                core_thread_regs *t = realloc(c->threads, cap * sizeof *t);
+                if (!t) return false;
+                c->threads = t;
+                c->threads_cap = cap;
+            }
+            core_thread_regs *t = &c->threads[c->nthreads++];
+            int32_t pid;
+            memcpy(&pid, desc + PRSTATUS_PID_OFFSET, 4);
+            t->tid = pid;
+            memcpy(t->regs, desc + PRSTATUS_REG_OFFSET, sizeof t->regs);
         }
     }
     return true;
@@ -347,7 +364,7 @@ core *rbp_core_open(const char *path, char *err, size_t errlen)
             if (p->p_offset >= c->size) avail = 0;
             else if (avail > c->size - p->p_offset) avail = c->size - p->p_offset;
             c->segs[c->nsegs++] = (core_seg){p->p_vaddr, p->p_memsz, p->p_offset, avail};
-        } else if (p->p_type == PT_NOTE && c->maps == NULL) {
+        } else if (p->p_type == PT_NOTE) {
             uint64_t len = p->p_filesz;
             if (p->p_offset >= c->size || len == 0) continue;
             if (len > c->size - p->p_offset) len = c->size - p->p_offset;

@@ -13,8 +13,15 @@
  * laid it out when the commands printed it.
  *
  * Frames are printed through a table by kind (frame_kinds): a kind says
- * its JSON name, whether it is shown, and how its line reads, so native
- * frames slot in as rows, shown under options of rbpeek_bt_options.show.
+ * its JSON name, whether it is shown, and how its line reads. With
+ * --native (rbpeek_bt_options.show), a thread's frames are those of its
+ * native stack (docs/native.md): its Ruby frames as above, a C method at
+ * its C function with that function's place after it, machine frames as
+ * "[native] symbol (module) at file:line" (module+0xoffset where no symbol
+ * names them; the VM's internal ones only with --native-all), the GC's
+ * frame ("[GC: marking]"), then why the machine stack is cut, or what the
+ * merge could not vouch for. A thread the GC runs on shows its GC frame
+ * without --native too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +154,103 @@ static void frame_locals(bt_ctx *c, const rbpeek_frame *f, rbp_frame_locals *l)
     }
 }
 
+static void text_locals(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f);
+
+/* --- native stacks (--native; docs/native.md) ------------------------------ */
+
+/* The thread's native stack, when the options show it. */
+static const rbpeek_native_stack *native_of(const bt_ctx *c, size_t index)
+{
+    if (!c->opt || !(c->opt->show & (RBPEEK_BT_NATIVE | RBPEEK_BT_NATIVE_ALL))) return NULL;
+    return rbpeek_snapshot_native(c->snap, index);
+}
+
+/* The VM's internal frames only with --native-all. */
+static bool stack_shown(const bt_ctx *c, const rbpeek_stack_frame *f)
+{
+    return !f->internal || (c->opt->show & RBPEEK_BT_NATIVE_ALL);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+/* A machine frame: its symbol and module, or module+0xoffset where no
+ * symbol names it; its source place where DWARF has it. */
+static void native_where(rbp_strbuf *b, const rbpeek_native_frame *n)
+{
+    if (n->symbol)
+        rbp_sb_puts(b, n->symbol);
+    else if (n->module)
+        rbp_sb_printf(b, "%s+0x%llx", base_name(n->module), (unsigned long long)n->module_offset);
+    else
+        rbp_sb_printf(b, "0x%llx", (unsigned long long)n->pc);
+    if (n->symbol && n->module) rbp_sb_printf(b, " (%s)", base_name(n->module));
+    if (n->file && n->line > 0) rbp_sb_printf(b, " at %s:%d", n->file, (int)n->line);
+}
+
+static void text_stack_frame(bt_ctx *c, rbp_strbuf *b, const rbpeek_stack_frame *f)
+{
+    rbp_sb_puts(b, "    ");
+    if (f->ruby) {
+        location_line(c, b, f->ruby);
+        if (f->native) { /* a C method at its C function */
+            rbp_sb_puts(b, " [");
+            native_where(b, f->native);
+            rbp_sb_puts(b, "]");
+        }
+    } else if (f->native) {
+        rbp_sb_puts(b, "[native] ");
+        native_where(b, f->native);
+    } else {
+        rbp_sb_puts(b, f->label ? f->label : "?");
+    }
+    rbp_sb_putn(b, "\n", 1);
+    if (f->ruby && c->opt->locals) text_locals(c, b, f->ruby);
+}
+
+static void json_native_place(rbp_json *j, const rbpeek_native_frame *n)
+{
+    rbp_json_kstr(j, "module", n->module);
+    rbp_json_khex(j, "pc", n->pc);
+    if (n->module) rbp_json_khex(j, "offset", n->module_offset);
+    if (n->file && n->line > 0) {
+        rbp_json_kstr(j, "file", n->file);
+        rbp_json_ki64(j, "line", n->line);
+    }
+}
+
+static void json_frame(bt_ctx *c, rbp_json *j, const rbpeek_frame *f);
+
+static void json_stack_frame(bt_ctx *c, rbp_json *j, const rbpeek_stack_frame *f)
+{
+    if (f->ruby && !f->native) {
+        json_frame(c, j, f->ruby);
+        return;
+    }
+    rbp_json_object(j);
+    if (f->ruby) { /* a C method at its C function: its Ruby frame, and the function */
+        rbp_json_kstr(j, "label", f->ruby->label);
+        rbp_json_kstr(j, "path", f->ruby->path);
+        rbp_json_kstr(j, "absolute_path", f->ruby->absolute_path);
+        rbp_json_ki64(j, "lineno", f->ruby->lineno);
+        rbp_json_kstr(j, "kind", "cfunc");
+        rbp_json_kstr(j, "symbol", f->native->symbol);
+        json_native_place(j, f->native);
+    } else if (f->native) {
+        rbp_json_kstr(j, "kind", "native");
+        rbp_json_kstr(j, "label", f->native->symbol);
+        json_native_place(j, f->native);
+        if (f->internal) rbp_json_kbool(j, "internal", true);
+    } else {
+        rbp_json_kstr(j, "kind", "gc");
+        rbp_json_kstr(j, "label", f->label);
+    }
+    rbp_json_object_end(j);
+}
+
 /* --- text --------------------------------------------------------------- */
 
 static void text_locals(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f)
@@ -180,14 +284,24 @@ static void text_thread(bt_ctx *c, rbp_strbuf *b, size_t index)
     if (t->ractor_index) rbp_sb_printf(b, ", ractor %d", (int)t->ractor_index);
     rbp_sb_puts(b, "):\n");
     size_t shown_frames = shown_count(c, t);
-    if (!shown_frames && !t->error) rbp_sb_puts(b, "    (no Ruby frames)\n");
-    for (size_t i = 0; i < t->nframes; i++) {
-        const rbpeek_frame *f = &t->frames[i];
-        if (!shown(c, f)) continue;
-        rbp_sb_putn(b, "    ", 4);
-        kind_of(f)->line(c, b, f);
-        rbp_sb_putn(b, "\n", 1);
-        if (c->opt && c->opt->locals) text_locals(c, b, f);
+    const rbpeek_native_stack *ns = native_of(c, index);
+    if (ns) {
+        for (size_t i = 0; i < ns->nframes; i++)
+            if (stack_shown(c, &ns->frames[i])) text_stack_frame(c, b, &ns->frames[i]);
+        if (ns->cut) rbp_sb_printf(b, "    (native stack cut: %s)\n", ns->cut);
+        if (ns->note) rbp_sb_printf(b, "    (%s)\n", ns->note);
+    } else {
+        const char *gc = rbpeek_gc_phase_label(t->gc);
+        if (gc) rbp_sb_printf(b, "    %s\n", gc);
+        if (!shown_frames && !t->error) rbp_sb_puts(b, "    (no Ruby frames)\n");
+        for (size_t i = 0; i < t->nframes; i++) {
+            const rbpeek_frame *f = &t->frames[i];
+            if (!shown(c, f)) continue;
+            rbp_sb_putn(b, "    ", 4);
+            kind_of(f)->line(c, b, f);
+            rbp_sb_putn(b, "\n", 1);
+            if (c->opt && c->opt->locals) text_locals(c, b, f);
+        }
     }
     if (t->truncated) rbp_sb_printf(b, "    ... (cut at %zu frames; use --max-frames)\n", shown_frames);
     if (t->error) rbp_sb_printf(b, "    (walk stopped early: %s)\n", t->error);
@@ -236,10 +350,31 @@ static void json_thread(bt_ctx *c, rbp_json *j, size_t index)
     rbp_json_ki64(j, "ractor", t->ractor_index);
     rbp_json_kbool(j, "truncated", t->truncated);
     rbp_json_kstr(j, "error", t->error);
+    const rbpeek_native_stack *ns = native_of(c, index);
+    if (ns) {
+        rbp_json_key(j, "native");
+        rbp_json_object(j);
+        rbp_json_kbool(j, "merged", ns->merged);
+        rbp_json_kstr(j, "cut", ns->cut);
+        rbp_json_kstr(j, "note", ns->note);
+        rbp_json_object_end(j);
+    }
     rbp_json_key(j, "frames");
     rbp_json_array(j);
-    for (size_t i = 0; i < t->nframes; i++)
-        if (shown(c, &t->frames[i])) json_frame(c, j, &t->frames[i]);
+    if (ns) {
+        for (size_t i = 0; i < ns->nframes; i++)
+            if (stack_shown(c, &ns->frames[i])) json_stack_frame(c, j, &ns->frames[i]);
+    } else {
+        const char *gc = rbpeek_gc_phase_label(t->gc);
+        if (gc) {
+            rbp_json_object(j);
+            rbp_json_kstr(j, "kind", "gc");
+            rbp_json_kstr(j, "label", gc);
+            rbp_json_object_end(j);
+        }
+        for (size_t i = 0; i < t->nframes; i++)
+            if (shown(c, &t->frames[i])) json_frame(c, j, &t->frames[i]);
+    }
     rbp_json_array_end(j);
     rbp_json_object_end(j);
 }

@@ -78,9 +78,11 @@ size_t rbp_xml_write(FILE *f, const char *s, size_t max_chars)
     return written;
 }
 
-/* A warm colour from the name's hash: the same name gets the same colour
- * in every run and every graph, so a frame is easy to find again. */
-static void fg_colour(const char *name, unsigned *r, unsigned *g, unsigned *b)
+/* A colour from the name's hash: the same name gets the same colour in
+ * every run and every graph, so a frame is easy to find again. Ruby frames
+ * are warm (flamegraph.pl's palette); machine frames (--native) blue and
+ * the GC's frames green, so that both stand apart from Ruby's. */
+static void fg_colour(const char *name, int32_t kind, unsigned *r, unsigned *g, unsigned *b)
 {
     uint32_t h = 2166136261u;
     for (const unsigned char *s = (const unsigned char *)name; *s; s++) {
@@ -90,9 +92,26 @@ static void fg_colour(const char *name, unsigned *r, unsigned *g, unsigned *b)
     h ^= h >> 15;
     h *= 0x2c1b3c6du;
     h ^= h >> 12;
-    *r = 205 + (h & 0xFF) * 50 / 255;
-    *g = 60 + ((h >> 8) & 0xFF) * 170 / 255;
-    *b = ((h >> 16) & 0xFF) * 55 / 255;
+    if (kind == RBPEEK_FRAME_NATIVE) {
+        *r = 80 + (h & 0xFF) * 60 / 255;
+        *g = 140 + ((h >> 8) & 0xFF) * 60 / 255;
+        *b = 205 + ((h >> 16) & 0xFF) * 50 / 255;
+    } else if (kind == RBPEEK_FRAME_GC) {
+        *r = 70 + (h & 0xFF) * 40 / 255;
+        *g = 170 + ((h >> 8) & 0xFF) * 50 / 255;
+        *b = 70 + ((h >> 16) & 0xFF) * 40 / 255;
+    } else {
+        *r = 205 + (h & 0xFF) * 50 / 255;
+        *g = 60 + ((h >> 8) & 0xFF) * 170 / 255;
+        *b = ((h >> 16) & 0xFF) * 55 / 255;
+    }
+}
+
+/* A node's frame kind (the root: a Ruby frame's colours). */
+static int32_t fg_kind(const rbpeek_profile *p, uint32_t node)
+{
+    uint32_t frame = p->nodes[node].frame;
+    return frame == RBP_ROOT_FRAME ? RBPEEK_FRAME_RUBY : rbp_profile_pframe(p, frame)->d.kind;
 }
 
 typedef struct fg_ctx {
@@ -143,13 +162,14 @@ static int fg_visit(void *vctx, uint32_t node, bool entering)
     char pct[32];
     rbp_fmt_fixed(pct, sizeof pct, 100.0 * (double)n->total / (double)total, 2);
     unsigned r, g, b;
-    fg_colour(name, &r, &g, &b);
+    int32_t kind = fg_kind(c->p, node);
+    fg_colour(name, kind, &r, &g, &b);
 
     fprintf(f, "<g data-x=\"%llu\" data-n=\"%llu\"><title>", (unsigned long long)x,
             (unsigned long long)n->total);
     rbp_xml_write(f, name, SIZE_MAX);
-    fprintf(f, " (%llu sample%s, %s%%)</title><rect x=\"", (unsigned long long)n->total,
-            n->total == 1 ? "" : "s", pct);
+    fprintf(f, " (%s%llu sample%s, %s%%)</title><rect x=\"", kind == RBPEEK_FRAME_NATIVE ? "native frame, " : "",
+            (unsigned long long)n->total, n->total == 1 ? "" : "s", pct);
     fg_num(f, px);
     fputs("\" y=\"", f);
     fg_num(f, py);
@@ -456,6 +476,15 @@ rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path
         fprintf(f, "%llu sample%s", (unsigned long long)total, total == 1 ? "" : "s");
     }
     fg_fact(f, p, "rate_hz", "", " Hz", &nfacts);
+    /* The colours' key, when they are not all Ruby's. */
+    bool native = false, gc = false;
+    for (uint32_t i = 0; i < p->nnames; i++) {
+        native |= p->frames[i].d.kind == RBPEEK_FRAME_NATIVE;
+        gc |= p->frames[i].d.kind == RBPEEK_FRAME_GC;
+    }
+    if (native || gc)
+        fprintf(f, "  \xC2\xB7  %s%s%s", native ? "blue: native frames" : "", native && gc ? ", " : "",
+                gc ? "green: the GC" : "");
     if (c.raised) {
         char px[48];
         rbp_fmt_fixed(px, sizeof px, c.min_px, 2);

@@ -10,7 +10,9 @@
  * its type; one sample per distinct stack, its locations leaf first; one
  * location per distinct frame name, with one line, in one mapping (the
  * Ruby program: meta "program", else "ruby", marked symbolized so pprof
- * looks for no binary); one function per distinct (label, file, start
+ * looks for no binary), or for a machine frame (--native) in the mapping
+ * of its module (one per module, marked symbolized too), at its
+ * function's address; one function per distinct (label, file, start
  * line), named by the label. A frame with a place in a Ruby file (the
  * frame table's label, path and line) is a function of its label in that
  * file, at that line; any other (a thread's root frame, a frame without a
@@ -58,6 +60,9 @@ typedef struct pp_build {
     uint32_t *path;             /* frame ids of the walk, root first */
     int64_t period;
     bool failed;
+    rbpeek_profile *modules;    /* a scratch interner: a machine frame's module -> mapping index - 2 */
+    Perftools__Profiles__Mapping *mappings;   /* [0] the Ruby program, then one per module */
+    size_t nmappings;
 } pp_build;
 
 /* The string table index of s[0..len). -1 when out of memory. */
@@ -73,16 +78,40 @@ static int64_t pp_str(pp_build *b, const char *s, size_t len)
     return id == UINT32_MAX ? -1 : (int64_t)id;
 }
 
-/* Function and location of frame i. */
+/* The mapping of a machine frame's module (2, 3, ...: one per module, in
+ * order of first use), or 1, the Ruby program's. */
+static uint64_t pp_mapping(pp_build *b, const rbp_pframe *fr)
+{
+    if ((fr->d.kind != RBPEEK_FRAME_NATIVE && fr->d.kind != RBPEEK_FRAME_CFUNC) || !*fr->d.module) return 1;
+    uint32_t k = rbp_intern(b->modules, fr->d.module);
+    if (k == UINT32_MAX) return 0;
+    if (k == b->nmappings - 1) {
+        int64_t file = pp_str(b, fr->d.module, strlen(fr->d.module));
+        if (file < 0) return 0;
+        Perftools__Profiles__Mapping *m = &b->mappings[b->nmappings++];
+        perftools__profiles__mapping__init(m);
+        m->id = (uint64_t)k + 2;
+        m->filename = file;
+        m->has_functions = 1;   /* named by rbpeek: nothing for pprof to symbolize */
+    }
+    return (uint64_t)k + 2;
+}
+
+/* Function and location of frame i. A machine frame is a function of its
+ * symbol (or module+offset) with its source file and line where DWARF gave
+ * them, at its function's address, in its module's mapping; a C method that
+ * stands at its C function is in that function's module. */
 static bool pp_frame(pp_build *b, uint32_t i)
 {
     const rbp_pframe *fr = rbp_profile_pframe(b->p, i);
     bool placed = rbp_pframe_has_place(fr);
-    const char *name = placed ? rbp_pframe_label(fr) : b->p->names[i];
-    size_t label_len = placed ? strlen(name) : b->p->name_lens[i];
-    long line = placed ? fr->d.line : 0;
+    bool native = fr->d.kind == RBPEEK_FRAME_NATIVE;
+    const char *name = placed ? rbp_pframe_label(fr) : native && *fr->d.symbol ? fr->d.symbol : b->p->names[i];
+    size_t label_len = placed || (native && *fr->d.symbol) ? strlen(name) : b->p->name_lens[i];
+    long line = placed ? fr->d.line : native ? fr->d.native_line : 0;
     int64_t fn_name = pp_str(b, name, label_len);
-    int64_t fn_file = placed ? pp_str(b, fr->d.path, fr->path_len) : 0;
+    int64_t fn_file = placed ? pp_str(b, fr->d.path, fr->path_len)
+                      : native && *fr->d.native_file ? pp_str(b, fr->d.native_file, strlen(fr->d.native_file)) : 0;
     if (fn_name < 0 || fn_file < 0) return false;
     /* A function is a (label, file, start line): two blocks of one method
      * share a label but not a start. The key's id in fkeys is dense, in
@@ -113,7 +142,9 @@ static bool pp_frame(pp_build *b, uint32_t i)
     PbLocation *loc = &b->locations[i];
     perftools__profiles__location__init(loc);
     loc->id = (uint64_t)i + 1;
-    loc->mapping_id = 1;
+    loc->mapping_id = pp_mapping(b, fr);
+    if (!loc->mapping_id) return false;
+    if (loc->mapping_id > 1) loc->address = fr->d.pc;
     loc->n_line = 1;
     loc->line = &b->line_ptrs[i];
     return true;
@@ -214,6 +245,8 @@ static void pp_free(pp_build *b)
 {
     rbpeek_profile_free(b->strings);
     rbpeek_profile_free(b->fkeys);
+    rbpeek_profile_free(b->modules);
+    free(b->mappings);
     free(b->functions);
     free(b->locations);
     free(b->lines);
@@ -237,7 +270,10 @@ rbpeek_status rbpeek_profile_write_pprof(const rbpeek_profile *p, const char *pa
     pp_build b = {.p = p, .period = (int64_t)o.period_ns};
     b.fkeys = rbpeek_profile_new();
     b.strings = rbpeek_profile_new();
+    b.modules = rbpeek_profile_new();
     size_t nn = p->nnames ? p->nnames : 1;
+    b.mappings = calloc(nn + 1, sizeof *b.mappings);
+    b.nmappings = 1;   /* [0], the Ruby program's, is filled in below */
     b.functions = calloc(nn, sizeof *b.functions);
     b.locations = calloc(nn, sizeof *b.locations);
     b.lines = calloc(nn, sizeof *b.lines);
@@ -248,9 +284,12 @@ rbpeek_status rbpeek_profile_write_pprof(const rbpeek_profile *p, const char *pa
     PbSample **sample_ptrs = NULL;
     PbLocation **loc_ptrs = NULL;
     PbFunction **fn_ptrs = NULL;
+    Perftools__Profiles__Mapping **map_ptrs = NULL;
     rbp_children ch = {0};
     bool have_children = false;
-    if (!b.strings || !b.fkeys || !b.functions || !b.locations || !b.lines || !b.line_ptrs || !b.path) goto oom;
+    if (!b.strings || !b.fkeys || !b.modules || !b.mappings || !b.functions || !b.locations || !b.lines ||
+        !b.line_ptrs || !b.path)
+        goto oom;
 
     /* The strings every profile has, so they are at fixed places: "" must be 0. */
     const char *fixed[] = {"", "samples", "count", o.on_cpu ? "cpu" : "wall", "nanoseconds"};
@@ -303,16 +342,19 @@ rbpeek_status rbpeek_profile_write_pprof(const rbpeek_profile *p, const char *pa
     const char *program = rbpeek_profile_meta(p, "program");
     int64_t program_idx = pp_str(&b, program ? program : "ruby", strlen(program ? program : "ruby"));
     if (program_idx < 0) goto oom;
-    Perftools__Profiles__Mapping mapping, *mapping_ptr = &mapping;
-    perftools__profiles__mapping__init(&mapping);
-    mapping.id = 1;
-    mapping.filename = program_idx;
-    mapping.has_functions = mapping.has_filenames = mapping.has_line_numbers = 1;
+    Perftools__Profiles__Mapping *mapping = &b.mappings[0];
+    perftools__profiles__mapping__init(mapping);
+    mapping->id = 1;
+    mapping->filename = program_idx;
+    mapping->has_functions = mapping->has_filenames = mapping->has_line_numbers = 1;
+    map_ptrs = calloc(b.nmappings, sizeof *map_ptrs);
+    if (!map_ptrs) goto oom;
+    for (size_t i = 0; i < b.nmappings; i++) map_ptrs[i] = &b.mappings[i];
 
     PbProfile prof;
     perftools__profiles__profile__init(&prof);
-    prof.n_mapping = 1;
-    prof.mapping = &mapping_ptr;
+    prof.n_mapping = b.nmappings;
+    prof.mapping = map_ptrs;
     prof.n_sample_type = 2;
     prof.sample_type = type_ptrs;
     prof.n_sample = b.nsamples;
@@ -354,6 +396,7 @@ out:
     free(sample_ptrs);
     free(loc_ptrs);
     free(fn_ptrs);
+    free(map_ptrs);
     pp_free(&b);
     return st;
 }

@@ -1,9 +1,10 @@
 /*
  * The speedscope writer (https://www.speedscope.app/file-format-schema.json):
  * "sampled" profiles whose frames are the profile's frame table (a frame
- * with a place in a Ruby file as its label, file and line; any other by
- * its display name), with one sample per distinct stack weighted by its
- * count. A profile whose stacks start with process and thread root frames
+ * with a place in a Ruby file as its label, file and line; a machine frame
+ * by its display name, with its source file and line where DWARF gives
+ * them, else its module as the file; any other by its display name), with
+ * one sample per distinct stack weighted by its count. A profile whose stacks start with process and thread root frames
  * (several processes, --per-thread) becomes one speedscope profile per
  * process and thread, named by them ("ruby app.rb (pid 12) / Thread "web"
  * (tid 13)"), its stacks without those frames, as speedscope shows threads;
@@ -193,6 +194,16 @@ rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const cha
             rbp_json_key(j, "file");
             rbp_json_strn(j, fr->d.path, fr->path_len);
             if (fr->d.line > 0) rbp_json_ki64(j, "line", fr->d.line);
+        } else if (fr->d.kind == RBPEEK_FRAME_NATIVE && *fr->d.native_file && fr->d.native_line > 0) {
+            /* a machine frame where DWARF gives its source place */
+            rbp_json_key(j, "name");
+            rbp_json_strn(j, p->names[i], p->name_lens[i]);
+            rbp_json_kstr(j, "file", fr->d.native_file);
+            rbp_json_ki64(j, "line", fr->d.native_line);
+        } else if (fr->d.kind == RBPEEK_FRAME_NATIVE && *fr->d.module) {
+            rbp_json_key(j, "name");
+            rbp_json_strn(j, p->names[i], p->name_lens[i]);
+            rbp_json_kstr(j, "file", fr->d.module);
         } else {
             rbp_json_key(j, "name");
             rbp_json_strn(j, p->names[i], p->name_lens[i]);

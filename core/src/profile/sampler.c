@@ -39,8 +39,10 @@ void rbp_sample_scratch_free(rbp_sample_scratch *s)
     rbp_sb_free(&s->text);
     free(s->frames);
     free(s->ids);
+    free(s->offsets);
     s->frames = NULL;
     s->ids = NULL;
+    s->offsets = NULL;
     s->cap = 0;
 }
 
@@ -55,6 +57,9 @@ static bool scratch_reserve(rbp_sample_scratch *s, size_t n)
     uint32_t *ni = realloc(s->ids, cap * sizeof *ni);
     if (!ni) return false;
     s->ids = ni;
+    size_t *no = realloc(s->offsets, cap * sizeof *no);
+    if (!no) return false;
+    s->offsets = no;
     s->cap = cap;
     return true;
 }
@@ -120,11 +125,53 @@ static void thread_frame_name(rbp_strbuf *text, const rbpeek_thread *t)
         rbp_sb_printf(text, " 0x%llx", (unsigned long long)t->thread_addr);
 }
 
-rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
-                                      const rbpeek_sample_options *opt, rbp_sample_scratch *s,
-                                      bool *tid_unknown)
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+/* A machine frame in a profile: one frame per function (all its pcs as
+ * one), named by its symbol and module, "park_nogvl (native_ext.so)", or
+ * where no symbol names it by its module and the function's offset,
+ * "libruby.so.3.1+0x18cd50". Its label goes to the scratch text. */
+static rbp_frame_desc native_desc(rbp_sample_scratch *s, size_t k, int32_t kind, const rbpeek_native_frame *n)
+{
+    uint64_t fn = n->function ? n->function : n->pc;
+    s->offsets[k] = s->text.len;
+    if (n->symbol)
+        rbp_sb_printf(&s->text, "%s (%s)", n->symbol, n->module ? base_name(n->module) : "?");
+    else if (n->module)
+        rbp_sb_printf(&s->text, "%s+0x%llx", base_name(n->module),
+                      (unsigned long long)(n->module_offset - (n->pc - fn)));
+    else
+        rbp_sb_printf(&s->text, "0x%llx", (unsigned long long)fn);
+    rbp_sb_putn(&s->text, "", 1);
+    return (rbp_frame_desc){.kind = kind, .module = n->module, .pc = fn, .symbol = n->symbol,
+                            .native_file = n->file, .native_line = n->line};
+}
+
+/* The Ruby frame f (innermost first in its stack), at its C function's
+ * frame n if given. */
+static rbp_frame_desc ruby_desc(const rbpeek_frame *f, const rbpeek_native_frame *n)
+{
+    rbp_frame_desc d = {.kind = f->kind, .label = f->label, .path = f->path, .line = f->lineno,
+                        .first_line = f->first_lineno};
+    if (n) {
+        d.module = n->module;
+        d.pc = n->function ? n->function : n->pc;
+        d.symbol = n->symbol;
+    }
+    return d;
+}
+
+rbp_sample_fate rbp_sample_add_stack(rbpeek_profile *p, const rbpeek_thread *t, const rbpeek_native_stack *ns,
+                                     const rbpeek_sample_options *opt, rbp_sample_scratch *s,
+                                     bool *tid_unknown, int32_t *gc, bool *unmerged)
 {
     *tid_unknown = false;
+    *gc = RBPEEK_GC_NONE;
+    *unmerged = false;
     if (!selected(t, opt)) return RBP_SAMPLE_FILTERED;
     /* The kernel is asked once per runnable thread: for its state (every
      * thread is tallied, kept or not) and for on_cpu. */
@@ -137,31 +184,75 @@ rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
     if (opt && opt->drop_idle && state == RBPEEK_STATE_BLOCKED) return RBP_SAMPLE_FILTERED;
     if (t->error) return RBP_SAMPLE_FAILED;
     if (t->nframes == 0 || !t->frames) return RBP_SAMPLE_EMPTY;
+    /* Not merged, its machine and Ruby frames cannot be nested: the Ruby
+     * frames alone, as without --native (counted). */
+    if (ns && !ns->merged) {
+        *unmerged = true;
+        ns = NULL;
+    }
 
     bool per_thread = opt && opt->per_thread;
     bool root = opt && opt->root_frame && *opt->root_frame;
-    size_t n = t->nframes + (per_thread ? 1 : 0) + (root ? 1 : 0);
+    const char *gc_label = ns ? NULL : rbpeek_gc_phase_label(t->gc);
+    size_t n = (ns ? ns->nframes : t->nframes + (gc_label ? 1 : 0)) + (per_thread ? 1 : 0) + (root ? 1 : 0);
     if (!scratch_reserve(s, n)) return RBP_SAMPLE_NOMEM;
+    s->text.len = 0;
     size_t k = 0;
-    if (root) s->frames[k++] = (rbp_frame_desc){.kind = RBP_PF_PROCESS, .label = opt->root_frame};
+    if (root) {
+        s->offsets[k] = SIZE_MAX;
+        s->frames[k++] = (rbp_frame_desc){.kind = RBP_PF_PROCESS, .label = opt->root_frame};
+    }
     if (per_thread) {
-        s->text.len = 0;
+        s->offsets[k] = 0;
         thread_frame_name(&s->text, t);
-        if (s->text.oom) {
-            /* strbuf's failure is sticky; start the next sample afresh. */
-            rbp_sb_free(&s->text);
-            return RBP_SAMPLE_NOMEM;
+        rbp_sb_putn(&s->text, "", 1);
+        s->frames[k++] = (rbp_frame_desc){.kind = RBP_PF_THREAD};
+    }
+    if (ns) {
+        for (size_t i = ns->nframes; i-- > 0;) {   /* innermost first -> root first */
+            const rbpeek_stack_frame *f = &ns->frames[i];
+            if (f->internal) continue;
+            s->offsets[k] = SIZE_MAX;
+            if (f->ruby) {
+                s->frames[k++] = ruby_desc(f->ruby, f->native);
+            } else if (f->native) {
+                s->frames[k] = native_desc(s, k, RBPEEK_FRAME_NATIVE, f->native);
+                k++;
+            } else {
+                s->frames[k++] = (rbp_frame_desc){.kind = RBPEEK_FRAME_GC, .label = f->label};
+                *gc = t->gc;
+            }
         }
-        s->frames[k++] = (rbp_frame_desc){.kind = RBP_PF_THREAD, .label = s->text.buf};
+    } else {
+        for (size_t i = t->nframes; i-- > 0;) {   /* innermost first -> root first */
+            s->offsets[k] = SIZE_MAX;
+            s->frames[k++] = ruby_desc(&t->frames[i], NULL);   /* the snapshot's frame kinds are the profile's */
+        }
+        if (gc_label) { /* the GC at work, on the line that allocated */
+            s->offsets[k] = SIZE_MAX;
+            s->frames[k++] = (rbp_frame_desc){.kind = RBPEEK_FRAME_GC, .label = gc_label};
+            *gc = t->gc;
+        }
     }
-    for (size_t i = t->nframes; i-- > 0;) {   /* innermost first -> root first */
-        const rbpeek_frame *f = &t->frames[i];
-        /* The snapshot's frame kinds are the profile's. */
-        s->frames[k++] = (rbp_frame_desc){.kind = f->kind, .label = f->label, .path = f->path,
-                                          .line = f->lineno, .first_line = f->first_lineno};
+    if (s->text.oom) {
+        /* strbuf's failure is sticky; start the next sample afresh. */
+        rbp_sb_free(&s->text);
+        return RBP_SAMPLE_NOMEM;
     }
-    if (rbp_profile_add_frames(p, s->frames, n, 1, s->ids) != RBPEEK_OK) return RBP_SAMPLE_NOMEM;
+    /* the labels in text, now that it has stopped growing */
+    for (size_t i = 0; i < k; i++)
+        if (s->offsets[i] != SIZE_MAX) s->frames[i].label = s->text.buf + s->offsets[i];
+    if (k == 0) return RBP_SAMPLE_EMPTY;
+    if (rbp_profile_add_frames(p, s->frames, k, 1, s->ids) != RBPEEK_OK) return RBP_SAMPLE_NOMEM;
     return RBP_SAMPLE_ADDED;
+}
+
+rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
+                                      const rbpeek_sample_options *opt, rbp_sample_scratch *s, bool *tid_unknown)
+{
+    int32_t gc;
+    bool unmerged;
+    return rbp_sample_add_stack(p, t, NULL, opt, s, tid_unknown, &gc, &unmerged);
 }
 
 rbpeek_status rbpeek_profile_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *snap,
@@ -186,9 +277,14 @@ rbpeek_status rbp_sample_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *
     for (size_t i = 0; i < n; i++) {
         const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
         if (!t) continue;
-        bool unknown = false;
-        switch (rbp_sample_add_thread(p, t, opt, s, &unknown)) {
-        case RBP_SAMPLE_ADDED: r.added++; break;
+        bool unknown = false, unmerged = false;
+        int32_t gc = RBPEEK_GC_NONE;
+        switch (rbp_sample_add_stack(p, t, rbpeek_snapshot_native(snap, i), opt, s, &unknown, &gc, &unmerged)) {
+        case RBP_SAMPLE_ADDED:
+            r.added++;
+            if (gc > 0 && gc < 5) r.gc[gc]++;
+            if (unmerged) r.unmerged++;
+            break;
         case RBP_SAMPLE_FAILED: r.failed++; break;
         case RBP_SAMPLE_FILTERED: r.filtered++; break;
         case RBP_SAMPLE_EMPTY: r.empty++; break;

@@ -22,7 +22,8 @@ typedef enum rbp_sample_fate {
 
 /* Reusable buffers, so a sample does not malloc per frame. */
 typedef struct rbp_sample_scratch {
-    rbp_strbuf text;        /* the thread root frame's name */
+    rbp_strbuf text;        /* the thread root frame's name, native frames' labels */
+    size_t *offsets;        /* where each frame's label starts in text (SIZE_MAX: none) */
     rbp_frame_desc *frames; /* root first; strings borrowed from the snapshot */
     uint32_t *ids;          /* the profile's ids of frames */
     size_t cap;             /* entries of frames and ids */
@@ -46,7 +47,15 @@ rbpeek_status rbp_sample_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *
                                       const rbpeek_sample_options *opt, rbpeek_sample_result *result,
                                       rbp_sample_scratch *scratch);
 
-/* Adds t's stack to p (count 1) unless it is filtered out or failed. */
+/* Adds t's stack to p (count 1) unless it is filtered out or failed: its
+ * native stack ns merged with its frames when given (and merged), else
+ * its Ruby frames; the GC's frame on top when the GC runs on it. *gc gets
+ * the GC phase of the stack added (RBPEEK_GC_NONE: none), *unmerged
+ * whether ns could not be used. */
+rbp_sample_fate rbp_sample_add_stack(rbpeek_profile *p, const rbpeek_thread *t, const rbpeek_native_stack *ns,
+                                     const rbpeek_sample_options *opt, rbp_sample_scratch *scratch,
+                                     bool *tid_unknown, int32_t *gc, bool *unmerged);
+/* The same for t's Ruby frames alone. */
 rbp_sample_fate rbp_sample_add_thread(rbpeek_profile *p, const rbpeek_thread *t,
                                       const rbpeek_sample_options *opt, rbp_sample_scratch *scratch,
                                       bool *tid_unknown);

@@ -269,6 +269,13 @@ void tr_resume_all(struct rbpeek_trace *t)
     }
 }
 
+void tr_resume_one(struct rbpeek_trace *t, pid_t tid)
+{
+    tracee *e = find(t, tid);
+    if (e && e->state == TR_STOPPED) resume(t, e);
+    if (e) e->want = false;
+}
+
 void tr_run_until(struct rbpeek_trace *t, uint64_t deadline)
 {
     tr_arm(t, deadline);

@@ -164,7 +164,8 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
      * that need it stopped are walked, before the rest of the work. */
     bool some = t->cur.deferred || running;
     rbpeek_status took = rbp_snapshot_take_split(t->session, max, some ? t->held_th : NULL, &t->nheld,
-                                                 t->cur.deferred ? stop_cb : NULL, release_held, t, &snap);
+                                                 t->cur.deferred ? stop_cb : NULL, release_held, t,
+                                                 t->cfg.native ? &t->nat : NULL, &snap);
     if (t->end != RBPEEK_TRACE_RUNNING && took != RBPEEK_OK) return false;
     if (took != RBPEEK_OK) {
         pthread_mutex_lock(&t->lock);
@@ -190,6 +191,8 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
         t->end = RBPEEK_TRACE_FAILED;
     }
     t->stats.added_threads += res.added;
+    t->stats.native_unmerged += res.unmerged;
+    for (int k = 1; k < 5; k++) t->stats.gc[k] += res.gc[k];
     t->stats.torn_threads += torn;
     t->stats.retried_threads += retried;
     t->stats.failed_threads += res.failed - (torn < res.failed ? torn : res.failed);
@@ -404,6 +407,9 @@ rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbp
     if (!s || !p || !cfg || !out) return RBPEEK_ERR_ARG;
     *out = NULL;
     if (!opt || opt->pid <= 0 || !(cfg->interval_s > 0)) return RBPEEK_ERR_ARG;
+    if (cfg->native && cfg->stop_mode == RBPEEK_STOP_NONE)
+        return rbp_fail(s, RBPEEK_ERR_ARG, "--native needs the threads stopped: a stack cannot be unwound while "
+                                           "its thread runs (drop --nonblocking)");
     struct rbpeek_trace *t = calloc(1, sizeof *t);
     if (!t) return RBPEEK_ERR_NOMEM;
     t->session = s;
@@ -414,6 +420,7 @@ rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbp
     t->cfg = *cfg;
     t->pid = opt->pid;
     t->rng = cfg->seed ? cfg->seed : (rbp_now_ns() | 1u);
+    tr_native_init(t);
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->cond, NULL);
 

@@ -18,6 +18,7 @@
 
 #include "rbpeek.h"
 #include "profile/sampler.h"
+#include "vm/native_merge.h"
 
 #define STOP_TIMEOUT_NS 100000000ull   /* longest wait for the threads to stop */
 #define STOP_SPIN_NS 250000ull         /* polled for, before blocking (trace_ptrace.c) */
@@ -71,6 +72,15 @@ struct rbpeek_trace {
     uint64_t resume_from, resume_to;
     uint64_t last_cont;          /* this sample: when the last stopped thread was resumed */
     rbp_sample_scratch add_scratch;   /* rbp_sample_add_snapshot's, kept from sample to sample */
+    /* --native (trace_native.c): where each thread's registers come from,
+     * and the thread being unwound: how its registers were had, and its
+     * scheduling count when they were read from /proc. */
+    rbp_native_source nat;
+    struct {
+        pid_t tid;
+        int how;                 /* NAT_HELD, NAT_PEEKED, NAT_STOPPED, NAT_NONE */
+        uint64_t runs, run_ns;   /* /proc/PID/task/TID/schedstat at the peek */
+    } nat_cur;
     struct sample_state {        /* this sample: what was stopped (tracer.c: prepare, stop_now) */
         pid_t tids[64];          /* the GVL holders' TIDs */
         size_t ntids;
@@ -95,6 +105,9 @@ bool tr_is_stopped(struct rbpeek_trace *t, pid_t tid);
 bool tr_is_known(struct rbpeek_trace *t, pid_t tid);
 size_t tr_count(struct rbpeek_trace *t);
 void tr_resume_all(struct rbpeek_trace *t);
+/* Resumes tid alone, if it is stopped (a parked thread stopped for its
+ * native stack: trace_native.c). */
+void tr_resume_one(struct rbpeek_trace *t, pid_t tid);
 /* Lets the target run until deadline, taking events as they come. */
 void tr_run_until(struct rbpeek_trace *t, uint64_t deadline);
 /* Stops the target and lets go of it, keeping a signal that ended sampling
@@ -103,6 +116,10 @@ void tr_detach_all(struct rbpeek_trace *t);
 /* After the tracing thread has ended: waits up to max_ms until no thread of
  * pid is traced by it any more (false if one still is). */
 bool tr_wait_untraced(pid_t pid, pid_t tracer, unsigned max_ms);
+
+/* trace_native.c: the registers of the threads of a sample, for their
+ * native stacks (--native). */
+void tr_native_init(struct rbpeek_trace *t);
 
 /* trace_wakeup.c: the wake-up timer of the tracing thread, and SIGCHLD. */
 bool tr_setup_wakeup(struct rbpeek_trace *t);

@@ -40,16 +40,18 @@
 typedef struct pending {
     rbpeek_frame f;
     int is_ruby_loc; /* carries a location C frames may borrow */
+    uint32_t raw;    /* the control frame it comes from (innermost is 0) */
 } pending;
 
 static const char *arena_str(rbp_arena *a, const char *s) { return s ? rbp_arena_strdup(a, s) : NULL; }
 
 static bool emit(rbp_arena *a, pending *p, size_t *n, size_t max, int kind, const char *label, const char *path,
-                 const char *abspath, int lineno, uint64_t iseq)
+                 const char *abspath, int lineno, uint64_t iseq, size_t raw)
 {
     if (*n >= max) return false;
     pending *e = &p[(*n)++];
     memset(e, 0, sizeof *e);
+    e->raw = (uint32_t)raw;
     e->f.kind = kind;
     e->f.label = arena_str(a, label ? label : "?");
     e->f.path = path ? arena_str(a, path) : NULL;
@@ -177,6 +179,7 @@ typedef struct walk {
     bool ep_cut;        /* a chain spent them: the walk stops there */
     bool skip_next;     /* the next Ruby frame is folded into a rescue/ensure frame */
     size_t borrowing;   /* frames emitted since the last Ruby frame: they take the next one's location */
+    size_t raw;         /* the control frame being read (innermost 0) */
 } walk;
 
 enum { W_NEXT, W_STOP };
@@ -230,7 +233,7 @@ static int frame_cme(walk *w, uint64_t ep, bool wanted, rbp_cme *cme, bool *have
  * location (path NULL), or keeps its own where none is older. */
 static int emit_cfunc(walk *w, const char *label, const char *path, const char *abspath, int lineno)
 {
-    if (!emit(w->a, w->p, &w->n, w->limit, RBPEEK_FRAME_CFUNC, label, path, abspath, lineno, 0)) return W_STOP;
+    if (!emit(w->a, w->p, &w->n, w->limit, RBPEEK_FRAME_CFUNC, label, path, abspath, lineno, 0, w->raw)) return W_STOP;
     w->borrowing++;
     return W_NEXT;
 }
@@ -288,7 +291,7 @@ static int ruby_frame(walk *w, const rbp_cframe *f)
     uint64_t iseq_addr = in->iseq;
     int first = in->first_lineno;
     const char *label = rbp_iseq_frame_label(w->s, in, owner);
-    if (!emit(w->a, w->p, &w->n, w->limit, RBPEEK_FRAME_RUBY, label, path, abspath, lineno, iseq_addr)) return W_STOP;
+    if (!emit(w->a, w->p, &w->n, w->limit, RBPEEK_FRAME_RUBY, label, path, abspath, lineno, iseq_addr, w->raw)) return W_STOP;
     rbpeek_frame *e = &w->p[w->n - 1].f;
     e->first_lineno = first;
     e->self = f->self; /* for its locals (ruby bt --locals) */
@@ -346,6 +349,13 @@ static const char *read_budgeted(rbpeek_session *s, uint64_t ec, rbpeek_thread *
 const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
                                    rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark)
 {
+    return rbp_frames_walk_origin(s, ec, max_frames, a, out, raw_budget, mark, NULL);
+}
+
+const char *rbp_frames_walk_origin(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
+                                   rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark, uint32_t **origin)
+{
+    if (origin) *origin = NULL;
     rbp_cframes cf;
     if (raw_budget && *raw_budget == 0) {
         out->truncated = 1;
@@ -372,6 +382,7 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
             break;
         }
         const rbp_cframe *f = &cf.frames[i];
+        w.raw = i;
         if ((f->iseq ? ruby_frame(&w, f) : c_frame(&w, f)) == W_STOP) break;
     }
     if (w.ep_cut && !err) {
@@ -389,6 +400,8 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
     for (size_t i = 0; i < w.n; i++) frames[i] = w.p[i].f;
     out->frames = frames;
     out->nframes = w.n;
+    if (origin && w.n && (*origin = rbp_arena_alloc(a, w.n * sizeof **origin)))
+        for (size_t i = 0; i < w.n; i++) (*origin)[i] = w.p[i].raw;
 done:
     rbp_mem_pin(s->mem, 0, NULL, 0);
     rbp_scratch_done(&s->walk_values);

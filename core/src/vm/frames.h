@@ -65,4 +65,11 @@ void rbp_stack_mark_of(const rbp_cframes *cf, rbp_stack_mark *m);
 const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
                                    rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark);
 
+/* rbp_frames_walk_marked, also giving (in a) for each frame reported the
+ * index of the control frame it comes from among those rbp_cframes_read
+ * reads (innermost 0): the native merge (native_merge.c) places frames
+ * by their control frames' flags. *origin is NULL when no frame is. */
+const char *rbp_frames_walk_origin(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
+                                   rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark, uint32_t **origin);
+
 #endif

@@ -29,7 +29,9 @@
 #include "base/arena.h"
 #include "context/context.h"
 #include "vm/frames.h"
+#include "vm/gc_state.h"
 #include "vm/kernel_tid.h"
+#include "vm/native_merge.h"
 #include "vm/robject.h"
 #include "vm/snapshot.h"
 #include "vm/threads.h"
@@ -44,6 +46,11 @@ struct rbpeek_snapshot {
     rbp_arena arena;
     rbpeek_thread *threads;
     size_t nthreads;
+    /* For native stacks (rbpeek_snapshot_take_native): each thread's
+     * execution context and its frames' control frames, then the stacks. */
+    uint64_t *ecs;
+    uint32_t **origins;
+    rbpeek_native_stack *native;
 };
 
 const char *rbpeek_thread_status_name(int32_t status)
@@ -92,7 +99,10 @@ static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_
     if (rbp_obj_type(s, r->name) == RBP_T_STRING && rbp_string_read(s, r->name, name, sizeof name, NULL) >= 0)
         t->name = rbp_arena_strdup(&snap->arena, name);
     rbp_stack_mark seen, now;
-    const char *err = rbp_frames_walk_marked(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen);
+    size_t idx = (size_t)(t - snap->threads);
+    uint32_t **origin = snap->origins ? &snap->origins[idx] : NULL;
+    if (snap->ecs) snap->ecs[idx] = r->ec;
+    const char *err = rbp_frames_walk_origin(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen, origin);
     for (int attempt = 0; running && attempt < 2; attempt++) {
         uint64_t ec = 0;
         if (read_mark_direct(s, r->th, &ec, &now) && ec == r->ec && mark_equal(&seen, &now)) break;
@@ -103,13 +113,26 @@ static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_
             t->nframes = 0;
             t->frames = NULL;
             t->truncated = 0;
-            err = rbp_frames_walk_marked(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen);
+            err = rbp_frames_walk_origin(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen, origin);
         } else {
             t->torn = 1;
             err = "its stack changed while it was read (torn)";
         }
     }
     if (err) t->error = rbp_arena_strdup(&snap->arena, err);
+}
+
+/* The GC at work, on the thread it runs on: read while that thread is
+ * stopped (it holds the GVL), so that the phase is the one of its stack. */
+static void mark_gc(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *raw, size_t n,
+                    const uint64_t *held, size_t nheld)
+{
+    rbp_gc_state g;
+    if (!rbp_gc_state_read(s, &g) || !g.during_gc) return;
+    /* The sampler stopped the GVL's holder alone: that is the GC's thread */
+    uint64_t th = held && nheld == 1 ? held[0] : rbp_gc_thread(s, &g);
+    for (size_t i = 0; th && i < n; i++)
+        if (raw[i].th == th) snap->threads[i].gc = rbp_gc_phase(&g);
 }
 
 static bool in_set(const uint64_t *set, size_t n, uint64_t v)
@@ -143,9 +166,18 @@ static void kernel_tids(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thre
  * held[0..*nheld) are walked first as stopped ones, release(ctx) is called,
  * and the others are walked as running ones. stop (optional) is called once
  * the thread list is read, and may change *nheld (see snapshot.h). */
+/* A sampled thread's native stack (the sampler's --native), or its
+ * failure recorded: none of this stops the sample. */
+static bool sample_native(rbpeek_session *s, rbpeek_snapshot *snap, size_t i, const rbp_native_source *native,
+                          bool held)
+{
+    return rbp_native_stack_sampled(s, &snap->arena, &snap->threads[i], snap->origins[i], snap->ecs[i], native, held,
+                                    &snap->native[i]);
+}
+
 static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, const uint64_t *held,
                           const size_t *nheld_p, int (*stop)(void *), void (*release)(void *), void *ctx,
-                          rbpeek_snapshot **out)
+                          bool origins, const rbp_native_source *native, rbpeek_snapshot **out)
 {
     if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take: no output pointer");
     *out = NULL;
@@ -195,6 +227,15 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
         return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     }
     snap->nthreads = n;
+    if ((origins || native) && n &&
+        (!(snap->ecs = rbp_arena_alloc(&snap->arena, n * sizeof *snap->ecs)) ||
+         !(snap->origins = rbp_arena_alloc(&snap->arena, n * sizeof *snap->origins)) ||
+         (native && !(snap->native = rbp_arena_alloc(&snap->arena, n * sizeof *snap->native))))) {
+        free(raw);
+        rbpeek_snapshot_free(snap);
+        if (release) release(ctx);
+        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    }
     size_t frame_budget = SNAPSHOT_FRAME_BUDGET;
     rbpeek_thread *walked = snap->threads;
     size_t *budget = &frame_budget;
@@ -216,13 +257,41 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
             raw[i].pthread_id = fresh.pthread_id;
             walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, false);
         }
+        mark_gc(s, snap, raw, n, held, nheld);
+        /* The held threads' machine stacks, while they are still stopped */
+        bool nomem = false;
+        /* --native asks a thread's registers by its kernel TID: known
+         * before the unwinds, not only at the end (Rubies before 3.1). */
+        if (native) kernel_tids(s, snap, raw, n);
+        for (size_t i = 0; native && !nomem && i < n; i++)
+            if (in_set(held, nheld, raw[i].th)) nomem = !sample_native(s, snap, i, native, true);
         rbp_mem_set_strict(s->mem, was);
         if (release) release(ctx);
-        for (size_t i = 0; i < n; i++)
-            if (!in_set(held, nheld, raw[i].th)) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);
+        for (size_t i = 0; i < n; i++) {
+            if (in_set(held, nheld, raw[i].th)) continue;
+            walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);
+            if (native && !nomem) {
+                snap->threads[i].native_tid = rbp_kernel_tid(s, raw[i].pthread_id, raw[i].native_tid);
+                nomem = !sample_native(s, snap, i, native, false);
+            }
+        }
+        if (nomem) {
+            free(raw);
+            rbpeek_snapshot_free(snap);
+            return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+        }
     } else {
         for (size_t i = 0; i < n; i++) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, running);
+        mark_gc(s, snap, raw, n, NULL, 0);
+        bool nomem = false;
+        if (native && !running) kernel_tids(s, snap, raw, n);   /* before the unwinds, as above */
+        for (size_t i = 0; native && !running && !nomem && i < n; i++) nomem = !sample_native(s, snap, i, native, true);
         if (release) release(ctx);
+        if (nomem) {
+            free(raw);
+            rbpeek_snapshot_free(snap);
+            return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+        }
     }
     kernel_tids(s, snap, raw, n);
     if (warning && n) { /* the list was cut after the last thread: say so there, keeping its own error */
@@ -239,19 +308,107 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
 
 rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, out);
+    return take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, false, NULL, out);
 }
 
 rbpeek_status rbpeek_snapshot_take_running(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, true, NULL, NULL, NULL, NULL, NULL, out);
+    return take(s, max_frames, true, NULL, NULL, NULL, NULL, NULL, false, NULL, out);
 }
 
 rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held,
                                       const size_t *nheld, int (*stop)(void *), void (*release)(void *), void *ctx,
-                                      rbpeek_snapshot **out)
+                                      const rbp_native_source *native, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, false, held, nheld, stop, release, ctx, out);
+    if (native) {
+        rbpeek_status st = rbp_native_ready(s);
+        if (st != RBPEEK_OK) {
+            if (release) release(ctx);
+            return st;
+        }
+    }
+    return take(s, max_frames, false, held, nheld, stop, release, ctx, false, native, out);
+}
+
+/* The TID of each thread: Ruby's own (3.1+), else read from glibc's
+ * descriptor as rbpeek_snapshot_resolve_tids does, against the threads
+ * the source knows (a live pid's /proc, a core's notes). */
+static void thread_tids(rbpeek_session *s, const rbpeek_snapshot *snap, int64_t *tids)
+{
+    bool need = false;
+    for (size_t i = 0; i < snap->nthreads; i++) {
+        tids[i] = snap->threads[i].native_tid;
+        need |= tids[i] <= 0 && snap->threads[i].pthread_id;
+    }
+    if (!need) return;
+    int64_t *known = NULL;
+    size_t nknown = 0;
+    if (s->nthread_ids && (known = malloc(s->nthread_ids * sizeof *known))) {
+        memcpy(known, s->thread_ids, s->nthread_ids * sizeof *known);
+        nknown = s->nthread_ids;
+    } else if (s->core_path) {
+        if (!s->core_threads_read) {
+            s->ncore_threads = rbp_source_core_threads(s->core_path, &s->core_threads);
+            s->core_threads_read = true;
+        }
+        if (s->ncore_threads && (known = malloc(s->ncore_threads * sizeof *known)))
+            for (size_t i = 0; i < s->ncore_threads; i++) known[nknown++] = s->core_threads[i].tid;
+    }
+    uint64_t *pairs = malloc(2 * snap->nthreads * sizeof *pairs);
+    size_t npairs = 0;
+    char saved[sizeof s->error];
+    memcpy(saved, s->error, sizeof saved); /* a thread without a TID is said in its stack, not as an error */
+    if (pairs && (nknown || s->pid > 0))
+        rbpeek_snapshot_resolve_tids(s, snap, known, nknown, s->pid, pairs, snap->nthreads, &npairs);
+    memcpy(s->error, saved, sizeof saved);
+    for (size_t i = 0; i < snap->nthreads; i++)
+        for (size_t k = 0; tids[i] <= 0 && k < npairs; k++)
+            if (pairs[2 * k] == snap->threads[i].pthread_id) tids[i] = (int64_t)pairs[2 * k + 1];
+    free(pairs);
+    free(known);
+}
+
+rbpeek_status rbpeek_snapshot_take_native(rbpeek_session *s, size_t max_frames, uint32_t flags,
+                                          rbpeek_snapshot **out)
+{
+    if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take_native: no output pointer");
+    *out = NULL;
+    if (!s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
+    if (!s->regs_fn && !s->core_path && !(s->pid > 0 && s->hold))
+        return rbp_fail(s, RBPEEK_ERR_STATE,
+                        s->pid > 0 ? "native stacks of a live process need its threads stopped: hold it first "
+                                     "(rbpeek_session_hold)"
+                                   : "native stacks need the threads' registers: give a register source "
+                                     "(rbpeek_session_use_registers)");
+    rbpeek_status st = rbp_native_ready(s);
+    if (st != RBPEEK_OK) return st;
+    rbpeek_snapshot *snap = NULL;
+    st = take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, true, NULL, &snap);
+    if (st != RBPEEK_OK) return st;
+    int64_t *tids = snap->nthreads ? malloc(snap->nthreads * sizeof *tids) : NULL;
+    if (snap->nthreads && (!tids || !(snap->native = rbp_arena_alloc(&snap->arena,
+                                                                      snap->nthreads * sizeof *snap->native)))) {
+        free(tids);
+        rbpeek_snapshot_free(snap);
+        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+    }
+    if (tids) thread_tids(s, snap, tids);
+    for (size_t i = 0; i < snap->nthreads; i++) {
+        if (!rbp_native_stack_build(s, &snap->arena, &snap->threads[i], snap->origins[i], snap->ecs[i], tids[i], flags,
+                                    &snap->native[i])) {
+            free(tids);
+            rbpeek_snapshot_free(snap);
+            return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+        }
+    }
+    free(tids);
+    *out = snap;
+    return RBPEEK_OK;
+}
+
+const rbpeek_native_stack *rbpeek_snapshot_native(const rbpeek_snapshot *snap, size_t index)
+{
+    return snap && snap->native && index < snap->nthreads ? &snap->native[index] : NULL;
 }
 
 void rbpeek_snapshot_free(rbpeek_snapshot *snap)

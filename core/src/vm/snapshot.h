@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "context/context.h"
+#include "vm/native_merge.h"
 
 /* What a stop callback of rbp_snapshot_take_split did: stopped the threads
  * in held[0..*nheld), or every thread; negative: failed (nothing stopped). */
@@ -36,9 +37,13 @@
  * or RBP_SPLIT_ALL if it stopped every thread (the list is read again, and
  * all are walked as stopped), or a negative value to give up. The held
  * threads' own facts and stacks are read strictly (rbp_mem_set_strict):
- * from pages read after the caller's rbp_mem_fence. */
+ * from pages read after the caller's rbp_mem_fence.
+ *
+ * native (optional): each thread's native stack too (rbpeek_snapshot_native),
+ * registers from native: the held threads' unwound before release, the
+ * others' after their walk. */
 rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held,
                                       const size_t *nheld, int (*stop)(void *), void (*release)(void *), void *ctx,
-                                      rbpeek_snapshot **out);
+                                      const rbp_native_source *native, rbpeek_snapshot **out);
 
 #endif

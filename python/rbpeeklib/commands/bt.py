@@ -1,11 +1,13 @@
 """`ruby bt`: Ruby-level backtraces of the selected thread or of all of
-them, as the target Ruby prints its own, or as JSON. The core prints them
-(rbpeek_snapshot_render_bt); this command picks the threads and says how
-the debugger numbers them."""
+them, as the target Ruby prints its own, or as JSON; with --native, each
+thread's whole stack, its machine frames merged with its Ruby frames
+(docs/native.md). The core prints them (rbpeek_snapshot_render_bt); this
+command picks the threads, says how the debugger numbers them, and for a
+live process without a debugger has the core stop it for the moment."""
 
 import time
 
-from ..core import FORMAT_JSON, FORMAT_TEXT
+from ..core import BT_NATIVE, BT_NATIVE_ALL, FORMAT_JSON, FORMAT_TEXT
 from .base import Command, RbpeekError, UsageError, add_output_options, parse_args, write_output
 from .threadview import map_threads
 
@@ -13,15 +15,29 @@ from .threadview import map_threads
 class BtCommand(Command):
     name = "bt"
     summary = "Ruby-level backtrace of the selected thread (-a: every Ruby thread)."
-    usage = """ruby bt [-a] [--json] [-o FILE] [--max-frames N] [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
+    usage = """ruby bt [-a] [--native | --native-all] [--json] [-o FILE] [--max-frames N] [--vm ADDR] [--layout FILE]
+        [--ruby-version X.Y.Z]
 
 Prints the Ruby backtrace of the selected thread, innermost frame first, the
 way the target Ruby prints its own backtraces. Nothing runs in the target.
 
   -a, --all          every Ruby thread of every ractor
+  --native           the whole stack: the thread's machine frames (C
+                     extensions, libc, the interpreter) with its Ruby frames
+                     merged in where the VM runs them, a C method at its C
+                     function; "[native] symbol (module) at file:line" lines
+                     (docs/native.md). A live process without a debugger is
+                     stopped (ptrace) for the moment it takes
+  --native-all       --native, with the VM's internal frames (rb_vm_exec,
+                     vm_call_cfunc..., the interpreter's unnamed functions)
   --json             JSON: {"ruby_version", "threads": [{"name", "main",
                      "native_tid", "status", "frames": [{"label", "path",
-                     "absolute_path", "lineno", "kind"}]}]}
+                     "absolute_path", "lineno", "kind"}]}]}; with --native,
+                     frames of kind "native" ({"label": symbol or null,
+                     "module", "pc", "offset", "file", "line"}), "gc", and
+                     "cfunc" ones standing at their C function with its
+                     "symbol", and per thread "native": {"merged", "cut",
+                     "note"}
   -o, --output FILE  write to FILE instead of the debugger's output
   --max-frames N     stop each stack after N frames (default 100000)
   --locals           each Ruby frame's locals (names from its iseq, values
@@ -44,6 +60,8 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
             p.add_argument("--locals", action="store_true")
             p.add_argument("--depth", type=int, default=8)
             p.add_argument("--max-length", type=int, default=100)
+            p.add_argument("--native", action="store_true")
+            p.add_argument("--native-all", action="store_true")
 
         args = parse_args(self.name, argv, build)
         if args.max_frames < 0:
@@ -52,18 +70,39 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
             raise UsageError("bt", "--depth must be >= 0 and --max-length >= 1")
         session = self.sessions.get(dbg, args)
         session.reset_read_stats()
+        native = args.native or args.native_all
         started = time.perf_counter()
-        with session.snapshot(args.max_frames) as snap:
+        with self._snapshot(dbg, session, args.max_frames, native) as snap:
             walked = time.perf_counter() - started
             threads = map_threads(dbg, snap.threads(frames=False), session, snap)
             if not args.all:
                 threads = [self._selected(dbg, threads)]
+            show = (BT_NATIVE_ALL if args.native_all else BT_NATIVE) if native else 0
             text = snap.render_bt(FORMAT_JSON if args.json else FORMAT_TEXT, threads,
-                                  (args.depth, args.max_length) if args.locals else None)
+                                  (args.depth, args.max_length) if args.locals else None, show)
         stats = session.read_stats()
         write_output(dbg, text, args.output)
         if args.stats:
             self._print_stats(dbg, threads, walked, stats)
+
+    @staticmethod
+    def _snapshot(dbg, session, max_frames, native):
+        """The snapshot, with native stacks when asked: registers from the
+        debugger, or from the core's notes, or, for a live process the
+        command line reads itself, from ptrace stops held for the moment."""
+        if not native:
+            return session.snapshot(max_frames)
+        tids = [t["tid"] for t in dbg.threads() if t.get("tid")]
+        if tids:
+            session.set_thread_ids(tids)
+        own = dbg.own_source()
+        if own and own[0] == "pid":
+            session.hold()
+            try:
+                return session.snapshot_native(max_frames)
+            finally:
+                session.release()
+        return session.snapshot_native(max_frames)
 
     @staticmethod
     def _print_stats(dbg, threads, walked, stats):

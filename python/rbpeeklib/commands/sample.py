@@ -52,8 +52,8 @@ class SampleCommand(Command):
     name = "sample"
     summary = "Sampling profiler: stop the target N times a second, record every Ruby stack; flamegraph out."
     usage = """ruby sample [N] [--rate HZ | --interval MS] [--duration S] [--threads all|current]
-            [--idle | --on-cpu] [--per-thread] [--max-frames N] [--via-debugger | --nonblocking | --stop-all]
-            [--json [-o FILE]]
+            [--idle | --on-cpu] [--per-thread] [--max-frames N] [--native]
+            [--via-debugger | --nonblocking | --stop-all] [--json [-o FILE]]
             %s
             [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
 
@@ -79,6 +79,13 @@ collected is written. Not available on core files.
   --per-thread       a root frame per thread: 'Thread "name" (tid N)'
 %s
   --max-frames N     cut each stack after N frames
+  --native           record each thread's whole stack: its machine frames (C
+                     extensions, libc, the interpreter's C API) with its Ruby
+                     frames merged in (docs/native.md); the VM's internal
+                     frames are left out. The SVG colours machine frames
+                     blue, pprof puts them in their modules' mappings. Not
+                     with --nonblocking: a stack cannot be unwound while its
+                     thread runs
   --via-debugger     stop and resume the target through the debugger (slower,
                      but its breakpoints stay active); by default the debugger
                      detaches while rbpeek traces the target itself, and then
@@ -95,8 +102,11 @@ Several processes (the command line): --pid more than once, or
 those forked during the run, which join within about one period); each
 stack's root frame names its process, "COMMAND (pid N)".
 
-Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synopsis(12), formats.help_block(),
-                                                                  formats.defaults_text())
+Frames are named "label (path:line)"; machine frames "symbol (module)" or
+"module+0xoffset"; a sample taken while the GC runs ends in "[GC: marking]",
+"[GC: sweeping]", "[GC: compacting]" or "[GC]", on top of the stack that
+triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (formats.synopsis(12), formats.help_block(),
+                                                                         formats.defaults_text())
 
     def run(self, dbg, argv):
         def build(p):
@@ -118,12 +128,16 @@ Frames are named "label (path:line)". See docs/sampling.md.""" % (formats.synops
             p.add_argument("--via-debugger", action="store_true")
             p.add_argument("--nonblocking", action="store_true")
             p.add_argument("--stop-all", action="store_true")
+            p.add_argument("--native", action="store_true")
 
         args = parse_args(self.name, argv, build)
         if args.count is not None and args.count <= 0:
             raise UsageError(self.name, "N must be a positive number of samples")
         if args.max_frames < 0:
             raise UsageError(self.name, "--max-frames must be positive")
+        if args.native and args.nonblocking:
+            raise UsageError(self.name, "--native needs each thread stopped while its stack is unwound, and "
+                                        "--nonblocking stops nothing: use one or the other")
         if args.nonblocking and (args.via_debugger or args.stop_all):
             raise UsageError(self.name, "--nonblocking stops nothing, so it goes with neither --via-debugger "
                                         "nor --stop-all")

@@ -59,6 +59,9 @@ class Sessions:
                     pass
         if not own:   # without a debugger, symbols come from the ELF images themselves
             s.use_lookup(dbg.lookup_symbol)
+            # and registers (native stacks) from the core's notes or ptrace;
+            # with one, from the debugger, which has the threads stopped
+            s.use_registers(dbg.thread_registers)
         if not used_pid:
             # Which TIDs the target has, as its debugger or core says; a
             # live pid read directly is asked itself (/proc/PID/task).

@@ -13,13 +13,15 @@ formats.py   the profile's output formats, one row each (options, help, writer)
 """
 
 from . import formats
-from .cstructs import FORMAT_JSON, FORMAT_TEXT, STOP_MODES, TRACE_ENDS, SampleOptions, SampleResult, TraceConfig, TraceStats
+from .cstructs import (BT_NATIVE, BT_NATIVE_ALL, FORMAT_JSON, FORMAT_TEXT, REGISTER_NAMES, STOP_MODES, TRACE_ENDS,
+                       SampleOptions, SampleResult, TraceConfig, TraceStats)
 from .formats import FORMATS
 from .heap import Census
 from .lib import REPO_ROOT, RbpeekError, lib, library_path, preload, watch_probe
 from .profile import Kicker, Profile, Sampler, Trace
 from .session import Session, Snapshot, resolve_tids
 
-__all__ = ["FORMATS", "FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT", "STOP_MODES", "TRACE_ENDS", "Census", "Kicker", "Profile", "RbpeekError",
+__all__ = ["BT_NATIVE", "BT_NATIVE_ALL", "FORMATS", "FORMAT_JSON", "FORMAT_TEXT", "REGISTER_NAMES", "REPO_ROOT",
+           "STOP_MODES", "TRACE_ENDS", "Census", "Kicker", "Profile", "RbpeekError",
            "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
            "formats", "lib", "library_path", "preload", "resolve_tids", "watch_probe"]

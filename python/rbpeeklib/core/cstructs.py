@@ -24,7 +24,7 @@ class Thread(ctypes.Structure):
                 ("thread_value", ctypes.c_uint64), ("ractor_addr", ctypes.c_uint64), ("ractor_index", ctypes.c_int32),
                 ("truncated", ctypes.c_int32), ("error", ctypes.c_char_p), ("nframes", ctypes.c_size_t),
                 ("frames", ctypes.POINTER(Frame)), ("torn", ctypes.c_int32),
-                ("retried", ctypes.c_int32), ("ruby_tid", ctypes.c_int64)]
+                ("retried", ctypes.c_int32), ("ruby_tid", ctypes.c_int64), ("gc", ctypes.c_int32)]
 
 
 class BtOptions(ctypes.Structure):
@@ -35,6 +35,38 @@ class BtOptions(ctypes.Structure):
                 ("numbers", ctypes.POINTER(ctypes.c_int64)), ("tids", ctypes.POINTER(ctypes.c_int64)),
                 ("locals", ctypes.c_int32), ("locals_depth", ctypes.c_int32), ("locals_max_length", ctypes.c_uint64),
                 ("show", ctypes.c_uint32)]
+
+
+# --- native stacks (docs/native.md) ---
+
+# uint32_t fn(void *ctx, int64_t tid, uint64_t regs[17]): registers in DWARF's x86-64 order
+REGS_FN = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64))
+# the 17 registers rbpeek_regs_fn fills, in their order (rip is DWARF's return address column)
+REGISTER_NAMES = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
+                  "r14", "r15", "rip")
+FRAME_KINDS = ("ruby", "cfunc", "native", "gc")
+NATIVE_LINES = 1
+BT_NATIVE, BT_NATIVE_ALL = 1, 2   # rbpeek_bt_options.show
+
+
+class NativeFrame(ctypes.Structure):
+    _c_ = "rbpeek_native_frame"
+    _fields_ = [("pc", ctypes.c_uint64), ("module", ctypes.c_char_p), ("module_offset", ctypes.c_uint64),
+                ("symbol", ctypes.c_char_p), ("symbol_offset", ctypes.c_uint64), ("file", ctypes.c_char_p),
+                ("line", ctypes.c_int32), ("activation", ctypes.c_int32), ("function", ctypes.c_uint64)]
+
+
+class StackFrame(ctypes.Structure):
+    _c_ = "rbpeek_stack_frame"
+    _fields_ = [("kind", ctypes.c_int32), ("internal", ctypes.c_int32), ("ruby", ctypes.POINTER(Frame)),
+                ("native", ctypes.POINTER(NativeFrame)), ("label", ctypes.c_char_p)]
+
+
+class NativeStack(ctypes.Structure):
+    _c_ = "rbpeek_native_stack"
+    _fields_ = [("nframes", ctypes.c_size_t), ("frames", ctypes.POINTER(StackFrame)), ("merged", ctypes.c_int32),
+                ("note", ctypes.c_char_p), ("cut", ctypes.c_char_p), ("nnative", ctypes.c_size_t),
+                ("native", ctypes.POINTER(NativeFrame))]
 
 
 class ReadStats(ctypes.Structure):
@@ -109,7 +141,7 @@ class TraceConfig(ctypes.Structure):
     _fields_ = [("interval_s", ctypes.c_double), ("max_samples", ctypes.c_uint64), ("duration_s", ctypes.c_double),
                 ("max_frames", ctypes.c_int), ("seed", ctypes.c_uint64),
                 ("stop_signals", ctypes.c_ubyte * 65), ("pass_signals", ctypes.c_ubyte * 65),
-                ("stop_mode", ctypes.c_int)]
+                ("stop_mode", ctypes.c_int), ("native", ctypes.c_int)]
 
 
 STOP_MODES = {"gvl": 0, "all": 1, "none": 2}
@@ -125,7 +157,10 @@ class TraceStats(ctypes.Structure):
                 ("message", ctypes.c_char * 256), ("added_threads", ctypes.c_uint64),
                 ("torn_threads", ctypes.c_uint64), ("full_stops", ctypes.c_uint64),
                 ("threads_stopped", ctypes.c_uint64), ("held_s", ctypes.c_double),
-                ("retried_threads", ctypes.c_uint64)]
+                ("retried_threads", ctypes.c_uint64), ("native_held", ctypes.c_uint64),
+                ("native_peeked", ctypes.c_uint64), ("native_stopped", ctypes.c_uint64),
+                ("native_none", ctypes.c_uint64), ("native_unmerged", ctypes.c_uint64),
+                ("gc", ctypes.c_uint64 * 5)]
 
 
 TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}
@@ -134,7 +169,8 @@ TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal",
 class SampleResult(ctypes.Structure):
     _c_ = "rbpeek_sample_result"
     _fields_ = [("added", ctypes.c_uint32), ("failed", ctypes.c_uint32), ("filtered", ctypes.c_uint32),
-                ("empty", ctypes.c_uint32), ("tid_unknown", ctypes.c_uint32)]
+                ("empty", ctypes.c_uint32), ("tid_unknown", ctypes.c_uint32), ("gc", ctypes.c_uint32 * 5),
+                ("unmerged", ctypes.c_uint32)]
 
 
 class PprofOptions(ctypes.Structure):

@@ -8,8 +8,9 @@ one-line message.
 import ctypes
 import os
 
-from .cstructs import (LOOKUP_FN, READ_FN, AllocCounts, BtOptions, CensusClass, CensusSummary, Frame, HeapDumpStats, InspectOptions,
-                       ReadStats, SampleOptions, SampleResult, Thread, ThreadTally, TraceConfig, TraceStats)
+from .cstructs import (LOOKUP_FN, READ_FN, REGS_FN, AllocCounts, BtOptions, CensusClass, CensusSummary, Frame,
+                       HeapDumpStats, InspectOptions, NativeStack, ReadStats, SampleOptions, SampleResult, Thread,
+                       ThreadTally, TraceConfig, TraceStats)
 from .formats import FORMATS
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,6 +94,14 @@ def signatures():
         "rbpeek_thread_status_name": (cp, [ctypes.c_int32]),
         "rbpeek_free": (None, [vp]),
     }
+    # --- native stacks ---
+    sigs["rbpeek_session_use_registers"] = (st, [vp, REGS_FN, vp])
+    sigs["rbpeek_session_hold"] = (st, [vp])
+    sigs["rbpeek_session_set_thread_ids"] = (st, [vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t])
+    sigs["rbpeek_session_release"] = (None, [vp])
+    sigs["rbpeek_snapshot_take_native"] = (st, [vp, ctypes.c_size_t, ctypes.c_uint32, ctypes.POINTER(vp)])
+    sigs["rbpeek_snapshot_native"] = (ctypes.POINTER(NativeStack), [vp, ctypes.c_size_t])
+    sigs["rbpeek_gc_phase_label"] = (cp, [ctypes.c_int32])
     # --- threads and locks ---
     sigs["rbpeek_locks_render_json"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_void_p)])
     # --- heap ---

@@ -70,7 +70,7 @@ class Sampler:
     cache (the target has run since the last sample), walk every thread, and
     add the stacks to the profile: four C calls, whatever the stacks' depth."""
 
-    def __init__(self, session, profile, options, max_frames=0):
+    def __init__(self, session, profile, options, max_frames=0, native=False):
         L = lib()
         self._session, self._profile = session, profile  # keep the C objects alive
         self._opts = options
@@ -78,7 +78,12 @@ class Sampler:
         self._result = SampleResult()
         self._snap = ctypes.c_void_p()
         self._args = (session._h, profile._h)
-        self._invalidate, self._take = L.rbpeek_session_invalidate, L.rbpeek_snapshot_take
+        self._invalidate = L.rbpeek_session_invalidate
+        if native:   # with each thread's native stack (no source lines: a profile names functions)
+            take_native = L.rbpeek_snapshot_take_native
+            self._take = lambda s, m, out: take_native(s, m, 0, out)
+        else:
+            self._take = L.rbpeek_snapshot_take
         self._add, self._free = L.rbpeek_profile_add_snapshot, L.rbpeek_snapshot_free
         self._opts_ref, self._result_ref = ctypes.byref(options), ctypes.byref(self._result)
         self._snap_ref = ctypes.byref(self._snap)

@@ -9,7 +9,8 @@ import ctypes
 import json
 import threading
 
-from .cstructs import LOOKUP_FN, READ_FN, AllocCounts, BtOptions, HeapDumpStats, InspectOptions, ReadStats
+from .cstructs import (FRAME_KINDS, LOOKUP_FN, NATIVE_LINES, READ_FN, REGISTER_NAMES, REGS_FN, AllocCounts, BtOptions,
+                       HeapDumpStats, InspectOptions, ReadStats)
 from .heap import Census
 from .lib import Owned, RbpeekError, decode, lib, take_text
 
@@ -56,11 +57,12 @@ class Snapshot(Owned):
                                                    ctypes.byref(out)))
         return take_text(out)
 
-    def render_bt(self, fmt, threads, locals_limits=None):
+    def render_bt(self, fmt, threads, locals_limits=None, show=0):
         """`ruby bt`'s text or JSON, printed by the core (rbpeek_snapshot_render_bt):
         threads, dicts of threads() in the order to print, numbered by their
         "dbg_num" and with their "native_tid" (map_threads fills both in);
-        locals_limits (depth, max_length): each Ruby frame's locals too."""
+        locals_limits (depth, max_length): each Ruby frame's locals too;
+        show: BT_NATIVE / BT_NATIVE_ALL (a snapshot_native's native stacks)."""
         L = lib()
         n = L.rbpeek_snapshot_thread_count(self._h)
         numbers = (ctypes.c_int64 * max(1, n))(*([-1] * n))
@@ -73,6 +75,7 @@ class Snapshot(Owned):
         opt = BtOptions(which, len(threads), numbers, tids)
         if locals_limits:
             opt.locals, opt.locals_depth, opt.locals_max_length = 1, locals_limits[0], locals_limits[1]
+        opt.show = show
         out = ctypes.c_void_p()
         self._session._check(L.rbpeek_snapshot_render_bt(self._session._h, self._h, fmt, ctypes.byref(opt),
                                                          ctypes.byref(out)))
@@ -106,6 +109,36 @@ class Snapshot(Owned):
         out = ctypes.c_void_p()
         self._session._check(lib().rbpeek_locks_render_json(self._session._h, self._h, ctypes.byref(out)))
         return json.loads(take_text(out))
+
+    def native_stack(self, thread_index):
+        """A thread's native stack merged with its Ruby frames (a snapshot
+        taken by Session.snapshot_native), as plain dicts: {"merged", "note",
+        "cut", "frames": [{"kind", "internal", "ruby": {label, path, lineno}
+        or None, "native": {pc, module, module_offset, symbol, symbol_offset,
+        file, line} or None, "label"}], "native": [...]}; None without."""
+        L = lib()
+        p = L.rbpeek_snapshot_native(self._h, thread_index)
+        if not p:
+            return None
+        ns = p.contents
+
+        def native(nf):
+            return {"pc": nf.pc, "module": decode(nf.module), "module_offset": nf.module_offset,
+                    "symbol": decode(nf.symbol), "symbol_offset": nf.symbol_offset, "file": decode(nf.file),
+                    "line": nf.line}
+
+        frames = []
+        for k in range(ns.nframes):
+            f = ns.frames[k]
+            ruby = None
+            if f.ruby:
+                r = f.ruby.contents
+                ruby = {"label": decode(r.label), "path": decode(r.path), "lineno": r.lineno}
+            frames.append({"kind": FRAME_KINDS[f.kind] if 0 <= f.kind < len(FRAME_KINDS) else "?",
+                           "internal": bool(f.internal), "ruby": ruby,
+                           "native": native(f.native.contents) if f.native else None, "label": decode(f.label)})
+        return {"merged": bool(ns.merged), "note": decode(ns.note), "cut": decode(ns.cut), "frames": frames,
+                "native": [native(ns.native[k]) for k in range(ns.nnative)]}
 
     def render(self, fmt, thread_index=-1):
         out = ctypes.c_void_p()
@@ -239,6 +272,54 @@ class Session(Owned):
 
     def reset_read_stats(self):
         lib().rbpeek_session_reset_read_stats(self._h)
+
+    def use_registers(self, registers):
+        """registers(tid) -> {"rax": ..., "rip": ...} (the names of
+        REGISTER_NAMES, as many as are known) or None: where a debugger's
+        stopped threads' registers come from, for native stacks. Asked only
+        from the thread that set it, as use_lookup's function."""
+        owner = threading.get_ident()
+
+        def cb(_ctx, tid, out):
+            if threading.get_ident() != owner:
+                return 0
+            try:
+                regs = registers(tid)
+            except Exception:
+                return 0
+            known = 0
+            for i, name in enumerate(REGISTER_NAMES):
+                v = (regs or {}).get(name)
+                if v is not None:
+                    out[i] = v & 0xFFFFFFFFFFFFFFFF
+                    known |= 1 << i
+            return known
+
+        fn = REGS_FN(cb)
+        self._keep.append(fn)
+        self._check(lib().rbpeek_session_use_registers(self._h, fn, None))
+
+    def set_thread_ids(self, tids):
+        """The debugger's TIDs of the target's threads (for Rubies that keep
+        none: rbpeek_session_set_thread_ids)."""
+        tids = list(tids)
+        arr = (ctypes.c_int64 * max(1, len(tids)))(*tids)
+        self._check(lib().rbpeek_session_set_thread_ids(self._h, arr, len(tids)))
+
+    def hold(self):
+        """Stops every thread of the live pid source (ptrace) until release()."""
+        self._check(lib().rbpeek_session_hold(self._h))
+
+    def release(self):
+        lib().rbpeek_session_release(self._h)
+
+    def snapshot_native(self, max_frames=0, lines=True):
+        """A snapshot whose threads also have their native stacks merged
+        (Snapshot.native_stack)."""
+        h = ctypes.c_void_p()
+        self._check(lib().rbpeek_snapshot_take_native(self._h, max_frames, NATIVE_LINES if lines else 0,
+                                                      ctypes.byref(h)))
+        return Snapshot(self, h.value)
 
     def snapshot(self, max_frames=0):
         h = ctypes.c_void_p()

@@ -82,6 +82,37 @@ def traced_cost_lines(st):
     return lines
 
 
+GC_PHASES = ((1, "marking"), (2, "sweeping"), (3, "compacting"), (4, "phase not told"))
+
+
+def gc_line(st):
+    """The share of the recorded stacks on which the GC was at work, by
+    phase (each such stack ends in its [GC: ...] frame)."""
+    total = st.added_threads
+    gc = sum(st.gc[1:])
+    if not total:
+        return "GC:        no stacks recorded"
+    if not gc:
+        return "GC:        0% of the stacks (the GC never ran at a sample)"
+    parts = ["%s %.1f%%" % (name, 100.0 * st.gc[k] / total) for k, name in GC_PHASES if st.gc[k]]
+    return "GC:        %.1f%% of the stacks (%d of %d): %s" % (100.0 * gc / total, gc, total, ", ".join(parts))
+
+
+def native_line(st):
+    """How the native stacks were had (traced) and what could not be merged."""
+    parts = []
+    if st.native_ways:
+        held, peeked, stopped, none = st.native_ways
+        parts.append("registers of %d stacks read from a stopped thread, %d from /proc while it slept in the "
+                     "kernel, %d stopped for it alone" % (held, peeked, stopped))
+        if none:
+            parts.append("%d without registers (no machine frames)" % none)
+    if st.unmerged:
+        parts.append("%d stack%s could not be merged (recorded with their Ruby frames alone)"
+                     % (st.unmerged, "" if st.unmerged == 1 else "s"))
+    return "Native:    %s" % ("; ".join(parts) if parts else "every stack merged")
+
+
 def summary_text(st, profile, pid, version, interval, rate, end, written, args, only, state_lines=()):
     """The text printed when sampling ends: how it ended, the rate, what was
     recorded and skipped, the cost per sample, and the top frames."""
@@ -106,6 +137,9 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
         skipped.append("%d thread%s did not stop in time (sampled anyway)"
                        % (st.not_stopped, "" if st.not_stopped == 1 else "s"))
     lines.append("Skipped:   %s" % ("; ".join(skipped) if skipped else "none"))
+    lines.append(gc_line(st))
+    if getattr(args, "native", False):
+        lines.append(native_line(st))
     if args.on_cpu:
         lines.append("Off-CPU:   %d thread samples left out (blocked or waiting)%s"
                      % (st.filtered, "; %d judged by Ruby's status alone (TID unknown)" % st.tid_unknown

@@ -39,6 +39,9 @@ class Stats:
         self.full_stops = 0    # samples that stopped every thread
         self.threads_stopped = 0
         self.held = 0.0        # traced: seconds some thread of the target was held stopped
+        self.gc = [0] * 5      # stacks recorded with the GC at work on top, by phase (rbpeek_gc_phase)
+        self.unmerged = 0      # --native: stacks whose Ruby frames could not be placed (recorded alone)
+        self.native_ways = None  # traced --native: (held, peeked, stopped, none) registers
 
     def record(self, res, t_resume, t_fired, t_stopped, t_walked):
         self.samples += 1
@@ -48,6 +51,10 @@ class Stats:
             self.failed_threads += res.failed
             self.filtered += res.filtered
             self.tid_unknown += res.tid_unknown
+            self.added_threads += res.added
+            self.unmerged += res.unmerged
+            for k in range(1, 5):
+                self.gc[k] += res.gc[k]
         self.walk += t_walked - t_stopped
         self.running += max(0.0, t_fired - t_resume)
         self.stop += max(0.0, t_stopped - t_fired)
@@ -69,6 +76,9 @@ class Stats:
         self.full_stops = ts.full_stops
         self.threads_stopped = ts.threads_stopped
         self.held = ts.held_s
+        self.gc = [ts.gc[k] for k in range(5)]
+        self.unmerged = ts.native_unmerged
+        self.native_ways = (ts.native_held, ts.native_peeked, ts.native_stopped, ts.native_none)
         if ts.message:
             self.last_error = ts.message.decode("utf-8", "replace")
 

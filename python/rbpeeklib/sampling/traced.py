@@ -37,6 +37,7 @@ def run_traced(dbg, session, profile, opts, args, interval, pid, policy, st):
     cfg.max_frames = args.max_frames
     cfg.seed = random.getrandbits(63) | 1
     cfg.stop_mode = STOP_MODES[stop_mode(args)]
+    cfg.native = 1 if args.native else 0
     for num, (stop, deliver) in policy.items():
         cfg.stop_signals[num] = 1 if stop else 0
         cfg.pass_signals[num] = 1 if deliver else 0

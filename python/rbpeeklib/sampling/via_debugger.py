@@ -32,7 +32,7 @@ def run_via_debugger(dbg, session, profile, opts, args, interval, pid, st):
     child), and with --via-debugger (breakpoints stay active). Returns
     (how the loop ended, the exception that stopped it or None)."""
     tid_map = TidMap(dbg, session, opts, pid) if args.on_cpu else None
-    sampler = Sampler(session, profile, opts, args.max_frames)
+    sampler = Sampler(session, profile, opts, args.max_frames, native=args.native)
     limit = args.count
     end = "?"
     failure = None

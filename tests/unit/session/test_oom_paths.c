@@ -150,6 +150,15 @@ static rbpeek_status op_gc_describe(rbpeek_session *s)
     return st != RBPEEK_OK ? st : st2;
 }
 
+/* Native stacks: the unwinder, each thread's unwind and merge. */
+static rbpeek_status op_native(rbpeek_session *s)
+{
+    rbpeek_snapshot *snap = NULL;
+    rbpeek_status st = rbpeek_snapshot_take_native(s, 0, RBPEEK_NATIVE_LINES, &snap);
+    rbpeek_snapshot_free(snap);
+    return st;
+}
+
 /* Runs op with its k-th allocation failing, for k = 0, stride, 2*stride,
  * ... up to the allocation count of a clean run, each on a new session
  * (attached cleanly unless the operation is attach itself). Reports how
@@ -246,6 +255,7 @@ static void test_page(void)
     drive("page", op_page, false);
 }
 static void test_gc_describe(void) { drive("gc+describe", op_gc_describe, false); }
+static void test_native(void) { drive("native stacks", op_native, false); }
 
 static const rbp_cu_test TESTS[] = {
     {"attach frees what it took when an allocation fails", test_attach},
@@ -255,6 +265,7 @@ static const rbp_cu_test TESTS[] = {
     {"heap dump frees what it took", test_dump},
     {"page frees what it took", test_page},
     {"gc and describe free what they took", test_gc_describe},
+    {"native stacks free what they took", test_native},
     {NULL, NULL},
 };
 

@@ -335,9 +335,66 @@ static void test_layouts_that_do_not_fit_are_refused(void)
     expect_layout_refused("th_status 240 4 30 4", "th_status");
 }
 
+/* Native stacks of the same core (docs/native.md): every thread's machine
+ * stack unwound from its NT_PRSTATUS registers to its end, with its Ruby
+ * frames merged in, each once and in Ruby's order; the C methods (sleep,
+ * Array#each and Integer#times calling back into Ruby) found at their C
+ * functions, though the stripped libruby names none of the static ones,
+ * and one that is not (Queue#pop: rb_queue_pop tail-calls queue_do_pop,
+ * so it has no frame of its own) named in the note, not guessed;
+ * rb_vm_exec, where the VM runs each run of Ruby frames, hidden as
+ * internal. */
+static void test_native_stacks_merged(void)
+{
+    if (!setup()) {
+        CU_PASS("skipped: needs /usr/bin/ruby3.1 and gcore");
+        return;
+    }
+    rbpeek_session *s = open_core(g_core);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    rbpeek_snapshot *snap = NULL;
+    rbpeek_status st = rbpeek_snapshot_take_native(s, 0, 0, &snap);
+    if (st != RBPEEK_OK) fprintf(stderr, "take_native: %s\n", rbpeek_session_error(s));
+    CU_ASSERT_EQUAL_FATAL(st, RBPEEK_OK);
+    size_t cfuncs = 0, vm_execs = 0;
+    for (size_t i = 0; i < rbpeek_snapshot_thread_count(snap); i++) {
+        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
+        const rbpeek_native_stack *ns = rbpeek_snapshot_native(snap, i);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ns);
+        if (!ns->merged || ns->note || ns->cut)
+            fprintf(stderr, "thread %s: merged %d, note %s, cut %s\n", t->name ? t->name : "main", ns->merged,
+                    ns->note ? ns->note : "-", ns->cut ? ns->cut : "-");
+        CU_ASSERT(ns->merged);
+        CU_ASSERT_PTR_NULL(ns->cut);
+        CU_ASSERT(ns->nnative > 5);
+        size_t next = 0;
+        for (size_t k = 0; k < ns->nframes; k++) {
+            const rbpeek_stack_frame *f = &ns->frames[k];
+            if (f->ruby) {
+                CU_ASSERT(next < t->nframes && f->ruby == &t->frames[next]);
+                next++;
+                if (f->kind == RBPEEK_FRAME_CFUNC) {
+                    /* at its function, or said not to be */
+                    CU_ASSERT(f->native || (ns->note && strstr(ns->note, f->ruby->label)));
+                    cfuncs += f->native != NULL;
+                }
+            } else if (f->native && f->native->symbol && strcmp(f->native->symbol, "rb_vm_exec") == 0) {
+                CU_ASSERT(f->internal);
+                vm_execs++;
+            }
+        }
+        CU_ASSERT_EQUAL(next, t->nframes);
+    }
+    CU_ASSERT(cfuncs >= 5); /* sleep x3 (deep, callbacks, main), each, times */
+    CU_ASSERT(vm_execs >= 6);
+    rbpeek_snapshot_free(snap);
+    rbpeek_session_free(s);
+}
+
 static const rbp_cu_test TESTS[] = {
     {"layouts whose members do not fit are refused at attach", test_layouts_that_do_not_fit_are_refused},
     {"pristine core matches Ruby's backtrace_locations", test_pristine_core_matches_ruby},
+    {"native stacks of the core, merged with the Ruby frames", test_native_stacks_merged},
     {"corrupted cores: no crash, no hang, damage reported", test_corrupted_cores},
     {NULL, NULL},
 };

@@ -1,0 +1,650 @@
+/*
+ * librbpeek-unwind.so: native stack unwinding, symbol names and source
+ * lines with elfutils' libdwfl, behind the plain interface of
+ * native/unwind_backend.h. This is the only file that includes libdwfl.h,
+ * and it is built into its own shared object, not into librbpeek (the
+ * header says why).
+ *
+ * One Dwfl per session, kept: modules are reported once (their ELF files,
+ * CFI and symbol tables are loaded lazily by libdwfl and stay loaded), and
+ * the process state is attached once with callbacks of our own
+ * (dwfl_attach_state): memory comes from rbpeek's memory source (live,
+ * core or debugger), registers from whoever stopped the thread. Each
+ * unwind hands the registers over through the get_thread and
+ * set_initial_registers callbacks and lets dwfl_getthread_frames walk;
+ * the walk is bounded here, whatever libdwfl does: at most max frames, the
+ * stack pointer must grow from frame to frame, a return address must lie
+ * in a known module.
+ *
+ * Separate debug files are looked for on disk only (build-id under
+ * /usr/lib/debug/.build-id, then the .gnu_debuglink beside the file, in
+ * .debug/ and under /usr/lib/debug): never through debuginfod, which would
+ * make a backtrace wait on the network.
+ */
+#define _GNU_SOURCE
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <elfutils/version.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/target_file.h"
+#include "native/unwind_backend.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_VDSO_BYTES (1u << 20)
+#define MAX_BUILD_ID 64
+
+typedef struct uw_module {
+    uint64_t start, end;
+    char *path;             /* NULL: image in target memory */
+    char *name;
+    uint8_t *image;         /* the vdso's bytes, once read */
+    char problem[200];
+} uw_module;
+
+struct rbp_uw {
+    rbp_uw_host host;
+    Dwfl *dwfl;
+    Elf *arch_elf;          /* tells dwfl_attach_state the architecture */
+    uint8_t arch_image[64];
+    bool attached;
+    uw_module *mods;        /* sorted by start */
+    size_t nmods;
+    /* The walk in progress (set_initial_registers reads these), and the
+     * first read of target memory that failed since its last frame. */
+    const uint64_t *regs;
+    uint32_t known;
+    bool read_failed;
+    uint64_t failed_at;
+};
+
+/* -- modules ---------------------------------------------------------------- */
+
+static uw_module *module_at(rbp_uw *u, uint64_t start)
+{
+    size_t lo = 0, hi = u->nmods;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u->mods[mid].start < start) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < u->nmods && u->mods[lo].start == start ? &u->mods[lo] : NULL;
+}
+
+static int32_t module_index(rbp_uw *u, Dwfl_Module *mod)
+{
+    Dwarf_Addr low = 0;
+    if (!mod || !dwfl_module_info(mod, NULL, &low, NULL, NULL, NULL, NULL, NULL)) return -1;
+    uw_module *m = module_at(u, low);
+    return m ? (int32_t)(m - u->mods) : -1;
+}
+
+static bool read_exact(rbp_uw *u, uint64_t addr, void *buf, size_t len)
+{
+    return u->host.read(u->host.ctx, addr, buf, len) == (long)len;
+}
+
+/* The build ID of the image mapped at start, from target memory (its ELF
+ * header, program headers and PT_NOTE segments), so that a file on disk
+ * that is not the one mapped (a library upgraded since the core was made)
+ * is refused by libdwfl rather than unwound with the wrong CFI. */
+static size_t memory_build_id(rbp_uw *u, uint64_t start, uint8_t *id, uint64_t *id_vaddr)
+{
+    Elf64_Ehdr eh;
+    if (!read_exact(u, start, &eh, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 64)
+        return 0;
+    Elf64_Phdr ph[64];
+    if (!read_exact(u, start + eh.e_phoff, ph, eh.e_phnum * sizeof *ph)) return 0;
+    /* The mapping's address is the load bias plus the first PT_LOAD's
+     * page-aligned vaddr. */
+    uint64_t first = UINT64_MAX;
+    for (unsigned i = 0; i < eh.e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first) first = ph[i].p_vaddr & ~(uint64_t)0xfff;
+    if (first == UINT64_MAX) return 0;
+    uint64_t bias = start - first;
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+        if (ph[i].p_type != PT_NOTE || ph[i].p_filesz > 4096) continue;
+        uint8_t notes[4096];
+        size_t len = (size_t)ph[i].p_filesz;
+        if (!read_exact(u, bias + ph[i].p_vaddr, notes, len)) continue;
+        for (size_t pos = 0; pos + 12 <= len;) {
+            uint32_t nsz, dsz, type;
+            memcpy(&nsz, notes + pos, 4);
+            memcpy(&dsz, notes + pos + 4, 4);
+            memcpy(&type, notes + pos + 8, 4);
+            size_t name_at = pos + 12, desc_at = name_at + ((nsz + 3u) & ~3u);
+            if (nsz > len || dsz > len || desc_at > len || dsz > len - desc_at) break;
+            if (type == NT_GNU_BUILD_ID && nsz == 4 && memcmp(notes + name_at, "GNU", 4) == 0 && dsz > 0 &&
+                dsz <= MAX_BUILD_ID) {
+                memcpy(id, notes + desc_at, dsz);
+                *id_vaddr = bias + ph[i].p_vaddr + desc_at;
+                return dsz;
+            }
+            pos = desc_at + ((dsz + 3u) & ~3u);
+        }
+    }
+    return 0;
+}
+
+static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, char **file_name,
+                       Elf **elfp)
+{
+    (void)modname;
+    rbp_uw *u = userdata ? *userdata : NULL;
+    uw_module *m = u ? module_at(u, base) : NULL;
+    if (!m || m->problem[0]) return -1; /* a file known not to be the one mapped is not read */
+    if (!m->path) { /* the vdso: its image is in memory only */
+        size_t len = (size_t)(m->end - m->start);
+        if (len > MAX_VDSO_BYTES || !(m->image = malloc(len)) || !read_exact(u, m->start, m->image, len)) {
+            free(m->image);
+            m->image = NULL;
+            snprintf(m->problem, sizeof m->problem, "its image could not be read from memory");
+            return -1;
+        }
+        *elfp = elf_memory((char *)m->image, len);
+        if (!*elfp) snprintf(m->problem, sizeof m->problem, "its image in memory is not ELF");
+        return -1;
+    }
+    char kind[64];
+    int fd = rbp_open_target_file(m->path, kind, sizeof kind);
+    if (fd == RBP_NOT_REGULAR) {
+        snprintf(m->problem, sizeof m->problem, "its file is %s, not a regular file: not read", kind);
+        return -1;
+    }
+    if (fd < 0) {
+        snprintf(m->problem, sizeof m->problem, "its file cannot be opened (%s)", strerror(errno));
+        return -1;
+    }
+    if (!(*file_name = strdup(m->path))) {
+        close(fd);
+        return -1;
+    }
+    (void)mod;
+    return fd; /* libdwfl takes it, checks it against the build ID reported, and closes it */
+}
+
+static int try_open(const char *path, char **name)
+{
+    char kind[64];
+    int fd = rbp_open_target_file(path, kind, sizeof kind); /* named after the target's files */
+    if (fd >= 0 && !(*name = strdup(path))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Separate debug info on disk: by build ID, then by .gnu_debuglink. */
+static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                             const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                             char **debuginfo_file_name)
+{
+    (void)userdata;
+    (void)modname;
+    (void)base;
+    (void)debuglink_crc;
+    char path[4096];
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(mod, &bits, &vaddr);
+    if (len > 1 && len <= MAX_BUILD_ID) {
+        int n = snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", bits[0]);
+        for (int i = 1; i < len && n < (int)sizeof path - 8; i++) n += snprintf(path + n, sizeof path - n, "%02x", bits[i]);
+        snprintf(path + n, sizeof path - n, ".debug");
+        int fd = try_open(path, debuginfo_file_name);
+        if (fd >= 0) return fd;
+    }
+    if (!debuglink_file || !*debuglink_file || strchr(debuglink_file, '/') || !file_name) return -1;
+    const char *slash = strrchr(file_name, '/');
+    int dirlen = slash ? (int)(slash - file_name) : 0;
+    const char *fmts[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+        if (snprintf(path, sizeof path, fmts[i], dirlen, file_name, debuglink_file) >= (int)sizeof path) continue;
+        if (strcmp(path, file_name) == 0) continue; /* the file itself (it has no DWARF) */
+        int fd = try_open(path, debuginfo_file_name);
+        if (fd >= 0) return fd;
+    }
+    return -1;
+}
+
+static const Dwfl_Callbacks CALLBACKS = {
+    .find_elf = find_elf_cb,
+    .find_debuginfo = find_debuginfo_cb,
+    .section_address = dwfl_offline_section_address,
+};
+
+/* -- process state ----------------------------------------------------------- */
+
+static pid_t next_thread_cb(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+    (void)dwfl;
+    (void)arg;
+    (void)thread_argp;
+    return 0; /* threads are never listed: each walk names its own */
+}
+
+static bool get_thread_cb(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+    (void)dwfl;
+    (void)tid;
+    *thread_argp = arg;
+    return true;
+}
+
+static bool memory_read_cb(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+    (void)dwfl;
+    rbp_uw *u = arg;
+    uint64_t v;
+    if (!read_exact(u, addr, &v, sizeof v)) {
+        if (!u->read_failed) u->failed_at = addr;
+        u->read_failed = true;
+        return false;
+    }
+    *result = v;
+    return true;
+}
+
+static bool set_initial_registers_cb(Dwfl_Thread *thread, void *arg)
+{
+    rbp_uw *u = arg;
+    if (!u->regs) return false;
+    if ((u->known & RBP_UW_ALL_REGS) == RBP_UW_ALL_REGS) {
+        if (!dwfl_thread_state_registers(thread, 0, RBP_UW_NREGS, u->regs)) return false;
+    } else {
+        for (int i = 0; i < RBP_UW_NREGS; i++)
+            if ((u->known >> i) & 1)
+                if (!dwfl_thread_state_registers(thread, i, 1, &u->regs[i])) return false;
+    }
+    dwfl_thread_state_register_pc(thread, u->regs[RBP_UW_REG_RIP]);
+    return true;
+}
+
+static const Dwfl_Thread_Callbacks THREAD_CALLBACKS = {
+    .next_thread = next_thread_cb,
+    .get_thread = get_thread_cb,
+    .memory_read = memory_read_cb,
+    .set_initial_registers = set_initial_registers_cb,
+};
+
+/* -- the interface ------------------------------------------------------------ */
+
+static const char *uw_version(void)
+{
+    static char v[32];
+    if (!v[0]) snprintf(v, sizeof v, "elfutils %s", dwfl_version(NULL));
+    return v;
+}
+
+static void free_modules(rbp_uw *u)
+{
+    for (size_t i = 0; i < u->nmods; i++) {
+        free(u->mods[i].path);
+        free(u->mods[i].name);
+        free(u->mods[i].image);
+    }
+    free(u->mods);
+    u->mods = NULL;
+    u->nmods = 0;
+}
+
+static void uw_close(rbp_uw *u)
+{
+    if (!u) return;
+    if (u->dwfl) dwfl_end(u->dwfl); /* before the vdso images it may point into */
+    if (u->arch_elf) elf_end(u->arch_elf);
+    free_modules(u);
+    free(u);
+}
+
+static rbp_uw *uw_open(const rbp_uw_host *host, char *err, size_t errlen)
+{
+    if (!host || !host->read) {
+        snprintf(err, errlen, "no memory to unwind with");
+        return NULL;
+    }
+    elf_version(EV_CURRENT);
+    rbp_uw *u = calloc(1, sizeof *u);
+    if (!u) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    u->host = *host;
+    /* An x86-64 ELF header is all dwfl_attach_state needs to pick its
+     * architecture backend, whether or not any module can be read. */
+    Elf64_Ehdr *eh = (Elf64_Ehdr *)u->arch_image;
+    memcpy(eh->e_ident, ELFMAG, SELFMAG);
+    eh->e_ident[EI_CLASS] = ELFCLASS64;
+    eh->e_ident[EI_DATA] = ELFDATA2LSB;
+    eh->e_ident[EI_VERSION] = EV_CURRENT;
+    eh->e_type = ET_CORE;
+    eh->e_machine = EM_X86_64;
+    eh->e_version = EV_CURRENT;
+    eh->e_ehsize = sizeof *eh;
+    u->arch_elf = elf_memory((char *)u->arch_image, sizeof u->arch_image);
+    if (!u->arch_elf) {
+        snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));
+        uw_close(u);
+        return NULL;
+    }
+    return u;
+}
+
+static bool uw_set_modules(rbp_uw *u, const rbp_uw_module *mods, size_t n, char *err, size_t errlen)
+{
+    /* A new Dwfl: libdwfl keeps a module's file and tables for as long as
+     * the module is reported, and the list is replaced whole. */
+    if (u->dwfl) dwfl_end(u->dwfl);
+    u->attached = false;
+    free_modules(u);
+    if (!(u->dwfl = dwfl_begin(&CALLBACKS))) {
+        snprintf(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
+        return false;
+    }
+    if (n && !(u->mods = calloc(n, sizeof *u->mods))) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (mods[i].end <= mods[i].start) continue;
+        if (u->nmods && mods[i].start < u->mods[u->nmods - 1].end) continue; /* overlaps the one before: dropped */
+        uw_module *m = &u->mods[u->nmods];
+        *m = (uw_module){.start = mods[i].start, .end = mods[i].end};
+        m->name = strdup(mods[i].name ? mods[i].name : mods[i].path ? mods[i].path : "?");
+        if (mods[i].path) m->path = strdup(mods[i].path);
+        if (mods[i].problem) snprintf(m->problem, sizeof m->problem, "%s", mods[i].problem);
+        if (!m->name || (mods[i].path && !m->path)) {
+            free(m->name);
+            free(m->path);
+            snprintf(err, errlen, "out of memory");
+            return false;
+        }
+        u->nmods++;
+    }
+    dwfl_report_begin(u->dwfl);
+    for (size_t i = 0; i < u->nmods; i++) {
+        uw_module *m = &u->mods[i];
+        Dwfl_Module *dm = dwfl_report_module(u->dwfl, m->name, m->start, m->end);
+        if (!dm) {
+            snprintf(m->problem, sizeof m->problem, "libdwfl: %s", dwfl_errmsg(-1));
+            continue;
+        }
+        void **ud = NULL;
+        dwfl_module_info(dm, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+        if (ud) *ud = u;
+        uint8_t id[MAX_BUILD_ID];
+        uint64_t id_vaddr = 0;
+        size_t idlen = m->path ? memory_build_id(u, m->start, id, &id_vaddr) : 0;
+        if (idlen) dwfl_module_report_build_id(dm, id, idlen, id_vaddr);
+    }
+    dwfl_report_end(u->dwfl, NULL, NULL);
+    if (!dwfl_attach_state(u->dwfl, u->arch_elf, 1, &THREAD_CALLBACKS, u)) {
+        snprintf(err, errlen, "libdwfl: cannot attach the unwinder's state: %s", dwfl_errmsg(-1));
+        return false;
+    }
+    u->attached = true;
+    return true;
+}
+
+typedef struct walk {
+    rbp_uw *u;
+    rbp_uw_frame *out;
+    size_t n, max;
+    char *why;
+    size_t whylen;
+} walk;
+
+static bool in_module(rbp_uw *u, uint64_t addr)
+{
+    size_t lo = 0, hi = u->nmods;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u->mods[mid].start <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 && addr < u->mods[lo - 1].end;
+}
+
+/* Whether the CFI of pc's module covers it. Where it does not, libdwfl
+ * unwinds the frame by its frame pointer (rbp chain) instead, which gives
+ * garbage for code built without frame pointers (most of it): a frame
+ * found that way is not shown. */
+static bool has_cfi(rbp_uw *u, uint64_t pc, bool activation)
+{
+    uint64_t at = activation ? pc : pc - 1;
+    Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, at);
+    if (!mod) return false;
+    Dwarf_CFI *cfi[2];
+    Dwarf_Addr biases[2];
+    cfi[0] = dwfl_module_eh_cfi(mod, &biases[0]);
+    cfi[1] = NULL;
+    for (int i = 0; i < 2; i++) {
+        if (i == 1) cfi[1] = dwfl_module_dwarf_cfi(mod, &biases[1]);
+        Dwarf_Frame *fr = NULL;
+        if (cfi[i] && dwarf_cfi_addrframe(cfi[i], at - biases[i], &fr) == 0 && fr) {
+            free(fr);
+            return true;
+        }
+    }
+    return false;
+}
+
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+    walk *w = arg;
+    Dwarf_Addr pc = 0;
+    bool activation = false;
+    if (!dwfl_frame_pc(state, &pc, &activation)) {
+        snprintf(w->why, w->whylen, "libdwfl: %s", dwfl_errmsg(-1));
+        return DWARF_CB_ABORT;
+    }
+    Dwarf_Word sp = 0;
+    bool have_sp = dwfl_frame_reg(state, RBP_UW_REG_RSP, &sp) == 0;
+    if (w->n > 0) {
+        const rbp_uw_frame *prev = &w->out[w->n - 1];
+        uint64_t ret = activation ? pc : pc - 1;
+        if (!has_cfi(w->u, prev->pc, prev->activation)) {
+            snprintf(w->why, w->whylen, "no CFI covers 0x%llx%s: the frames beyond it cannot be unwound reliably",
+                     (unsigned long long)prev->pc, in_module(w->u, prev->activation ? prev->pc : prev->pc - 1)
+                                                     ? "" : ", which lies in no mapped file");
+            return DWARF_CB_ABORT;
+        }
+        if (!in_module(w->u, ret)) {
+            snprintf(w->why, w->whylen, "the return address 0x%llx lies in no mapped file (a damaged stack, "
+                     "or code without CFI such as JIT code)", (unsigned long long)pc);
+            return DWARF_CB_ABORT;
+        }
+        if (have_sp && prev->sp && sp <= prev->sp) {
+            snprintf(w->why, w->whylen, "the stack pointer did not grow (0x%llx after 0x%llx): a loop or a "
+                     "damaged stack", (unsigned long long)sp, (unsigned long long)prev->sp);
+            return DWARF_CB_ABORT;
+        }
+    }
+    if (w->n >= w->max) {
+        snprintf(w->why, w->whylen, "cut after %zu native frames", w->max);
+        return DWARF_CB_ABORT;
+    }
+    w->out[w->n++] = (rbp_uw_frame){.pc = pc, .sp = have_sp ? sp : 0, .activation = activation};
+    w->u->read_failed = false;
+    return DWARF_CB_OK;
+}
+
+static size_t uw_unwind(rbp_uw *u, const uint64_t regs[RBP_UW_NREGS], uint32_t known, rbp_uw_frame *out, size_t max,
+                        char *why, size_t whylen)
+{
+    why[0] = '\0';
+    if (!u->attached) {
+        snprintf(why, whylen, "the unwinder has no modules");
+        return 0;
+    }
+    if (!((known >> RBP_UW_REG_RSP) & 1) || !((known >> RBP_UW_REG_RIP) & 1)) {
+        snprintf(why, whylen, "the thread's stack and instruction pointers are not known");
+        return 0;
+    }
+    walk w = {.u = u, .out = out, .max = max, .why = why, .whylen = whylen};
+    u->regs = regs;
+    u->known = known;
+    u->read_failed = false;
+    int rc = dwfl_getthread_frames(u->dwfl, 1, frame_cb, &w);
+    u->regs = NULL;
+    if (rc == 0 && u->read_failed && w.n) {
+        /* libdwfl ends the walk quietly when the stack cannot be read: that
+         * is a cut, not the stack's end (which CFI marks) */
+        snprintf(why, whylen, "cannot unwind past 0x%llx: the stack at 0x%llx cannot be read",
+                 (unsigned long long)out[w.n - 1].pc, (unsigned long long)u->failed_at);
+    }
+    if (rc == -1 && !why[0]) {
+        /* libdwfl could not unwind past the last frame: say where */
+        const char *msg = dwfl_errmsg(-1);
+        if (w.n) {
+            uint64_t pc = out[w.n - 1].pc;
+            snprintf(why, whylen, "cannot unwind past 0x%llx: %s", (unsigned long long)pc, msg ? msg : "?");
+        } else {
+            snprintf(why, whylen, "cannot unwind: %s", msg ? msg : "?");
+        }
+    }
+    return w.n;
+}
+
+/* .eh_frame_hdr (the LSB's exception frame header, which PT_GNU_EH_FRAME
+ * points at): a version byte, three pointer encodings, the .eh_frame
+ * pointer, the entry count, then the search table the unwinder itself
+ * uses to find an FDE: (initial location, FDE address) pairs sorted by
+ * location. Only its layout is read here, not the CFI: the table gives
+ * each function's first address, which is what a C method's function
+ * pointer is compared with. The encodings every x86-64 linker writes are
+ * the only ones taken: the table's as data-relative signed 4-byte values
+ * (0x3b), the others as fixed-size 4- or 8-byte values. */
+#define DW_EH_PE_omit 0xff
+static int enc_size(uint8_t enc)
+{
+    switch (enc & 0x0f) {
+    case 0x02: case 0x0a: return 2;   /* udata2, sdata2 */
+    case 0x03: case 0x0b: return 4;   /* udata4, sdata4 */
+    case 0x04: case 0x0c: return 8;   /* udata8, sdata8 */
+    default: return -1;
+    }
+}
+
+static void fde_range(rbp_uw *u, Dwfl_Module *mod, uint64_t at, uint64_t *lo, uint64_t *hi)
+{
+    (void)u;
+    Dwarf_Addr bias = 0;
+    Elf *e = dwfl_module_getelf(mod, &bias);
+    size_t nph = 0;
+    if (!e || elf_getphdrnum(e, &nph) != 0) return;
+    for (size_t i = 0; i < nph && i < 256; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME) continue;
+        Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+        if (!d || d->d_size < 4) return;
+        const uint8_t *h = d->d_buf;
+        size_t len = d->d_size;
+        int ptr_size = enc_size(h[1]), count_size = enc_size(h[2]);
+        if (h[0] != 1 || h[3] != 0x3b || ptr_size < 0 || (count_size != 4 && count_size != 8)) return;
+        size_t pos = 4 + (size_t)ptr_size;
+        if (pos + (size_t)count_size > len) return;
+        uint64_t count = 0;
+        memcpy(&count, h + pos, (size_t)count_size); /* little-endian */
+        pos += (size_t)count_size;
+        if (count == 0 || count > (len - pos) / 8) return;
+        const uint8_t *table = h + pos;
+        int64_t want = (int64_t)(at - bias) - (int64_t)ph.p_vaddr; /* relative to the header, as the table */
+        size_t l = 0, r = (size_t)count; /* first entry whose location is > want */
+        while (l < r) {
+            size_t mid = l + (r - l) / 2;
+            int32_t loc;
+            memcpy(&loc, table + mid * 8, 4);
+            if (loc <= want) l = mid + 1;
+            else r = mid;
+        }
+        if (l == 0) return;
+        int32_t start, next = 0;
+        memcpy(&start, table + (l - 1) * 8, 4);
+        *lo = bias + ph.p_vaddr + (int64_t)start;
+        if (l < count) {
+            memcpy(&next, table + l * 8, 4);
+            *hi = bias + ph.p_vaddr + (int64_t)next;
+        } else {
+            *hi = *lo + 1; /* the last function: its end is not in the table */
+            if (at >= *hi) *hi = at + 1;
+        }
+        return;
+    }
+}
+
+static bool uw_symbolize(rbp_uw *u, uint64_t pc, bool activation, bool lines, rbp_uw_sym *out)
+{
+    memset(out, 0, sizeof *out);
+    out->module = -1;
+    if (!u->dwfl) return false;
+    uint64_t at = activation ? pc : pc - 1; /* inside the call, not after it */
+    Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, at);
+    if (!mod) return false;
+    out->module = module_index(u, mod);
+    Dwarf_Addr elf_bias = 0;
+    if (dwfl_module_getelf(mod, &elf_bias)) {
+        out->have_bias = true;
+        out->bias = elf_bias;
+    }
+    GElf_Off off = 0;
+    GElf_Sym sym;
+    const char *name = dwfl_module_addrinfo(mod, at, &off, &sym, NULL, NULL, NULL);
+    if (name && *name) {
+        out->symbol = name;
+        out->local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
+        out->sym_offset = pc - (at - off);
+        if (sym.st_size) {
+            out->func_lo = at - off;
+            out->func_hi = out->func_lo + sym.st_size;
+        }
+    }
+    /* Where no symbol names it (the static functions of a stripped
+     * libruby), the function's start is its FDE's: the entry of the
+     * module's .eh_frame_hdr search table that holds the pc. */
+    if (!out->func_lo) fde_range(u, mod, at, &out->func_lo, &out->func_hi);
+    if (lines) {
+        Dwfl_Line *l = dwfl_module_getsrc(mod, at);
+        int line = 0;
+        const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+        if (file && line > 0) {
+            out->file = file;
+            out->line = line;
+        }
+    }
+    return true;
+}
+
+static const char *uw_module_problem(rbp_uw *u, int32_t module)
+{
+    if (module < 0 || (size_t)module >= u->nmods) return "";
+    uw_module *m = &u->mods[module];
+    if (!m->problem[0] && u->dwfl) {
+        /* libdwfl's own reason, e.g. "ELF file does not match build ID" */
+        Dwfl_Module *dm = dwfl_addrmodule(u->dwfl, m->start);
+        Dwarf_Addr bias;
+        if (dm && !dwfl_module_getelf(dm, &bias))
+            snprintf(m->problem, sizeof m->problem, "its file cannot be used (%s)", dwfl_errmsg(-1));
+    }
+    return m->problem;
+}
+
+static const rbp_uw_ops OPS = {
+    .abi = RBP_UW_ABI,
+    .version = uw_version,
+    .open = uw_open,
+    .close = uw_close,
+    .set_modules = uw_set_modules,
+    .unwind = uw_unwind,
+    .symbolize = uw_symbolize,
+    .module_problem = uw_module_problem,
+};
+
+EXPORT const rbp_uw_ops *rbp_uw_backend(void) { return &OPS; }

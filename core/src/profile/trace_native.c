@@ -1,0 +1,150 @@
+/*
+ * The registers of a sample's threads, for their native stacks (`ruby
+ * sample --native`, docs/native.md), as the snapshot asks for them thread
+ * by thread (rbp_native_source, vm/native_merge.h):
+ *
+ *  - a thread the sample stopped (the GVL holder; every thread when all
+ *    are stopped) is in a ptrace stop of the tracing thread:
+ *    PTRACE_GETREGS, unwound before it is resumed;
+ *  - a parked thread (blocked in a system call, not holding the GVL) is not
+ *    stopped at all: /proc/PID/task/TID/syscall gives the stack and
+ *    instruction pointers it entered the kernel with, which is all the CFI
+ *    of the functions a parked Ruby thread sits in needs (libc's wrappers,
+ *    libruby's and the extensions' functions address their frames from the
+ *    stack pointer, and the registers they save are on the stack). Its
+ *    stack cannot change while it stays in the kernel, and whether it did
+ *    is told exactly: its count of runs on a CPU (/proc/.../schedstat) is
+ *    read before and after the unwind, and must not have moved;
+ *  - otherwise (the thread runs outside the GVL, in C code; it ran during
+ *    the unwind; an unwind from two registers was cut) it is stopped for
+ *    its unwind alone (PTRACE_INTERRUPT), and resumed right after.
+ * The counts of each way go to the trace's stats.
+ */
+#define _GNU_SOURCE
+#include "profile/tracer.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "native/native.h"
+
+enum { NAT_NONE, NAT_HELD, NAT_PEEKED, NAT_STOPPED };
+
+static bool read_small(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    return true;
+}
+
+/* A thread's runs on a CPU and its time there (schedstat's first and
+ * third fields): both move whenever it is scheduled. */
+static bool runs_of(pid_t pid, pid_t tid, uint64_t *runs, uint64_t *run_ns)
+{
+    char path[96], buf[128];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+    unsigned long long a, b, c;
+    if (!read_small(path, buf, sizeof buf) || sscanf(buf, "%llu %llu %llu", &a, &b, &c) != 3) return false;
+    *run_ns = a;
+    *runs = c;
+    return true;
+}
+
+/* The stack and instruction pointers of a thread blocked in a system call
+ * ("NR ARG1..ARG6 SP PC"); false when it runs ("running") or is not in one. */
+static bool syscall_pointers(pid_t pid, pid_t tid, uint64_t *sp, uint64_t *pc)
+{
+    char path[96], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+    if (!read_small(path, buf, sizeof buf) || buf[0] < '0' || buf[0] > '9') return false;
+    char *tok[9];
+    size_t n = 0;
+    for (char *save = NULL, *p = strtok_r(buf, " \n", &save); p && n < 9; p = strtok_r(NULL, " \n", &save))
+        tok[n++] = p;
+    if (n != 9) return false;
+    *sp = strtoull(tok[7], NULL, 16);
+    *pc = strtoull(tok[8], NULL, 16);
+    return *sp && *pc;
+}
+
+static void count(struct rbpeek_trace *t, int how)
+{
+    pthread_mutex_lock(&t->lock);
+    switch (how) {
+    case NAT_HELD: t->stats.native_held++; break;
+    case NAT_PEEKED: t->stats.native_peeked++; break;
+    case NAT_STOPPED: t->stats.native_stopped++; break;
+    default: t->stats.native_none++; break;
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt, uint64_t regs[RBP_UW_NREGS],
+                      char *why, size_t whylen)
+{
+    struct rbpeek_trace *t = ctx;
+    int64_t tid = rbp_sample_thread_tid(th, &t->opt);
+    t->nat_cur.tid = (pid_t)tid;
+    t->nat_cur.how = NAT_NONE;
+    if (tid <= 0 || !tr_is_known(t, (pid_t)tid)) {
+        snprintf(why, whylen, "its kernel thread id is not known");
+        return 0;
+    }
+    if (held || tr_is_stopped(t, (pid_t)tid)) {
+        if (!rbp_native_regs_ptrace((pid_t)tid, regs, why, whylen)) return 0;
+        t->nat_cur.how = NAT_HELD;
+        return RBP_UW_ALL_REGS;
+    }
+    uint64_t sp, pc;
+    if (attempt == 0 && runs_of(t->pid, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns) &&
+        syscall_pointers(t->pid, (pid_t)tid, &sp, &pc)) {
+        regs[RBP_UW_REG_RSP] = sp;
+        regs[RBP_UW_REG_RIP] = pc;
+        t->nat_cur.how = NAT_PEEKED;
+        return (1u << RBP_UW_REG_RSP) | (1u << RBP_UW_REG_RIP);
+    }
+    pid_t one = (pid_t)tid;
+    if (tr_stop_some(t, &one, 1) != 0 || !tr_is_stopped(t, one)) {
+        snprintf(why, whylen, "it did not stop in time");
+        return 0;
+    }
+    if (!rbp_native_regs_ptrace(one, regs, why, whylen)) {
+        tr_resume_one(t, one);
+        return 0;
+    }
+    t->nat_cur.how = NAT_STOPPED;
+    return RBP_UW_ALL_REGS;
+}
+
+static bool end(void *ctx, const rbpeek_thread *th, bool held, int attempt, bool cut)
+{
+    (void)th;
+    (void)held;
+    (void)attempt;
+    struct rbpeek_trace *t = ctx;
+    int how = t->nat_cur.how;
+    if (how == NAT_PEEKED) {
+        uint64_t runs, run_ns;
+        if (!runs_of(t->pid, t->nat_cur.tid, &runs, &run_ns) || runs != t->nat_cur.runs ||
+            run_ns != t->nat_cur.run_ns)
+            return false; /* it ran: what was read may mix two stacks; once more, stopped */
+        if (cut) return false; /* a register beyond the two read may have been needed: once more, stopped */
+    } else if (how == NAT_STOPPED) {
+        tr_resume_one(t, t->nat_cur.tid);
+    }
+    count(t, how);
+    return true;
+}
+
+void tr_native_init(struct rbpeek_trace *t)
+{
+    t->nat = (rbp_native_source){.begin = begin, .end = end, .ctx = t, .flags = 0};
+}

@@ -1,0 +1,262 @@
+/*
+ * The merge of a thread's machine frames with its Ruby frames (`ruby bt
+ * --native`, docs/native.md has the picture):
+ *
+ *  - A VM invocation is a call of rb_vm_exec (vm_exec in vm.c, #defined to
+ *    that name in every release from 2.7 on): C calls into Ruby (rb_yield,
+ *    rb_funcall, a thread's start, the main script) push the Ruby frame to
+ *    run with VM_FRAME_FLAG_FINISH in its environment flags, then call
+ *    vm_exec, which runs it and every Ruby frame it calls until that one
+ *    returns. So the control frames, innermost first, fall into segments
+ *    each ending at a FINISH frame, and the k-th segment is run by the
+ *    k-th rb_vm_exec of the machine stack, innermost first. (FINISH frames
+ *    without a pc are not run by vm_exec: rb_vm_call_cfunc's frame around
+ *    an extension's Init, 3.3's dummy frames around a load.)
+ *  - A C method's Ruby frame is called from the VM (or from C through
+ *    rb_funcall) as a call of its C function: its method entry holds that
+ *    function's address, which is matched to the machine frame of the
+ *    function that starts there (by its symbol, or where a stripped binary
+ *    has none, by its FDE's entry in .eh_frame_hdr), among the frames
+ *    between its segment's rb_vm_exec and the next inner one.
+ *  - The segment's Ruby frames stand just above its rb_vm_exec; its C
+ *    methods at their functions; both keep Ruby's order, since a segment's
+ *    C method frames are its innermost.
+ *
+ * When the counts do not agree (a thread caught between pushing a FINISH
+ * frame and entering vm_exec, an rb_vm_exec inlined away, JIT frames),
+ * nothing is guessed: the machine frames and the Ruby frames are given
+ * apart, with the reason. When the machine stack is cut (its reason is
+ * kept), the segments it reached are merged and the Ruby frames of the
+ * older ones follow it. A C method whose function is not found (inlined,
+ * or tail-called away) stands with its segment's Ruby frames, and the note
+ * says so.
+ *
+ * Internal frames, hidden unless --native-all: frames in the Ruby image
+ * (libruby, or the ruby executable of a static build) that are unnamed or
+ * named by a file-local (static) symbol, or named vm_*, rb_vm_*, invoke_*:
+ * the VM's call machinery between a Ruby frame and its native callee.
+ * Whether a symbol is static is what keeps a stripped libruby (where only
+ * the exported names are known) and one with its .symtab showing the same
+ * frames.
+ */
+#include "vm/native_merge.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm/frames.h"
+#include "vm/robject.h"
+#include "vm/symbolize.h"
+
+#define VM_FRAME_FLAG_FINISH 0x20u
+#define NOTE_MAX 600
+
+/* What the merge needs of each control frame. */
+typedef struct cinfo {
+    uint32_t segment;       /* FINISH entries strictly newer than it */
+    bool entry;             /* a FINISH frame vm_exec runs: the end of its segment */
+} cinfo;
+
+static bool starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+/* rb_vm_exec, looked up once per session. */
+static uint64_t vm_exec_addr(rbpeek_session *s)
+{
+    if (!s->vm_exec_looked_up) {
+        const char *how;
+        if (!rbp_symbol_lookup(s, "rb_vm_exec", &s->vm_exec_addr, &how)) s->vm_exec_addr = 0;
+        s->vm_exec_looked_up = true;
+    }
+    return s->vm_exec_addr;
+}
+
+static bool is_vm_exec(rbpeek_session *s, const rbpeek_native_frame *f, const rbp_native_extra *x)
+{
+    uint64_t at = vm_exec_addr(s);
+    if (at && x->lo == at) return true;
+    return f->symbol && strcmp(f->symbol, "rb_vm_exec") == 0;
+}
+
+/* The C function of a C method's frame: method entry, definition,
+ * body.cfunc.func. */
+static uint64_t cfunc_of(rbpeek_session *s, uint64_t ep, size_t *budget)
+{
+    const rbp_layout *L = &s->layout;
+    if (!rbp_has(L, RBP_L_mdef_cfunc_func)) return 0;
+    uint64_t me = rbp_frame_method_entry(s, ep, budget), def = 0, fn = 0;
+    if (!me || !rbp_mem_u64(s->mem, me + (uint64_t)rbp_off(L, RBP_L_me_def), &def) || !def) return 0;
+    if (!rbp_mem_u64(s->mem, def + (uint64_t)rbp_off(L, RBP_L_mdef_cfunc_func), &fn)) return 0;
+    return fn;
+}
+
+typedef struct builder {
+    rbp_arena *a;
+    rbpeek_stack_frame *f;
+    size_t n, cap;
+    const char *ruby_module;    /* the module rb_vm_exec lies in */
+} builder;
+
+static void push_native(builder *b, rbpeek_session *s, const rbp_merge_input *in, size_t k)
+{
+    const rbpeek_native_frame *nf = &in->native[k];
+    bool internal = false;
+    if (b->ruby_module && nf->module && strcmp(nf->module, b->ruby_module) == 0) {
+        const char *sym = nf->symbol;
+        internal = !sym || in->extra[k].local || starts_with(sym, "vm_") || starts_with(sym, "rb_vm_") ||
+                   starts_with(sym, "invoke_");
+    }
+    (void)s;
+    b->f[b->n++] = (rbpeek_stack_frame){.kind = RBPEEK_FRAME_NATIVE, .internal = internal, .native = nf};
+}
+
+static void push_ruby(builder *b, const rbpeek_frame *rf, const rbpeek_native_frame *at)
+{
+    b->f[b->n++] = (rbpeek_stack_frame){.kind = rf->kind, .ruby = rf, .native = at};
+}
+
+static void add_note(rbp_arena *a, const char **note, const char *fmt, const char *what)
+{
+    char buf[NOTE_MAX];
+    snprintf(buf, sizeof buf, fmt, what);
+    if (*note) {
+        char both[2 * NOTE_MAX];
+        snprintf(both, sizeof both, "%s; %s", *note, buf);
+        *note = rbp_arena_strdup(a, both);
+    } else {
+        *note = rbp_arena_strdup(a, buf);
+    }
+}
+
+/* Not merged: the machine frames, then the Ruby frames. */
+static void apart(builder *b, rbpeek_session *s, const rbp_merge_input *in)
+{
+    for (size_t k = 0; k < in->nnative; k++) push_native(b, s, in, k);
+    for (size_t i = 0; i < in->thread->nframes; i++) push_ruby(b, &in->thread->frames[i], NULL);
+}
+
+bool rbp_native_merge(rbpeek_session *s, rbp_arena *a, const rbp_merge_input *in, rbpeek_native_stack *out)
+{
+    const rbpeek_thread *t = in->thread;
+    memset(out, 0, sizeof *out);
+    out->native = in->native;
+    out->nnative = in->nnative;
+    out->cut = in->cut && *in->cut ? rbp_arena_strdup(a, in->cut) : NULL;
+    builder b = {.a = a, .cap = in->nnative + t->nframes + 1};
+    if (!(b.f = rbp_arena_alloc(a, b.cap * sizeof *b.f))) return false;
+    /* The Ruby image: where rb_vm_exec lies. */
+    for (size_t k = 0; k < in->nnative && !b.ruby_module; k++)
+        if (is_vm_exec(s, &in->native[k], &in->extra[k])) b.ruby_module = in->native[k].module;
+    if (!b.ruby_module && vm_exec_addr(s) && s->native) {
+        rbpeek_native_frame f; /* not on this stack: where the function is */
+        rbp_native_describe(s->native, vm_exec_addr(s), true, false, &f, NULL);
+        b.ruby_module = f.module;
+    }
+
+    /* The control frames' segments. */
+    rbp_cframes cf;
+    const char *err = rbp_cframes_read(s, in->ec, SIZE_MAX, &cf);
+    size_t nraw = cf.n, nseg = 0;
+    cinfo *ci = nraw ? rbp_arena_alloc(a, nraw * sizeof *ci) : NULL;
+    if (nraw && !ci) {
+        rbp_cframes_free(&cf);
+        return false;
+    }
+    for (size_t j = 0; j < nraw; j++) {
+        uint64_t flags = 0;
+        ci[j].segment = (uint32_t)nseg;
+        ci[j].entry = cf.frames[j].iseq && cf.frames[j].pc && rbp_mem_u64(s->mem, cf.frames[j].ep, &flags) &&
+                      (flags & VM_FRAME_FLAG_FINISH);
+        if (ci[j].entry) nseg++;
+    }
+    /* The C functions of the thread's C method frames (real ones: a 3.4
+     * builtin or a 4.0 internal frame reported as a C method is an iseq
+     * run by the VM like any Ruby frame). */
+    uint64_t *fn = t->nframes ? rbp_arena_alloc(a, t->nframes * sizeof *fn) : NULL;
+    size_t ep_budget = RBP_EP_HOPS_BUDGET(nraw);
+    bool origin_ok = in->origin != NULL || t->nframes == 0;
+    for (size_t i = 0; fn && origin_ok && i < t->nframes; i++) {
+        uint32_t j = in->origin[i];
+        if (j >= nraw || (i && j < in->origin[i - 1])) {
+            origin_ok = false;
+            break;
+        }
+        if (t->frames[i].kind == RBPEEK_FRAME_CFUNC && !cf.frames[j].iseq)
+            fn[i] = cfunc_of(s, cf.frames[j].ep, &ep_budget);
+    }
+
+    /* The rb_vm_exec frames, innermost first. */
+    size_t *entry = rbp_arena_alloc(a, (in->nnative + 1) * sizeof *entry), nentry = 0;
+    if (!entry || (t->nframes && !fn)) {
+        rbp_cframes_free(&cf);
+        return false;
+    }
+    for (size_t k = 0; k < in->nnative; k++)
+        if (is_vm_exec(s, &in->native[k], &in->extra[k])) entry[nentry++] = k;
+
+    bool complete = !in->cut || !*in->cut;
+    char why[NOTE_MAX];
+    why[0] = '\0';
+    if (err && !nraw)
+        snprintf(why, sizeof why, "its control frames cannot be read (%s)", err);
+    else if (!origin_ok)
+        snprintf(why, sizeof why, "its Ruby frames cannot be told apart by control frame");
+    else if (nseg == 0 && t->nframes)
+        snprintf(why, sizeof why, "its Ruby stack has no VM entry frame");
+    else if (nentry > nseg || (complete && nentry != nseg))
+        snprintf(why, sizeof why,
+                 "the machine stack has %zu VM invocation%s (rb_vm_exec), the Ruby stack %zu: the thread may "
+                 "be entering or leaving one, or rb_vm_exec was inlined",
+                 nentry, nentry == 1 ? "" : "s", nseg);
+    if (why[0] || !t->nframes) {
+        rbp_cframes_free(&cf);
+        apart(&b, s, in);
+        out->frames = b.f;
+        out->nframes = b.n;
+        out->merged = t->nframes == 0 && !why[0];
+        if (why[0]) add_note(a, &out->note, "not merged: %s", why);
+        return true;
+    }
+    rbp_cframes_free(&cf);
+
+    /* Ruby frames by segment: [first[j], first[j+1]) are segment j's. */
+    size_t i = 0, k = 0;
+    for (size_t j = 0; j < nentry; j++) {
+        size_t e = entry[j];
+        size_t seg_end = i;
+        while (seg_end < t->nframes && ci[in->origin[seg_end]].segment == j) seg_end++;
+        /* its real C methods, innermost first, at increasing native places */
+        size_t c = i;
+        size_t from = k;
+        for (; c < seg_end && fn[c]; c++) {
+            size_t at = SIZE_MAX;
+            for (size_t q = from; q < e && at == SIZE_MAX; q++)
+                if (in->extra[q].lo == fn[c]) at = q;
+            if (at == SIZE_MAX) break;
+            /* machine frames newer than it, then the C method at its function */
+            for (; k < at; k++) push_native(&b, s, in, k);
+            push_ruby(&b, &t->frames[c], &in->native[at]);
+            k = at + 1;
+            from = k;
+        }
+        if (c < seg_end && fn[c])
+            add_note(a, &out->note, "%s: its C function was not found among the machine frames (inlined or "
+                     "tail-called); it is shown with its caller", t->frames[c].label ? t->frames[c].label : "?");
+        /* the machinery down to rb_vm_exec, the segment's other Ruby frames
+         * just above it, then rb_vm_exec */
+        for (; k < e; k++) push_native(&b, s, in, k);
+        for (; c < seg_end; c++) push_ruby(&b, &t->frames[c], NULL);
+        push_native(&b, s, in, k++);
+        i = seg_end;
+    }
+    for (; k < in->nnative; k++) push_native(&b, s, in, k);
+    if (i < t->nframes) {
+        /* the machine stack was cut before reaching these */
+        for (; i < t->nframes; i++) push_ruby(&b, &t->frames[i], NULL);
+        add_note(a, &out->note, "%s", "the machine stack is cut: the older Ruby frames follow it");
+    }
+    out->frames = b.f;
+    out->nframes = b.n;
+    out->merged = 1;
+    return true;
+}

@@ -1,0 +1,72 @@
+/*
+ * Native stacks merged with Ruby frames (native_merge.c), and how a
+ * snapshot gets them (native_stack.c): registers, the unwinder, the merge.
+ */
+#ifndef RBP_VM_NATIVE_MERGE_H
+#define RBP_VM_NATIVE_MERGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "context/context.h"
+#include "native/native.h"
+
+/* What the merge is given for one thread. */
+typedef struct rbp_merge_input {
+    const rbpeek_thread *thread;        /* its Ruby frames, innermost first */
+    const uint32_t *origin;             /* per Ruby frame: its control frame (frames.c) */
+    uint64_t ec;                        /* the execution context they were read from */
+    const rbpeek_native_frame *native;  /* the machine frames, innermost first (in the arena) */
+    const rbp_native_extra *extra;      /* and what else is known of each */
+    size_t nnative;
+    const char *cut;                    /* "" when the machine stack was unwound to its end */
+} rbp_merge_input;
+
+/* Fills out (frames allocated in a) with in's frames merged: each Ruby
+ * frame of a VM invocation just above the native frame of that invocation
+ * (rb_vm_exec), each C method's frame at its C function's native frame.
+ * When the Ruby stack's VM entries (control frames flagged FINISH) and the
+ * native stack's do not pair up, nothing is guessed: out->merged is 0 and
+ * out->note says why. Never fails but for memory: false then. */
+bool rbp_native_merge(rbpeek_session *s, rbp_arena *a, const rbp_merge_input *in, rbpeek_native_stack *out);
+
+/* native_stack.c: makes (or refreshes) the session's unwinder. */
+rbpeek_status rbp_native_ready(rbpeek_session *s);
+
+/* A thread's registers, from the session's source (a debugger's
+ * callback, a core's notes, a ptrace stop of this thread's caller); the
+ * mask of those known, 0 (why set) when none. */
+uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RBP_UW_NREGS], char *why,
+                                size_t whylen);
+
+/* Where a sampler's threads' registers come from (the tracer: ptrace and
+ * /proc), thread by thread. begin gives thread t's registers (a mask of
+ * those known; 0, why set, for none): held, t is stopped by the caller
+ * (the GVL holder); else the source may give what it can read without
+ * stopping the thread (attempt 0) or stop it (attempt 1). end follows the
+ * unwind (cut: it ended before the stack's end): true when it stands (the
+ * thread did not run meanwhile, or was stopped; the source lets a thread it
+ * stopped go), false to try again (the source may also want to when an
+ * unwind from the few registers it could read was cut). */
+typedef struct rbp_native_source {
+    uint32_t (*begin)(void *ctx, const rbpeek_thread *t, bool held, int attempt, uint64_t regs[RBP_UW_NREGS],
+                      char *why, size_t whylen);
+    bool (*end)(void *ctx, const rbpeek_thread *t, bool held, int attempt, bool cut);
+    void *ctx;
+    uint32_t flags;                     /* RBPEEK_NATIVE_LINES */
+} rbp_native_source;
+
+/* A sampled thread's native stack from src, merged with t's frames into
+ * out (in a; strings borrowed from the unwinder: the snapshot must be
+ * freed before the session's regions change). */
+bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
+                              uint64_t ec, const rbp_native_source *src, bool held, rbpeek_native_stack *out);
+
+/* One thread's native stack, unwound from its registers (tid) and merged
+ * with t's frames, into out (allocated in a). */
+bool rbp_native_stack_build(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
+                            uint64_t ec, int64_t tid, uint32_t flags, rbpeek_native_stack *out);
+
+#endif

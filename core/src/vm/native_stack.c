@@ -1,0 +1,184 @@
+/*
+ * A thread's native stack, as a snapshot gets it: its registers from the
+ * session's source, the unwinder (native/), the merge with its Ruby frames
+ * (native_merge.c), and the GC's frame on top when the GC runs on it.
+ *
+ * Registers need a thread that stays put while it is unwound:
+ *  - a debugger's (rbpeek_session_use_registers): the debugger has every
+ *    thread stopped while a command runs, live or core;
+ *  - a core's NT_PRSTATUS notes (use_core), read on first use;
+ *  - a live pid's: PTRACE_GETREGS, which the kernel allows only for a
+ *    thread in a ptrace stop of the calling thread: rbpeek_session_hold's,
+ *    or the sampler's own tracer while it holds the thread.
+ */
+#define _GNU_SOURCE
+#include "vm/native_merge.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+rbpeek_status rbp_native_ready(rbpeek_session *s)
+{
+    char err[512];
+    if (!s->native) {
+        if (!(s->native = rbp_native_new(s->mem, err, sizeof err)))
+            return rbp_fail(s, RBPEEK_ERR_UNSUPPORTED, "%s", err);
+        s->native_stale = true;
+    }
+    if (s->native_stale) {
+        rbp_native_set_pid(s->native, s->pid);
+        if (!rbp_native_set_regions(s->native, s->regions, s->nregions, err, sizeof err))
+            return rbp_fail(s, RBPEEK_ERR_UNSUPPORTED, "native stacks: %s", err);
+        s->native_stale = false;
+        s->vm_exec_looked_up = false;
+    }
+    return RBPEEK_OK;
+}
+
+uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RBP_UW_NREGS], char *why,
+                                size_t whylen)
+{
+    why[0] = '\0';
+    if (tid <= 0) {
+        snprintf(why, whylen, "its kernel thread id is not known");
+        return 0;
+    }
+    if (s->regs_fn) {
+        uint32_t known = s->regs_fn(s->regs_ctx, tid, regs) & RBP_UW_ALL_REGS;
+        if (!known) snprintf(why, whylen, "the debugger gives no registers for thread %lld", (long long)tid);
+        return known;
+    }
+    if (s->core_path) {
+        if (!s->core_threads_read) {
+            s->ncore_threads = rbp_source_core_threads(s->core_path, &s->core_threads);
+            s->core_threads_read = true;
+        }
+        for (size_t i = 0; i < s->ncore_threads; i++)
+            if (s->core_threads[i].tid == tid) {
+                rbp_native_regs_from_user(s->core_threads[i].user_regs, regs);
+                return RBP_UW_ALL_REGS;
+            }
+        snprintf(why, whylen, "the core records no registers for thread %lld", (long long)tid);
+        return 0;
+    }
+    if (s->pid > 0) {
+        if (s->hold && !rbp_hold_has(s->hold, (pid_t)tid)) {
+            snprintf(why, whylen, "thread %lld did not stop in time", (long long)tid);
+            return 0;
+        }
+        return rbp_native_regs_ptrace((pid_t)tid, regs, why, whylen) ? RBP_UW_ALL_REGS : 0;
+    }
+    snprintf(why, whylen, "no registers: the session reads memory through a callback and was given no "
+                          "register source");
+    return 0;
+}
+
+/* Unwinds from regs into the session's scratch room (kept from walk to
+ * walk: a sampler's unwinds allocate nothing). Returns the frames. */
+static size_t unwind_scratch(rbpeek_session *s, const uint64_t *regs, uint32_t known, uint32_t flags,
+                             rbpeek_native_frame **nf, rbp_native_extra **nx, char *why, size_t whylen)
+{
+    *nf = rbp_scratch_get(&s->native_frames, RBP_NATIVE_MAX_FRAMES * sizeof **nf);
+    *nx = rbp_scratch_get(&s->native_extra, RBP_NATIVE_MAX_FRAMES * sizeof **nx);
+    if (!*nf || !*nx) {
+        snprintf(why, whylen, "out of memory");
+        return 0;
+    }
+    return rbp_native_unwind(s->native, regs, known, RBP_NATIVE_MAX_FRAMES, flags & RBPEEK_NATIVE_LINES, *nf, *nx,
+                             why, whylen);
+}
+
+static void scratch_done(rbpeek_session *s)
+{
+    rbp_scratch_done(&s->native_frames);
+    rbp_scratch_done(&s->native_extra);
+}
+
+/* The frames unwound (nf, nx: n of them; none, with why, when known is 0)
+ * into the arena, merged with t's frames into out, the GC's frame on top.
+ * Strings are copied into the arena unless borrow (a sampler's snapshot,
+ * freed before the unwinder's module list can change). */
+static bool finish(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin, uint64_t ec,
+                   const rbpeek_native_frame *nf, const rbp_native_extra *nx, size_t n, uint32_t known,
+                   const char *why, bool borrow, rbpeek_native_stack *out)
+{
+    rbpeek_native_frame *frames = n ? rbp_arena_alloc(a, n * sizeof *frames) : NULL;
+    rbp_native_extra *extra = n ? rbp_arena_alloc(a, n * sizeof *extra) : NULL;
+    bool ok = !n || (frames && extra);
+    for (size_t k = 0; ok && k < n; k++) {
+        frames[k] = nf[k];
+        extra[k] = nx[k];
+        if (borrow) continue;
+        /* one copy of each module's name per stack */
+        if (k && nf[k].module == nf[k - 1].module) frames[k].module = frames[k - 1].module;
+        else if (nf[k].module) {
+            frames[k].module = NULL;
+            for (size_t q = 0; q < k && !frames[k].module; q++)
+                if (nf[q].module == nf[k].module) frames[k].module = frames[q].module;
+            if (!frames[k].module) frames[k].module = rbp_arena_strdup(a, nf[k].module);
+        }
+        if (nf[k].symbol) frames[k].symbol = rbp_arena_strdup(a, nf[k].symbol);
+        if (nf[k].file) frames[k].file = rbp_arena_strdup(a, nf[k].file);
+        ok = (!nf[k].module || frames[k].module) && (!nf[k].symbol || frames[k].symbol) &&
+             (!nf[k].file || frames[k].file);
+    }
+    if (!ok) return false;
+    rbp_merge_input in = {.thread = t, .origin = origin, .ec = ec, .native = frames, .extra = extra, .nnative = n,
+                          .cut = why};
+    char cut[600];
+    if (!known) {
+        snprintf(cut, sizeof cut, "no machine frames: %s", why);
+        in.cut = cut;
+    }
+    if (!rbp_native_merge(s, a, &in, out)) return false;
+    if (t->gc != RBPEEK_GC_NONE) {
+        /* The GC's frame on top: the merge left room for one. */
+        rbpeek_stack_frame *f = (rbpeek_stack_frame *)out->frames;
+        memmove(f + 1, f, out->nframes * sizeof *f);
+        f[0] = (rbpeek_stack_frame){.kind = RBPEEK_FRAME_GC, .label = rbpeek_gc_phase_label(t->gc)};
+        out->nframes++;
+    }
+    return true;
+}
+
+bool rbp_native_stack_build(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
+                            uint64_t ec, int64_t tid, uint32_t flags, rbpeek_native_stack *out)
+{
+    uint64_t regs[RBP_UW_NREGS] = {0};
+    char why[512];
+    rbpeek_native_frame *nf = NULL;
+    rbp_native_extra *nx = NULL;
+    size_t n = 0;
+    uint32_t known = rbp_native_thread_regs(s, tid, regs, why, sizeof why);
+    if (known) n = unwind_scratch(s, regs, known, flags, &nf, &nx, why, sizeof why);
+    bool ok = finish(s, a, t, origin, ec, nf, nx, n, known, why, false, out);
+    scratch_done(s);
+    return ok;
+}
+
+bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
+                              uint64_t ec, const rbp_native_source *src, bool held, rbpeek_native_stack *out)
+{
+    uint64_t regs[RBP_UW_NREGS];
+    char why[512] = "";
+    rbpeek_native_frame *nf = NULL;
+    rbp_native_extra *nx = NULL;
+    size_t n = 0;
+    uint32_t known = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        memset(regs, 0, sizeof regs);
+        n = 0;
+        known = src->begin(src->ctx, t, held, attempt, regs, why, sizeof why);
+        if (known) n = unwind_scratch(s, regs, known, src->flags, &nf, &nx, why, sizeof why);
+        bool stood = src->end(src->ctx, t, held, attempt, known && why[0]);
+        if (stood || !known) break;
+        /* the thread ran while it was unwound: once more, stopped */
+        snprintf(why, sizeof why, "the thread ran while its machine stack was read");
+        known = 0;
+        n = 0;
+    }
+    bool ok = finish(s, a, t, origin, ec, nf, nx, n, known, why, true, out);
+    scratch_done(s);
+    return ok;
+}

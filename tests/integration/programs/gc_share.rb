@@ -1,0 +1,61 @@
+# Test target for the GC frames of `ruby sample` (docs/native.md): the main
+# thread alternates a method that allocates (and so triggers the GC) with
+# one that does not, forever, and measures the time its own GC takes:
+# GC.stat(:time) on 3.1 and later, GC::Profiler on 2.7 (both CPU time),
+# and the wall time between the GC's enter and exit events (NativeExt).
+# About every 20 ms it appends "<monotonic s> <GC CPU s> <process CPU s>
+# <GC wall s>" to OUT_DIR/gc.log, so that a test can take the GC's share
+# of any window and compare it with the share of samples that name it.
+#
+#   ruby gc_share.rb OUT_DIR
+#
+# Writes OUT_DIR/ready once the loop runs. Runs unchanged on Ruby 2.7 to
+# 4.0, with no gems.
+
+OUT = ARGV[0] or abort("usage: gc_share.rb OUT_DIR")
+require File.join(OUT, "native_ext")
+NativeExt.gc_wall_time # starts counting
+
+if GC.respond_to?(:stat) && GC.stat.key?(:time)
+  def gc_seconds
+    GC.stat(:time) / 1000.0
+  end
+else
+  GC::Profiler.enable
+  def gc_seconds
+    GC::Profiler.total_time
+  end
+end
+
+def allocating
+  kept = []
+  1500.times { |i| kept << Array.new(40) { |j| "s#{i}-#{j}" } }
+  kept.size
+end
+
+def computing
+  x = 0
+  i = 0
+  while i < 30_000
+    x += i * i
+    i += 1
+  end
+  x
+end
+
+log = File.open(File.join(OUT, "gc.log"), "w")
+log.sync = true
+File.write(File.join(OUT, "ready"), Process.pid.to_s)
+# The main thread logs between two rounds, itself: a recorder thread would
+# take the GVL from it every 20 ms, and the time it waited for it is wall
+# time outside the GC that its CPU time does not count.
+last = 0.0
+loop do
+  allocating
+  computing
+  now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  next if now - last < 0.02
+  last = now
+  log.write(format("%.6f %.6f %.6f %.6f\n", now, gc_seconds,
+                   Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID), NativeExt.gc_wall_time))
+end

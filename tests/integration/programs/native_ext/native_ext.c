@@ -1,0 +1,136 @@
+/*
+ * The C extension of native_stack.rb (tests of `ruby bt --native` and
+ * `ruby sample --native`, docs/native.md). Built at test time against the
+ * headers of the Ruby under test (extconf.rb; tests/integration/nativelib.py),
+ * never committed built.
+ *
+ * Its methods make a thread's stack go Ruby -> C -> rb_yield -> Ruby -> C ->
+ * rb_thread_call_without_gvl -> a libc sleep, where the thread parks:
+ *
+ *   NativeExt.outer { ... }   outer_c: yields to the block (rb_yield)
+ *   NativeExt.inner           inner_c: releases the GVL and sleeps in
+ *                             park_nogvl (nanosleep) until the process ends
+ *   NativeExt.parked          how many threads sleep in park_nogvl
+ *   NativeExt.spin(n)         spin_c: n rounds of arithmetic in C, with
+ *                             the GVL held (a C frame on top while sampled)
+ *   NativeExt.deep(n) { }     deep_c: n nested calls of a C function, the
+ *                             innermost yielding to the block
+ *   NativeExt.gc_wall_time    seconds of wall time (CLOCK_MONOTONIC) spent
+ *                             in the GC since the first call, from the
+ *                             GC's own enter and exit events (what a
+ *                             wall-clock sampler sees; GC.stat(:time)
+ *                             counts CPU time)
+ *
+ * The C functions are global (not static) so that they have names in
+ * .dynsym too, and noinline so that each keeps a native frame of its own.
+ */
+#include <ruby.h>
+#include <ruby/debug.h>
+#include <ruby/thread.h>
+#include <time.h>
+
+static volatile int parked_count;
+
+__attribute__((noinline)) void *park_nogvl(void *arg)
+{
+    (void)arg;
+    __atomic_add_fetch(&parked_count, 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+        struct timespec ts = {3600, 0};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+__attribute__((noinline)) VALUE inner_c(VALUE self)
+{
+    (void)self;
+    rb_thread_call_without_gvl(park_nogvl, NULL, RUBY_UBF_IO, NULL);
+    /* never reached: a frame after the call keeps this one from being a
+     * tail call */
+    return INT2FIX(parked_count);
+}
+
+__attribute__((noinline)) VALUE outer_c(VALUE self)
+{
+    (void)self;
+    VALUE r = rb_yield(Qnil);
+    return rb_ary_new_from_args(1, r);
+}
+
+static VALUE parked_c(VALUE self)
+{
+    (void)self;
+    return INT2FIX(__atomic_load_n(&parked_count, __ATOMIC_SEQ_CST));
+}
+
+__attribute__((noinline)) VALUE spin_c(VALUE self, VALUE n)
+{
+    (void)self;
+    long rounds = NUM2LONG(n);
+    volatile unsigned long x = 1;
+    for (long i = 0; i < rounds; i++) x = x * 6364136223846793005ul + 1442695040888963407ul;
+    return ULONG2NUM(x);
+}
+
+__attribute__((noinline)) static VALUE deep_level(long n)
+{
+    if (n <= 0) return rb_yield(Qnil);
+    VALUE r = deep_level(n - 1);
+    __asm__ volatile("" ::: "memory"); /* not a tail call: each level keeps its frame */
+    return r;
+}
+
+__attribute__((noinline)) VALUE deep_c(VALUE self, VALUE n)
+{
+    (void)self;
+    VALUE r = deep_level(NUM2LONG(n));
+    return rb_ary_new_from_args(1, r);
+}
+
+static double gc_wall_total, gc_wall_entered;
+static int gc_wall_inside;
+
+static double monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Internal events: no Ruby code may run here, and none does. */
+static void gc_wall_hook(VALUE tpval, void *data)
+{
+    (void)data;
+    rb_event_flag_t ev = rb_tracearg_event_flag(rb_tracearg_from_tracepoint(tpval));
+    if (ev == RUBY_INTERNAL_EVENT_GC_ENTER) {
+        gc_wall_entered = monotonic();
+        gc_wall_inside = 1;
+    } else if (gc_wall_inside) {
+        gc_wall_total += monotonic() - gc_wall_entered;
+        gc_wall_inside = 0;
+    }
+}
+
+static VALUE gc_wall_time_c(VALUE self)
+{
+    (void)self;
+    static VALUE tp = Qnil;
+    if (NIL_P(tp)) {
+        tp = rb_tracepoint_new(0, RUBY_INTERNAL_EVENT_GC_ENTER | RUBY_INTERNAL_EVENT_GC_EXIT, gc_wall_hook, NULL);
+        rb_gc_register_address(&tp);
+        rb_tracepoint_enable(tp);
+    }
+    return DBL2NUM(gc_wall_total);
+}
+
+void Init_native_ext(void)
+{
+    VALUE m = rb_define_module("NativeExt");
+    rb_define_module_function(m, "outer", outer_c, 0);
+    rb_define_module_function(m, "inner", inner_c, 0);
+    rb_define_module_function(m, "parked", parked_c, 0);
+    rb_define_module_function(m, "spin", spin_c, 1);
+    rb_define_module_function(m, "deep", deep_c, 1);
+    rb_define_module_function(m, "gc_wall_time", gc_wall_time_c, 0);
+}

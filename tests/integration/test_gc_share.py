@@ -1,0 +1,186 @@
+"""The GC names itself in `ruby sample` (docs/native.md): the share of the
+samples that end in a [GC: ...] frame against the GC time the program
+measures itself.
+
+    test_gc_share.py RUBY [COMBO...]     e.g. test_gc_share.py 3.4.5, test_gc_share.py 2.7.4 cli.live
+
+programs/gc_share.rb alternates a method that allocates with one that does
+not, and logs its own GC time about every 20 ms: the CPU time
+GC.stat(:time) counts (GC::Profiler on 2.7) with the process's CPU time,
+and the wall time between the GC's own enter and exit events (the
+native_ext extension, built for RUBY). It is started once (matrix.py) and
+sampled, one after another, live: by the command line (traced; then with
+--native, SAMPLES each), gdb (traced) and lldb (--via-debugger),
+DEBUGGER_SAMPLES each. Over each window:
+
+  - the share of the samples that end in a GC frame must be within 5
+    points of the program's own measure of its GC's share: of its CPU
+    time (GC.stat(:time), GC::Profiler) when it had at least 70% of a CPU
+    in the window; otherwise of its wall time (samples are taken in wall
+    time, and a program starved of CPU spends a larger share of its CPU
+    time than of its wall time in the GC: at 1% of a CPU, 47% and 27%);
+    below 20% of a CPU (an overloaded machine) a stop waits for the thread
+    to be scheduled, the samples follow neither clock, and the combination
+    is skipped with the reason; every measure is printed;
+  - the window is the sampling loop's own (its summary's time, ending
+    when the folded file was written): the program's GC share moves as
+    its heap grows, and a debugger's attach takes seconds;
+  - at least 90% of those GC samples must sit on the allocating method;
+  - the summary prints the GC line.
+"""
+
+import os
+import re
+import sys
+import time
+
+import harness
+import matrix
+import nativelib
+from harness import Failure
+
+SAMPLES = 1000      # the GC's share of them is then known to within 1.5 points (one sigma at 30%)
+DEBUGGER_SAMPLES = 600   # gdb and lldb: within 1.9 points
+MEASURE = "GC.stat(:time) or GC::Profiler.total_time over CLOCK_PROCESS_CPUTIME_ID"
+LIVE = (("gdb", "live"), ("lldb", "live"), ("cli", "live"))
+SUMMARY = re.compile(r"^Samples:\s+\d+ in ([0-9.]+) s", re.M)
+WALL_MEASURE = "the GC's enter and exit events in wall time: the program had %.0f%% of a CPU"
+MIN_ON_CPU = 0.7    # of a CPU: below, the program's CPU time is not the samples' clock
+STARVED = 0.2       # of a CPU: below, the samples follow no clock (skipped, with the reason)
+TOLERANCE = 5.0     # points
+ON_ALLOCATING = 0.9
+
+
+def gc_log(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 4:
+                try:
+                    rows.append(tuple(float(x) for x in parts))
+                except ValueError:
+                    pass
+    return rows
+
+
+def program_shares(rows, t0, t1):
+    """The GC's share, between t0 and t1, of the process's CPU time as the
+    program measures it (GC.stat(:time) or GC::Profiler), and of its wall
+    time (the GC's enter and exit events); and the share of a CPU the
+    process had."""
+    inside = [r for r in rows if t0 <= r[0] <= t1]
+    if len(inside) < 5:
+        raise Failure("the program logged %d lines in the sampling window" % len(inside))
+    a, b = inside[0], inside[-1]
+    wall = max(1e-9, b[0] - a[0])
+    return (100.0 * (b[1] - a[1]) / max(1e-9, b[2] - a[2]), 100.0 * (b[3] - a[3]) / wall,
+            (b[2] - a[2]) / wall)
+
+
+def folded_shares(path):
+    """(samples of the main thread, of which in the GC, of which on the allocating method)."""
+    total = gc = on_alloc = 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            frames = stack.split(";")
+            if not any(fr.startswith("<main> (") for fr in frames):
+                continue   # the recorder thread
+            n = int(count)
+            total += n
+            if frames[-1].startswith("[GC"):
+                gc += n
+                if any(fr.split(" (")[0].endswith("allocating") for fr in frames):
+                    on_alloc += n
+    return total, gc, on_alloc
+
+
+def sample(c, native):
+    """ruby sample in combination c (the command line traced, gdb traced,
+    lldb through the debugger); returns (samples of the main thread, of
+    which in the GC, of which on the allocating method, the summary text,
+    t0, t1)."""
+    folded = c.path("gc%s.folded" % ("-native" if native else ""))
+    n = SAMPLES if c.debugger == "cli" else DEBUGGER_SAMPLES
+    args = "%d --folded %s%s" % (n, folded, " --native" if native else "")
+    t0 = time.monotonic()
+    if c.debugger == "cli":
+        out, err = harness.cli(["sample", "--pid", str(c.target.pid)] + args.split())
+        output = out + err
+    else:
+        rc, output = c.run_debugger(["ruby sample " + args + (" --via-debugger" if c.debugger == "lldb" else "")],
+                                    timeout=600)
+        harness.assert_no_traceback(output)
+    if not os.path.exists(folded):
+        raise Failure("ruby sample wrote no %s:\n%s" % (folded, output[-2000:]))
+    # The sampling loop's own window (its summary's time, ending when the
+    # folded file was written), not the debugger's attach and detach: the
+    # program's GC share moves as its heap grows.
+    m = SUMMARY.search(output)
+    if m:
+        t1 = time.monotonic() - (time.time() - os.stat(folded).st_mtime)
+        t0 = t1 - float(m.group(1))
+    else:
+        t1 = time.monotonic()
+    if "GC:" not in output:
+        raise Failure("the summary has no GC line:\n" + output[-2000:])
+    return folded_shares(folded) + (output, t0, t1, n)
+
+
+def check_share(c, native):
+    what = "%s sample%s" % (c.name, " --native" if native else "")
+    total, gc, on_alloc, output, t0, t1, n = sample(c, native)
+    cpu, wall, on_cpu = program_shares(gc_log(os.path.join(c.target.workdir, "gc.log")), t0, t1)
+    if total < n * 0.9:
+        raise Failure("%s: only %d samples of the main thread, of %d" % (what, total, n))
+    got = 100.0 * gc / total
+    summary = next((ln for ln in output.splitlines() if ln.startswith("GC:")), "")
+    harness.log("  %s: %.1f%% of %d samples in the GC; the program measured %.1f%% of its CPU time (%s), "
+                "%.1f%% of its wall time, with %.0f%% of a CPU; %d of %d GC samples on the allocating method; "
+                "summary: %s" % (what, got, total, cpu, MEASURE, wall, 100 * on_cpu, on_alloc, gc, summary.strip()))
+    # Samples are taken in wall time. A program on a CPU all along spends
+    # the same share of both in its GC; one starved of CPU does not (its
+    # allocating code waits off the CPU, its GC hardly: at 1% of a CPU the
+    # GC was 47% of the CPU time and 27% of the wall time), and then the
+    # wall time its GC's own events measure is the one to compare with.
+    # Starved further, a stop waits for the thread to be scheduled, and the
+    # samples follow neither clock: nothing to compare.
+    if on_cpu < STARVED:
+        raise harness.SkipTest("%s: the program had %.0f%% of a CPU while sampled (the machine is overloaded): its "
+                               "samples are in neither its wall nor its CPU time" % (what, 100 * on_cpu))
+    want, measure = (cpu, MEASURE) if on_cpu >= MIN_ON_CPU else (wall, WALL_MEASURE % (100 * on_cpu))
+    if abs(got - want) > TOLERANCE:
+        raise Failure("%s: the GC's share of the samples is %.1f%%, the program's own measure (%s) %.1f%%: more "
+                      "than %g points apart" % (what, got, measure, want, TOLERANCE))
+    if gc == 0 or on_alloc < ON_ALLOCATING * gc:
+        raise Failure("%s: only %d of %d GC samples sit on the allocating method" % (what, on_alloc, gc))
+
+
+def check(c):
+    check_share(c, False)
+    if c.debugger == "cli":
+        check_share(c, True)
+
+
+def test(ruby_spec, only, workdir):
+    m = matrix.Matrix(ruby_spec, workdir, only)
+
+    def start():
+        wd = os.path.join(workdir, "gc_share")
+        os.makedirs(wd, exist_ok=True)
+        nativelib.build(m.ruby, wd)
+        t = harness.Target(m.ruby, "gc_share.rb", wd)
+        time.sleep(1.0)   # past the first GCs of the warm-up
+        return t
+
+    # One after another: each measures the share of a window of the same
+    # program, alone.
+    m.run(start, check, combos=LIVE)
+    m.finish()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2:], wd))
