@@ -9,6 +9,12 @@
 
 #include "fixture_proc.h"   /* first: it asks for _GNU_SOURCE */
 
+/* Each test program names its own copy of the fixture and its core (they
+ * run side by side, and a copy is removed at the end). */
+#ifndef CORE_FIXTURE_TAG
+#define CORE_FIXTURE_TAG "memcore"
+#endif
+
 #include <elf.h>
 #include <stdio.h>
 #include "memory/mem.h"
@@ -24,10 +30,10 @@ static bool have_core(void)
         core_state = -1;
         if (!fixture_have("gcore")) {
             fprintf(stderr, "\n  [skip] gcore not found on PATH; core tests skipped\n");
-        } else if (!fixture_start(&fx, "memcore")) {
+        } else if (!fixture_start(&fx, CORE_FIXTURE_TAG)) {
             fprintf(stderr, "\n  [skip] could not start the core_target fixture\n");
         } else {
-            if (fixture_gcore(&fx, "memcore", core_path, sizeof core_path)) core_state = 1;
+            if (fixture_gcore(&fx, CORE_FIXTURE_TAG, core_path, sizeof core_path)) core_state = 1;
             else fprintf(stderr, "\n  [skip] gcore failed on pid %d\n", (int)fx.pid);
             fixture_stop(&fx);
         }

@@ -5,6 +5,7 @@
  * refused (read as missing) and said once on the source's warning line,
  * and must never block on the FIFO or read the device's bytes.
  */
+#define CORE_FIXTURE_TAG "memcore_nt"
 #include "core_fixture.h"
 #include "fixture_files.h"
 #include "cu_main.h"
