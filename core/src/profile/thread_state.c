@@ -93,6 +93,10 @@ bool rbp_thread_state_asks_kernel(const rbpeek_thread *t)
 
 rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_view *gvl, long syscall)
 {
+    /* The snapshot marks the thread a GC step runs on (it holds the GVL
+     * while the objspace says the GC is at work), with or without a view
+     * of the GVL. */
+    if (t->gc != RBPEEK_GC_NONE) return RBPEEK_STATE_GC;
     if (t->status != RBPEEK_THREAD_RUNNABLE) {
         /* A thread in a blocking region (IO, an extension's work without the
          * GVL) is "stopped" for Ruby until it holds the GVL again: once the
@@ -106,7 +110,7 @@ rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_vi
         return RBPEEK_STATE_BLOCKED;
     }
     if (gvl && gvl->known) {
-        if (holds_gvl(t, gvl)) return gvl->in_gc ? RBPEEK_STATE_GC : RBPEEK_STATE_RUNNING;
+        if (holds_gvl(t, gvl)) return RBPEEK_STATE_RUNNING;
         /* Runnable for Ruby (a blocking region would have made it
          * "stopped") and not the holder: it waits for the GVL, on its
          * futex or on a CPU taking it over (a hand-over on a loaded

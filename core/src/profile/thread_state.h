@@ -17,11 +17,10 @@
 
 /* Who held the GVL at the sample, as the caller knows it (the tracer reads
  * it from the stopped target; a caller that does not know leaves known
- * false, and the kernel alone decides). in_gc: the process was collecting
- * garbage (the whole-stack work's GC flag; false until it is read). */
+ * false, and the kernel alone decides). Whether the GC runs is the
+ * snapshot's word on each thread (rbpeek_thread.gc, vm/gc_state.c). */
 typedef struct rbp_gvl_view {
     bool known;
-    bool in_gc;
     size_t n;
     uint64_t th[RBP_GVL_VIEW_MAX];  /* rb_thread_t of each ractor's holder */
 } rbp_gvl_view;

@@ -106,9 +106,10 @@ static void test_states(void)
     rbpeek_thread sleeping = thread_of(spin_tid, 0x5000, RBPEEK_THREAD_STOPPED_FOREVER);
     /* The holder runs whatever the kernel says; in GC when the process collects. */
     CU_ASSERT_EQUAL(rbp_thread_state_of(&holder, &gvl, rbp_thread_syscall(pid, cond_tid)), RBPEEK_STATE_RUNNING);
-    gvl.in_gc = true;
+    holder.gc = RBPEEK_GC_MARKING;   /* the snapshot's mark: a GC step runs on it */
     CU_ASSERT_EQUAL(rbp_thread_state_of(&holder, &gvl, -1), RBPEEK_STATE_GC);
-    gvl.in_gc = false;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&holder, &(rbp_gvl_view){0}, -1), RBPEEK_STATE_GC);
+    holder.gc = RBPEEK_GC_NONE;
     CU_ASSERT_EQUAL(rbp_thread_state_of(&waiting, &gvl, rbp_thread_syscall(pid, cond_tid)), RBPEEK_STATE_GVL_WAIT);
     /* Runnable for Ruby and not the holder: waiting for the GVL, whatever
      * the kernel says (in a blocking region Ruby would say "stopped"). */
