@@ -8,8 +8,8 @@
 # site_b does, the same kind of object at the same cost, so an unbiased
 # estimator gives them 75% and 25%. kinds: site_a allocates small Strings,
 # site_b 100-element Arrays, one Array for every three Strings (the bias
-# measurement of docs/allocations.md). Each site's line is written to
-# OUT_DIR/sites.json with the Ruby's version, and every 50 ms a line
+# measurement of docs/allocations.md). Each site's line and its method's
+# lines are written to OUT_DIR/sites.json with the Ruby's version, and every 50 ms a line
 # "REALTIME TOTAL_ALLOCATED SITE_A SITE_B" to OUT_DIR/alloc.log: the totals
 # of GC.stat(:total_allocated_objects) and the allocations counted at each
 # site so far (the counter's difference around each call). Writes
@@ -44,9 +44,18 @@ def site_b_kinds(n)
   end
 end
 
+# each site's line, and its method's first and last lines: a Ruby frame
+# caught in the allocator may report an earlier line of its method (an
+# instruction that does not save its pc, as 3.1's putstring)
 lines = {}
-File.readlines(__FILE__).each_with_index do |l, i|
-  lines[$1] = i + 1 if l =~ /# (SITE_\w+)$/
+src = File.readlines(__FILE__)
+src.each_with_index do |l, i|
+  next unless l =~ /# (SITE_\w+)$/
+  first = i
+  first -= 1 until src[first].start_with?("def ")
+  last = i
+  last += 1 until src[last].start_with?("end")
+  lines[$1] = [i + 1, first + 1, last + 1]
 end
 b_name = MODE == "kinds" ? "SITE_B_KINDS" : "SITE_B_SAME"
 b_method = MODE == "kinds" ? "site_b_kinds" : "site_b_same"
@@ -55,8 +64,8 @@ b_method = MODE == "kinds" ? "site_b_kinds" : "site_b_same"
 a_calls, b_calls = MODE == "kinds" ? [300, 200] : [300, 100]
 File.write(File.join(OUT, "sites.json.tmp"),
            "{\"ruby_version\": \"#{RUBY_VERSION}\", \"path\": \"#{__FILE__}\", \"mode\": \"#{MODE}\", " \
-           "\"a\": {\"label\": \"site_a\", \"lineno\": #{lines["SITE_A"]}}, " \
-           "\"b\": {\"label\": \"#{b_method}\", \"lineno\": #{lines[b_name]}}}\n")
+           "\"a\": {\"label\": \"site_a\", \"lineno\": #{lines["SITE_A"][0]}, \"lines\": #{lines["SITE_A"][1, 2]}}, " \
+           "\"b\": {\"label\": \"#{b_method}\", \"lineno\": #{lines[b_name][0]}, \"lines\": #{lines[b_name][1, 2]}}}\n")
 File.rename(File.join(OUT, "sites.json.tmp"), File.join(OUT, "sites.json"))
 
 count_a = 0
