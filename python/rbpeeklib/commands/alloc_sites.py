@@ -151,6 +151,7 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
               "samples": kept, "samples_taken": st.samples, "stacks_judged": counts["stacks"],
               "samples_in_gc": counts["allocator_gc"], "gc_elsewhere": counts["gc_elsewhere"],
               "unmerged": counts["unmerged"], "period": (total / kept) if kept else None,
+              "held_s": st.held, "sampled_s": st.elapsed(),
               "sites": sites, "lines": by_line(sites, total, kept), "methods": by_method(sites, total, kept), "sites_unavailable": None,
               "types_note": "the class of each allocation is not read at the sample (docs/allocations.md)",
               "started_at": w0, "ended_at": w1}
@@ -176,6 +177,10 @@ def sites_text(r):
              "them in a GC step the allocator started); each stands for %s allocations"
              % (kept, kept, r["stacks_judged"], taken, r["samples_in_gc"],
                 fmt_count(r["period"]) if r["period"] else "?")]
+    if r["sampled_s"] > 0:
+        lines.append("Cost:      the GVL holder held stopped %.1f ms in all, %.2f%% of the %.1f s sampled (%.0f us a "
+                     "sample)" % (1e3 * r["held_s"], 100 * r["held_s"] / r["sampled_s"], r["sampled_s"],
+                                  1e6 * r["held_s"] / taken if taken else 0))
     if not kept:
         lines.append("           none: no sample landed in the allocator (a longer --duration or a higher --rate "
                      "gives more)")

@@ -60,8 +60,12 @@ end
 b_name = MODE == "kinds" ? "SITE_B_KINDS" : "SITE_B_SAME"
 b_method = MODE == "kinds" ? "site_b_kinds" : "site_b_same"
 # per call: "a" * 4 allocates two Strings (the literal's copy, the
-# product); Array.new(100) one Array (its 800 bytes are malloc'd, not a slot)
-a_calls, b_calls = MODE == "kinds" ? [300, 200] : [300, 100]
+# product); Array.new(100) one Array (its 800 bytes are malloc'd, not a
+# slot). The calls per round are drawn at random, three allocations at
+# site_a for one at site_b on average: with fixed rounds the GCs (whose
+# cost goes to the allocation that starts one) could lock to one phase of
+# the round, and always start at the same site.
+RNG = Random.new(Process.pid)
 File.write(File.join(OUT, "sites.json.tmp"),
            "{\"ruby_version\": \"#{RUBY_VERSION}\", \"path\": \"#{__FILE__}\", \"mode\": \"#{MODE}\", " \
            "\"a\": {\"label\": \"site_a\", \"lineno\": #{lines["SITE_A"][0]}, \"lines\": #{lines["SITE_A"][1, 2]}}, " \
@@ -74,6 +78,8 @@ last = 0.0
 warm = 0
 loop do
   g0 = GC.stat(:total_allocated_objects)
+  b_calls = 50 + RNG.rand(101)
+  a_calls = MODE == "kinds" ? (3 * b_calls + 1) / 2 : 3 * b_calls
   site_a(a_calls)
   g1 = GC.stat(:total_allocated_objects)
   MODE == "kinds" ? site_b_kinds(b_calls) : site_b_same(b_calls)
