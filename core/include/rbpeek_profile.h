@@ -343,6 +343,8 @@ typedef struct rbpeek_alloc_sites_stats {
     uint64_t unmerged;          /* stacks whose Ruby frames could not be placed: not judged */
     uint64_t no_native;         /* threads with no machine frames (not the GVL holder, or not unwound) */
     uint64_t sites;             /* distinct sites (path, line, label) */
+    uint64_t not_run;           /* live: the thread had not run since its previous sample (it waited
+                                 * for a CPU): dropped, as it would repeat that sample */
 } rbpeek_alloc_sites_stats;
 
 RBPEEK_API void rbpeek_alloc_sites_get_stats(const rbpeek_alloc_sites *a, rbpeek_alloc_sites_stats *out);

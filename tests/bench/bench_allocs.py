@@ -200,7 +200,7 @@ def main():
                                                                   fmt(med("rbpeek_window_cpu"))))
     print("| `ruby allocs` | default, whole command (attach, detach, attach again) | %s | - |"
           % fmt(med("rbpeek_command")))
-    print("| `ruby allocs --sites` | default (100 Hz), while sampling | %s | %s |" % (fmt(med("sites_window")),
+    print("| `ruby allocs --sites` | default (50 Hz), while sampling | %s | %s |" % (fmt(med("sites_window")),
                                                                                 fmt(med("sites_window_cpu"))))
     print("| `ruby allocs --sites` | its own count: the GVL holder held stopped, share of the time sampled | %s | - |"
           % fmt(med("sites_held")))

@@ -23,9 +23,20 @@
  * A stack whose Ruby frames could not be placed among its machine frames
  * (merged 0) is not judged: where its first Ruby frame stands is unknown,
  * and the allocator may be under another VM invocation's C code.
+ *
+ * On a loaded machine the target may not have run at all between two
+ * samples (it waited for a CPU): the second sample would find it where the
+ * first did, and one preemption would count as many samples. So a live
+ * thread whose CPU time (/proc/PID/task/TID/schedstat, read as its sample
+ * is added) has not moved since its previous sample is dropped and
+ * counted (not_run): samples then fall on the thread's own running time.
  */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rbpeek.h"
 #include "base/json.h"
@@ -33,8 +44,12 @@
 #include "profile/alloc_sites.h"
 #include "profile/profile.h"
 
+#define RAN_SLOTS 64   /* threads whose CPU time is remembered (the GVL holders) */
+
 struct rbpeek_alloc_sites {
     rbpeek_alloc_sites_stats st;
+    struct { int64_t tid; uint64_t run_ns; } ran[RAN_SLOTS];
+    size_t nran;
     uint64_t *count;            /* [frame id of the profile]: allocator samples whose site it is */
     size_t cap;
     const rbpeek_profile *p;    /* the profile the ids are of */
@@ -122,6 +137,34 @@ static uint32_t site_of(const rbpeek_profile *p, const uint32_t *ids, size_t n)
     return UINT32_MAX;
 }
 
+/* Whether thread tid of pid has run since this was last asked for it
+ * (true when it cannot be told: no pid, no TID, no schedstat). */
+static bool ran_since(rbpeek_alloc_sites *a, int pid, int64_t tid)
+{
+    if (pid <= 0 || tid <= 0) return true;
+    char path[96], buf[128];
+    snprintf(path, sizeof path, "/proc/%d/task/%" PRId64 "/schedstat", pid, tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return true;
+    buf[n] = '\0';
+    uint64_t run_ns = strtoull(buf, NULL, 10);
+    size_t k = 0;
+    while (k < a->nran && a->ran[k].tid != tid) k++;
+    if (k == a->nran) {
+        if (a->nran < RAN_SLOTS) a->nran++;
+        else k = (size_t)(tid % RAN_SLOTS);   /* a slot reused: that thread's next sample is kept */
+        a->ran[k].tid = tid;
+        a->ran[k].run_ns = run_ns;
+        return true;
+    }
+    bool ran = run_ns != a->ran[k].run_ns;
+    a->ran[k].run_ns = run_ns;
+    return ran;
+}
+
 rbp_sample_fate rbp_alloc_sites_add_thread(rbpeek_alloc_sites *a, rbpeek_profile *p, const rbpeek_thread *t,
                                            const rbpeek_native_stack *ns, const rbpeek_sample_options *opt,
                                            bool *tid_unknown)
@@ -130,6 +173,10 @@ rbp_sample_fate rbp_alloc_sites_add_thread(rbpeek_alloc_sites *a, rbpeek_profile
     a->p = p;
     if (!ns || ns->nnative == 0) {
         a->st.no_native++;
+        return RBP_SAMPLE_FILTERED;
+    }
+    if (!ran_since(a, opt ? opt->pid : 0, rbp_sample_thread_tid(t, opt))) {
+        a->st.not_run++;
         return RBP_SAMPLE_FILTERED;
     }
     a->st.stacks++;

@@ -22,7 +22,7 @@ from ..sampling.report import check_outputs, write_outputs
 from ..sampling.stats import Stats, fmt_rate
 from ..sampling.traced import run_traced
 
-DEFAULT_RATE = 100.0        # samples a second (docs/performance.md: the cost)
+DEFAULT_RATE = 50.0         # samples a second (docs/performance.md: the cost)
 Z95 = 1.959964              # the normal quantile of a 95% interval
 TOP = 10                    # sites shown per table
 METHOD = "allocator samples"
@@ -150,7 +150,8 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
               "duration_s": round(el, 6), "rate_per_s": total / el, "gc_count": gcs, "heaps": heaps,
               "samples": kept, "samples_taken": st.samples, "stacks_judged": counts["stacks"],
               "samples_in_gc": counts["allocator_gc"], "gc_elsewhere": counts["gc_elsewhere"],
-              "unmerged": counts["unmerged"], "period": (total / kept) if kept else None,
+              "unmerged": counts["unmerged"], "not_run": counts["not_run"],
+              "period": (total / kept) if kept else None,
               "held_s": st.held, "sampled_s": st.elapsed(),
               "sites": sites, "lines": by_line(sites, total, kept), "methods": by_method(sites, total, kept), "sites_unavailable": None,
               "types_note": "the class of each allocation is not read at the sample (docs/allocations.md)",
@@ -177,6 +178,9 @@ def sites_text(r):
              "them in a GC step the allocator started); each stands for %s allocations"
              % (kept, kept, r["stacks_judged"], taken, r["samples_in_gc"],
                 fmt_count(r["period"]) if r["period"] else "?")]
+    if r["not_run"]:
+        lines.append("           %d samples dropped: the thread had not run since its previous sample (it waited "
+                     "for a CPU)" % r["not_run"])
     if r["sampled_s"] > 0:
         lines.append("Cost:      the GVL holder held stopped %.1f ms in all, %.2f%% of the %.1f s sampled (%.0f us a "
                      "sample)" % (1e3 * r["held_s"], 100 * r["held_s"] / r["sampled_s"], r["sampled_s"],

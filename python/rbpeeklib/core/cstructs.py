@@ -190,4 +190,4 @@ class AllocSitesStats(ctypes.Structure):
     _c_ = "rbpeek_alloc_sites_stats"
     _fields_ = [("stacks", ctypes.c_uint64), ("allocator", ctypes.c_uint64), ("allocator_gc", ctypes.c_uint64),
                 ("gc_elsewhere", ctypes.c_uint64), ("unmerged", ctypes.c_uint64), ("no_native", ctypes.c_uint64),
-                ("sites", ctypes.c_uint64)]
+                ("sites", ctypes.c_uint64), ("not_run", ctypes.c_uint64)]

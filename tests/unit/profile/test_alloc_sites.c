@@ -7,10 +7,14 @@
  * GC is there (GC.start), when it could not be merged, or when the thread
  * has no machine frames; the site is the innermost Ruby frame; the
  * allocator's names with the compiler's clone suffixes; the sites' JSON;
- * and the profile scaled to estimated allocations.
+ * a live thread that has not run since its previous sample dropped; and
+ * the profile scaled to estimated allocations.
  */
+#define _GNU_SOURCE   /* gettid */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cu_main.h"
 #include "rbpeek.h"
@@ -151,6 +155,54 @@ static void test_judge(void)
     rbpeek_alloc_sites_free(a);
 }
 
+static int pipe_fds[2];
+static _Atomic pid_t parked_tid;
+
+static void *parked(void *arg)
+{
+    (void)arg;
+    parked_tid = gettid();
+    char c;
+    return read(pipe_fds[0], &c, 1) == 1 ? NULL : NULL;   /* blocked: its CPU time does not move */
+}
+
+static void test_not_run(void)
+{
+    CU_ASSERT_EQUAL_FATAL(pipe(pipe_fds), 0);
+    pthread_t th;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, parked, NULL), 0);
+    while (!parked_tid) usleep(1000);
+    usleep(50000);   /* in its read by now */
+    rbpeek_alloc_sites *a = rbpeek_alloc_sites_new();
+    rbpeek_profile *p = rbpeek_profile_new();
+    rbpeek_sample_options opt = {.pid = getpid()};
+    built b;
+    const char *syms[] = {"rb_wb_protected_newobj_of", "R0", "R1", "R2"};
+    build(&b, syms, 4, 1);
+    rbpeek_thread t = thread_of();
+    t.native_tid = parked_tid;
+    bool unknown;
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_ADDED);
+    /* the parked thread has not run since: the same sample again, dropped */
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_FILTERED);
+    /* this thread runs: kept each time */
+    t.native_tid = gettid();
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_ADDED);
+    for (volatile int i = 0; i < 5000000; i++) {}
+    usleep(1000);   /* switched out: the kernel adds up its CPU time (a sampled thread is, by its stop) */
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_ADDED);
+    rbpeek_alloc_sites_stats st;
+    rbpeek_alloc_sites_get_stats(a, &st);
+    CU_ASSERT_EQUAL(st.not_run, 1);
+    CU_ASSERT_EQUAL(st.allocator, 3);
+    CU_ASSERT_EQUAL(write(pipe_fds[1], "x", 1), 1);
+    pthread_join(th, NULL);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    rbpeek_profile_free(p);
+    rbpeek_alloc_sites_free(a);
+}
+
 static void test_scale(void)
 {
     rbpeek_profile *p = rbpeek_profile_new();
@@ -184,6 +236,7 @@ static void test_scale(void)
 static const rbp_cu_test TESTS[] = {
     {"allocator names", test_names},
     {"judging stacks", test_judge},
+    {"a thread that has not run since its last sample", test_not_run},
     {"scaling to estimated allocations", test_scale},
     {NULL, NULL},
 };
