@@ -259,6 +259,9 @@ typedef struct rbpeek_trace_config {
     int stop_mode;              /* rbpeek_stop_mode */
     int native;                 /* nonzero: each stack with its native frames (--native; docs/native.md);
                                  * refused with RBPEEK_STOP_NONE: an unwind needs a thread that stays put */
+    struct rbpeek_alloc_sites *alloc_sites; /* non-NULL (`ruby allocs --sites`): each sample goes to it
+                                 * (rbpeek_alloc_sites_add_snapshot) instead of the profile as it is; only
+                                 * the stopped GVL holders are unwound; needs native */
 } rbpeek_trace_config;
 
 /* What a sample stops (docs/sampling.md, "What a sample stops"). */
@@ -316,6 +319,60 @@ RBPEEK_API void rbpeek_trace_cancel(rbpeek_trace *t);
 RBPEEK_API void rbpeek_trace_get_stats(rbpeek_trace *t, rbpeek_trace_stats *out);
 /* Cancels if still running, waits for the target to be let go, frees. */
 RBPEEK_API void rbpeek_trace_free(rbpeek_trace *t);
+
+/* ---------------------------------------------------------------------------
+ * Allocation sites from allocator samples (`ruby allocs --sites`,
+ * docs/allocations.md; alloc_sites.c). A sample whose native stack, between
+ * its leaf and its first Ruby frame, is in the object allocator (or in a GC
+ * step the allocator started) was taken at an allocation site: its Ruby
+ * stack is added to the profile, its innermost Ruby frame counted as the
+ * site. The other samples are counted and dropped. The GC's own counters
+ * give the exact total, which the sites' shares then divide.
+ * ------------------------------------------------------------------------- */
+
+typedef struct rbpeek_alloc_sites rbpeek_alloc_sites;
+
+RBPEEK_API rbpeek_alloc_sites *rbpeek_alloc_sites_new(void);
+RBPEEK_API void rbpeek_alloc_sites_free(rbpeek_alloc_sites *a);
+
+typedef struct rbpeek_alloc_sites_stats {
+    uint64_t stacks;            /* native stacks looked at (threads with machine frames) */
+    uint64_t allocator;         /* ... in the allocator, or a GC step under it: kept */
+    uint64_t allocator_gc;      /* ... of which the GC was at work */
+    uint64_t gc_elsewhere;      /* the GC at work, the allocator not below it (GC.start, malloc's GC) */
+    uint64_t unmerged;          /* stacks whose Ruby frames could not be placed: not judged */
+    uint64_t no_native;         /* threads with no machine frames (not the GVL holder, or not unwound) */
+    uint64_t sites;             /* distinct sites (path, line, label) */
+    uint64_t not_run;           /* live: the thread had not run since its previous sample (it waited
+                                 * for a CPU): dropped, as it would repeat that sample */
+} rbpeek_alloc_sites_stats;
+
+RBPEEK_API void rbpeek_alloc_sites_get_stats(const rbpeek_alloc_sites *a, rbpeek_alloc_sites_stats *out);
+
+/* Judges each thread of snap (taken with native stacks) that opt selects:
+ * an allocator sample's Ruby stack is added to p (count 1, root first, with
+ * opt's thread frame) and its site counted. result may be NULL. Fails only
+ * on bad arguments or out of memory. */
+RBPEEK_API rbpeek_status rbpeek_alloc_sites_add_snapshot(rbpeek_alloc_sites *a, rbpeek_profile *p,
+                                                         const rbpeek_snapshot *snap,
+                                                         const rbpeek_sample_options *opt,
+                                                         rbpeek_sample_result *result);
+
+/* The sites of p (the profile a was given) as JSON, most samples first:
+ * {"sites": [{"label", "path", "lineno", "kind", "samples"}]}; a site is a
+ * stack's innermost Ruby frame (a C method's: its caller's path and line).
+ * *out is malloc'd (rbpeek_free). */
+RBPEEK_API rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_profile *p, char **out);
+
+/* Whether a native frame's symbol is one of the object allocator's
+ * functions (the exported rb_*newobj_of family, and where .symtab names
+ * them the static ones: newobj_of, newobj_slowpath_*...). */
+RBPEEK_API int rbpeek_alloc_sites_is_allocator(const char *symbol);
+
+/* Scales p's counts so that they sum to about total (each stack's count
+ * times total / the profile's total, rounded; a stack is never scaled to
+ * 0): the profile then counts estimated allocations, for its writers. */
+RBPEEK_API rbpeek_status rbpeek_profile_scale_to(rbpeek_profile *p, uint64_t total);
 
 #ifdef __cplusplus
 }

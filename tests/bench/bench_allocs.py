@@ -1,4 +1,4 @@
-"""Benchmark: what `ruby allocs` costs an allocation-heavy program, next to
+"""Benchmark: what `ruby allocs` and `ruby allocs --sites` cost an allocation-heavy program, next to
 stackprof's mode: :object (not a test; prints the table of
 docs/performance.md).
 
@@ -16,6 +16,10 @@ objects a second on its main thread and logs its own iterations every
      after it exited (their mean: other load comes and goes); the debugger
      holds the target stopped while it attaches and loads, so the whole
      command's figure depends mostly on the debugger and the machine's load.
+  1b. the same with `ruby allocs --sites --duration 2` (default rate):
+     the workload's speed while it samples the allocator, and the tracer's
+     own count of the time it held the GVL holder stopped (held_s over the
+     time sampled: what stops cost, whatever the machine's load);
   2. stackprof: a fresh workload with STACKPROF_OBJECT=1 (mode: :object,
      interval 1, stackprof's default: a sample at every allocation) and
      again with interval 1000, from 2 s to 4 s of its life, against the
@@ -100,17 +104,17 @@ def kept(rows, a, b, span=1.5, base=None, cpu=False):
     return w / ((before + after) / 2)
 
 
-def run_rbpeek(ruby, debugger, workdir):
+def run_rbpeek(ruby, debugger, workdir, extra=""):
     proc = start(ruby, workdir)
     try:
         time.sleep(2.0)
         out = os.path.join(workdir, "allocs.json")
         if debugger == "gdb":
             argv = ["gdb", "-q", "-nx", "-batch", "-p", str(proc.pid), "-ex", "source " + GDB_PLUGIN,
-                    "-ex", "ruby allocs --duration 2 --json -o " + out]
+                    "-ex", "ruby allocs --duration 2%s --json -o %s" % (extra, out)]
         else:
             argv = [shutil.which("lldb-16") or "lldb-16", "--no-lldbinit", "-b", "-p", str(proc.pid), "-o",
-                    "command script import " + LLDB_PLUGIN, "-o", "ruby allocs --duration 2 --json -o " + out]
+                    "command script import " + LLDB_PLUGIN, "-o", "ruby allocs --duration 2%s --json -o %s" % (extra, out)]
         env = dict(os.environ)
         env.pop("PYTHONPATH", None)
         t_cmd0 = time.time()
@@ -123,7 +127,8 @@ def run_rbpeek(ruby, debugger, workdir):
         # The baseline is outside the whole command: the debugger stops the
         # target while it attaches, before the count, and after it.
         return (kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1)), kept(rows, t_cmd0, t_cmd1),
-                r["rate_per_s"], kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=True))
+                r["rate_per_s"], kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=True),
+                r.get("held_s", 0.0) / r["sampled_s"] if r.get("sampled_s") else None)
     finally:
         proc.kill()
         proc.wait()
@@ -154,11 +159,13 @@ def main():
     a = ap.parse_args()
     ruby = ruby_binary(a.ruby)
     results = {"rbpeek_window": [], "rbpeek_command": [], "sp1": [], "sp1000": [],
-               "rbpeek_window_cpu": [], "sp1_cpu": [], "sp1000_cpu": []}
+               "rbpeek_window_cpu": [], "sp1_cpu": [], "sp1000_cpu": [],
+               "sites_window": [], "sites_window_cpu": [], "sites_held": []}
     rates = []
     print("load average before: %s" % open("/proc/loadavg").read().strip())
     for i in range(a.repeat):
         for name, fn in (("rbpeek", lambda d: run_rbpeek(ruby, a.debugger, d)),
+                         ("sites", lambda d: run_rbpeek(ruby, a.debugger, d, " --sites")),
                          ("sp1", lambda d: run_stackprof(ruby, 1, d)),
                          ("sp1000", lambda d: run_stackprof(ruby, 1000, d))):
             d = tempfile.mkdtemp(prefix="rbpeek-bench-allocs-")
@@ -166,7 +173,11 @@ def main():
                 got = fn(d)
             finally:
                 shutil.rmtree(d, ignore_errors=True)
-            if name == "rbpeek":
+            if name == "sites":
+                results["sites_window"].append(got[0])
+                results["sites_window_cpu"].append(got[3])
+                results["sites_held"].append(got[4])
+            elif name == "rbpeek":
                 results["rbpeek_window"].append(got[0])
                 results["rbpeek_command"].append(got[1])
                 rates.append(got[2])
@@ -189,6 +200,10 @@ def main():
                                                                   fmt(med("rbpeek_window_cpu"))))
     print("| `ruby allocs` | default, whole command (attach, detach, attach again) | %s | - |"
           % fmt(med("rbpeek_command")))
+    print("| `ruby allocs --sites` | default (50 Hz), while sampling | %s | %s |" % (fmt(med("sites_window")),
+                                                                                fmt(med("sites_window_cpu"))))
+    print("| `ruby allocs --sites` | its own count: the GVL holder held stopped, share of the time sampled | %s | - |"
+          % fmt(med("sites_held")))
     print("| stackprof `mode: :object` | interval 1 (its default) | %s | %s |" % (fmt(med("sp1")), fmt(med("sp1_cpu"))))
     print("| stackprof `mode: :object` | interval 1000 | %s | %s |" % (fmt(med("sp1000")), fmt(med("sp1000_cpu"))))
     return 0

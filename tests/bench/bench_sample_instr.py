@@ -26,7 +26,10 @@ objspace's phase read at every sample, the GC's thread looked up when one
 runs; docs/native.md):
   gc      rbp_gc_state_read + rbp_gc_thread, and its share of the whole
 --program gc_share.rb samples a program that spends a fifth of its time
-in the GC instead of parked_server.rb.
+in the GC instead of parked_server.rb. Mode "sites" is `ruby allocs
+--sites`' loop (the GVL holder stopped, unwound natively, judged:
+alloc_sites.c); "unwind" is the native unwind and merge inside its walk
+(rbp_native_stack_sampled). With --program alloc_sites.rb.
 """
 
 import argparse
@@ -44,15 +47,16 @@ import harness  # noqa: E402
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 PROGRAM = os.path.join(REPO, "tests", "integration", "programs", "parked_server.rb")
 STEPS = {"stop": ("rbp_gvl_holders", "tr_stop_some", "tr_stop_all", "rbp_mem_prefetch", "rbp_mem_fence"),
-         "walk": ("rbp_snapshot_take_split", "rbpeek_profile_add_snapshot"),
+         "walk": ("rbp_snapshot_take_split", "rbpeek_profile_add_snapshot", "rbpeek_alloc_sites_add_snapshot"),
          "resume": ("tr_resume_all",)}
 GC_TAGGING = ("rbp_gc_state_read", "rbp_gc_thread")
+UNWIND = ("rbp_native_stack_sampled",)   # sites: the native unwind and merge, inside the walk
 
 
 def child(pid, mode, samples):
     """Runs inside valgrind: samples pid and prints the samples taken."""
     sys.path.insert(0, os.path.join(REPO, "python"))
-    from rbpeeklib.core import STOP_MODES, Profile, SampleOptions, Session, Trace, TraceConfig
+    from rbpeeklib.core import STOP_MODES, AllocSites, Profile, SampleOptions, Session, Trace, TraceConfig
     s = Session()
     s.use_pid(pid)
     s.attach()
@@ -60,7 +64,12 @@ def child(pid, mode, samples):
     cfg.interval_s = 0.005
     cfg.max_samples = samples
     cfg.seed = 12345
-    cfg.stop_mode = STOP_MODES[{"nonblocking": "none"}.get(mode, mode)]
+    cfg.stop_mode = STOP_MODES[{"nonblocking": "none", "sites": "gvl"}.get(mode, mode)]
+    judge = None
+    if mode == "sites":   # ruby allocs --sites: the GVL holder unwound, judged
+        judge = AllocSites()
+        cfg.native = 1
+        cfg.alloc_sites = judge.handle
     opts = SampleOptions()
     opts.pid = pid
     t = Trace(s, Profile(), opts, cfg)
@@ -110,8 +119,8 @@ def main():
             time.sleep(0.05)
         time.sleep(0.5)
         print("| stop mode | samples | every thread stopped | stop | walk | resume | instructions per sample "
-              "| of which GC tagging |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+              "| of which GC tagging | of which the native unwind |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for mode in args.modes.split(","):
             out = os.path.join(workdir, "callgrind.%s" % mode)
             r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, sys.executable,
@@ -126,8 +135,9 @@ def main():
             per["walk"] -= per["resume"]   # called back from inside the walk
             total = sum(per.values())
             gc = sum(costs.get(f, 0) for f in GC_TAGGING) / n
-            print("| %s | %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f (%.2f%%) |" % (
-                mode, n, m.group(2), per["stop"], per["walk"], per["resume"], total, gc, 100 * gc / total))
+            unwind = sum(costs.get(f, 0) for f in UNWIND) / n
+            print("| %s | %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f (%.2f%%) | %.0f |" % (
+                mode, n, m.group(2), per["stop"], per["walk"], per["resume"], total, gc, 100 * gc / total, unwind))
     finally:
         proc.kill()
         proc.wait()

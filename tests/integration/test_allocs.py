@@ -10,8 +10,9 @@ own counts, interpolated from its log, must match: allocations within 5%
 (rbpeek reads the same counters, so only the log's 50 ms steps and the
 moment of each read differ), GCs within 10% or 3. The per-heap counts add
 up to the total. Then:
-  - the options that need sampled sites are refused with one line that
-    says why (the machine's watchpoints, or the sampler not built yet);
+  - --every N is refused with one line giving rbpeek_watch_probe's
+    finding (and --sites as the way to sites), --folded without --sites
+    with one line;
   - Ctrl-C (SIGINT to the debugger) ends a run with no --duration, which
     says so;
   - the debugger killed (SIGKILL) in the middle of a run leaves the target
@@ -200,9 +201,11 @@ def test(ruby_spec, debugger, workdir):
         gcs = r["gc_count"]
         if gcs is None or abs(gcs - (g1 - g0)) > max(3, 0.1 * (g1 - g0)):
             raise Failure("rbpeek counted %s GCs, the program %.1f" % (gcs, g1 - g0))
-        for opt in ("--every", "--folded"):
-            if "ruby allocs: %s needs sampled allocation sites, and none can be sampled: " % opt not in output:
-                raise Failure("%s was not refused with its reason:\n%s" % (opt, output[-3000:]))
+        refusals = ("ruby allocs: --every N needs a hardware watchpoint on the slot the N-th next allocation "
+                    "takes: hardware watchpoints ", "ruby allocs: --folded goes with --sites: ")
+        for line in refusals:
+            if line not in output:
+                raise Failure("not refused with its reason: %r:\n%s" % (line, output[-3000:]))
         harness.log("counted %d allocations in %.2f s (%.2f M/s; the program: %d, %.2f M/s), %d GCs (the program: "
                     "%.1f)" % (got, r["duration_s"], r["rate_per_s"] / 1e6, own, own_rate / 1e6, gcs, g1 - g0))
         check_clean(target, before, "after a normal run")

@@ -98,6 +98,11 @@ static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt
         snprintf(why, whylen, "its kernel thread id is not known");
         return 0;
     }
+    if (t->cfg.alloc_sites && !held) {
+        /* allocation sites: only a thread holding the GVL allocates */
+        snprintf(why, whylen, "not the GVL holder");
+        return 0;
+    }
     if (held || tr_is_stopped(t, (pid_t)tid)) {
         if (!rbp_native_regs_ptrace((pid_t)tid, regs, why, whylen)) return 0;
         t->nat_cur.how = NAT_HELD;

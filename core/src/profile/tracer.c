@@ -176,7 +176,9 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
         return true;
     }
     gvl_view(t, &t->add_scratch.gvl);
-    rbpeek_status st = rbp_sample_add_snapshot(t->profile, snap, &t->opt, &res, &t->add_scratch);
+    rbpeek_status st = t->cfg.alloc_sites
+                           ? rbpeek_alloc_sites_add_snapshot(t->cfg.alloc_sites, t->profile, snap, &t->opt, &res)
+                           : rbp_sample_add_snapshot(t->profile, snap, &t->opt, &res, &t->add_scratch);
     uint64_t torn = 0, retried = 0;
     for (size_t i = 0, n = rbpeek_snapshot_thread_count(snap); i < n; i++) {
         const rbpeek_thread *th = rbpeek_snapshot_thread(snap, i);
@@ -410,6 +412,8 @@ rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbp
     if (cfg->native && cfg->stop_mode == RBPEEK_STOP_NONE)
         return rbp_fail(s, RBPEEK_ERR_ARG, "--native needs the threads stopped: a stack cannot be unwound while "
                                            "its thread runs (drop --nonblocking)");
+    if (cfg->alloc_sites && !cfg->native)
+        return rbp_fail(s, RBPEEK_ERR_ARG, "allocation sites are judged from native stacks: set native");
     struct rbpeek_trace *t = calloc(1, sizeof *t);
     if (!t) return RBPEEK_ERR_NOMEM;
     t->session = s;

@@ -1,22 +1,21 @@
-"""`ruby allocs`: how fast, and (where the hardware allows) where, the live
-target allocates objects.
+"""`ruby allocs`: how fast, and where, the live target allocates objects.
 
-What it does today (docs/allocations.md): the debugger lets go of the
-target (as `ruby sample` does), the target runs untraced and unstopped for
---duration seconds or until Ctrl-C, and rbpeek reads the objspace's own
-allocation counters (the ones GC.stat(:total_allocated_objects) and
-GC.count add up; rbpeek_alloc_counts_read) now and then from
-/proc/PID/mem. The summary gives the exact number of objects allocated,
-the rate, the GCs, and the split by slot size (3.2+); --json writes it.
+The rate (docs/allocations.md): the debugger lets go of the target (as
+`ruby sample` does), the target runs untraced and unstopped for --duration
+seconds or until Ctrl-C, and rbpeek reads the objspace's own allocation
+counters (the ones GC.stat(:total_allocated_objects) and GC.count add up;
+rbpeek_alloc_counts_read) now and then from /proc/PID/mem. The summary
+gives the exact number of objects allocated, the rate, the GCs, and the
+split by slot size (3.2+); --json writes it.
 
-Sampling allocation *sites* needs a hardware watchpoint on the heap slot a
-chosen allocation will take (nothing written into the target). The command
-first asks the machine whether watchpoints fire at all
-(rbpeek_watch_probe); where they do not (this project's build machine, a
-virtual machine that accepts the debug registers and never traps), or where
-the site sampler is not there yet, it says so in one line, and the options
-that need sites (--every, --rate, and the profile formats' --folded,
---svg...) are refused with that line.
+The sites (--sites, alloc_sites.py): the sampler stops the GVL holder at
+--rate, keeps the samples taken in the object allocator (or a GC step it
+started), and the exact total is divided by the sites' shares of those
+samples. The exact alternative, a hardware watchpoint on the slot the N-th
+next allocation takes (--every N), needs watchpoints that fire: where
+rbpeek_watch_probe finds they do not (this project's build machine, a
+virtual machine that accepts the debug registers and never traps), --every
+is refused with its finding, and where they do, with "not built yet".
 """
 
 import json
@@ -25,14 +24,15 @@ import time
 
 from ..core import FORMATS, RbpeekError, formats, watch_probe
 from ..sampling.signals import pending_stop_signal
+from .alloc_sites import DEFAULT_RATE, run_sites, sites_text
 from .base import Command, parse_args
 from .sample import _positive_float
 
 POLL = 0.1                  # seconds between counter reads and Ctrl-C checks
 PROGRESS_EVERY = 0.25       # seconds between progress lines on a terminal
 PROGRESS_EVERY_PIPE = 5.0   # ... and when the output is not a terminal
-SITES_NOT_BUILT = ("allocation-site sampling (a watchpoint on the slot a chosen allocation takes) is not "
-                   "built yet: see docs/allocations.md")
+EVERY_NOT_BUILT = "that sampler is not built yet (docs/allocations.md)"
+SITES_HOW = "sites are sampled from the allocator with --sites (docs/allocations.md)"
 
 
 def _fmt_count(n):
@@ -53,31 +53,42 @@ def _target_alive(pid):
 
 class AllocsCommand(Command):
     name = "allocs"
-    summary = "Allocation rate of the live target (exact, from its own counters); sites where watchpoints work."
-    usage = """ruby allocs [--duration S] [--json [-o FILE]] [--every N | --rate R]
-            %s
+    summary = "Allocation rate of the live target (exact, from its own counters); --sites: where it allocates."
+    usage = """ruby allocs [--duration S] [--json [-o FILE]]
+            [--sites [--rate HZ] %s]
+            [--every N]
             [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
 
-Lets the live target run, untraced, for --duration seconds or until Ctrl-C,
-and counts the objects it allocates meanwhile from the GC's own counters
-(exact: what GC.stat(:total_allocated_objects) counts). The summary gives
-the count, the rate, the GCs and the split by slot size. Afterwards the
-target is as it was: stopped under a debugger, running under the command
-line. Not available on core files.
+Lets the live target run for --duration seconds or until Ctrl-C, and counts
+the objects it allocates meanwhile from the GC's own counters (exact: what
+GC.stat(:total_allocated_objects) counts). The summary gives the count, the
+rate, the GCs and the split by slot size. Afterwards the target is as it
+was: stopped under a debugger, running under the command line. Not
+available on core files.
 
   --duration S       stop after S seconds (default: until Ctrl-C)
   --json             the summary as JSON; -o FILE writes it to FILE
-  --every N, --rate R, %s
-                     allocation sites, sampled one in N (or R a second):
-                     refused with the reason where the machine's hardware
-                     watchpoints do not fire or the site sampler is missing
-See docs/allocations.md.""" % (formats.synopsis(12), ", ".join("--%s FILE" % f.name for f in FORMATS))
+  --sites            also where it allocates: the thread holding the GVL is
+                     stopped --rate times a second and its native stack
+                     unwound; samples taken in the object allocator (or a GC
+                     step it started) are kept, each at its Ruby stack, and
+                     the exact count is divided by the sites' shares of them
+                     (an estimate, with 95%% intervals: sites whose
+                     allocations take longer are overweighted)
+  --rate HZ          --sites' samples a second (default %g)
+%s
+                     (with --sites) the stacks weighted by estimated
+                     allocations
+  --every N          one allocation in N, exactly, by a hardware watchpoint:
+                     refused with the reason where the machine's watchpoints
+                     do not fire (here: use --sites)
+See docs/allocations.md.""" % (formats.synopsis(19), DEFAULT_RATE, formats.help_block())
 
     def run(self, dbg, argv):
         def build(p):
-            g = p.add_mutually_exclusive_group()
-            g.add_argument("--every", type=int, metavar="N")
-            g.add_argument("--rate", type=_positive_float, metavar="R")
+            p.add_argument("--every", type=int, metavar="N")
+            p.add_argument("--rate", type=_positive_float, metavar="HZ")
+            p.add_argument("--sites", action="store_true")
             p.add_argument("--duration", type=_positive_float, metavar="S")
             for f in FORMATS:
                 p.add_argument("--" + f.name, metavar="FILE")
@@ -93,12 +104,14 @@ See docs/allocations.md.""" % (formats.synopsis(12), ", ".join("--%s FILE" % f.n
             d = os.path.dirname(os.path.abspath(args.output))
             if not os.path.isdir(d) or not os.access(d, os.W_OK):
                 raise RbpeekError("ruby allocs: cannot write %s (no such directory, or not writable)" % args.output)
-        support, probe_msg = watch_probe()
-        sites_why = probe_msg if support != 0 else SITES_NOT_BUILT
-        for opt in ("every", "rate") + tuple(f.name for f in FORMATS):
-            if getattr(args, opt) is not None:
-                raise RbpeekError("ruby allocs: --%s needs sampled allocation sites, and none can be sampled: %s"
-                                  % (opt, sites_why))
+        if args.every is not None:
+            support, probe_msg = watch_probe()
+            raise RbpeekError("ruby allocs: --every N needs a hardware watchpoint on the slot the N-th next "
+                              "allocation takes: %s%s; %s" % (probe_msg, "" if support != 0 else
+                                                              ", but " + EVERY_NOT_BUILT, SITES_HOW))
+        for opt in ("rate",) + tuple(f.name for f in FORMATS):
+            if getattr(args, opt) is not None and not args.sites:
+                raise RbpeekError("ruby allocs: --%s goes with --sites: %s" % (opt, SITES_HOW))
 
         if dbg.target_key() is None:
             raise RbpeekError("no process: attach to a live Ruby process first")
@@ -111,7 +124,8 @@ See docs/allocations.md.""" % (formats.synopsis(12), ", ".join("--%s FILE" % f.n
                               "this target is not one")
         if dbg.is_running():
             raise RbpeekError("the target is running: interrupt it first, then run 'ruby allocs'")
-        why_not = dbg.can_hand_over() or pending_stop_signal(dbg.signal_policy(), pid)
+        policy = dbg.signal_policy()
+        why_not = dbg.can_hand_over() or pending_stop_signal(policy, pid)
         if why_not is not None:
             raise RbpeekError("ruby allocs lets the target run without the debugger, and here it cannot: %s "
                               "(attach to the process with 'gdb -p PID' or 'lldb -p PID' instead)" % why_not)
@@ -119,16 +133,22 @@ See docs/allocations.md.""" % (formats.synopsis(12), ", ".join("--%s FILE" % f.n
         session = self.sessions.get(dbg, args)
         version = session.info()["ruby_version"]
         session.alloc_counts()   # refuses a layout without the counters while the debugger still holds on
-        dbg.progress("rbpeek: counting allocations of pid %d (Ruby %s) for %s; Ctrl-C ends it early\n"
-                     % (pid, version, "%g s" % args.duration if args.duration else "as long as you like"))
-        end, start, last, t0, t1, failure = self._count(dbg, session, pid, args.duration)
-        result = self._result(pid, version, start, last, t0, t1, end, sites_why)
-        result["started_at"], result["ended_at"] = self.wall
+        failure, written = None, []
+        if args.sites:
+            result, end, written, failure = run_sites(self, dbg, args, session, pid, version, policy)
+        else:
+            dbg.progress("rbpeek: counting allocations of pid %d (Ruby %s) for %s; Ctrl-C ends it early\n"
+                         % (pid, version, "%g s" % args.duration if args.duration else "as long as you like"))
+            end, start, last, t0, t1, failure = self._count(dbg, session, pid, args.duration)
+            result = self._result(pid, version, start, last, t0, t1, end, SITES_HOW)
+            result["started_at"], result["ended_at"] = self.wall
         text = json.dumps(result, indent=1) + "\n" if args.json else self._text(result)
+        if written and not args.json:
+            text += "Wrote:     %s\n" % ", ".join(written)
         if args.output:
             with open(args.output, "w") as f:
                 f.write(text)
-            text = "rbpeek: allocs ended: %s; wrote %s\n" % (end, args.output)
+            text = "rbpeek: allocs ended: %s; wrote %s\n" % (end, ", ".join([args.output] + written))
         if end.startswith("interrupted"):
             dbg.progress(text)   # lldb drops the result of an interrupted command
         else:
@@ -229,5 +249,8 @@ See docs/allocations.md.""" % (formats.synopsis(12), ", ".join("--%s FILE" % f.n
                                             100.0 * h["count"] / n if n else 0.0)
                      for h in r["heaps"] if h["count"]]
             lines.append("By slot:   %s" % ("; ".join(parts) if parts else "none"))
-        lines.append("Sites:     not sampled: %s" % r["sites_unavailable"])
+        if r.get("method") == "allocator samples":
+            lines.extend(sites_text(r))
+        else:
+            lines.append("Sites:     not asked for: %s" % r["sites_unavailable"])
         return "\n".join(lines) + "\n"

@@ -141,7 +141,7 @@ class TraceConfig(ctypes.Structure):
     _fields_ = [("interval_s", ctypes.c_double), ("max_samples", ctypes.c_uint64), ("duration_s", ctypes.c_double),
                 ("max_frames", ctypes.c_int), ("seed", ctypes.c_uint64),
                 ("stop_signals", ctypes.c_ubyte * 65), ("pass_signals", ctypes.c_ubyte * 65),
-                ("stop_mode", ctypes.c_int), ("native", ctypes.c_int)]
+                ("stop_mode", ctypes.c_int), ("native", ctypes.c_int), ("alloc_sites", ctypes.c_void_p)]
 
 
 STOP_MODES = {"gvl": 0, "all": 1, "none": 2}
@@ -184,3 +184,10 @@ class SvgOptions(ctypes.Structure):
     _fields_ = [("width", ctypes.c_int), ("min_width_px", ctypes.c_double), ("title", ctypes.c_char_p),
                 ("inverted", ctypes.c_int)]
 
+
+class AllocSitesStats(ctypes.Structure):
+    """rbpeek_alloc_sites_stats: what `ruby allocs --sites` did with the stacks it saw."""
+    _c_ = "rbpeek_alloc_sites_stats"
+    _fields_ = [("stacks", ctypes.c_uint64), ("allocator", ctypes.c_uint64), ("allocator_gc", ctypes.c_uint64),
+                ("gc_elsewhere", ctypes.c_uint64), ("unmerged", ctypes.c_uint64), ("no_native", ctypes.c_uint64),
+                ("sites", ctypes.c_uint64), ("not_run", ctypes.c_uint64)]

@@ -8,9 +8,9 @@ one-line message.
 import ctypes
 import os
 
-from .cstructs import (LOOKUP_FN, READ_FN, REGS_FN, AllocCounts, BtOptions, CensusClass, CensusSummary, Frame,
-                       HeapDumpStats, InspectOptions, NativeStack, ReadStats, SampleOptions, SampleResult, Thread,
-                       ThreadTally, TraceConfig, TraceStats)
+from .cstructs import (LOOKUP_FN, READ_FN, REGS_FN, AllocCounts, AllocSitesStats, BtOptions, CensusClass,
+                       CensusSummary, Frame, HeapDumpStats, InspectOptions, NativeStack, ReadStats, SampleOptions,
+                       SampleResult, Thread, ThreadTally, TraceConfig, TraceStats)
 from .formats import FORMATS
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -152,6 +152,14 @@ def signatures():
     sigs["rbpeek_trace_cancel"] = (None, [vp])
     sigs["rbpeek_trace_get_stats"] = (None, [vp, ctypes.POINTER(TraceStats)])
     sigs["rbpeek_trace_free"] = (None, [vp])
+    sigs["rbpeek_alloc_sites_new"] = (vp, [])
+    sigs["rbpeek_alloc_sites_free"] = (None, [vp])
+    sigs["rbpeek_alloc_sites_add_snapshot"] = (st, [vp, vp, vp, ctypes.POINTER(SampleOptions),
+                                                    ctypes.POINTER(SampleResult)])
+    sigs["rbpeek_alloc_sites_get_stats"] = (None, [vp, ctypes.POINTER(AllocSitesStats)])
+    sigs["rbpeek_alloc_sites_json"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_void_p)])
+    sigs["rbpeek_alloc_sites_is_allocator"] = (ctypes.c_int, [cp])
+    sigs["rbpeek_profile_scale_to"] = (st, [vp, u64])
     return sigs
 
 

@@ -3,8 +3,9 @@ writes them out, the per-sample Sampler, the traced loop (Trace) and the
 signal timer of the loop through the debugger (Kicker)."""
 
 import ctypes
+import json
 
-from .cstructs import THREAD_STATES, SampleResult, ThreadTally, TraceStats
+from .cstructs import THREAD_STATES, AllocSitesStats, SampleResult, ThreadTally, TraceStats
 from .formats import BY_NAME
 from .lib import Owned, RbpeekError, decode, lib, take_text
 
@@ -53,6 +54,10 @@ class Profile(Owned):
         out = ctypes.c_void_p()
         self._check(lib().rbpeek_profile_top(self._h, 1 if by_self else 0, n, ctypes.byref(out)))
         return take_text(out)
+
+    def scale_to(self, total):
+        """Scales the counts to sum to about total (estimated allocations)."""
+        self._check(lib().rbpeek_profile_scale_to(self._h, int(total)))
 
     def write(self, fmt, path, facts=None):
         """Writes the profile to path in format fmt (a name of formats.py's
@@ -134,6 +139,40 @@ class Trace(Owned):
         st = TraceStats()
         lib().rbpeek_trace_get_stats(self._h, ctypes.byref(st))
         return st
+
+
+class AllocSites(Owned):
+    """rbpeek_alloc_sites: the judge of `ruby allocs --sites`' samples (in
+    the allocator, or not) and its count of sites; given to a Trace through
+    TraceConfig.alloc_sites, read once the trace has ended."""
+
+    _free_fn = "rbpeek_alloc_sites_free"
+
+    def __init__(self):
+        self._h = lib().rbpeek_alloc_sites_new()
+        if not self._h:
+            raise RbpeekError("out of memory")
+
+    @property
+    def handle(self):
+        return self._h
+
+    def stats(self):
+        st = AllocSitesStats()
+        lib().rbpeek_alloc_sites_get_stats(self._h, ctypes.byref(st))
+        return {name: getattr(st, name) for name, _t in AllocSitesStats._fields_}
+
+    def sites(self, profile):
+        """[{label, path, lineno, kind, samples}], most samples first."""
+        out = ctypes.c_void_p()
+        if lib().rbpeek_alloc_sites_json(self._h, profile._h, ctypes.byref(out)) != 0:
+            raise RbpeekError("cannot list the allocation sites (out of memory)")
+        return json.loads(take_text(out))["sites"]
+
+
+def is_allocator(symbol):
+    """Whether symbol names one of the object allocator's functions."""
+    return bool(lib().rbpeek_alloc_sites_is_allocator(symbol.encode()))
 
 
 class Kicker(Owned):

@@ -41,6 +41,9 @@ def run_traced(dbg, session, profile, opts, args, interval, pid, policy, st):
     for num, (stop, deliver) in policy.items():
         cfg.stop_signals[num] = 1 if stop else 0
         cfg.pass_signals[num] = 1 if deliver else 0
+    if getattr(args, "alloc_sites", None) is not None:   # ruby allocs --sites: the judge, on native stacks
+        cfg.alloc_sites = args.alloc_sites.handle
+        cfg.native = 1
     # Anything the walk may ask the debugger for is asked now, while it
     # is attached; the sampling thread never calls into it.
     with session.snapshot(1):

@@ -1,0 +1,303 @@
+/*
+ * Allocation sites from allocator samples (`ruby allocs --sites`,
+ * docs/allocations.md). The sampler stops the GVL holder at random times
+ * and unwinds its machine stack (--native's unwinder). A sample whose
+ * machine frames between the leaf and the first Ruby frame include one of
+ * the object allocator's functions was taken while that Ruby frame was
+ * allocating: either in the allocator itself or in a GC step the allocator
+ * started (lazy sweeping, incremental marking, a full GC when the heap ran
+ * out), which the GC's frame on top says. Such a sample's Ruby stack goes
+ * into the profile and its innermost Ruby frame is counted as the site; all
+ * other samples are counted and dropped. The GC's own counters give the
+ * exact number of allocations (alloc_count.c), which the caller divides by
+ * the sites' shares.
+ *
+ * Only names are compared, so only functions that have one count: the
+ * exported rb_*newobj_of family, rb_imemo_new and the T_DATA wrappers
+ * (.dynsym: every release, Debian's stripped ruby3.1 included), and the
+ * static newobj_* helpers where .symtab names them (our unstripped builds).
+ * In a stripped libruby the static helpers are unnamed, but they run under
+ * an exported entry point, whose frame is found further down. Suffixes the
+ * compiler adds to clones (".cold", ".isra.0", ".constprop.0") are ignored.
+ *
+ * A stack whose Ruby frames could not be placed among its machine frames
+ * (merged 0) is not judged: where its first Ruby frame stands is unknown,
+ * and the allocator may be under another VM invocation's C code.
+ *
+ * On a loaded machine the target may not have run at all between two
+ * samples (it waited for a CPU): the second sample would find it where the
+ * first did, and one preemption would count as many samples. So a live
+ * thread whose CPU time (/proc/PID/task/TID/schedstat, read as its sample
+ * is added) has not moved since its previous sample is dropped and
+ * counted (not_run): samples then fall on the thread's own running time.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rbpeek.h"
+#include "base/json.h"
+#include "base/strbuf.h"
+#include "profile/alloc_sites.h"
+#include "profile/profile.h"
+
+#define RAN_SLOTS 64   /* threads whose CPU time is remembered (the GVL holders) */
+
+struct rbpeek_alloc_sites {
+    rbpeek_alloc_sites_stats st;
+    struct { int64_t tid; uint64_t run_ns; } ran[RAN_SLOTS];
+    size_t nran;
+    uint64_t *count;            /* [frame id of the profile]: allocator samples whose site it is */
+    size_t cap;
+    const rbpeek_profile *p;    /* the profile the ids are of */
+    rbp_sample_scratch scratch;
+};
+
+static const char *const ALLOCATOR[] = {
+    /* exported (.dynsym) */
+    "rb_wb_protected_newobj_of", "rb_wb_unprotected_newobj_of", "rb_ec_wb_protected_newobj_of",
+    "rb_newobj_of", "rb_newobj", "rb_imemo_new", "rb_data_object_wrap", "rb_data_typed_object_wrap",
+    "rb_data_object_zalloc", "rb_data_typed_object_zalloc",
+    /* static (.symtab): 2.7-3.4's gc.c, 3.4's gc/default.c */
+    "newobj_of", "newobj_of0", "newobj_of_cr", "newobj_slowpath", "newobj_slowpath_wb_protected",
+    "newobj_slowpath_wb_unprotected", "newobj_alloc", "newobj_cache_miss", "newobj_init", "newobj_fill",
+    "rb_gc_impl_new_obj",
+};
+
+int rbpeek_alloc_sites_is_allocator(const char *symbol)
+{
+    if (!symbol) return 0;
+    size_t n = strcspn(symbol, ".");   /* "newobj_alloc.cold" is newobj_alloc */
+    for (size_t i = 0; i < sizeof ALLOCATOR / sizeof *ALLOCATOR; i++)
+        if (strlen(ALLOCATOR[i]) == n && memcmp(ALLOCATOR[i], symbol, n) == 0) return 1;
+    return 0;
+}
+
+rbpeek_alloc_sites *rbpeek_alloc_sites_new(void)
+{
+    return calloc(1, sizeof(rbpeek_alloc_sites));
+}
+
+void rbpeek_alloc_sites_free(rbpeek_alloc_sites *a)
+{
+    if (!a) return;
+    free(a->count);
+    rbp_sample_scratch_free(&a->scratch);
+    free(a);
+}
+
+void rbpeek_alloc_sites_get_stats(const rbpeek_alloc_sites *a, rbpeek_alloc_sites_stats *out)
+{
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (a) *out = a->st;
+}
+
+/* What a thread's whole stack says: 1 in the allocator (*gc: the GC at
+ * work above it), 0 not, -1 not judged (not merged). */
+static int judge(const rbpeek_native_stack *ns, bool *gc)
+{
+    *gc = false;
+    if (!ns->merged) return -1;
+    for (size_t i = 0; i < ns->nframes; i++) {
+        const rbpeek_stack_frame *f = &ns->frames[i];
+        if (f->kind == RBPEEK_FRAME_GC) *gc = true;
+        else if (f->kind == RBPEEK_FRAME_RUBY || f->kind == RBPEEK_FRAME_CFUNC) return 0;
+        else if (f->kind == RBPEEK_FRAME_NATIVE && f->native && rbpeek_alloc_sites_is_allocator(f->native->symbol))
+            return 1;
+    }
+    return 0;
+}
+
+static bool count_site(rbpeek_alloc_sites *a, uint32_t id)
+{
+    if (id >= a->cap) {
+        size_t cap = a->cap ? a->cap : 256;
+        while (cap <= id) cap *= 2;
+        uint64_t *n = realloc(a->count, cap * sizeof *n);
+        if (!n) return false;
+        memset(n + a->cap, 0, (cap - a->cap) * sizeof *n);
+        a->count = n;
+        a->cap = cap;
+    }
+    if (a->count[id]++ == 0) a->st.sites++;
+    return true;
+}
+
+/* The innermost Ruby frame of the stack just added (ids root first). */
+static uint32_t site_of(const rbpeek_profile *p, const uint32_t *ids, size_t n)
+{
+    for (size_t k = n; k-- > 0;) {
+        int32_t kind = rbp_profile_pframe(p, ids[k])->d.kind;
+        if (kind == RBP_PF_RUBY || kind == RBP_PF_CFUNC) return ids[k];
+    }
+    return UINT32_MAX;
+}
+
+/* Whether thread tid of pid has run since this was last asked for it
+ * (true when it cannot be told: no pid, no TID, no schedstat). */
+static bool ran_since(rbpeek_alloc_sites *a, int pid, int64_t tid)
+{
+    if (pid <= 0 || tid <= 0) return true;
+    char path[96], buf[128];
+    snprintf(path, sizeof path, "/proc/%d/task/%" PRId64 "/schedstat", pid, tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return true;
+    buf[n] = '\0';
+    uint64_t run_ns = strtoull(buf, NULL, 10);
+    size_t k = 0;
+    while (k < a->nran && a->ran[k].tid != tid) k++;
+    if (k == a->nran) {
+        if (a->nran < RAN_SLOTS) a->nran++;
+        else k = (size_t)(tid % RAN_SLOTS);   /* a slot reused: that thread's next sample is kept */
+        a->ran[k].tid = tid;
+        a->ran[k].run_ns = run_ns;
+        return true;
+    }
+    bool ran = run_ns != a->ran[k].run_ns;
+    a->ran[k].run_ns = run_ns;
+    return ran;
+}
+
+rbp_sample_fate rbp_alloc_sites_add_thread(rbpeek_alloc_sites *a, rbpeek_profile *p, const rbpeek_thread *t,
+                                           const rbpeek_native_stack *ns, const rbpeek_sample_options *opt,
+                                           bool *tid_unknown)
+{
+    *tid_unknown = false;
+    a->p = p;
+    if (!ns || ns->nnative == 0) {
+        a->st.no_native++;
+        return RBP_SAMPLE_FILTERED;
+    }
+    if (!ran_since(a, opt ? opt->pid : 0, rbp_sample_thread_tid(t, opt))) {
+        a->st.not_run++;
+        return RBP_SAMPLE_FILTERED;
+    }
+    a->st.stacks++;
+    bool gc;
+    int in = judge(ns, &gc);
+    if (in < 0) a->st.unmerged++;
+    if (in <= 0) {
+        if (gc) a->st.gc_elsewhere++;
+        return RBP_SAMPLE_FILTERED;
+    }
+    rbp_sample_fate fate = rbp_sample_add_thread(p, t, opt, &a->scratch, tid_unknown);
+    if (fate != RBP_SAMPLE_ADDED) return fate;
+    /* the stack's length: the thread's frames, and the thread frame */
+    size_t len = t->nframes + (opt && opt->per_thread ? 1 : 0);
+    uint32_t site = site_of(p, a->scratch.ids, len);
+    if (site != UINT32_MAX && !count_site(a, site)) return RBP_SAMPLE_NOMEM;
+    a->st.allocator++;
+    if (gc) a->st.allocator_gc++;
+    return RBP_SAMPLE_ADDED;
+}
+
+rbpeek_status rbpeek_alloc_sites_add_snapshot(rbpeek_alloc_sites *a, rbpeek_profile *p, const rbpeek_snapshot *snap,
+                                              const rbpeek_sample_options *opt, rbpeek_sample_result *result)
+{
+    rbpeek_sample_result r = {0};
+    if (result) *result = r;
+    if (!a || !p) return RBPEEK_ERR_ARG;
+    if (!snap) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "alloc_sites: no snapshot");
+    if (a->p && a->p != p) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "alloc_sites: another profile than before");
+    a->p = p;
+    rbpeek_status st = RBPEEK_OK;
+    size_t n = rbpeek_snapshot_thread_count(snap);
+    for (size_t i = 0; i < n && st == RBPEEK_OK; i++) {
+        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
+        if (!t) continue;
+        bool unknown = false;
+        switch (rbp_alloc_sites_add_thread(a, p, t, rbpeek_snapshot_native(snap, i), opt, &unknown)) {
+        case RBP_SAMPLE_ADDED: r.added++; break;
+        case RBP_SAMPLE_FAILED: r.failed++; break;
+        case RBP_SAMPLE_FILTERED: r.filtered++; break;
+        case RBP_SAMPLE_EMPTY: r.empty++; break;
+        case RBP_SAMPLE_NOMEM: st = rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "alloc_sites: out of memory"); break;
+        }
+        if (unknown) r.tid_unknown++;
+    }
+    if (result) *result = r;
+    return st;
+}
+
+typedef struct site_ref {
+    uint64_t samples;
+    uint32_t id;
+} site_ref;
+
+static int cmp_sites(const void *x, const void *y)
+{
+    const site_ref *a = x, *b = y;
+    if (a->samples != b->samples) return a->samples > b->samples ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_profile *p, char **out)
+{
+    if (!a || !p || !out) return RBPEEK_ERR_ARG;
+    *out = NULL;
+    if (a->p && a->p != p) return RBPEEK_ERR_ARG;
+    size_t n = 0;
+    site_ref *ids = a->st.sites ? malloc(a->st.sites * sizeof *ids) : NULL;
+    if (a->st.sites && !ids) return RBPEEK_ERR_NOMEM;
+    for (size_t id = 0; id < a->cap && n < a->st.sites; id++)
+        if (a->count[id] && id < p->nnames) ids[n++] = (site_ref){a->count[id], (uint32_t)id};
+    if (n) qsort(ids, n, sizeof *ids, cmp_sites);
+    rbp_strbuf b;
+    rbp_sb_init(&b);
+    rbp_json j;
+    rbp_json_init(&j, &b, RBP_JSON_TIGHT);
+    rbp_json_object(&j);
+    rbp_json_key(&j, "sites");
+    rbp_json_array(&j);
+    for (size_t k = 0; k < n; k++) {
+        const rbp_pframe *f = rbp_profile_pframe(p, ids[k].id);
+        rbp_json_object(&j);
+        rbp_json_key(&j, "label");
+        rbp_json_str(&j, rbp_pframe_label(f));
+        rbp_json_key(&j, "path");
+        if (*f->d.path) rbp_json_str(&j, f->d.path);
+        else rbp_json_null(&j);
+        rbp_json_key(&j, "lineno");
+        rbp_json_i64(&j, f->d.line);
+        rbp_json_key(&j, "kind");
+        rbp_json_str(&j, f->d.kind == RBP_PF_CFUNC ? "cfunc" : "ruby");
+        rbp_json_key(&j, "samples");
+        rbp_json_u64(&j, ids[k].samples);
+        rbp_json_object_end(&j);
+    }
+    rbp_json_array_end(&j);
+    rbp_json_object_end(&j);
+    free(ids);
+    if (b.oom) {
+        rbp_sb_free(&b);
+        return RBPEEK_ERR_NOMEM;
+    }
+    *out = rbp_sb_take(&b);
+    return *out ? RBPEEK_OK : RBPEEK_ERR_NOMEM;
+}
+
+rbpeek_status rbpeek_profile_scale_to(rbpeek_profile *p, uint64_t total)
+{
+    if (!p) return RBPEEK_ERR_ARG;
+    uint64_t have = p->nnodes ? p->nodes[0].total : 0;
+    if (!have) return RBPEEK_OK;
+    long double f = (long double)total / (long double)have;
+    for (uint32_t i = 0; i < p->nnodes; i++) {
+        rbp_pnode *nd = &p->nodes[i];
+        if (nd->self) {
+            long double v = (long double)nd->self * f + 0.5L;
+            nd->self = v < 1.0L ? 1 : v > (long double)(UINT64_MAX / 2) ? UINT64_MAX / 2 : (uint64_t)v;
+        }
+        nd->total = nd->self;
+    }
+    /* a child is always added after its parent: sum the totals upwards */
+    for (uint32_t i = p->nnodes; i-- > 1;) p->nodes[p->nodes[i].parent].total += p->nodes[i].total;
+    return RBPEEK_OK;
+}

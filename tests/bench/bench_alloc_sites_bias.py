@@ -1,0 +1,127 @@
+"""Benchmark: the bias of `ruby allocs --sites` (not a test; prints the table
+of docs/allocations.md, "The estimator's bias, measured").
+
+    python3 tests/bench/bench_alloc_sites_bias.py [--ruby 3.3.8] [--repeat 3] [--duration 10] [--rate 200]
+
+The program (tests/integration/programs/alloc_sites.rb) allocates at two
+sites and counts each site's allocations itself with
+GC.stat(:total_allocated_objects). Two modes, each a fresh process:
+  same:  three small Strings at site_a for every one at site_b (the same
+         kind and cost: the estimator should be unbiased);
+  kinds: three small Strings at site_a for every 100-element Array at
+         site_b (an Array.new(100) costs more than a String: a slot, and
+         800 bytes malloc'd and filled with nil).
+Each repeat runs `rbpeek allocs --pid PID --sites --duration D --rate R
+--json -o F` (the command line: nothing attaches) and compares site_b's
+share of the allocator samples (the samples at any line of its method,
+normalised over the two sites) with the program's own share over the same
+window. Printed per mode: the program's share, the estimate of each run
+with its 95% interval (Wilson's, from the samples), their mean, and the
+ratio estimate / truth. The load average is printed too.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+PROGRAM = os.path.join(REPO, "tests", "integration", "programs", "alloc_sites.rb")
+CLI = os.path.join(REPO, "tools", "rbpeek")
+Z95 = 1.959964
+
+
+def ruby_binary(spec):
+    if spec == "debian-3.1":
+        return "/usr/bin/ruby3.1"
+    return os.path.join(os.environ.get("RBPEEK_RUBIES", "/var/cache/rbpeek/rubies"), spec, "bin", "ruby")
+
+
+def wilson(k, n):
+    p = k / n
+    z2 = Z95 * Z95
+    den = 1 + z2 / n
+    mid = (p + z2 / (2 * n)) / den
+    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / den
+    return mid - half, mid + half
+
+
+def own(workdir, t):
+    rows = [[float(x) for x in line.split()] for line in open(os.path.join(workdir, "alloc.log"))
+            if len(line.split()) == 4]
+    for r0, r1 in zip(rows, rows[1:]):
+        if r0[0] <= t <= r1[0]:
+            k = (t - r0[0]) / (r1[0] - r0[0])
+            return [a + k * (b - a) for a, b in zip(r0[1:], r1[1:])]
+    raise SystemExit("the log does not cover %.3f" % t)
+
+
+def run_mode(ruby, mode, args):
+    wd = tempfile.mkdtemp(prefix="rbpeek-bias-")
+    env = dict(os.environ, ALLOC_SITES_MODE=mode)
+    proc = subprocess.Popen([ruby, PROGRAM, wd], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env)
+    try:
+        for _ in range(1200):
+            if os.path.exists(os.path.join(wd, "ready")):
+                break
+            time.sleep(0.05)
+        else:
+            raise SystemExit("the program never became ready")
+        rec = json.load(open(os.path.join(wd, "sites.json")))
+        runs = []
+        for i in range(args.repeat):
+            out = os.path.join(wd, "r%d.json" % i)
+            subprocess.run([sys.executable, CLI, "allocs", "--pid", str(proc.pid), "--sites", "--duration",
+                            str(args.duration), "--rate", str(args.rate), "--json", "-o", out],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            r = json.load(open(out))
+            counts = {}
+            for which in ("a", "b"):
+                first, last = rec[which]["lines"]
+                counts[which] = sum(s["samples"] for s in r["sites"]
+                                    if s["path"] == rec["path"] and first <= s["lineno"] <= last)
+            _t0, a0, b0 = own(wd, r["started_at"])
+            _t1, a1, b1 = own(wd, r["ended_at"])
+            n = counts["a"] + counts["b"]
+            runs.append({"truth": (b1 - b0) / ((a1 - a0) + (b1 - b0)), "k": counts["b"], "n": n,
+                         "taken": r["samples_taken"], "in_gc": r["samples_in_gc"], "kept": r["samples"]})
+        return rec["ruby_version"], runs
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ruby", default="3.3.8")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=10)
+    ap.add_argument("--rate", type=float, default=200)
+    args = ap.parse_args()
+    ruby = ruby_binary(args.ruby)
+    print("load average before: %s" % open("/proc/loadavg").read().strip())
+    print("| Ruby | site_b allocates | site_b's share: the program's own | rbpeek's estimate, each run "
+          "[95% interval] | mean | estimate / truth | allocator samples a run (of samples; in GC) |")
+    print("|---|---|---|---|---|---|---|")
+    for mode, what in (("same", "small Strings (as site_a)"), ("kinds", "100-element Arrays")):
+        version, runs = run_mode(ruby, mode, args)
+        truth = sum(r["truth"] for r in runs) / len(runs)
+        ests = [r["k"] / r["n"] for r in runs]
+        cells = ["%.1f%% [%.1f-%.1f%%]" % ((100 * e,) + tuple(100 * x for x in wilson(r["k"], r["n"])))
+                 for e, r in zip(ests, runs)]
+        mean = sum(ests) / len(ests)
+        print("| %s | %s | %.1f%% | %s | %.1f%% | %.2f | %s |" % (
+            version, what, 100 * truth, "; ".join(cells), 100 * mean, mean / truth,
+            "; ".join("%d (%d; %d)" % (r["n"], r["taken"], r["in_gc"]) for r in runs)))
+        sys.stdout.flush()
+    print("load average after: %s" % open("/proc/loadavg").read().strip())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+# Test target for `ruby allocs --sites`: one thread allocates at two sites
+# in a known ratio, and the program measures each site's allocations itself
+# with GC.stat(:total_allocated_objects).
+#
+#   ruby alloc_sites.rb OUT_DIR [same|kinds]
+#
+# same (the default): site_a allocates three small Strings for every one
+# site_b does, the same kind of object at the same cost, so an unbiased
+# estimator gives them 75% and 25%. kinds: site_a allocates small Strings,
+# site_b 100-element Arrays, one Array for every three Strings (the bias
+# measurement of docs/allocations.md). Each site's line and its method's
+# lines are written to OUT_DIR/sites.json with the Ruby's version, and every 50 ms a line
+# "REALTIME TOTAL_ALLOCATED SITE_A SITE_B" to OUT_DIR/alloc.log: the totals
+# of GC.stat(:total_allocated_objects) and the allocations counted at each
+# site so far (the counter's difference around each call). Writes
+# OUT_DIR/ready once warm; runs on Ruby 2.7 to 3.4 with no gems.
+
+OUT = ARGV[0] or abort("usage: alloc_sites.rb OUT_DIR [same|kinds]")
+MODE = ARGV[1] || ENV["ALLOC_SITES_MODE"] || "same"
+LOG = File.open(File.join(OUT, "alloc.log"), "a")
+LOG.sync = true
+
+def site_a(n)
+  i = 0
+  while i < n
+    "a" * 4 # SITE_A
+    i += 1
+  end
+end
+
+def site_b_same(n)
+  i = 0
+  while i < n
+    "b" * 4 # SITE_B_SAME
+    i += 1
+  end
+end
+
+def site_b_kinds(n)
+  i = 0
+  while i < n
+    Array.new(100) # SITE_B_KINDS
+    i += 1
+  end
+end
+
+# each site's line, and its method's first and last lines: a Ruby frame
+# caught in the allocator may report an earlier line of its method (an
+# instruction that does not save its pc, as 3.1's putstring)
+lines = {}
+src = File.readlines(__FILE__)
+src.each_with_index do |l, i|
+  next unless l =~ /# (SITE_\w+)$/
+  first = i
+  first -= 1 until src[first].start_with?("def ")
+  last = i
+  last += 1 until src[last].start_with?("end")
+  lines[$1] = [i + 1, first + 1, last + 1]
+end
+b_name = MODE == "kinds" ? "SITE_B_KINDS" : "SITE_B_SAME"
+b_method = MODE == "kinds" ? "site_b_kinds" : "site_b_same"
+# per call: "a" * 4 allocates two Strings (the literal's copy, the
+# product); Array.new(100) one Array (its 800 bytes are malloc'd, not a
+# slot). The calls per round are drawn at random, three allocations at
+# site_a for one at site_b on average: with fixed rounds the GCs (whose
+# cost goes to the allocation that starts one) could lock to one phase of
+# the round, and always start at the same site.
+RNG = Random.new(Process.pid)
+File.write(File.join(OUT, "sites.json.tmp"),
+           "{\"ruby_version\": \"#{RUBY_VERSION}\", \"path\": \"#{__FILE__}\", \"mode\": \"#{MODE}\", " \
+           "\"a\": {\"label\": \"site_a\", \"lineno\": #{lines["SITE_A"][0]}, \"lines\": #{lines["SITE_A"][1, 2]}}, " \
+           "\"b\": {\"label\": \"#{b_method}\", \"lineno\": #{lines[b_name][0]}, \"lines\": #{lines[b_name][1, 2]}}}\n")
+File.rename(File.join(OUT, "sites.json.tmp"), File.join(OUT, "sites.json"))
+
+count_a = 0
+count_b = 0
+last = 0.0
+warm = 0
+loop do
+  g0 = GC.stat(:total_allocated_objects)
+  b_calls = 50 + RNG.rand(101)
+  a_calls = MODE == "kinds" ? (3 * b_calls + 1) / 2 : 3 * b_calls
+  site_a(a_calls)
+  g1 = GC.stat(:total_allocated_objects)
+  MODE == "kinds" ? site_b_kinds(b_calls) : site_b_same(b_calls)
+  g2 = GC.stat(:total_allocated_objects)
+  count_a += g1 - g0
+  count_b += g2 - g1
+  now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  if now - last >= 0.05
+    LOG.write(format("%.6f %d %d %d\n", Time.now.to_f, GC.stat(:total_allocated_objects), count_a, count_b))
+    last = now
+  end
+  warm += 1
+  File.write(File.join(OUT, "ready"), Process.pid.to_s) if warm == 200
+end

@@ -1,0 +1,247 @@
+"""`ruby allocs --sites` against the program's own count of each site's
+allocations, in gdb, lldb and the command line (docs/allocations.md).
+
+    test_alloc_sites.py RUBY [COMBO...]     e.g. test_alloc_sites.py debian-3.1, test_alloc_sites.py 3.4.5 cli.live
+
+The target (programs/alloc_sites.rb) allocates at two sites, three small
+Strings at site_a's line for every one at site_b_same's, and counts each
+site's allocations itself with GC.stat(:total_allocated_objects), logging
+the totals every 50 ms. Over exactly the wall-clock window the JSON gives
+(started_at, ended_at), live:
+
+  ruby allocs --sites --duration 12 --rate 250 --json -o F --folded G:
+      method "allocator samples"; the two sites' shares of the allocator
+      samples (the samples at lines of each site's method, normalised over
+      the two: a Ruby frame may report an earlier line of its method when
+      its instruction saves no pc, as 3.1's putstring does) within 5
+      points of the program's own split; String#* at site_a's line; the rate within 25%
+      of the program's own; every site has label, path, lineno, count and
+      types, and the counts add up to the total; the folded stacks,
+      weighted by estimated allocations, add up to it too, and every one
+      of them ends at a Ruby frame of the program;
+  ruby allocs --sites --duration 1: the text says "estimated from N
+      allocator samples" and names both lines;
+  then Ctrl-C in the middle of a run, and the debugger (or the command
+  line) killed in the middle of one: after each, and after the normal
+  run, the target runs (no thread stopped, none traced: TracerPid 0),
+  keeps allocating, and its executable pages are byte-identical to before.
+
+On the core: `ruby allocs --sites` is refused in one line.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import harness
+import matrix
+from harness import Failure
+from test_allocs import kill_debugger, text_pages
+
+DURATION, RATE = 12, 250
+SPLIT_POINTS = 5.0
+RATE_TOLERANCE = 0.25
+STARTED = "rbpeek: sampling the allocator"
+
+
+def own_counts(workdir, t):
+    """(total, site a, site b) the program logged, interpolated at wall time t."""
+    rows = []
+    with open(os.path.join(workdir, "alloc.log")) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 4:
+                rows.append([float(x) for x in p])
+    for r0, r1 in zip(rows, rows[1:]):
+        if r0[0] <= t <= r1[0] and r1[0] > r0[0]:
+            k = (t - r0[0]) / (r1[0] - r0[0])
+            return [a + k * (b - a) for a, b in zip(r0[1:], r1[1:])]
+    raise Failure("the program's log does not cover %.3f" % t)
+
+
+def untraced(pid, what):
+    """Every thread of pid is neither stopped nor traced."""
+    bad = []
+    for name in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, name)) as f:
+                st = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        state = st.get("State", "").split()
+        if st.get("TracerPid", "0").strip() != "0" or (state and state[0] in ("t", "T")):
+            bad.append("%s: %s, tracer %s" % (name, " ".join(state), st.get("TracerPid", "?").strip()))
+    if bad:
+        raise Failure("%s: threads left stopped or traced: %s" % (what, "; ".join(bad)))
+
+
+def check_clean(c, before, what):
+    pid = c.target.pid
+    c.target.assert_left_running()
+    time.sleep(0.2)
+    untraced(pid, what)
+    log = os.path.join(c.target.workdir, "alloc.log")
+    size = os.path.getsize(log)
+    time.sleep(0.5)
+    if os.path.getsize(log) <= size:
+        raise Failure("%s: %s: the target stopped allocating" % (c.name, what))
+    if text_pages(pid) != before:
+        raise Failure("%s: %s: the target's executable pages changed" % (c.name, what))
+    harness.log("  %s: %s: target running, no thread stopped or traced, %d executable mappings unchanged"
+                % (c.name, what, len(before)))
+
+
+def run_commands(c, cmds):
+    """Runs `ruby allocs ...` commands in c's front end; the output."""
+    if c.debugger == "cli":
+        out = ""
+        for cmd in cmds:
+            words = cmd.split()[1:]
+            rc, o, e = harness.run_cli(words[:1] + c.where() + words[1:], timeout=600)
+            out += o + e
+            if rc != 0 and c.live:
+                raise Failure("%s: rbpeek %s: exit %d: %s" % (c.name, cmd, rc, (o + e)[-2000:]))
+        return out
+    rc, out = c.run_debugger(cmds, timeout=600)
+    return out
+
+
+def interrupted(c, out_path, act):
+    """Starts `ruby allocs --sites` with no --duration in c's front end,
+    lets it sample for 2 s, then act(process); its output."""
+    cmd = "ruby allocs --sites"
+    if c.debugger == "cli":
+        argv = [sys.executable, harness.RBPEEK_CLI, "allocs", "--pid", str(c.target.pid), "--sites"]
+    elif c.debugger == "gdb":
+        argv = ["gdb", "-q", "-nx", "-batch", "-p", str(c.target.pid), "-ex", "source " + harness.GDB_PLUGIN,
+                "-ex", cmd]
+    else:
+        argv = [harness.LLDB, "--no-lldbinit", "-b", "-p", str(c.target.pid), "-o",
+                "command script import " + harness.LLDB_PLUGIN, "-o", cmd]
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env.pop("PYTHONHOME", None)
+    with open(out_path, "w") as out:
+        # SIGINT as a terminal's Ctrl-C finds it, whatever this test inherited
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.time() + 300
+        while STARTED not in open(out_path, errors="replace").read():
+            if proc.poll() is not None or time.time() > deadline:
+                raise Failure("%s: the interrupted run never started:\n%s"
+                              % (c.name, open(out_path, errors="replace").read()[-2000:]))
+            time.sleep(0.1)
+        time.sleep(2.0)
+        act(proc)
+        proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return open(out_path, errors="replace").read()
+
+
+def check_result(c, r, sites_rec, folded):
+    who = c.name
+    for key in ("allocations_estimated", "duration_s", "samples", "period", "sites", "started_at", "ended_at"):
+        if key not in r:
+            raise Failure("%s: the JSON has no %r" % (who, key))
+    if r.get("method") != "allocator samples":
+        raise Failure("%s: method is %r" % (who, r.get("method")))
+    path = sites_rec["path"]
+    la = sites_rec["a"]["lineno"]
+
+    def samples_in(which):
+        first, last = sites_rec[which]["lines"]
+        return sum(s["samples"] for s in r["sites"] if s["path"] == path and first <= s["lineno"] <= last)
+    n_a, n_b = samples_in("a"), samples_in("b")
+    if n_a + n_b < 100:
+        raise Failure("%s: only %d allocator samples at the two sites (%d taken in all): too few to judge"
+                      % (who, n_a + n_b, r["samples_taken"]))
+    labels = {s["label"] for s in r["sites"] if s["path"] == path and s["lineno"] == la}
+    if not any(label == "*" or label.endswith("#*") for label in labels):   # 3.4 labels "String#*"
+        raise Failure("%s: String#* is not among line %d's sites: %s" % (who, la, labels))
+    t0, a0, b0 = own_counts(c.target.workdir, r["started_at"])
+    t1, a1, b1 = own_counts(c.target.workdir, r["ended_at"])
+    own_split = 100.0 * (a1 - a0) / ((a1 - a0) + (b1 - b0))
+    got_split = 100.0 * n_a / (n_a + n_b)
+    if abs(got_split - own_split) > SPLIT_POINTS:
+        raise Failure("%s: site_a's share %.1f%% (%d of %d samples), the program's own %.1f%%"
+                      % (who, got_split, n_a, n_a + n_b, own_split))
+    window = r["ended_at"] - r["started_at"]
+    own_rate = (t1 - t0) / window
+    if abs(r["rate_per_s"] - own_rate) > RATE_TOLERANCE * own_rate:
+        raise Failure("%s: rate %.0f/s, the program's own %.0f/s" % (who, r["rate_per_s"], own_rate))
+    total = r["allocations_estimated"]
+    for s in r["sites"]:
+        for key in ("label", "path", "lineno", "count", "types"):
+            if key not in s:
+                raise Failure("%s: a site has no %r: %s" % (who, key, s))
+    summed = sum(s["count"] for s in r["sites"])
+    if abs(summed - total) > len(r["sites"]) + 0.001 * total:
+        raise Failure("%s: the sites' counts add up to %d, the total is %d" % (who, summed, total))
+    weights = 0
+    with open(folded, encoding="utf-8") as f:
+        for line in f:
+            stack, count = line.rstrip("\n").rsplit(" ", 1)
+            weights += int(count)
+            leaf = [f for f in stack.split(";") if not f.startswith("[GC")][-1]   # the GC's frame on top
+            if "(%s:" % path not in leaf and "(<internal:" not in leaf:
+                raise Failure("%s: a folded stack does not end in a Ruby frame of the program: %s" % (who, leaf))
+    if abs(weights - total) > 0.01 * total:
+        raise Failure("%s: the folded stacks weigh %d, the total is %d" % (who, weights, total))
+    harness.log("  %s: %d allocator samples of %d; site_a %.1f%% (the program: %.1f%%); rate %.2f M/s (the "
+                "program: %.2f M/s)" % (who, r["samples"], r["samples_taken"], got_split, own_split,
+                                        r["rate_per_s"] / 1e6, own_rate / 1e6))
+
+
+def check(c):
+    who = c.name
+    if not c.live:
+        out = run_commands(c, ["ruby allocs --sites --duration 1"])
+        harness.assert_no_traceback(out)
+        if "ruby allocs needs a live process, and this is a core file" not in out:
+            raise Failure("%s: --sites on a core was not refused in one line:\n%s" % (who, out[-2000:]))
+        harness.log("  %s: refused on the core" % who)
+        return
+    with open(os.path.join(c.target.workdir, "sites.json")) as f:
+        sites_rec = json.load(f)
+    before = text_pages(c.target.pid)
+    out_json, folded = c.path("sites.json"), c.path("sites.folded")
+    out = run_commands(c, ["ruby allocs --sites --duration %d --rate %d --json -o %s --folded %s"
+                           % (DURATION, RATE, out_json, folded),
+                           "ruby allocs --sites --duration 1"])
+    harness.assert_no_traceback(out)
+    if not os.path.exists(out_json) or not os.path.exists(folded):
+        raise Failure("%s: nothing written:\n%s" % (who, out[-3000:]))
+    check_result(c, harness.read_json(out_json), sites_rec, folded)
+    if " allocator samples (" not in out or "Sites:     estimated from " not in out:
+        raise Failure("%s: the summary does not say how many allocator samples:\n%s" % (who, out[-3000:]))
+    if ":%d " % sites_rec["a"]["lineno"] not in out:
+        raise Failure("%s: the summary does not name site_a's line:\n%s" % (who, out[-3000:]))
+    check_clean(c, before, "after a normal run")
+
+    out = interrupted(c, c.path("ctrlc.out"), lambda proc: proc.send_signal(signal.SIGINT))
+    harness.assert_no_traceback(out)
+    if "interrupted (Ctrl-C)" not in out or "Sites:     estimated from " not in out:
+        raise Failure("%s: Ctrl-C did not end the run with a summary:\n%s" % (who, out[-3000:]))
+    check_clean(c, before, "after Ctrl-C")
+
+    interrupted(c, c.path("kill.out"), kill_debugger)
+    check_clean(c, before, "after %s was killed" % ("the command line" if c.debugger == "cli" else "the debugger"))
+
+
+def test(ruby_spec, only, workdir):
+    m = matrix.Matrix(ruby_spec, workdir, only)
+    m.run("alloc_sites.rb", check, combos=matrix.WITH_CLI)
+    m.finish()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    harness.main(lambda wd: test(sys.argv[1], sys.argv[2:], wd))

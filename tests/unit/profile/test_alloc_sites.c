@@ -1,0 +1,244 @@
+/*
+ * Tests of `ruby allocs --sites`' judge (profile/alloc_sites.c) on threads
+ * and native stacks built by hand, as a sampled snapshot holds them: a
+ * stack is kept when an allocator function lies between its leaf and its
+ * first Ruby frame (a GC step above it too), and dropped when the
+ * allocator is only further down (another VM invocation's), when only the
+ * GC is there (GC.start), when it could not be merged, or when the thread
+ * has no machine frames; the site is the innermost Ruby frame; the
+ * allocator's names with the compiler's clone suffixes; the sites' JSON;
+ * a live thread that has not run since its previous sample dropped; and
+ * the profile scaled to estimated allocations.
+ */
+#define _GNU_SOURCE   /* gettid */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cu_main.h"
+#include "rbpeek.h"
+
+#include "profile/alloc_sites.h"
+#include "profile/profile.h"
+
+/* Ruby's frames of the thread, innermost first: "*" (a C method, at its
+ * caller's line), site_a, <main>. */
+static const rbpeek_frame RUBY[] = {
+    {.label = "*", .path = "t.rb", .lineno = 7, .kind = RBPEEK_FRAME_CFUNC},
+    {.label = "site_a", .path = "t.rb", .lineno = 7, .kind = RBPEEK_FRAME_RUBY, .first_lineno = 5},
+    {.label = "<main>", .path = "t.rb", .lineno = 20, .kind = RBPEEK_FRAME_RUBY, .first_lineno = 1},
+};
+
+static rbpeek_thread thread_of(void)
+{
+    rbpeek_thread t;
+    memset(&t, 0, sizeof t);
+    t.is_main = 1;
+    t.native_tid = 100;
+    t.nframes = 3;
+    t.frames = RUBY;
+    return t;
+}
+
+static rbpeek_native_frame nat(const char *sym)
+{
+    return (rbpeek_native_frame){.pc = 0x1000, .module = "/lib/libruby.so", .symbol = sym};
+}
+
+/* A merged stack: syms[] are native frames (NULL: unnamed), "R0".."R2"
+ * the thread's Ruby frames, "GC" the GC's frame. */
+typedef struct built {
+    rbpeek_stack_frame f[16];
+    rbpeek_native_frame n[16];
+    rbpeek_native_stack ns;
+} built;
+
+static void build(built *b, const char *const *syms, size_t count, int merged)
+{
+    memset(b, 0, sizeof *b);
+    size_t nn = 0;
+    for (size_t i = 0; i < count; i++) {
+        const char *s = syms[i];
+        if (s && s[0] == 'R' && s[1] >= '0' && s[1] <= '2' && !s[2]) {
+            const rbpeek_frame *rf = &RUBY[s[1] - '0'];
+            b->f[i] = (rbpeek_stack_frame){.kind = rf->kind, .ruby = rf};
+        } else if (s && strcmp(s, "GC") == 0) {
+            b->f[i] = (rbpeek_stack_frame){.kind = RBPEEK_FRAME_GC, .label = "[GC: sweeping]"};
+        } else {
+            b->n[nn] = nat(s);
+            b->f[i] = (rbpeek_stack_frame){.kind = RBPEEK_FRAME_NATIVE, .native = &b->n[nn]};
+            nn++;
+        }
+    }
+    b->ns = (rbpeek_native_stack){.nframes = count, .frames = b->f, .merged = merged, .nnative = nn,
+                                  .native = b->n};
+}
+
+static rbp_sample_fate judge(rbpeek_alloc_sites *a, rbpeek_profile *p, const char *const *syms, size_t count,
+                             int merged)
+{
+    built b;
+    build(&b, syms, count, merged);
+    rbpeek_thread t = thread_of();
+    bool unknown;
+    return rbp_alloc_sites_add_thread(a, p, &t, &b.ns, NULL, &unknown);
+}
+
+#define JUDGE(a, p, merged, ...)                                                                         \
+    judge(a, p, (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *), \
+          merged)
+
+static void test_names(void)
+{
+    CU_ASSERT_TRUE(rbpeek_alloc_sites_is_allocator("rb_wb_protected_newobj_of"));
+    CU_ASSERT_TRUE(rbpeek_alloc_sites_is_allocator("rb_ec_wb_protected_newobj_of"));
+    CU_ASSERT_TRUE(rbpeek_alloc_sites_is_allocator("rb_wb_unprotected_newobj_of"));
+    CU_ASSERT_TRUE(rbpeek_alloc_sites_is_allocator("rb_newobj_of"));
+    CU_ASSERT_TRUE(rbpeek_alloc_sites_is_allocator("newobj_slowpath_wb_protected.constprop.0"));
+    CU_ASSERT_TRUE(rbpeek_alloc_sites_is_allocator("newobj_alloc.cold"));
+    CU_ASSERT_FALSE(rbpeek_alloc_sites_is_allocator("rb_wb_protected_newobj_off"));
+    CU_ASSERT_FALSE(rbpeek_alloc_sites_is_allocator("newobj"));
+    CU_ASSERT_FALSE(rbpeek_alloc_sites_is_allocator("gc_sweep_step"));
+    CU_ASSERT_FALSE(rbpeek_alloc_sites_is_allocator("rb_ary_new"));
+    CU_ASSERT_FALSE(rbpeek_alloc_sites_is_allocator(""));
+    CU_ASSERT_FALSE(rbpeek_alloc_sites_is_allocator(NULL));
+}
+
+static void test_judge(void)
+{
+    rbpeek_alloc_sites *a = rbpeek_alloc_sites_new();
+    rbpeek_profile *p = rbpeek_profile_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    /* in the allocator's fast path, under String#* */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "rb_wb_protected_newobj_of", "str_new0", "rb_str_times", "R0", "R1", "R2"),
+                    RBP_SAMPLE_ADDED);
+    /* a GC step the allocator started (stripped: the static ones unnamed) */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "GC", NULL, NULL, "rb_wb_protected_newobj_of", "rb_str_times", "R0", "R1", "R2"),
+                    RBP_SAMPLE_ADDED);
+    /* not in the allocator: in String#*'s own code */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "memcpy", "rb_str_times", "R0", "R1", "R2"), RBP_SAMPLE_FILTERED);
+    /* the allocator only below the first Ruby frame: another invocation's */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "memcpy", "R0", "R1", "rb_wb_protected_newobj_of", "R2"), RBP_SAMPLE_FILTERED);
+    /* the GC, the allocator not under it (GC.start, malloc's GC) */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "GC", "gc_start", "garbage_collect", "R0", "R1", "R2"), RBP_SAMPLE_FILTERED);
+    /* not merged: not judged, whatever it holds */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 0, "rb_wb_protected_newobj_of", "R0", "R1", "R2"), RBP_SAMPLE_FILTERED);
+    /* no machine frames */
+    rbpeek_thread t = thread_of();
+    bool unknown;
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, NULL, NULL, &unknown), RBP_SAMPLE_FILTERED);
+
+    rbpeek_alloc_sites_stats st;
+    rbpeek_alloc_sites_get_stats(a, &st);
+    CU_ASSERT_EQUAL(st.stacks, 6);
+    CU_ASSERT_EQUAL(st.allocator, 2);
+    CU_ASSERT_EQUAL(st.allocator_gc, 1);
+    CU_ASSERT_EQUAL(st.gc_elsewhere, 1);
+    CU_ASSERT_EQUAL(st.unmerged, 1);
+    CU_ASSERT_EQUAL(st.no_native, 1);
+    CU_ASSERT_EQUAL(st.sites, 1);
+    CU_ASSERT_EQUAL(rbpeek_profile_total(p), 2);
+
+    /* the site is the innermost Ruby frame: the C method, at its caller's line */
+    char *json = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_alloc_sites_json(a, p, &json), RBPEEK_OK);
+    CU_ASSERT_STRING_EQUAL(json, "{\"sites\":[{\"label\":\"*\",\"path\":\"t.rb\",\"lineno\":7,\"kind\":\"cfunc\","
+                                 "\"samples\":2}]}");
+    rbpeek_free(json);
+    /* another profile is refused */
+    rbpeek_profile *other = rbpeek_profile_new();
+    CU_ASSERT_EQUAL(rbpeek_alloc_sites_json(a, other, &json), RBPEEK_ERR_ARG);
+    rbpeek_profile_free(other);
+    rbpeek_profile_free(p);
+    rbpeek_alloc_sites_free(a);
+}
+
+static int pipe_fds[2];
+static _Atomic pid_t parked_tid;
+
+static void *parked(void *arg)
+{
+    (void)arg;
+    parked_tid = gettid();
+    char c;
+    return read(pipe_fds[0], &c, 1) == 1 ? NULL : NULL;   /* blocked: its CPU time does not move */
+}
+
+static void test_not_run(void)
+{
+    CU_ASSERT_EQUAL_FATAL(pipe(pipe_fds), 0);
+    pthread_t th;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, parked, NULL), 0);
+    while (!parked_tid) usleep(1000);
+    usleep(50000);   /* in its read by now */
+    rbpeek_alloc_sites *a = rbpeek_alloc_sites_new();
+    rbpeek_profile *p = rbpeek_profile_new();
+    rbpeek_sample_options opt = {.pid = getpid()};
+    built b;
+    const char *syms[] = {"rb_wb_protected_newobj_of", "R0", "R1", "R2"};
+    build(&b, syms, 4, 1);
+    rbpeek_thread t = thread_of();
+    t.native_tid = parked_tid;
+    bool unknown;
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_ADDED);
+    /* the parked thread has not run since: the same sample again, dropped */
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_FILTERED);
+    /* this thread runs: kept each time */
+    t.native_tid = gettid();
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_ADDED);
+    for (volatile int i = 0; i < 5000000; i++) {}
+    usleep(1000);   /* switched out: the kernel adds up its CPU time (a sampled thread is, by its stop) */
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_ADDED);
+    rbpeek_alloc_sites_stats st;
+    rbpeek_alloc_sites_get_stats(a, &st);
+    CU_ASSERT_EQUAL(st.not_run, 1);
+    CU_ASSERT_EQUAL(st.allocator, 3);
+    CU_ASSERT_EQUAL(write(pipe_fds[1], "x", 1), 1);
+    pthread_join(th, NULL);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    rbpeek_profile_free(p);
+    rbpeek_alloc_sites_free(a);
+}
+
+static void test_scale(void)
+{
+    rbpeek_profile *p = rbpeek_profile_new();
+    const char *s1[] = {"main", "a"}, *s2[] = {"main", "b"}, *s3[] = {"main"};
+    CU_ASSERT_EQUAL(rbpeek_profile_add_stack(p, s1, 2, 3), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_profile_add_stack(p, s2, 2, 1), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_profile_add_stack(p, s3, 1, 1), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_profile_scale_to(p, 5000000), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_profile_total(p), 5000000);
+    CU_ASSERT_EQUAL(p->nodes[0].total, 5000000);
+    uint64_t a = 0, b = 0, m = 0;
+    for (uint32_t i = 1; i < p->nnodes; i++) {
+        const char *name = rbp_profile_node_name(p, i);
+        if (strcmp(name, "a") == 0) a = p->nodes[i].total;
+        if (strcmp(name, "b") == 0) b = p->nodes[i].total;
+        if (strcmp(name, "main") == 0) m = p->nodes[i].self;
+    }
+    CU_ASSERT_EQUAL(a, 3000000);
+    CU_ASSERT_EQUAL(b, 1000000);
+    CU_ASSERT_EQUAL(m, 1000000);
+    /* an empty profile stays empty; a stack never scales to 0 */
+    rbpeek_profile *e = rbpeek_profile_new();
+    CU_ASSERT_EQUAL(rbpeek_profile_scale_to(e, 10), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_profile_total(e), 0);
+    CU_ASSERT_EQUAL(rbpeek_profile_scale_to(p, 1), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_profile_total(p), 3);
+    rbpeek_profile_free(e);
+    rbpeek_profile_free(p);
+}
+
+static const rbp_cu_test TESTS[] = {
+    {"allocator names", test_names},
+    {"judging stacks", test_judge},
+    {"a thread that has not run since its last sample", test_not_run},
+    {"scaling to estimated allocations", test_scale},
+    {NULL, NULL},
+};
+
+RBP_CU_MAIN("alloc_sites", TESTS)
