@@ -103,7 +103,7 @@ static void one_sample(sample_run *r, unsigned b0, rbpeek_profile *p, rbp_sample
     } else {
         const uint64_t *held = r->held;
         st = rbp_snapshot_take_split(s, max_frames, r->nheld || r->none ? held : NULL, &r->nheld,
-                                     r->none ? NULL : stop_cb, release_cb, r, &snap);
+                                     r->none ? NULL : stop_cb, release_cb, r, NULL, &snap);
     }
     if (st != RBPEEK_OK) {
         if (rbpeek_session_error(s)[0] == '\0') abort();
