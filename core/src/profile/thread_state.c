@@ -93,10 +93,6 @@ bool rbp_thread_state_asks_kernel(const rbpeek_thread *t)
 
 rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_view *gvl, long syscall)
 {
-    /* The snapshot marks the thread a GC step runs on (it holds the GVL
-     * while the objspace says the GC is at work), with or without a view
-     * of the GVL. */
-    if (t->gc != RBPEEK_GC_NONE) return RBPEEK_STATE_GC;
     if (t->status != RBPEEK_THREAD_RUNNABLE) {
         /* A thread in a blocking region (IO, an extension's work without the
          * GVL) is "stopped" for Ruby until it holds the GVL again: once the
@@ -109,6 +105,11 @@ rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_vi
 #endif
         return RBPEEK_STATE_BLOCKED;
     }
+    /* The snapshot marks the thread a GC step runs on (the GVL holder
+     * while the objspace says the GC is at work), with or without a view
+     * of the GVL; only a runnable thread can be it (a forked child's GVL
+     * record can name a parked thread). */
+    if (t->gc != RBPEEK_GC_NONE) return RBPEEK_STATE_GC;
     if (gvl && gvl->known) {
         if (holds_gvl(t, gvl)) return RBPEEK_STATE_RUNNING;
         /* Runnable for Ruby (a blocking region would have made it
