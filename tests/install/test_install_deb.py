@@ -23,6 +23,7 @@
 
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -57,10 +58,18 @@ def needed_packages(root):
             with open(path, "rb") as f:
                 if f.read(4) != b"\x7fELF":
                     continue
+            # The libraries the file itself names (DT_NEEDED), as
+            # dpkg-shlibdeps reads them: what those need in turn is their
+            # own packages' Depends (ldd lists the whole closure: libdw's
+            # libbz2 and liblzma are libdw1's to depend on).
+            dyn = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
+            needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn))
             ldd = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
             for line in ldd.splitlines():
                 parts = line.split("=>")
                 lib = parts[1].split("(")[0].strip() if len(parts) == 2 else ""
+                if parts[0].strip() not in needed:
+                    continue
                 if lib.startswith("/") and not lib.startswith(root):
                     pkgs.setdefault(owner(lib) or "?" + lib, os.path.relpath(path, root))
     return pkgs
