@@ -20,7 +20,7 @@ import json
 import threading
 
 from .commands import registry
-from .commands.base import UsageError
+from .commands.base import UsageError, write_file
 from .commands.sessions import Sessions
 from .core import RbpeekError
 from .sampling.procs import command_line, tree
@@ -118,11 +118,7 @@ def run_each(name, pids, follow, argv, stdout, stderr):
             stderr.write(err)
     text = (json.dumps({"processes": docs}, indent=2, ensure_ascii=False) + "\n") if as_json else "\n".join(chunks)
     if path:
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise RbpeekError("cannot write %s: %s" % (path, e.strerror))
+        write_file(path, text)
         stderr.write("rbpeek: wrote %s\n" % path)
     else:
         stdout.write(text)

@@ -109,14 +109,19 @@ def json_text(doc):
     return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
 
 
+def write_file(path, text):
+    """Writes a command's output file; RbpeekError saying why it cannot."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise RbpeekError("cannot write %s: %s" % (path, e.strerror))
+
+
 def write_output(dbg, text, path):
     """Writes a command's output to path (saying so), or to the debugger."""
     if path:
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise RbpeekError("cannot write %s: %s" % (path, e.strerror))
+        write_file(path, text)
         dbg.write("rbpeek: wrote %s\n" % path)
     else:
         dbg.write(text if text.endswith("\n") else text + "\n")
