@@ -3,11 +3,11 @@
     test_thread_states.py RUBY [COMBO...]     it.thread_states.<ruby>; e.g. 3.4.5 cli.live
 
 programs/gvl_contention.rb: 4 CPU-bound threads contend for the GVL, 4
-threads and the main thread sleep. Each CPU-bound thread logs its own
+threads and the main thread sleep. Each CPU-bound thread records its own
 waits for the GVL (the gaps between its short loops: its CPU clock alone
 would count as waiting the time the kernel runs another process while it
-holds the GVL, as it does on a loaded machine); the rest of the sampled
-window it held the GVL.
+holds the GVL, as it does on a loaded machine), which the main thread
+logs; the rest of the sampled window it held the GVL.
 `sample --json` (the command line, and `ruby sample` in gdb, live) must
 give each CPU-bound thread running and GVL-wait shares within 10 points
 of that measure over the time it sampled, and each sleeping thread
@@ -28,38 +28,35 @@ DURATION = 4.0
 TOLERANCE = 0.10
 
 
+def read_log(target, n):
+    """Thread cpu-N's log: its waits [(from, to)], and the time up to which
+    the log is complete (its last "seen": every wait that ended before is
+    in it)."""
+    waits, seen = [], 0.0
+    with open(os.path.join(target.workdir, "cpu-%d.log" % n)) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) != 2 or parts[0] == "start":
+                continue
+            if parts[0] == "seen":
+                seen = max(seen, float(parts[1]))
+            else:
+                waits.append((float(parts[0]), float(parts[1])))
+    return waits, seen
+
+
 def cpu_shares(target, t0, t1):
     """Each CPU-bound thread's share of [t0, t1] holding the GVL, as it
     measured it itself: the window less the waits it logged."""
     out = []
     for n in range(1, 5):
-        waited = 0.0
-        with open(os.path.join(target.workdir, "cpu-%d.log" % n)) as f:
-            lines = f.read().splitlines()
-        last_end = 0.0
-        for line in lines:
-            parts = line.split()
-            if len(parts) != 2 or parts[0] == "start":
-                continue
-            a, b = float(parts[0]), float(parts[1])
-            waited += max(0.0, min(b, t1) - max(a, t0))
-            last_end = max(last_end, b)
-        if last_end < t1:
-            raise Failure("thread cpu-%d logged no wait after the sampled window (last at %.3f, window ends %.3f)"
-                          % (n, last_end, t1))
+        waits, seen = read_log(target, n)
+        if seen < t1:
+            raise Failure("thread cpu-%d's log ends before the sampled window does (complete to %.3f, window ends %.3f)"
+                          % (n, seen, t1))
+        waited = sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in waits)
         out.append(1.0 - waited / (t1 - t0))
     return out
-
-
-def last_wait(target, n):
-    """The end of the last wait thread cpu-N logged."""
-    last = 0.0
-    with open(os.path.join(target.workdir, "cpu-%d.log" % n)) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 2 and parts[0] != "start":
-                last = max(last, float(parts[1]))
-    return last
 
 
 def folded_threads(path):
@@ -126,11 +123,11 @@ def check(c):
         t1 = time.time()
         harness.assert_no_traceback(out)
     doc = harness.read_json(summary)
-    # The sampled window, as the sampler reports it; each thread logs its
-    # waits as they end: wait for one after the window, of every thread.
+    # The sampled window, as the sampler reports it; each thread records its
+    # waits as they end: wait until every log is complete past the window.
     end = doc["started"] + doc["duration_s"]
     deadline = time.time() + 30
-    while time.time() < deadline and not all(last_wait(c.target, n) >= end for n in range(1, 5)):
+    while time.time() < deadline and not all(read_log(c.target, n)[1] >= end for n in range(1, 5)):
         time.sleep(0.2)
     shares = cpu_shares(c.target, doc["started"], doc["started"] + doc["duration_s"])
     check_doc(doc, exp, shares, "%s sample --json" % c.name)

@@ -1,24 +1,20 @@
 # Test target for thread states (issue 26): 4 CPU-bound threads contend for
-# one GVL, 4 threads sleep. Each CPU-bound thread measures its own share of
-# the wall time on a CPU (its thread CPU clock against the wall clock): the
-# rest of its time it waits for the GVL, since it never blocks otherwise.
+# one GVL, 4 threads sleep. Each CPU-bound thread records its own waits for
+# the GVL (see crunch); the rest of its time it held the GVL, since it never
+# blocks otherwise. Its CPU clock alone would not do: it would count as
+# waiting the time the kernel gives its CPU to another process while it
+# holds the GVL, as on a loaded machine.
 #
 #   ruby gvl_contention.rb OUT_DIR
 #
-# OUT_DIR/cpu-N.log: each wait of CPU-bound thread N for the GVL, "FROM
-# TO", written by the thread itself when it ends (see crunch). Its CPU
-# clock alone would count as waiting the time the kernel gives its CPU to
-# another process while it holds the GVL. The main thread
-# sleeps (blocked). OUT_DIR/expected.json names the threads; OUT_DIR/ready
-# appears once every thread runs. Runs on Ruby 2.7 to 3.4, with no gems.
+# OUT_DIR/cpu-N.log: thread N's waits, "FROM TO" (wall-clock seconds),
+# written by the main thread, which otherwise sleeps (blocked).
+# OUT_DIR/expected.json names the threads; OUT_DIR/ready appears once every
+# thread runs. Runs on Ruby 2.7 to 3.4, with no gems.
 
 require "json"
 
 OUT = ARGV[0] or abort("usage: gvl_contention.rb OUT_DIR")
-
-def cpu_now
-  Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)
-end
 
 def spin(n)
   i = 0
@@ -33,30 +29,50 @@ end
 # Loops of about 0.1 ms, each ending with the thread's mark in $last: a gap
 # of more than GAP between the ends of two loops after which $last is
 # another thread's mark is a wait for the GVL (another thread ran: a GVL
-# time slice is 100 ms). It is logged as it ends, by the thread itself:
-# "FROM TO" (wall-clock seconds). A long gap with its own mark still there
-# is the kernel running another process while it held the GVL: held. The
-# rest of its time it held the GVL.
+# time slice is 100 ms). A long gap with its own mark still there is the
+# kernel running another process while it held the GVL: held. The rest of
+# its time it held the GVL.
+#
+# The thread only records; the main thread writes (see below). A thread
+# that wrote its own log would give up the GVL at each write (file writes
+# release it), and from 3.3 on the GVL then goes straight back to the
+# thread that held it: one thread would keep it 99% of the time and the
+# others would log nothing but waits, measuring their logging, not the
+# contention.
 GAP = 0.010
 $last = nil
+$waits = Array.new(4) { [] }   # thread N's waits not yet written: [FROM, TO]
+$seen = Array.new(4, 0.0)      # the end of thread N's last loop
 
 def crunch(n)
-  log = File.open(File.join(OUT, "cpu-#{n}.log"), "w")
-  log.sync = true
-  log.write(format("start %.6f\n", Time.now.to_f))
   prev = Time.now.to_f
   loop do
     spin(2_000)
     now = Time.now.to_f
-    if now - prev >= GAP && $last != n
-      # The write gives up the GVL and waits for it again: the next gap,
-      # from now, is that wait, with another thread's mark if one ran.
-      $last = n
-      log.write(format("%.6f %.6f\n", prev, now))
-    else
-      $last = n
-    end
+    $waits[n - 1] << [prev, now] if now - prev >= GAP && $last != n
+    $last = n
+    $seen[n - 1] = now
     prev = now
+  end
+end
+
+# OUT_DIR/cpu-N.log, written by the main thread every 50 ms: thread N's
+# waits, "FROM TO", as they ended, then "seen T": every wait that ended
+# before T, the end of its last loop, is in the file.
+LOGS = (1..4).map do |n|
+  f = File.open(File.join(OUT, "cpu-#{n}.log"), "w")
+  f.sync = true
+  f.write(format("start %.6f\n", Time.now.to_f))
+  f
+end
+
+def flush_logs
+  LOGS.each_with_index do |f, i|
+    seen = $seen[i]
+    # One C call takes what is there: a wait recorded meanwhile stays for
+    # the next flush (its end is after `seen`).
+    done = $waits[i].slice!(0, $waits[i].length)
+    f.write(done.map { |a, b| format("%.6f %.6f\n", a, b) }.join + format("seen %.6f\n", seen))
   end
 end
 
@@ -75,4 +91,7 @@ File.write(File.join(OUT, "expected.json"),
            JSON.generate({"pid" => Process.pid, "ruby_version" => RUBY_VERSION,
                           "cpu" => cpu.map(&:name), "sleep" => sleepers.map(&:name)}))
 File.write(File.join(OUT, "ready"), "")
-loop { sleep 0.05 }
+loop do
+  sleep 0.05
+  flush_logs
+end
