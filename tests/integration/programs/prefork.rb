@@ -59,6 +59,11 @@ def worker(role, method_name, master)
   # A name longer than any column (`ruby threads` must keep its columns).
   long = Thread.new { Thread.stop }
   long.name = "#{role}-a-thread-whose-name-is-longer-than-any-column-" + "0123456789" * 6
+  # Compute only once both are parked, as a server's worker starts its
+  # helpers before it serves: a new thread waits for the GVL, which the
+  # computing thread would hold for up to 100 ms.
+  deadline = Time.now + 10
+  Thread.pass until [parked, long].all? { |t| t.status == "sleep" } || Time.now > deadline
   log = File.open(File.join(OUT, "#{role}.cpu"), "a")
   log.sync = true
   record(role)
