@@ -185,6 +185,13 @@ class LldbAdapter(DebuggerAdapter):
     def write(self, text):
         self.result.AppendMessage(text.rstrip("\n"))
 
+    def write_result(self, text, interrupted=False):
+        # lldb drops the result of a command Ctrl-C ended: print that one now.
+        if interrupted:
+            self.progress(text)
+        else:
+            self.write(text)
+
     # --- sampling (rbpeeklib/sampling/) ---------------------------------
     # The process runs in synchronous mode (Continue() returns once it has
     # stopped again); the sampling signal is set to stop, not notify and be

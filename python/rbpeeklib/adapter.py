@@ -81,6 +81,11 @@ class DebuggerAdapter:
     def write(self, text):
         raise NotImplementedError
 
+    def write_result(self, text, interrupted=False):
+        """A long command's result (sample, allocs), interrupted when Ctrl-C
+        ended it: the command's output, like write. lldb overrides it."""
+        self.write(text)
+
     def warn(self, text):
         """A warning about the target (a truncated core), apart from the
         command's output: the debugger's output, standard error without one."""

@@ -25,7 +25,7 @@ import time
 from ..core import FORMATS, RbpeekError, formats, watch_probe
 from ..sampling.signals import pending_stop_signal
 from .alloc_sites import DEFAULT_RATE, run_sites, sites_text
-from .base import Command, parse_args
+from .base import Command, parse_args, write_file
 from .sample import _positive_float
 
 POLL = 0.1                  # seconds between counter reads and Ctrl-C checks
@@ -146,13 +146,9 @@ See docs/allocations.md.""" % (formats.synopsis(19), DEFAULT_RATE, formats.help_
         if written and not args.json:
             text += "Wrote:     %s\n" % ", ".join(written)
         if args.output:
-            with open(args.output, "w") as f:
-                f.write(text)
+            write_file(args.output, text)
             text = "rbpeek: allocs ended: %s; wrote %s\n" % (end, ", ".join([args.output] + written))
-        if end.startswith("interrupted"):
-            dbg.progress(text)   # lldb drops the result of an interrupted command
-        else:
-            dbg.write(text)
+        dbg.write_result(text, end.startswith("interrupted"))
         if failure is not None:
             raise failure
 

@@ -226,21 +226,17 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                    "processes": [{"pid": pid, "ruby_version": version, "samples": st.samples,
                                   "states": (process_entries(tallies) or [{"states": {}}])[0]["states"]}],
                    "threads": thread_entries(tallies), "written": written}
-            if end.startswith("interrupted") and not args.output:
-                dbg.progress(json_text(doc) + "\n")
-            else:
+            if args.output:
                 write_output(dbg, json_text(doc), args.output)
+            else:
+                dbg.write_result(json_text(doc) + "\n", end.startswith("interrupted"))
             if failure is not None:
                 raise failure if not isinstance(failure, RbpeekError) else RbpeekError(
                     "ruby sample stopped after %d samples: %s" % (st.samples, failure))
             return
         summary = summary_text(st, profile, pid, version, interval, rate, end, written, args, only,
                                states_lines(tallies))
-        if end.startswith("interrupted"):
-            # lldb drops the result of an interrupted command: print it now.
-            dbg.progress(summary)
-        else:
-            dbg.write(summary)
+        dbg.write_result(summary, end.startswith("interrupted"))
         if failure is not None:
             if isinstance(failure, RbpeekError):
                 raise RbpeekError("ruby sample stopped after %d samples: %s" % (st.samples, failure))
@@ -315,10 +311,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
             out += "(no Ruby stacks were recorded)\n"
         if written:
             out += "rbpeek: wrote %s\n" % ", ".join(written)
-        if end.startswith("interrupted"):
-            dbg.progress(out)
-        else:
-            dbg.write(out)
+        dbg.write_result(out, end.startswith("interrupted"))
 
     @staticmethod
     def _current_thread(dbg, session, pid):
