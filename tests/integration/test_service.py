@@ -29,6 +29,7 @@ combination fails naming each that did):
 import json
 import os
 import re
+import signal
 import sys
 import time
 import traceback
@@ -324,9 +325,11 @@ def check_second_sampler(c):
     second_dir = os.path.join(pf.workdir, "second")
     os.makedirs(first_dir, exist_ok=True)
     os.makedirs(second_dir, exist_ok=True)
-    first = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(w), "--duration", "8",
+    first = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(w), "--duration", "60",
                               "--folded", os.path.join(first_dir, "p.folded")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=first_dir)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=first_dir,
+                             # SIGINT as a terminal's Ctrl-C finds it, whatever this test inherited
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 60
         while tracer_of(w) != first.pid:
@@ -342,6 +345,8 @@ def check_second_sampler(c):
                           % (rc, want, out + err))
         if os.listdir(second_dir):
             raise Failure("a second sampler wrote %s before it was refused" % os.listdir(second_dir))
+        # It went on through the refusal: Ctrl-C now ends it with its summary.
+        first.send_signal(signal.SIGINT)
         out, err = first.communicate(timeout=120)
         if first.returncode != 0 or "Samples:" not in out:
             raise Failure("the first sampler did not end well (exit %d):\n%s" % (first.returncode, (out + err)[-2000:]))
