@@ -16,6 +16,7 @@
 #include "base/json.h"
 #include "base/strbuf.h"
 #include "context/context.h"
+#include "heap/heap.h"
 #include "vm/gc_state.h"
 #include "vm/robject.h"
 #include "vm/threads.h"
@@ -232,17 +233,11 @@ static rbpeek_status read_stat(rbpeek_session *s, gc_stat *g)
     if (!read_pools(s, g))
         return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the heaps of the objspace at 0x%llx (layout %s)",
                         (unsigned long long)os, s->layout_source);
-    /* heap_allocated_pages: 3.4 counts its rb_darray of sorted pages;
-     * before, heap_pages.allocated_pages */
-    if (s->rel.gc.pages_darray) {
-        uint64_t arr = 0;
-        if (!rd(s, os, RBP_L_objspace_pages_sorted, &arr) || !arr || !rbp_mem_u64(s->mem, arr, &g->allocated_pages))
-            return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the heap page table of the objspace at 0x%llx",
-                            (unsigned long long)os);
-    } else if (!rd(s, os, RBP_L_objspace_pages_allocated, &g->allocated_pages)) {
-        return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read heap_pages.allocated_pages of the objspace at 0x%llx",
+    /* heap_allocated_pages: what the page table counts */
+    uint64_t table;
+    if (!rbp_heap_page_table_read(s, os, &table, &g->allocated_pages))
+        return rbp_fail(s, RBPEEK_ERR_READ, "gc: cannot read the heap page table of the objspace at 0x%llx",
                         (unsigned long long)os);
-    }
     /* 4.0: what each Ractor allocated since the last GC is still counted
      * in its newobj cache (GC.stat adds the calling Ractor's first). */
     uint64_t cached[MAX_POOLS] = {0};

@@ -161,6 +161,23 @@ static bool find_page_table(rbp_heap *h, uint32_t default_slot, uint64_t *table,
     return false;
 }
 
+bool rbp_heap_page_table_read(rbpeek_session *s, uint64_t objspace, uint64_t *table, uint64_t *count)
+{
+    const rbp_layout *L = &s->layout;
+    *table = *count = 0;
+    if (!rbp_has(L, RBP_L_objspace_pages_sorted) ||
+        !rbp_mem_u64(s->mem, objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_sorted), table))
+        return false;
+    if (s->rel.gc.pages_darray) {
+        /* rb_darray: {size_t size; size_t capa;} then the elements */
+        if (!*table || !rbp_mem_u64(s->mem, *table, count)) return false;
+        *table += 16;
+        return true;
+    }
+    return rbp_has(L, RBP_L_objspace_pages_allocated) &&
+           rbp_mem_u64(s->mem, objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_allocated), count);
+}
+
 rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
 {
     memset(h, 0, sizeof *h);
@@ -188,20 +205,10 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
                         (unsigned long long)s->vm);
     uint64_t table = 0, count = 0;
     char why[160];
-    if (!rbp_mem_u64(s->mem, h->objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_sorted), &table))
+    if (!rbp_heap_page_table_read(s, h->objspace, &table, &count))
         return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page table of the objspace at 0x%llx",
                         (unsigned long long)h->objspace);
-    if (s->rel.gc.pages_darray) {
-        /* rb_darray: {size_t size; size_t capa;} then the elements */
-        if (!table || !rbp_mem_u64(s->mem, table, &count))
-            return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page table at 0x%llx",
-                            (unsigned long long)table);
-        table += 16;
-    } else {
-        if (!rbp_has(L, RBP_L_objspace_pages_allocated) ||
-            !rbp_mem_u64(s->mem, h->objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_allocated), &count))
-            return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page count of the objspace at 0x%llx",
-                            (unsigned long long)h->objspace);
+    if (!s->rel.gc.pages_darray) {
         if (!table_holds_pages(h, table, count, default_slot))
             find_page_table(h, default_slot, &table, &count); /* else the checks below refuse the layout */
         if (!table) {

@@ -81,6 +81,13 @@ typedef struct rbp_heap {
  * the objspace or its page table can't be read at all; a page whose header
  * is damaged is counted in h->rejected and left out. */
 rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h);
+
+/* The GC's heap page table as this release keeps it, read from the
+ * objspace at objspace: *table where the page pointers start, *count how
+ * many. 3.4's heap_pages.sorted is an rb_darray that counts itself;
+ * before, heap_pages is a {sorted, allocated_pages} pair. false when it
+ * cannot be read (no check that the pages are pages: rbp_heap_open's). */
+bool rbp_heap_page_table_read(rbpeek_session *s, uint64_t objspace, uint64_t *table, uint64_t *count);
 void rbp_heap_close(rbp_heap *h);
 
 /* "" when no chain walk of this command was cut, else which was first
