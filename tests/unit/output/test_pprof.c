@@ -15,69 +15,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "cu_main.h"
 #include "fixture_files.h"
+#include "fixture_pprof.h"
 #include "rbpeek.h"
 
-#include "output/pprof.pb-c.h"
 #include "profile/profile.h"
 
-typedef Perftools__Profiles__Profile Prof;
-
-/* The file at path, gunzipped and unpacked (NULL on any failure). */
-static Prof *read_pprof(const char *path)
-{
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) return NULL;
-    size_t cap = 1 << 16, len = 0;
-    unsigned char *buf = malloc(cap);
-    int n;
-    while (buf && (n = gzread(gz, buf + len, (unsigned)(cap - len))) > 0) {
-        len += (size_t)n;
-        if (len == cap) buf = realloc(buf, cap *= 2);
-    }
-    gzclose(gz);
-    if (!buf) return NULL;
-    Prof *p = perftools__profiles__profile__unpack(NULL, len, buf);
-    free(buf);
-    return p;
-}
-
-static const char *str(const Prof *p, int64_t i)
-{
-    return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "(out of range)";
-}
-
-static const Perftools__Profiles__Location *location(const Prof *p, uint64_t id)
-{
-    for (size_t i = 0; i < p->n_location; i++)
-        if (p->location[i]->id == id) return p->location[i];
-    return NULL;
-}
-
-static const Perftools__Profiles__Function *function(const Prof *p, uint64_t id)
-{
-    for (size_t i = 0; i < p->n_function; i++)
-        if (p->function[i]->id == id) return p->function[i];
-    return NULL;
-}
-
-/* Sample s's stack, root first, as "func@file:line;..." */
 static void stack_text(const Prof *p, const Perftools__Profiles__Sample *s, char *out, size_t cap)
 {
     out[0] = '\0';
     for (size_t k = s->n_location_id; k > 0; k--) {
-        const Perftools__Profiles__Location *loc = location(p, s->location_id[k - 1]);
+        const Perftools__Profiles__Location *loc = pprof_location(p, s->location_id[k - 1]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(loc);
         CU_ASSERT_EQUAL_FATAL(loc->n_line, 1);
         CU_ASSERT_EQUAL(loc->mapping_id, 1);
-        const Perftools__Profiles__Function *f = function(p, loc->line[0]->function_id);
+        const Perftools__Profiles__Function *f = pprof_function(p, loc->line[0]->function_id);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         size_t used = strlen(out);
-        snprintf(out + used, cap - used, "%s%s@%s:%lld", k == s->n_location_id ? "" : ";", str(p, f->name),
-                 str(p, f->filename), (long long)loc->line[0]->line);
+        snprintf(out + used, cap - used, "%s%s@%s:%lld", k == s->n_location_id ? "" : ";", pprof_str(p, f->name),
+                 pprof_str(p, f->filename), (long long)loc->line[0]->line);
     }
 }
 
@@ -95,7 +53,7 @@ static const Perftools__Profiles__Sample *find_sample(const Prof *p, const char 
 static const Perftools__Profiles__Function *function_named(const Prof *p, const char *name, const char *file)
 {
     for (size_t i = 0; i < p->n_function; i++)
-        if (strcmp(str(p, p->function[i]->name), name) == 0 && strcmp(str(p, p->function[i]->filename), file) == 0)
+        if (strcmp(pprof_str(p, p->function[i]->name), name) == 0 && strcmp(pprof_str(p, p->function[i]->filename), file) == 0)
             return p->function[i];
     return NULL;
 }
@@ -136,21 +94,21 @@ static void test_round_trip(void)
     CU_ASSERT_TRUE_FATAL(p->n_string_table > 0);
     CU_ASSERT_STRING_EQUAL(p->string_table[0], "");
     CU_ASSERT_EQUAL_FATAL(p->n_sample_type, 2);
-    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[0]->type), "samples");
-    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[0]->unit), "count");
-    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[1]->type), "wall");
-    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[1]->unit), "nanoseconds");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->sample_type[0]->type), "samples");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->sample_type[0]->unit), "count");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->sample_type[1]->type), "wall");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->sample_type[1]->unit), "nanoseconds");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p->period_type);
-    CU_ASSERT_STRING_EQUAL(str(p, p->period_type->type), "wall");
-    CU_ASSERT_STRING_EQUAL(str(p, p->period_type->unit), "nanoseconds");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->period_type->type), "wall");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->period_type->unit), "nanoseconds");
     CU_ASSERT_EQUAL(p->period, 5000000);
     CU_ASSERT_EQUAL(p->time_nanos, 1700000000123456789LL);
     CU_ASSERT_EQUAL(p->duration_nanos, 2500000000LL);
-    CU_ASSERT_STRING_EQUAL(str(p, p->default_sample_type), "wall");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->default_sample_type), "wall");
     CU_ASSERT_EQUAL_FATAL(p->n_comment, 1);
-    CU_ASSERT_STRING_EQUAL(str(p, p->comment[0]), "ruby sample: pid 42");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->comment[0]), "ruby sample: pid 42");
     CU_ASSERT_EQUAL_FATAL(p->n_mapping, 1);
-    CU_ASSERT_STRING_EQUAL(str(p, p->mapping[0]->filename), "ruby");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->mapping[0]->filename), "ruby");
     CU_ASSERT_TRUE(p->mapping[0]->has_functions && p->mapping[0]->has_filenames && p->mapping[0]->has_line_numbers);
 
     /* Every stack, with its count and count x period. */
@@ -182,7 +140,7 @@ static void test_round_trip(void)
     const Perftools__Profiles__Function *work = function_named(p, "Object#work", "app.rb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
     CU_ASSERT_EQUAL(work->start_line, 12);
-    CU_ASSERT_STRING_EQUAL(str(p, work->system_name), "Object#work");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, work->system_name), "Object#work");
     size_t work_locs = 0;
     for (size_t i = 0; i < p->n_location; i++)
         if (p->location[i]->line[0]->function_id == work->id) work_locs++;
@@ -214,7 +172,7 @@ static void test_on_cpu_defaults_and_empty(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->n_sample, 0);
     CU_ASSERT_EQUAL(p->n_location, 0);
-    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[1]->type), "cpu");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->sample_type[1]->type), "cpu");
     CU_ASSERT_EQUAL(p->period, 10000000);   /* 0 means ruby sample's default, 100 Hz */
     CU_ASSERT_EQUAL(p->n_comment, 0);
     perftools__profiles__profile__free_unpacked(p, NULL);
@@ -226,10 +184,10 @@ static void test_on_cpu_defaults_and_empty(void)
     CU_ASSERT_EQUAL_FATAL(rbpeek_profile_write_pprof(pr, path, NULL), RBPEEK_OK);
     p = read_pprof(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_STRING_EQUAL(str(p, p->sample_type[1]->type), "wall");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->sample_type[1]->type), "wall");
     CU_ASSERT_EQUAL_FATAL(p->n_sample, 1);
     CU_ASSERT_EQUAL(p->sample[0]->value[1], 30000000);
-    CU_ASSERT_STRING_EQUAL(str(p, p->mapping[0]->filename), "/usr/bin/ruby3.1");
+    CU_ASSERT_STRING_EQUAL(pprof_str(p, p->mapping[0]->filename), "/usr/bin/ruby3.1");
     perftools__profiles__profile__free_unpacked(p, NULL);
     unlink(path);
 
@@ -265,14 +223,14 @@ static void test_noted_start_lines(void)
     int blocks = 0, mains = 0;
     for (size_t i = 0; i < p->n_function; i++) {
         const Perftools__Profiles__Function *f = p->function[i];
-        if (strcmp(str(p, f->name), "block in <main>") == 0) {
+        if (strcmp(pprof_str(p, f->name), "block in <main>") == 0) {
             blocks++;
             CU_ASSERT_TRUE(f->start_line == 20 || f->start_line == 31);
-        } else if (strcmp(str(p, f->name), "<main>") == 0) {
+        } else if (strcmp(pprof_str(p, f->name), "<main>") == 0) {
             mains++;
             CU_ASSERT_EQUAL(f->start_line, 1);
         } else {
-            CU_ASSERT_STRING_EQUAL(str(p, f->name), "sleep");   /* a C method: no start noted */
+            CU_ASSERT_STRING_EQUAL(pprof_str(p, f->name), "sleep");   /* a C method: no start noted */
             CU_ASSERT_EQUAL(f->start_line, 33);
         }
     }

@@ -15,11 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "cu_main.h"
 #include "fixture_files.h"
-#include "output/pprof.pb-c.h"
+#include "fixture_pprof.h"
 #include "profile/profile.h"
 #include "profile/sampler.h"
 #include "rbpeek.h"
@@ -253,26 +252,6 @@ static void test_unmerged_and_empty(void)
     rbpeek_profile_free(p);
 }
 
-typedef Perftools__Profiles__Profile Prof;
-
-static Prof *read_pprof(const char *path)
-{
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) return NULL;
-    size_t cap = 1 << 16, len = 0;
-    unsigned char *buf = malloc(cap);
-    int n;
-    while (buf && (n = gzread(gz, buf + len, (unsigned)(cap - len))) > 0) {
-        len += (size_t)n;
-        if (len == cap) buf = realloc(buf, cap *= 2);
-    }
-    gzclose(gz);
-    if (!buf) return NULL;
-    Prof *pr = perftools__profiles__profile__unpack(NULL, len, buf);
-    free(buf);
-    return pr;
-}
-
 static void test_pprof_and_speedscope(void)
 {
     rbpeek_profile *p = rbpeek_profile_new();
@@ -294,34 +273,27 @@ static void test_pprof_and_speedscope(void)
     for (int m = 0; m < 4; m++) {
         bool found = false;
         for (size_t i = 1; i < pr->n_mapping; i++)
-            found |= !strcmp(pr->string_table[pr->mapping[i]->filename], want_maps[m]);
+            found |= !strcmp(pprof_str(pr, pr->mapping[i]->filename), want_maps[m]);
         CU_ASSERT(found);
     }
     CU_ASSERT_EQUAL(pr->n_sample, 1);
     CU_ASSERT_EQUAL_FATAL(pr->sample[0]->n_location_id, 7);
     /* Leaf first: __nanosleep in libc's mapping at its function's address, named by its symbol. */
-    const Perftools__Profiles__Location *leaf = NULL, *inner = NULL;
-    for (size_t i = 0; i < pr->n_location; i++) {
-        if (pr->location[i]->id == pr->sample[0]->location_id[0]) leaf = pr->location[i];
-        if (pr->location[i]->id == pr->sample[0]->location_id[2]) inner = pr->location[i];
-    }
+    const Perftools__Profiles__Location *leaf = pprof_location(pr, pr->sample[0]->location_id[0]);
+    const Perftools__Profiles__Location *inner = pprof_location(pr, pr->sample[0]->location_id[2]);
     CU_ASSERT_PTR_NOT_NULL_FATAL(leaf);
     CU_ASSERT_PTR_NOT_NULL_FATAL(inner);
     CU_ASSERT_EQUAL(leaf->address, 0x7f0000001220);
-    const Perftools__Profiles__Mapping *lm = NULL;
-    for (size_t i = 0; i < pr->n_mapping; i++)
-        if (pr->mapping[i]->id == leaf->mapping_id) lm = pr->mapping[i];
+    const Perftools__Profiles__Mapping *lm = pprof_mapping(pr, leaf->mapping_id);
     CU_ASSERT_PTR_NOT_NULL_FATAL(lm);
-    CU_ASSERT_STRING_EQUAL(pr->string_table[lm->filename], LIBC);
-    const Perftools__Profiles__Function *fn = NULL;
-    for (size_t i = 0; i < pr->n_function; i++)
-        if (pr->function[i]->id == leaf->line[0]->function_id) fn = pr->function[i];
+    CU_ASSERT_STRING_EQUAL(pprof_str(pr, lm->filename), LIBC);
+    const Perftools__Profiles__Function *fn = pprof_function(pr, leaf->line[0]->function_id);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fn);
-    CU_ASSERT_STRING_EQUAL(pr->string_table[fn->name], "__nanosleep");
+    CU_ASSERT_STRING_EQUAL(pprof_str(pr, fn->name), "__nanosleep");
     /* The C method at its C function: Ruby's label and place, in the extension's mapping. */
-    for (size_t i = 0; i < pr->n_function; i++)
-        if (pr->function[i]->id == inner->line[0]->function_id) fn = pr->function[i];
-    CU_ASSERT_STRING_EQUAL(pr->string_table[fn->name], "NativeExt.inner");
+    fn = pprof_function(pr, inner->line[0]->function_id);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fn);
+    CU_ASSERT_STRING_EQUAL(pprof_str(pr, fn->name), "NativeExt.inner");
     CU_ASSERT_NOT_EQUAL(inner->mapping_id, 1);
     perftools__profiles__profile__free_unpacked(pr, NULL);
 
