@@ -19,14 +19,13 @@ the screen (sampling goes on), q quits. q and Ctrl-C leave every target
 running and untraced.
 """
 
-import argparse
 import curses
 import os
 import random
 import tempfile
 import time
 
-from .commands.base import UsageError
+from .commands.base import UsageError, parse_args, positive_float
 from .commands.sessions import Sessions
 from .core import STOP_MODES, TRACE_ENDS, Profile, RbpeekError, SampleOptions, Trace, TraceConfig
 from .sampling.procs import children, command_line, refuse_if_traced, tree
@@ -55,33 +54,19 @@ q and Ctrl-C leave every target running and untraced.
 """
 
 
-def _positive(text):
-    try:
-        v = float(text)
-    except ValueError:
-        v = 0.0
-    if not 0 < v < float("inf"):
-        raise argparse.ArgumentTypeError("not a positive number: %r" % text)
-    return v
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError("top", message)
-
-
-def parse(argv):
-    p = _Parser(prog="rbpeek top", add_help=False)
-    p.add_argument("--rate", type=_positive, default=100.0)
-    p.add_argument("--refresh", type=_positive, default=1.0)
+def _build(p):
+    p.add_argument("--rate", type=positive_float, default=100.0)
+    p.add_argument("--refresh", type=positive_float, default=1.0)
     p.add_argument("--lines", action="store_true")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--idle", action="store_true")
     g.add_argument("--on-cpu", action="store_true")
-    p.add_argument("--vm", default=None)
-    p.add_argument("--layout", default=None)
-    p.add_argument("--ruby-version", default=None)
-    args = p.parse_args(argv)
+
+
+def parse(argv):
+    """top's options, on the commands' parser (with their --vm, --layout
+    and --ruby-version)."""
+    args = parse_args("top", argv, _build)
     if args.rate > 10000:
         raise UsageError("top", "at most 10000 samples per second")
     return args

@@ -25,8 +25,7 @@ import time
 from ..core import FORMATS, RbpeekError, formats, watch_probe
 from ..sampling.signals import pending_stop_signal
 from .alloc_sites import DEFAULT_RATE, run_sites, sites_text
-from .base import Command, parse_args, write_file
-from .sample import _positive_float
+from .base import Command, parse_args, positive_float, write_file
 
 POLL = 0.1                  # seconds between counter reads and Ctrl-C checks
 PROGRESS_EVERY = 0.25       # seconds between progress lines on a terminal
@@ -87,9 +86,9 @@ See docs/allocations.md.""" % (formats.synopsis(19), DEFAULT_RATE, formats.help_
     def run(self, dbg, argv):
         def build(p):
             p.add_argument("--every", type=int, metavar="N")
-            p.add_argument("--rate", type=_positive_float, metavar="HZ")
+            p.add_argument("--rate", type=positive_float, metavar="HZ")
             p.add_argument("--sites", action="store_true")
-            p.add_argument("--duration", type=_positive_float, metavar="S")
+            p.add_argument("--duration", type=positive_float, metavar="S")
             for f in FORMATS:
                 p.add_argument("--" + f.name, metavar="FILE")
             p.add_argument("--json", action="store_true")

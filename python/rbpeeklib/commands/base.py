@@ -60,6 +60,17 @@ def _parse_addr(text):
     return value
 
 
+def positive_float(text):
+    """argparse type: a finite number above zero (a rate, a duration)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = 0.0
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError("not a positive number: %r" % text)
+    return v
+
+
 def _add_target_options(p):
     """Options that steer discovery, shared by every command."""
     p.add_argument("--vm", type=_parse_addr, metavar="ADDR", help="address of the rb_vm_t, skipping discovery")

@@ -22,7 +22,6 @@ the debugger back as it was (attached, signal handling, selected thread),
 and what was collected is written (sampling/report.py).
 """
 
-import argparse
 import time
 
 from ..core import FORMATS, Profile, SampleOptions, formats
@@ -34,18 +33,8 @@ from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
 from ..sampling.traced import run_traced
 from ..sampling.via_debugger import run_via_debugger
-from .base import Command, RbpeekError, UsageError, json_text, parse_args, write_output
+from .base import Command, RbpeekError, UsageError, json_text, parse_args, positive_float, write_output
 from .threadview import map_threads
-
-
-def _positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        v = 0.0
-    if not 0 < v < float("inf"):
-        raise argparse.ArgumentTypeError("not a positive number: %r" % text)
-    return v
 
 
 class SampleCommand(Command):
@@ -112,9 +101,9 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         def build(p):
             p.add_argument("count", nargs="?", type=int, metavar="N")
             g = p.add_mutually_exclusive_group()
-            g.add_argument("--rate", type=_positive_float, metavar="HZ")
-            g.add_argument("--interval", type=_positive_float, metavar="MS")
-            p.add_argument("--duration", type=_positive_float, metavar="S")
+            g.add_argument("--rate", type=positive_float, metavar="HZ")
+            g.add_argument("--interval", type=positive_float, metavar="MS")
+            p.add_argument("--duration", type=positive_float, metavar="S")
             p.add_argument("--threads", choices=("all", "current"), default="all")
             g2 = p.add_mutually_exclusive_group()
             g2.add_argument("--on-cpu", action="store_true")
