@@ -27,19 +27,15 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+
+import benchlib  # also puts tests/integration (harness) on the path
+import harness  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PROGRAM = os.path.join(REPO, "tests", "integration", "programs", "alloc_sites.rb")
 CLI = os.path.join(REPO, "tools", "rbpeek")
 Z95 = 1.959964
-
-
-def ruby_binary(spec):
-    if spec == "debian-3.1":
-        return "/usr/bin/ruby3.1"
-    return os.path.join(os.environ.get("RBPEEK_RUBIES", "/var/cache/rbpeek/rubies"), spec, "bin", "ruby")
 
 
 def wilson(k, n):
@@ -64,15 +60,8 @@ def own(workdir, t):
 def run_mode(ruby, mode, args):
     wd = tempfile.mkdtemp(prefix="rbpeek-bias-")
     env = dict(os.environ, ALLOC_SITES_MODE=mode)
-    proc = subprocess.Popen([ruby, PROGRAM, wd], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=env)
+    proc = benchlib.launch([ruby, PROGRAM, wd], wd, env=env)
     try:
-        for _ in range(1200):
-            if os.path.exists(os.path.join(wd, "ready")):
-                break
-            time.sleep(0.05)
-        else:
-            raise SystemExit("the program never became ready")
         rec = json.load(open(os.path.join(wd, "sites.json")))
         runs = []
         for i in range(args.repeat):
@@ -104,7 +93,7 @@ def main():
     ap.add_argument("--duration", type=float, default=10)
     ap.add_argument("--rate", type=float, default=200)
     args = ap.parse_args()
-    ruby = ruby_binary(args.ruby)
+    ruby = harness.ruby_binary(args.ruby)
     print("load average before: %s" % open("/proc/loadavg").read().strip())
     print("| Ruby | site_b allocates | site_b's share: the program's own | rbpeek's estimate, each run "
           "[95% interval] | mean | estimate / truth | allocator samples a run (of samples; in GC) |")

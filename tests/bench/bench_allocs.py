@@ -42,6 +42,9 @@ import sys
 import tempfile
 import time
 
+import benchlib  # also puts tests/integration (harness) on the path
+import harness  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 WORKLOAD = os.path.join(HERE, "alloc_workload.rb")
@@ -49,24 +52,8 @@ GDB_PLUGIN = os.path.join(REPO, "gdb-plugin", "rbpeek.py")
 LLDB_PLUGIN = os.path.join(REPO, "lldb-plugin", "rbpeek.py")
 
 
-def ruby_binary(spec):
-    if spec == "debian-3.1":
-        return "/usr/bin/ruby3.1"
-    return os.path.join(os.environ.get("RBPEEK_RUBIES", "/var/cache/rbpeek/rubies"), spec, "bin", "ruby")
-
-
 def start(ruby, workdir, env_extra=None):
-    env = dict(os.environ)
-    env.update(env_extra or {})
-    proc = subprocess.Popen([ruby, WORKLOAD, workdir], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=env)
-    for _ in range(600):
-        if os.path.exists(os.path.join(workdir, "ready")):
-            return proc
-        if proc.poll() is not None:
-            raise SystemExit("the workload exited early")
-        time.sleep(0.05)
-    raise SystemExit("the workload never became ready")
+    return benchlib.launch([ruby, WORKLOAD, workdir], workdir, env=dict(os.environ, **(env_extra or {})), polls=600)
 
 
 def read_log(workdir):
@@ -157,7 +144,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--debugger", default="gdb", choices=("gdb", "lldb"))
     a = ap.parse_args()
-    ruby = ruby_binary(a.ruby)
+    ruby = harness.ruby_binary(a.ruby)
     results = {"rbpeek_window": [], "rbpeek_command": [], "sp1": [], "sp1000": [],
                "rbpeek_window_cpu": [], "sp1_cpu": [], "sp1000_cpu": [],
                "sites_window": [], "sites_window_cpu": [], "sites_held": []}

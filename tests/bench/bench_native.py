@@ -29,10 +29,8 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -83,16 +81,8 @@ def main():
     prog = os.path.join(workdir, "deep.rb")
     with open(prog, "w") as f:
         f.write(PROGRAM % args.depth)
-    proc = subprocess.Popen([ruby, prog, workdir], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL)
+    proc = benchlib.launch([ruby, prog, workdir], workdir, settle=0.3)
     try:
-        for _ in range(1200):
-            if os.path.exists(os.path.join(workdir, "ready")):
-                break
-            time.sleep(0.05)
-        else:
-            raise SystemExit("the target never became ready")
-        time.sleep(0.3)
         print("Ruby %s, NativeExt.deep(%d): `ruby bt --native` of the main thread, live, timed in the debugger"
               % (args.ruby, args.depth))
         print("%-5s %8s %8s %10s %10s %10s %9s %9s" % ("", "frames", "machine", "attach ms", "bt warm ms",

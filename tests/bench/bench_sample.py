@@ -40,23 +40,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import benchlib  # noqa: E402
 import harness  # noqa: E402
 
 WORKLOAD = os.path.join(HERE, "sample_workload.rb")
 
 
 def start(ruby, workdir, extra=()):
-    os.makedirs(workdir, exist_ok=True)
-    proc = subprocess.Popen([ruby, WORKLOAD, workdir] + list(extra), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    for _ in range(600):
-        if os.path.exists(os.path.join(workdir, "ready")):
-            return proc
-        if proc.poll() is not None:
-            raise SystemExit("the workload exited early")
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("the workload never became ready")
+    return benchlib.launch([ruby, WORKLOAD, workdir] + list(extra), workdir, polls=600)
 
 
 def read_log(workdir):

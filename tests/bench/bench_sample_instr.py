@@ -38,10 +38,10 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import benchlib  # noqa: E402
 import harness  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -110,14 +110,8 @@ def main():
             sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
             import nativelib
             nativelib.build(harness.ruby_binary(args.ruby), workdir)
-    proc = subprocess.Popen([harness.ruby_binary(args.ruby), program, workdir], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc = benchlib.launch([harness.ruby_binary(args.ruby), program, workdir], workdir, settle=0.5)
     try:
-        while not os.path.exists(os.path.join(workdir, "ready")):
-            if proc.poll() is not None:
-                raise SystemExit("the target exited")
-            time.sleep(0.05)
-        time.sleep(0.5)
         print("| stop mode | samples | every thread stopped | stop | walk | resume | instructions per sample "
               "| of which GC tagging | of which the native unwind |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

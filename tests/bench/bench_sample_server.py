@@ -32,13 +32,13 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import benchlib  # noqa: E402
 import harness  # noqa: E402
 
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration", "programs",
@@ -142,16 +142,8 @@ def main():
     configs = [(d, float(r), m) for r in args.rates.split(",") for d in args.debuggers.split(",")
                for m in args.modes.split(",")]
     workdir = tempfile.mkdtemp(prefix="rbpeek-bench-server-")
-    proc = subprocess.Popen([ruby, PROGRAM, workdir], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL)
+    proc = benchlib.launch([ruby, PROGRAM, workdir], workdir, settle=0.5, polls=600)
     try:
-        for _ in range(600):
-            if os.path.exists(os.path.join(workdir, "ready")):
-                break
-            time.sleep(0.05)
-        else:
-            raise SystemExit("the target never became ready")
-        time.sleep(0.5)
         poller = CpuPoller(proc.pid, proc.pid)   # the main thread computes: its TID is the pid
         results = {c: [] for c in configs}
         loads = []

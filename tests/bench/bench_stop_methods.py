@@ -39,6 +39,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import benchlib  # noqa: E402
 import harness  # noqa: E402
 
 WORKLOAD = os.path.join(HERE, "sample_workload.rb")
@@ -113,14 +114,7 @@ def run(debugger, command, result, internal_dict):
 
 
 def start(ruby, workdir):
-    os.makedirs(workdir, exist_ok=True)
-    proc = subprocess.Popen([ruby, WORKLOAD, workdir], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    for _ in range(600):
-        if os.path.exists(os.path.join(workdir, "ready")):
-            return proc
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("the workload never became ready")
+    return benchlib.launch([ruby, WORKLOAD, workdir], workdir, polls=600)
 
 
 def one(debugger, method, ruby, cycles, work):

@@ -1,4 +1,5 @@
-"""What the `ruby bt` and `ruby heap` benchmarks share: a parked target
+"""What the benchmarks share: starting a target program and waiting until
+it is ready; for `ruby bt`, `ruby heap` and the like, a parked target
 program per Ruby, gcore'd once, and a debugger command timed from inside
 the debugger (so the debugger's own start-up is not counted).
 """
@@ -37,20 +38,35 @@ def timed_runs(debugger, mode, command, runs, ruby, pid, core):
     return [float(t) for t in re.findall(r"BENCH ([0-9.]+)", text)], text
 
 
-def start(ruby, workdir, name, program, settle=0.0, polls=1200):
-    """Runs program (Ruby source, given workdir as ARGV[0]) and waits until
-    it writes workdir/ready."""
-    prog = os.path.join(workdir, name)
-    with open(prog, "w") as f:
-        f.write(program)
-    proc = subprocess.Popen([ruby, prog, workdir], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+def launch(argv, workdir, env=None, settle=0.0, polls=1200):
+    """Starts a benchmark's target, argv, a program that writes
+    workdir/ready once it is set up, and waits for that (polls times 50 ms,
+    then settle seconds): its Popen. Ends the benchmark in one line, the
+    program killed, if it exits first or is not ready in time."""
+    os.makedirs(workdir, exist_ok=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=env)
+    name = os.path.basename(argv[1] if len(argv) > 1 else argv[0])
     for _ in range(polls):
         if os.path.exists(os.path.join(workdir, "ready")):
             time.sleep(settle)
             return proc
+        if proc.poll() is not None:
+            raise SystemExit("the benchmark's target %s exited (status %d) before it was ready"
+                             % (name, proc.returncode))
         time.sleep(0.05)
     proc.kill()
-    raise SystemExit("benchmark target never became ready")
+    proc.wait()
+    raise SystemExit("the benchmark's target %s was not ready after %.0f s" % (name, polls * 0.05))
+
+
+def start(ruby, workdir, name, program, settle=0.0, polls=1200):
+    """Runs program (Ruby source, given workdir as ARGV[0]) until it is
+    ready (launch)."""
+    prog = os.path.join(workdir, name)
+    with open(prog, "w") as f:
+        f.write(program)
+    return launch([ruby, prog, workdir], workdir, settle=settle, polls=polls)
 
 
 def parked_targets(specs, name, program, settle=0.0):
