@@ -91,6 +91,13 @@ bool rbp_thread_state_asks_kernel(const rbpeek_thread *t)
     return t->status == RBPEEK_THREAD_RUNNABLE || t->status == RBPEEK_THREAD_STOPPED;
 }
 
+bool rbp_thread_state_blocked(const rbpeek_thread *t, int pid, int64_t tid)
+{
+    if (t->status == RBPEEK_THREAD_RUNNABLE) return false; /* its state needs the GVL's view */
+    long sc = rbp_thread_state_asks_kernel(t) && pid > 0 && tid > 0 ? rbp_thread_syscall(pid, tid) : -2;
+    return rbp_thread_state_of(t, NULL, sc) == RBPEEK_STATE_BLOCKED;
+}
+
 rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_view *gvl, long syscall)
 {
     if (t->status != RBPEEK_THREAD_RUNNABLE) {

@@ -37,6 +37,12 @@ bool rbp_thread_state_asks_kernel(const rbpeek_thread *t);
  * rbp_thread_syscall gave it for t, or -2). */
 rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_view *gvl, long syscall);
 
+/* Whether t (of process pid, kernel TID tid) is BLOCKED: a thread that is
+ * not runnable, which needs no view of the GVL (the kernel is asked when
+ * Ruby's status leaves it open). For work a blocked thread would not need
+ * when idle threads are dropped (its native stack). */
+bool rbp_thread_state_blocked(const rbpeek_thread *t, int pid, int64_t tid);
+
 /* Counts one sample of thread t in state st in p's tally (pid: the
  * process). False when out of memory. */
 bool rbp_tally_add(rbpeek_profile *p, int64_t pid, const rbpeek_thread *t, int64_t tid, rbpeek_thread_state st);

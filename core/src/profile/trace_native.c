@@ -18,7 +18,9 @@
  *  - otherwise (the thread runs outside the GVL, in C code; it ran during
  *    the unwind; an unwind from two registers was cut) it is stopped for
  *    its unwind alone (PTRACE_INTERRUPT), and resumed right after.
- * The counts of each way go to the trace's stats.
+ * A thread the sample leaves out (blocked, when idle threads are dropped:
+ * a server's parked threads) is not unwound at all. The counts of each way
+ * go to the trace's stats.
  */
 #define _GNU_SOURCE
 #include "profile/tracer.h"
@@ -31,6 +33,7 @@
 #include <unistd.h>
 
 #include "native/native.h"
+#include "profile/thread_state.h"
 
 enum { NAT_NONE, NAT_HELD, NAT_PEEKED, NAT_STOPPED };
 
@@ -101,6 +104,12 @@ static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt
     if (t->cfg.alloc_sites && !held) {
         /* allocation sites: only a thread holding the GVL allocates */
         snprintf(why, whylen, "not the GVL holder");
+        return 0;
+    }
+    if (!held && t->opt.drop_idle && rbp_thread_state_blocked(th, (int)t->pid, tid)) {
+        /* The sample leaves it out (idle threads are dropped): its unwind
+         * would be the sampler's CPU, which a busy target waits for. */
+        snprintf(why, whylen, "blocked, left out of the profile");
         return 0;
     }
     if (held || tr_is_stopped(t, (pid_t)tid)) {

@@ -145,6 +145,15 @@ static void test_states(void)
     back.frames = IO_WRITE;
     CU_ASSERT_FALSE(rbp_thread_state_asks_kernel(&back));
     CU_ASSERT_EQUAL(rbp_thread_state_of(&back, &gvl, SYS_futex), RBPEEK_STATE_BLOCKED);
+    /* Blocked without the GVL's view (what the sampler need not unwind):
+     * stopped forever; stopped, asking the kernel: in read() blocked, on a
+     * futex back from IO#write waiting for the GVL; never a runnable one. */
+    CU_ASSERT_TRUE(rbp_thread_state_blocked(&back, pid, cond_tid));
+    back.status = RBPEEK_THREAD_STOPPED;
+    CU_ASSERT_FALSE(rbp_thread_state_blocked(&back, pid, cond_tid));
+    CU_ASSERT_TRUE(rbp_thread_state_blocked(&back, pid, read_tid));
+    CU_ASSERT_FALSE(rbp_thread_state_blocked(&waiting, pid, cond_tid));
+    CU_ASSERT_TRUE(rbp_thread_state_blocked(&sleeping, pid, spin_tid));
     /* Not known who holds it, and the kernel not asked: runnable runs. */
     rbp_gvl_view none = {0};
     CU_ASSERT_EQUAL(rbp_thread_state_of(&waiting, &none, -2), RBPEEK_STATE_RUNNING);
