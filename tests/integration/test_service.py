@@ -24,6 +24,12 @@ combination fails naming each that did):
   in one line; one missing its last segment warns and reads every frame.
 - second sampler (cli live): refused in one line naming the first,
   before anything is written.
+- subprocesses in the debugger (gdb and lldb live, attached to the
+  master): `ruby sample --subprocesses`: the master and both workers,
+  each worker's samples in its own method; the debugger has its process
+  back after.
+- subprocesses (cli live, last: it forks the third worker and kills
+  worker two): see check_subprocesses.
 """
 
 import json
@@ -524,6 +530,34 @@ def check_subprocesses(c):
     check_grouped_commands(c, want, three)
 
 
+def check_debugger_subprocesses(c):
+    """ruby sample --subprocesses inside gdb and lldb, attached to the
+    master: the master and both workers, each stack under its own process;
+    the debugger has its process back after (the next command reads it),
+    and every process runs, untraced."""
+    pf = c.target
+    summary, folded = c.path("tree.json"), c.path("tree.folded")
+    out = debugger(c.debugger, ["ruby sample --subprocesses --duration 3 --json -o %s --folded %s"
+                                % (summary, folded), "ruby threads"], pid=pf.pid)
+    doc = harness.read_json(summary)
+    procs = {p["pid"]: p for p in doc["processes"]}
+    want = {pf.pid: "master"}
+    want.update({w["pid"]: role for role, w in pf.workers.items()})
+    if set(procs) != set(want):
+        raise Failure("processes sampled %s, wanted %s (master and workers)" % (sorted(procs), sorted(want)))
+    by_pid = folded_by_pid(folded)
+    for pid, role in want.items():
+        if role != "master" and samples_in(by_pid.get(pid, {}), ROLE_METHOD[role]) < 10:
+            raise Failure("worker %s (pid %d): %d samples in %s"
+                          % (role, pid, samples_in(by_pid.get(pid, {}), ROLE_METHOD[role]), ROLE_METHOD[role]))
+    # `ruby threads` after the run reads the master again: the debugger took it back.
+    rest = after_wrote(out, summary)
+    if not re.search(r"^#1 ", rest, re.M):
+        raise Failure("the debugger did not have its process back after the run:\n%s" % rest[-2000:])
+    pf.assert_running()
+    harness.log("%s: ruby sample --subprocesses: %s" % (c.debugger, {want[p]: procs[p]["samples"] for p in want}))
+
+
 def check_grouped_commands(c, want, three):
     """bt, threads, locks, heap, gc and allocs with --subprocesses, and bt
     with --pid twice: one JSON document, grouped by process."""
@@ -565,6 +599,7 @@ CHECKS = [("thread ids", check_thread_ids, set(matrix.WITH_CLI)),
           ("threads columns", check_threads_columns, LIVE),
           ("truncated core", check_truncated_core, {("cli", "core")}),
           ("second sampler", check_second_sampler, {("cli", "live")}),
+          ("subprocesses in the debugger", check_debugger_subprocesses, {("gdb", "live"), ("lldb", "live")}),
           # last: it forks the third worker and kills worker two
           ("subprocesses", check_subprocesses, {("cli", "live")})]
 

@@ -22,6 +22,7 @@ the debugger back as it was (attached, signal handling, selected thread),
 and what was collected is written (sampling/report.py).
 """
 
+import os
 import time
 
 from ..core import FORMATS, Profile, SampleOptions, formats
@@ -42,7 +43,7 @@ class SampleCommand(Command):
     summary = "Sampling profiler: stop the target N times a second, record every Ruby stack; flamegraph out."
     usage = """ruby sample [N] [--rate HZ | --interval MS] [--duration S] [--threads all|current]
             [--idle | --on-cpu] [--per-thread] [--max-frames N] [--native]
-            [--via-debugger | --nonblocking | --stop-all] [--json [-o FILE]]
+            [--via-debugger | --nonblocking | --stop-all] [--subprocesses] [--json [-o FILE]]
             %s
             [--vm ADDR] [--layout FILE] [--ruby-version X.Y.Z]
 
@@ -86,10 +87,12 @@ collected is written. Not available on core files.
                      processes, and every thread's samples and the share of
                      each state (running, gvl_wait, blocked, gc)
 %s
-Several processes (the command line): --pid more than once, or
---subprocesses to follow the process tree (children at the start, and
-those forked during the run, which join within about one period); each
-stack's root frame names its process, "COMMAND (pid N)".
+Several processes: --subprocesses follows the process tree (children at
+the start, and those forked during the run, which join within about one
+period); the command line also takes --pid more than once. Each stack's
+root frame names its process, "COMMAND (pid N)". Inside gdb or lldb the
+debugger lets go of its process for the run, as for one process, and
+takes it back after.
 
 Frames are named "label (path:line)"; machine frames "symbol (module)" or
 "module+0xoffset"; a sample taken while the GC runs ends in "[GC: marking]",
@@ -118,6 +121,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
             p.add_argument("--nonblocking", action="store_true")
             p.add_argument("--stop-all", action="store_true")
             p.add_argument("--native", action="store_true")
+            p.add_argument("--subprocesses", action="store_true")
 
         args = parse_args(self.name, argv, build)
         if args.count is not None and args.count <= 0:
@@ -140,6 +144,8 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         processes = getattr(dbg, "processes", None)
         if processes and (len(processes) > 1 or getattr(dbg, "subprocesses", False)):
             return self._run_many(dbg, args, interval, processes, dbg.subprocesses)
+        if args.subprocesses:
+            return self._run_tree(dbg, args, interval)
         if args.via_debugger and dbg.own_source():
             raise UsageError(self.name, "--via-debugger needs a debugger; without one rbpeek traces the target "
                                         "itself")
@@ -231,9 +237,41 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                 raise RbpeekError("ruby sample stopped after %d samples: %s" % (st.samples, failure))
             raise failure
 
+    def _run_tree(self, dbg, args, interval):
+        """--subprocesses inside gdb or lldb: the debugger lets go of its
+        process (as the traced loop does for one), rbpeek's tracers sample it
+        and its descendants as on the command line, and the debugger takes
+        it back (unless it exited meanwhile)."""
+        if dbg.target_key() is None:
+            raise RbpeekError("no process to sample: attach to a live Ruby process first")
+        if dbg.is_core():
+            raise RbpeekError("ruby sample needs a live process, and this is a core file "
+                              "(a core is one moment: 'ruby bt -a' shows its stacks)")
+        pid = dbg.live_pid()
+        if not pid:
+            raise RbpeekError("ruby sample needs a live process on this machine (its /proc/PID/mem); "
+                              "this target is not one")
+        if dbg.is_running():
+            raise RbpeekError("the target is running: interrupt it first, then run 'ruby sample'")
+        why = dbg.can_hand_over()
+        if why:
+            raise RbpeekError("ruby sample --subprocesses has rbpeek's own tracers sample the processes, and %s"
+                              % why)
+        token = dbg.hand_over()
+        try:
+            return self._run_many(dbg, args, interval, [pid], True)
+        finally:
+            try:
+                os.kill(pid, 0)
+                dbg.take_back(token, pid)
+            except ProcessLookupError:
+                dbg.warn("rbpeek: process %d exited during the run\n" % pid)
+            except (RbpeekError, OSError) as e:
+                dbg.warn("rbpeek: %s\n" % e)
+
     def _run_many(self, dbg, args, interval, pids, follow):
-        """Several processes (the command line only): one tracer each,
-        the profiles merged, each stack under its process (sampling/multi.py)."""
+        """Several processes: one tracer each, the profiles merged, each
+        stack under its process (sampling/multi.py)."""
         if args.threads != "all":
             raise UsageError(self.name, "--threads current names one thread of one process; with several "
                                         "processes every thread is sampled")
