@@ -26,12 +26,17 @@ def spin(n)
   x
 end
 
-# Loops of about 0.1 ms, each ending with the thread's mark in $last: a gap
-# of more than GAP between the ends of two loops after which $last is
-# another thread's mark is a wait for the GVL (another thread ran: a GVL
-# time slice is 100 ms). A long gap with its own mark still there is the
-# kernel running another process while it held the GVL: held. The rest of
-# its time it held the GVL.
+# Loops of about 0.1 ms, each counted in $progress: a gap of more than GAP
+# between the ends of two loops in which the other CPU-bound threads made
+# progress is a wait for the GVL (another thread ran: a GVL time slice is
+# 100 ms). A long gap in which none did is the kernel running another
+# process while the thread held the GVL: held. The rest of its time it held
+# the GVL.
+#
+# The other threads' progress is read before and after the clock: a switch
+# can come between any two steps of the loop, and one between reading the
+# clock and reading the progress must not hide the wait (it belongs to the
+# next gap, whose progress is then counted from before that clock read).
 #
 # The thread only records; the main thread writes (see below). A thread
 # that wrote its own log would give up the GVL at each write (file writes
@@ -40,19 +45,28 @@ end
 # others would log nothing but waits, measuring their logging, not the
 # contention.
 GAP = 0.010
-$last = nil
+$progress = Array.new(4, 0)    # loops thread N has run
 $waits = Array.new(4) { [] }   # thread N's waits not yet written: [FROM, TO]
 $seen = Array.new(4, 0.0)      # the end of thread N's last loop
 
+def others_progress(i)
+  $progress.sum - $progress[i]
+end
+
 def crunch(n)
+  i = n - 1
   prev = Time.now.to_f
+  prev_before = others_progress(i)
   loop do
     spin(2_000)
+    before = others_progress(i)
     now = Time.now.to_f
-    $waits[n - 1] << [prev, now] if now - prev >= GAP && $last != n
-    $last = n
-    $seen[n - 1] = now
+    after = others_progress(i)
+    $waits[i] << [prev, now] if now - prev >= GAP && after != prev_before
+    $progress[i] += 1
+    $seen[i] = now
     prev = now
+    prev_before = before
   end
 end
 
