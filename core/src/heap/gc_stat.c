@@ -159,9 +159,11 @@ static bool plausible(rbpeek_session *s, const gc_stat *g, char *why, size_t n)
     else if (g->allocated - g->freed > g->available)
         snprintf(why, n, "gc: %llu objects in use do not fit the heaps' %llu slots",
                  (unsigned long long)(g->allocated - g->freed), (unsigned long long)g->available);
-    else if (g->oldmalloc_increase < g->malloc_increase)
-        snprintf(why, n, "gc: oldmalloc_increase %llu is below malloc_increase %llu",
-                 (unsigned long long)g->oldmalloc_increase, (unsigned long long)g->malloc_increase);
+    /* No relation between malloc_increase and oldmalloc_increase is
+     * checked: the GC adds each malloc's size to one, then to the other, so
+     * a thread caught between the two (in a running process, or stopped
+     * there) leaves oldmalloc_increase below malloc_increase, which it
+     * otherwise never is (a worker read live: 2,134,488 and 2,134,624). */
     else if (!stress_value_ok(s, g))
         snprintf(why, n, "gc: GC.stress reads 0x%llx%s", (unsigned long long)g->stress_value,
                  g->stress_known ? ", against flags.gc_stressful" : "");
