@@ -42,7 +42,9 @@ each reported on its own: matrix.py):
           the program recorded through its binding (parameters of every
           kind, block parameter and block-local variable, plain locals), each
           with exactly its #inspect (the block parameter's Proc too); self is the recorded
-          self.inspect and the method owner is Holder.
+          self.inspect and the method owner is Holder. In text, a value
+          longer than 200 bytes (local_wide) is cut there, with its length
+          and where to see it whole.
 
 The live target must be left running after each live run.
 """
@@ -166,6 +168,20 @@ def check_locals(want, doc):
     return len(want["locals"])
 
 
+def check_locals_text(wide, output):
+    """`ruby bt --locals` in text: a value longer than a line shows (200
+    bytes) is cut there, says its length and where to see it whole."""
+    lines = [l for l in output.splitlines() if l.startswith("        local_wide = ")]
+    if len(lines) != 1:
+        raise Failure("ruby bt --locals: %d lines for local_wide (want 1)" % len(lines))
+    shown = lines[0][len("        local_wide = "):]
+    want_tail = "\u2026 (%d bytes; --json has it whole" % len(wide.encode("utf-8"))
+    head = shown.split("\u2026 (")[0]
+    if len(head.encode("utf-8")) != 200 or not wide.startswith(head) or want_tail not in shown:
+        raise Failure("ruby bt --locals: local_wide shown as %r; Ruby's inspect is %r" % (shown, wide))
+    harness.log("  bt --locals (text): local_wide's %d bytes cut at 200, its length said" % len(wide))
+
+
 def check_frame(bt_doc, got):
     main = [t for t in bt_doc["threads"] if t["main"]][0]
     want = main["frames"][3]
@@ -185,6 +201,7 @@ def run_checks(target, debugger, mode, core, ruby):
     inside = int(objects[0]["address"], 16) + 8
     bt_json = os.path.join(out_dir, "bt.json")
     cmds.append("ruby bt -a --locals --json -o " + bt_json)
+    cmds.append("ruby bt -a --locals")
     frame_json = os.path.join(out_dir, "frame.json")
     cmds.append("ruby frame 3 --json -o " + frame_json)  # sleep, the block, each, then parked_frame
     # lldb -b stops at a command's first error: one refusal, the last command
@@ -206,6 +223,7 @@ def run_checks(target, debugger, mode, core, ruby):
     bt_doc = load_json(bt_json, "ruby bt --locals --json")
     n = check_locals(target.expected(), bt_doc)
     check_frame(bt_doc, load_json(frame_json, "ruby frame 3 --json"))
+    check_locals_text(target.expected()["locals"]["local_wide"], output)
     harness.log("  %s %s: bt --locals agrees with the binding for all %d locals, self and owner" % (debugger, mode, n))
     if mode == "live":
         target.assert_left_running()

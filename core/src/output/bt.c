@@ -253,17 +253,42 @@ static void json_stack_frame(bt_ctx *c, rbp_json *j, const rbpeek_stack_frame *f
 
 /* --- text --------------------------------------------------------------- */
 
+/* A value's text in the text output is cut after this many bytes: a
+ * frame's locals must stay a screen a person reads (one puma thread's
+ * request hash printed 55 KB on one line). JSON keeps each value within
+ * --depth and --max-length only. */
+#define LOCAL_TEXT_MAX 200
+
+/* value, or its first LOCAL_TEXT_MAX bytes (cut between UTF-8 characters)
+ * and how long it is, and where to see it whole. */
+static void put_value(rbp_strbuf *b, const char *value)
+{
+    size_t len = strlen(value);
+    if (len <= LOCAL_TEXT_MAX) {
+        rbp_sb_putn(b, value, len);
+        return;
+    }
+    size_t cut = LOCAL_TEXT_MAX;
+    while (cut > 0 && ((unsigned char)value[cut] & 0xc0) == 0x80) cut--; /* not inside a character */
+    rbp_sb_putn(b, value, cut);
+    rbp_sb_printf(b, "\u2026 (%zu bytes; --json has it whole, --depth and --max-length shorten it)", len);
+}
+
 static void text_locals(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f)
 {
     rbp_frame_locals l;
     frame_locals(c, f, &l);
     if (l.state == RBP_LOCALS_READ) {
-        rbp_sb_printf(b, "        self = %s", rbp_locals_str(&l, l.self_off));
+        rbp_sb_printf(b, "        self = ");
+        put_value(b, rbp_locals_str(&l, l.self_off));
         if (l.has_owner && *rbp_locals_str(&l, l.owner_off))
             rbp_sb_printf(b, "  (in %s)", rbp_locals_str(&l, l.owner_off));
         rbp_sb_putn(b, "\n", 1);
-        for (size_t i = 0; i < l.n; i++)
-            rbp_sb_printf(b, "        %s = %s\n", rbp_locals_str(&l, l.name_off[i]), rbp_locals_str(&l, l.value_off[i]));
+        for (size_t i = 0; i < l.n; i++) {
+            rbp_sb_printf(b, "        %s = ", rbp_locals_str(&l, l.name_off[i]));
+            put_value(b, rbp_locals_str(&l, l.value_off[i]));
+            rbp_sb_putn(b, "\n", 1);
+        }
     } else if (l.state == RBP_LOCALS_ERROR) {
         rbp_sb_printf(b, "        (locals: %s)\n", l.error);
     }

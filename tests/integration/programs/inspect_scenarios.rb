@@ -58,6 +58,7 @@ class Holder
   def parked_frame(req, opt = "optional", *rest, post, kw:, kwopt: :default, **kwrest, &blk)
     local_str = "a local ü"
     local_nil = nil
+    local_wide = (1..40).map { |i| "item#{i}" } # longer than a text line of `ruby bt --locals` shows
     [3.25].each do |blockparam; blocklocal|
       blocklocal = { nested: [local_str, req] }
       $record.call(binding, self)
