@@ -21,6 +21,19 @@ void *rbp_scratch_get(rbp_scratch *sc, size_t size)
     return sc->p;
 }
 
+void *rbp_scratch_grow(rbp_scratch *sc, size_t size)
+{
+    if (size <= sc->cap) return sc->p;
+    size_t cap = sc->cap ? sc->cap : SCRATCH_MIN;
+    while (cap < size && cap <= ((size_t)-1) / 2) cap *= 2;
+    if (cap < size) cap = size;
+    void *p = realloc(sc->p, cap);
+    if (!p) return NULL;
+    sc->p = p;
+    sc->cap = cap;
+    return p;
+}
+
 void rbp_scratch_done(rbp_scratch *sc)
 {
     if (sc->cap > SCRATCH_KEEP) rbp_scratch_free(sc);

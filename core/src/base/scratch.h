@@ -18,6 +18,10 @@ typedef struct rbp_scratch {
 
 /* Room for size bytes (contents undefined), or NULL if out of memory. */
 void *rbp_scratch_get(rbp_scratch *sc, size_t size);
+/* Room for size bytes keeping what the room held (the first size bytes of
+ * it), for a buffer filled as reads succeed; NULL if out of memory, the
+ * room then unchanged. */
+void *rbp_scratch_grow(rbp_scratch *sc, size_t size);
 /* Ends a use: room beyond what a real stack needs, asked for by a damaged
  * one, is given back rather than kept for the life of the session. */
 void rbp_scratch_done(rbp_scratch *sc);

@@ -35,6 +35,9 @@
 #define VM_FRAME_MAGIC_MASK 0x7fff0001u
 #define VM_FRAME_MAGIC_CFUNC 0x55550001u
 #define MAX_STACK_BYTES ((uint64_t)1 << 30)
+/* The first read of a thread's control frames: a default VM stack (1 MiB)
+ * whole; each further read twice the one before. */
+#define CFRAMES_FIRST_READ ((uint64_t)1 << 20)
 
 /* A frame being built: C frames get their location in a second pass. */
 typedef struct pending {
@@ -101,30 +104,44 @@ const char *rbp_cframes_read(rbpeek_session *s, uint64_t ec, size_t max, rbp_cfr
     if (nraw > max) nraw = max;
     if (nraw == 0) return NULL;
 
-    uint8_t *raw = rbp_scratch_get(&s->walk_raw, (size_t)(nraw * cfp_size));
+    /* Read in pieces, the room growing only with what was read: the size
+     * comes from the target, and a damaged one can claim a gigabyte of
+     * stack over unmapped memory (a fuzzed image had each walk allocate
+     * 1.6 GB, 2 s an input). A real stack (1 MiB by default) is one read. */
+    uint64_t piece = CFRAMES_FIRST_READ / cfp_size ? CFRAMES_FIRST_READ / cfp_size : 1;
     out->room = &s->walk_cframes;
-    out->frames = rbp_scratch_get(out->room, (size_t)nraw * sizeof *out->frames);
-    if (!raw || !out->frames) {
-        rbp_scratch_done(&s->walk_raw);
-        rbp_cframes_free(out);
-        return "out of memory";
-    }
     const char *err = NULL;
-    size_t got = rbp_mem_read_partial(s->mem, cfp, raw, (size_t)(nraw * cfp_size));
-    if (got < nraw * cfp_size) {
-        /* Keep what could be read: the innermost frames are the useful ones. */
-        nraw = got / cfp_size;
-        err = "part of its control frame array is unreadable";
-        if (nraw == 0) { /* nothing to hand back: the array goes now, not with the caller */
+    uint64_t n = 0;
+    while (n < nraw) {
+        uint64_t want = nraw - n < piece ? nraw - n : piece;
+        uint8_t *raw = rbp_scratch_get(&s->walk_raw, (size_t)(want * cfp_size));
+        rbp_cframe *frames = rbp_scratch_grow(out->room, (size_t)(n + want) * sizeof *frames);
+        if (!raw || !frames) {
             rbp_scratch_done(&s->walk_raw);
             rbp_cframes_free(out);
-            return "its control frame array is unreadable";
+            return "out of memory";
         }
+        out->frames = frames;
+        size_t got = rbp_mem_read_partial(s->mem, cfp + n * cfp_size, raw, (size_t)(want * cfp_size));
+        uint64_t k = got / cfp_size;
+        for (uint64_t i = 0; i < k; i++) {
+            const uint8_t *f = raw + i * cfp_size;
+            frames[n + i] = (rbp_cframe){rbp_field_extract(L, RBP_L_cfp_pc, f), rbp_field_extract(L, RBP_L_cfp_iseq, f),
+                                         rbp_field_extract(L, RBP_L_cfp_self, f), rbp_field_extract(L, RBP_L_cfp_ep, f)};
+        }
+        n += k;
+        if (k < want) {
+            /* Keep what could be read: the innermost frames are the useful ones. */
+            err = "part of its control frame array is unreadable";
+            break;
+        }
+        piece *= 2;
     }
-    for (uint64_t i = 0; i < nraw; i++) {
-        const uint8_t *f = raw + i * cfp_size;
-        out->frames[i] = (rbp_cframe){rbp_field_extract(L, RBP_L_cfp_pc, f), rbp_field_extract(L, RBP_L_cfp_iseq, f),
-                                      rbp_field_extract(L, RBP_L_cfp_self, f), rbp_field_extract(L, RBP_L_cfp_ep, f)};
+    nraw = n;
+    if (nraw == 0) { /* nothing to hand back: the array goes now, not with the caller */
+        rbp_scratch_done(&s->walk_raw);
+        rbp_cframes_free(out);
+        return "its control frame array is unreadable";
     }
     rbp_scratch_done(&s->walk_raw);
     out->n = (size_t)nraw;

@@ -221,6 +221,33 @@ static void test_unreadable_frames_keep_nothing(void)
     image_free(&im);
 }
 
+/* A damaged execution context claiming a 512 MiB VM stack, all of it
+ * control frames, over unmapped memory after the innermost four: those four
+ * are read, and the room the read takes grows with what was read, not with
+ * the claim (a fuzzed image had each walk allocate 1.6 GB, 2 s an input). */
+static void test_huge_claimed_stack(void)
+{
+    image im = {0};
+    objs = add_region(&im, OBJS, 0x1000);
+    next_obj = OBJS;
+    uint64_t claimed = (uint64_t)CFP * ((512u << 20) / CFP), stack = 0x10000000;
+    add_region(&im, stack, 4 * CFP);
+    uint64_t ec = alloc_obj(24);
+    put64(objs + (ec - OBJS), stack);
+    put64(objs + (ec - OBJS) + 8, claimed / 8);
+    put64(objs + (ec - OBJS) + 16, stack); /* the current frame at the bottom: the whole claim is frames */
+    rbpeek_session *s = session(&im, 3, 4, "3.4.5");
+    rbp_cframes cf;
+    const char *err = rbp_cframes_read(s, ec, SIZE_MAX, &cf);
+    CU_ASSERT_PTR_NOT_NULL(err);
+    CU_ASSERT_EQUAL(cf.n, 4);
+    CU_ASSERT(s->walk_cframes.cap <= ((size_t)2 << 20));
+    CU_ASSERT(s->walk_raw.cap <= ((size_t)2 << 20));
+    rbp_cframes_free(&cf);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 /* Garbage iseqs whose parent and local iseqs point at each other: 3.4's
  * label computation follows the local iseq of a block recursively, and
  * recursed without end (a stack overflow) on such a pair. The walk must
@@ -401,6 +428,7 @@ static const rbp_cu_test tests[] = {
     {"3.4: the frames' environment chains share one budget", test_environment_chains_share_a_budget},
     {"3.4: iseqs whose parent and local iseqs point at each other", test_iseqs_pointing_at_each_other},
     {"unreadable control frames: an error, no frames, nothing kept", test_unreadable_frames_keep_nothing},
+    {"a gigantic claimed VM stack over unmapped memory: what is read, room for that", test_huge_claimed_stack},
     {"4.0: internal frames report like C methods, one per run", test_internal_frames_40},
     {"3.4: the same stack shows every internal frame", test_internal_frames_34},
     {NULL, NULL},
