@@ -25,7 +25,7 @@ import time
 from ..core import FORMATS, RbpeekError, formats, watch_probe
 from ..sampling.signals import pending_stop_signal
 from .alloc_sites import DEFAULT_RATE, run_sites, sites_text
-from .base import Command, parse_args, positive_float, write_file
+from .base import Command, live_pid, parse_args, positive_float, write_file
 
 POLL = 0.1                  # seconds between counter reads and Ctrl-C checks
 PROGRESS_EVERY = 0.25       # seconds between progress lines on a terminal
@@ -112,17 +112,7 @@ See docs/allocations.md.""" % (formats.synopsis(19), DEFAULT_RATE, formats.help_
             if getattr(args, opt) is not None and not args.sites:
                 raise RbpeekError("ruby allocs: --%s goes with --sites: %s" % (opt, SITES_HOW))
 
-        if dbg.target_key() is None:
-            raise RbpeekError("no process: attach to a live Ruby process first")
-        if dbg.is_core():
-            raise RbpeekError("ruby allocs needs a live process, and this is a core file "
-                              "('ruby heap' counts the objects a core holds)")
-        pid = dbg.live_pid()
-        if not pid:
-            raise RbpeekError("ruby allocs needs a live process on this machine (its /proc/PID/mem); "
-                              "this target is not one")
-        if dbg.is_running():
-            raise RbpeekError("the target is running: interrupt it first, then run 'ruby allocs'")
+        pid = live_pid(dbg, "allocs", "no process", "'ruby heap' counts the objects a core holds")
         policy = dbg.signal_policy()
         why_not = dbg.can_hand_over() or pending_stop_signal(policy, pid)
         if why_not is not None:

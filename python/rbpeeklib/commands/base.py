@@ -18,8 +18,8 @@ import shlex
 
 from ..core import RbpeekError
 
-__all__ = ["Command", "RbpeekError", "UsageError", "add_output_options", "evaluate_words", "json_text", "parse_args",
-           "wants_help", "write_output"]
+__all__ = ["Command", "RbpeekError", "UsageError", "add_output_options", "evaluate_words", "json_text", "live_pid",
+           "parse_args", "positive_float", "wants_help", "write_file", "write_output"]
 
 
 class UsageError(RbpeekError):
@@ -58,6 +58,23 @@ def _parse_addr(text):
     if value <= 0:
         raise argparse.ArgumentTypeError("not an address: %r" % text)
     return value
+
+
+def live_pid(dbg, command, nothing, core_hint):
+    """The pid of the debugger's live process on this machine, stopped, for
+    a command that lets it run (sample, allocs); else RbpeekError in one
+    line: nothing says what is missing, core_hint what to use on a core."""
+    if dbg.target_key() is None:
+        raise RbpeekError("%s: attach to a live Ruby process first" % nothing)
+    if dbg.is_core():
+        raise RbpeekError("ruby %s needs a live process, and this is a core file (%s)" % (command, core_hint))
+    pid = dbg.live_pid()
+    if not pid:
+        raise RbpeekError("ruby %s needs a live process on this machine (its /proc/PID/mem); this target is not one"
+                          % command)
+    if dbg.is_running():
+        raise RbpeekError("the target is running: interrupt it first, then run 'ruby %s'" % command)
+    return pid
 
 
 def positive_float(text):

@@ -34,8 +34,12 @@ from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
 from ..sampling.traced import run_traced
 from ..sampling.via_debugger import run_via_debugger
-from .base import Command, RbpeekError, UsageError, json_text, parse_args, positive_float, write_output
+from .base import Command, RbpeekError, UsageError, json_text, live_pid, parse_args, positive_float, write_output
 from .threadview import map_threads
+
+
+# What a core file offers instead of sampling, for the refusal.
+CORE_HINT = "a core is one moment: 'ruby bt -a' shows its stacks"
 
 
 class SampleCommand(Command):
@@ -149,17 +153,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         if args.via_debugger and dbg.own_source():
             raise UsageError(self.name, "--via-debugger needs a debugger; without one rbpeek traces the target "
                                         "itself")
-        if dbg.target_key() is None:
-            raise RbpeekError("no process to sample: attach to a live Ruby process first")
-        if dbg.is_core():
-            raise RbpeekError("ruby sample needs a live process, and this is a core file "
-                              "(a core is one moment: 'ruby bt -a' shows its stacks)")
-        pid = dbg.live_pid()
-        if not pid:
-            raise RbpeekError("ruby sample needs a live process on this machine (its /proc/PID/mem); "
-                              "this target is not one")
-        if dbg.is_running():
-            raise RbpeekError("the target is running: interrupt it first, then run 'ruby sample'")
+        pid = live_pid(dbg, "sample", "no process to sample", CORE_HINT)
         if dbg.own_source():
             # Under a debugger the debugger is the tracer, and lets go of the
             # target for rbpeek's; without one, a tracer is someone else's.
@@ -242,17 +236,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         process (as the traced loop does for one), rbpeek's tracers sample it
         and its descendants as on the command line, and the debugger takes
         it back (unless it exited meanwhile)."""
-        if dbg.target_key() is None:
-            raise RbpeekError("no process to sample: attach to a live Ruby process first")
-        if dbg.is_core():
-            raise RbpeekError("ruby sample needs a live process, and this is a core file "
-                              "(a core is one moment: 'ruby bt -a' shows its stacks)")
-        pid = dbg.live_pid()
-        if not pid:
-            raise RbpeekError("ruby sample needs a live process on this machine (its /proc/PID/mem); "
-                              "this target is not one")
-        if dbg.is_running():
-            raise RbpeekError("the target is running: interrupt it first, then run 'ruby sample'")
+        pid = live_pid(dbg, "sample", "no process to sample", CORE_HINT)
         why = dbg.can_hand_over()
         if why:
             raise RbpeekError("ruby sample --subprocesses has rbpeek's own tracers sample the processes, and %s"
