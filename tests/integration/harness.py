@@ -199,9 +199,9 @@ def core_segments(path, writable=False):
     return segs
 
 
-def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300):
-    """Runs gdb or lldb-16 in batch mode with the plugin loaded and the given
-    `ruby ...` commands. Returns (returncode, combined output)."""
+def debugger_argv(debugger, commands, pid=None, exe=None, core=None):
+    """gdb or lldb-16 in batch mode, attached to pid (or on core, with exe),
+    with the plugin loaded and the given `ruby ...` commands."""
     if debugger == "gdb":
         argv = ["gdb", "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off"]
         if pid:
@@ -229,12 +229,49 @@ def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300)
             argv += ["-o", c]
     else:
         raise ValueError(debugger)
+    return argv
+
+
+def front_end_env():
+    """The environment a debugger runs in: without this Python's paths,
+    which would make gdb's or lldb's own Python load the wrong library."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env.pop("PYTHONHOME", None)
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env,
-                       errors="replace")
+    return env
+
+
+def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300):
+    """Runs gdb or lldb-16 in batch mode with the plugin loaded and the given
+    `ruby ...` commands. Returns (returncode, combined output)."""
+    r = subprocess.run(debugger_argv(debugger, commands, pid, exe, core), capture_output=True, text=True,
+                       timeout=timeout, stdin=subprocess.DEVNULL, env=front_end_env(), errors="replace")
     return r.returncode, r.stdout + r.stderr
+
+
+def run_and_act(argv, out_path, started, act, settle, timeout=120):
+    """Starts argv (a debugger or the command line running a long command),
+    its output to out_path; once started appears in it, lets it run settle
+    seconds more, calls act(process) (Ctrl-C, a kill) and waits for it to
+    end. Returns its output; fails if it never started."""
+    with open(out_path, "w") as out:
+        # SIGINT as a terminal's Ctrl-C finds it, whatever this test inherited
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=front_end_env(), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.time() + timeout
+        while started not in open(out_path, errors="replace").read():
+            if proc.poll() is not None or time.time() > deadline:
+                raise Failure("the interrupted run never started:\n" + open(out_path, errors="replace").read()[-2000:])
+            time.sleep(0.1)
+        time.sleep(settle)
+        act(proc)
+        proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return open(out_path, errors="replace").read()
 
 
 def run_cli(args, timeout=300, raw=False):

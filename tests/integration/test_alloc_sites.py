@@ -32,7 +32,6 @@ On the core: `ruby allocs --sites` is refused in one line.
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -117,37 +116,11 @@ def run_commands(c, cmds):
 def interrupted(c, out_path, act):
     """Starts `ruby allocs --sites` with no --duration in c's front end,
     lets it sample for 1 s, then act(process); its output."""
-    cmd = "ruby allocs --sites"
     if c.debugger == "cli":
         argv = [sys.executable, harness.RBPEEK_CLI, "allocs", "--pid", str(c.target.pid), "--sites"]
-    elif c.debugger == "gdb":
-        argv = ["gdb", "-q", "-nx", "-batch", "-p", str(c.target.pid), "-ex", "source " + harness.GDB_PLUGIN,
-                "-ex", cmd]
     else:
-        argv = [harness.LLDB, "--no-lldbinit", "-b", "-p", str(c.target.pid), "-o",
-                "command script import " + harness.LLDB_PLUGIN, "-o", cmd]
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    env.pop("PYTHONHOME", None)
-    with open(out_path, "w") as out:
-        # SIGINT as a terminal's Ctrl-C finds it, whatever this test inherited
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        deadline = time.time() + 300
-        while STARTED not in open(out_path, errors="replace").read():
-            if proc.poll() is not None or time.time() > deadline:
-                raise Failure("%s: the interrupted run never started:\n%s"
-                              % (c.name, open(out_path, errors="replace").read()[-2000:]))
-            time.sleep(0.1)
-        time.sleep(1.0)
-        act(proc)
-        proc.wait(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return open(out_path, errors="replace").read()
+        argv = harness.debugger_argv(c.debugger, ["ruby allocs --sites"], c.target.pid)
+    return harness.run_and_act(argv, out_path, STARTED, act, 1.0, timeout=300)
 
 
 def check_result(c, r, sites_rec, folded):

@@ -129,29 +129,10 @@ def failing(debugger, cmd):
 
 
 def run_interrupted(debugger, pid, out_path, act=lambda proc: proc.send_signal(signal.SIGINT)):
-    argv = {"gdb": ["gdb", "-q", "-nx", "-batch", "-p", str(pid), "-ex", "source " + harness.GDB_PLUGIN,
-                    "-ex", "ruby allocs"],
-            "lldb": [harness.LLDB, "--no-lldbinit", "-b", "-p", str(pid), "-o",
-                     "command script import " + harness.LLDB_PLUGIN, "-o", "ruby allocs"]}[debugger]
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    env.pop("PYTHONHOME", None)
-    with open(out_path, "w") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-    try:
-        deadline = time.time() + 120
-        while "rbpeek: counting allocations" not in open(out_path, errors="replace").read():
-            if proc.poll() is not None or time.time() > deadline:
-                raise Failure("the interrupted run never started:\n" + open(out_path, errors="replace").read()[-2000:])
-            time.sleep(0.1)
-        time.sleep(1.5)
-        act(proc)
-        proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return open(out_path, errors="replace").read()
+    """`ruby allocs` with no --duration in the debugger, act(process) 1.5 s
+    into its count; the debugger's output."""
+    return harness.run_and_act(harness.debugger_argv(debugger, ["ruby allocs"], pid), out_path,
+                               "rbpeek: counting allocations", act, 1.5)
 
 
 def kill_debugger(proc):

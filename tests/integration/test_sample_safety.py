@@ -107,22 +107,6 @@ def threads_check(debugger):
                       "print('THREADS debugger=%%d kernel=%%d same=%%s' %% (len(a), len(b), a == b))" % (listed, pid))
 
 
-def debugger_argv(debugger, commands, pid):
-    """The argv harness.run_debugger would use (for the Ctrl-C test, which
-    needs the process while it runs)."""
-    if debugger == "gdb":
-        argv = ["gdb", "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off",
-                "-p", str(pid), "-ex", "source " + harness.GDB_PLUGIN]
-        for c in commands:
-            argv += ["-ex", c]
-    else:
-        argv = [harness.LLDB, "--no-lldbinit", "-b", "-p", str(pid), "-o",
-                "command script import " + harness.LLDB_PLUGIN]
-        for c in commands:
-            argv += ["-o", c]
-    return argv
-
-
 def check_state_restored(output, debugger):
     # Each state command ran once before and once after sampling; their
     # outputs must match.
@@ -174,12 +158,9 @@ def check_bt_after(output, what):
 def run_and_act(debugger, cmds, pid, out_path, act):
     """Runs the debugger; once sampling has run for a moment, calls act(proc)
     (while the debugger still runs); returns the debugger's output."""
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    env.pop("PYTHONHOME", None)
     with open(out_path, "w") as out:
-        proc = subprocess.Popen(debugger_argv(debugger, cmds, pid), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(harness.debugger_argv(debugger, cmds, pid), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=harness.front_end_env())
     try:
         deadline = time.time() + 120
         while time.time() < deadline:
