@@ -149,12 +149,7 @@ class Target:
         raise Failure("the target was left stopped (state %s)" % st)
 
     def gcore(self):
-        core = os.path.join(self.workdir, "core")
-        r = subprocess.run(["gcore", "-o", core, str(self.pid)], capture_output=True, text=True, timeout=300)
-        path = "%s.%d" % (core, self.pid)
-        if r.returncode != 0 or not os.path.exists(path):
-            raise Failure("gcore failed: %s" % (r.stderr or r.stdout)[-1000:])
-        return path
+        return gcore(self.pid, self.workdir)
 
     def close(self):
         if self.proc.poll() is None:
@@ -197,6 +192,16 @@ def core_segments(path, writable=False):
         if p_type == 1 and p_filesz and (p_flags & 2 or not writable):
             segs.append((p_vaddr, p_offset, p_filesz))
     return segs
+
+
+def gcore(pid, workdir):
+    """A core of process pid, written by gdb's gcore into workdir: its path."""
+    base = os.path.join(workdir, "core")
+    r = subprocess.run(["gcore", "-o", base, str(pid)], capture_output=True, text=True, timeout=300)
+    path = "%s.%d" % (base, pid)
+    if r.returncode != 0 or not os.path.exists(path):
+        raise Failure("gcore failed: %s" % (r.stderr or r.stdout)[-1000:])
+    return path
 
 
 def debugger_argv(debugger, commands, pid=None, exe=None, core=None):
