@@ -147,7 +147,8 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                                         "written by --%s FILE and the like)" % FORMATS[0].name)
         processes = getattr(dbg, "processes", None)
         if processes and (len(processes) > 1 or getattr(dbg, "subprocesses", False)):
-            return self._run_many(dbg, args, interval, processes, dbg.subprocesses)
+            return self._run_many(dbg, args, interval, processes, dbg.subprocesses,
+                                  self._check_many(args, processes[0]))
         if args.subprocesses:
             return self._run_tree(dbg, args, interval)
         if args.via_debugger and dbg.own_source():
@@ -237,13 +238,14 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         and its descendants as on the command line, and the debugger takes
         it back (unless it exited meanwhile)."""
         pid = live_pid(dbg, "sample", "no process to sample", CORE_HINT)
+        outputs = self._check_many(args, pid)
         why = dbg.can_hand_over()
         if why:
             raise RbpeekError("ruby sample --subprocesses has rbpeek's own tracers sample the processes, and %s"
                               % why)
         token = dbg.hand_over()
         try:
-            return self._run_many(dbg, args, interval, [pid], True)
+            return self._run_many(dbg, args, interval, [pid], True, outputs)
         finally:
             try:
                 os.kill(pid, 0)
@@ -253,16 +255,20 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
             except (RbpeekError, OSError) as e:
                 dbg.warn("rbpeek: %s\n" % e)
 
-    def _run_many(self, dbg, args, interval, pids, follow):
-        """Several processes: one tracer each, the profiles merged, each
-        stack under its process (sampling/multi.py)."""
+    def _check_many(self, args, pid):
+        """What several processes refuse, said before anything is done (a
+        debugger lets go of its process): the output files to write."""
         if args.threads != "all":
             raise UsageError(self.name, "--threads current names one thread of one process; with several "
                                         "processes every thread is sampled")
         if args.via_debugger:
             raise UsageError(self.name, "--via-debugger needs a debugger; several processes are sampled by "
                                         "rbpeek's own tracers")
-        outputs = check_outputs(args, pids[0])
+        return check_outputs(args, pid)
+
+    def _run_many(self, dbg, args, interval, pids, follow, outputs):
+        """Several processes: one tracer each, the profiles merged, each
+        stack under its process (sampling/multi.py)."""
         from ..standalone import StandaloneAdapter
         from .sessions import Sessions
 
@@ -275,9 +281,10 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
             what.append("%d samples of each" % args.count)
         if args.duration:
             what.append("%g s" % args.duration)
+        tree = (" and its subprocesses" if len(pids) == 1 else " and their subprocesses") if follow else ""
         dbg.progress("rbpeek: sampling pid %s%s at %s Hz %s; Ctrl-C ends it early\n"
-                     % (", ".join(str(p) for p in pids), " and their subprocesses" if follow else "",
-                        fmt_rate(1.0 / interval), "for " + " or ".join(what) if what else "until Ctrl-C"))
+                     % (", ".join(str(p) for p in pids), tree, fmt_rate(1.0 / interval),
+                        "for " + " or ".join(what) if what else "until Ctrl-C"))
         end = run.run(pids)
         profile = run.merged()
         elapsed = run.elapsed()
