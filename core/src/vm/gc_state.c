@@ -14,17 +14,15 @@
 #include "vm/robject.h"
 #include "vm/threads.h"
 
-#define L(s) (&(s)->layout)
-
 static rbp_field_id objspace_field(rbpeek_session *s)
 {
-    return rbp_has(L(s), RBP_L_vm_gc_objspace) ? RBP_L_vm_gc_objspace : RBP_L_vm_objspace;
+    return rbp_has(&s->layout, RBP_L_vm_gc_objspace) ? RBP_L_vm_gc_objspace : RBP_L_vm_objspace;
 }
 
 bool rbp_gc_state_known(rbpeek_session *s)
 {
-    return rbp_has(L(s), objspace_field(s)) && rbp_has(L(s), RBP_L_objspace_flag_mode) &&
-           rbp_has(L(s), RBP_L_objspace_flag_during_gc);
+    return rbp_has(&s->layout, objspace_field(s)) && rbp_has(&s->layout, RBP_L_objspace_flag_mode) &&
+           rbp_has(&s->layout, RBP_L_objspace_flag_during_gc);
 }
 
 /* A member's value from a copy of the bytes at [lo, ...) of its struct
@@ -49,13 +47,13 @@ bool rbp_gc_state_read(rbpeek_session *s, rbp_gc_state *out)
      * once per attach. The sampler reads the state at every sample. */
     uint64_t os = s->gc_objspace;
     if (!os) {
-        if (!rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(L(s), objspace_field(s)), &os) || !rbp_is_heap_ptr(s, os))
+        if (!rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(&s->layout, objspace_field(s)), &os) || !rbp_is_heap_ptr(s, os))
             return false;
         s->gc_objspace = os;
     }
     out->objspace = os;
     /* Both flags are bits of one word of the flags struct: one read. */
-    const rbp_field *d = &L(s)->f[RBP_L_objspace_flag_during_gc], *m = &L(s)->f[RBP_L_objspace_flag_mode];
+    const rbp_field *d = &s->layout.f[RBP_L_objspace_flag_during_gc], *m = &s->layout.f[RBP_L_objspace_flag_mode];
     int32_t lo = d->offset < m->offset ? d->offset : m->offset;
     int32_t hi = d->offset > m->offset ? d->offset : m->offset;
     uint8_t buf[24];
