@@ -50,6 +50,21 @@ RBPEEK_API uint64_t rbpeek_profile_stack_count(const rbpeek_profile *p);
  * malloc'd string to be released with rbpeek_free (or free). */
 RBPEEK_API rbpeek_status rbpeek_profile_top(const rbpeek_profile *p, int by_self, size_t n, char **out);
 
+/* One row of rbpeek_profile_frame_counts. */
+typedef struct rbpeek_frame_count {
+    const char *name;   /* the frame's display name, "label (path:line)"; by method "label (path)" */
+    uint64_t self;      /* samples whose innermost frame it is */
+    uint64_t total;     /* stacks it is on (a recursive frame once per stack) */
+} rbpeek_frame_count;
+
+/* Every frame's self and total samples, as the top-N table counts them, for
+ * a caller that keeps its own counts (rbpeek top adds one period to the
+ * next). by_method nonzero merges the lines of a method into one row,
+ * "label (path)". Rows come in name order; *rows (one malloc'd block, the
+ * names in it) is released with rbpeek_free. */
+RBPEEK_API rbpeek_status rbpeek_profile_frame_counts(const rbpeek_profile *p, int by_method,
+                                                     rbpeek_frame_count **rows, size_t *n);
+
 typedef struct rbpeek_svg_options {
     int width;              /* image width in px; <= 0: 1200 */
     double min_width_px;    /* omit frames narrower than this; < 0: keep all; 0: 0.1,

@@ -22,7 +22,6 @@ running and untraced.
 import curses
 import os
 import random
-import tempfile
 import time
 
 from .commands.base import UsageError, parse_args, positive_float
@@ -103,31 +102,13 @@ class Counts:
         self.threads = {}
         self.elapsed = 0.0
 
-    @staticmethod
-    def method_of(frame):
-        """'label (path:line)' as 'label (path)': a method, whichever line."""
-        if frame.endswith(")") and " (" in frame:
-            label, place = frame[:-1].rsplit(" (", 1)
-            head, sep, tail = place.rpartition(":")
-            if sep and tail.isdigit():
-                return "%s (%s)" % (label, head)
-        return frame
-
-    def add_folded(self, path, lines=False):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                stack, _, n = line.rstrip("\n").rpartition(" ")
-                try:
-                    n = int(n)
-                except ValueError:
-                    continue
-                frames = stack.split(";")
-                if not lines:
-                    frames = [self.method_of(fr) for fr in frames]
-                self.stacks += n
-                self.own[frames[-1]] = self.own.get(frames[-1], 0) + n
-                for fr in set(frames):
-                    self.total[fr] = self.total.get(fr, 0) + n
+    def add_profile(self, prof, lines=False):
+        """One period's samples: each frame's (with lines) or method's own
+        and total counts, as the profile's frame table names them."""
+        self.stacks += prof.total()
+        for name, own, total in prof.frame_counts(by_method=not lines):
+            self.own[name] = self.own.get(name, 0) + own
+            self.total[name] = self.total.get(name, 0) + total
 
     def add_tallies(self, tallies):
         for t in tallies:
@@ -154,7 +135,6 @@ class Top:
         self.hold = False
         self.quit = False
         self.t0 = time.time()
-        self.tmp = tempfile.mkdtemp(prefix="rbpeek-top-")
         for r in pids:
             for pid in (tree(r) if follow else [r]):
                 self._join(pid, named=(pid == r))
@@ -206,11 +186,7 @@ class Top:
                 if TRACE_ENDS.get(st.end) in ("exited", "exec", "failed", "signal"):
                     src.gone = TRACE_ENDS.get(st.end)
                 tr.close()
-                path = os.path.join(self.tmp, "period.folded")
-                if prof.total():
-                    prof.write("folded", path)
-                    self.counts.add_folded(path, self.args.lines)
-                    os.unlink(path)
+                self.counts.add_profile(prof, self.args.lines)
                 self.counts.add_tallies(prof.thread_tallies())
         self.counts.elapsed += time.perf_counter() - t_start
         for pid in [p for p, s in self.sources.items() if s.gone]:
@@ -280,12 +256,6 @@ class Top:
             self.period(screen)
             self.draw(screen)
 
-    def close(self):
-        try:
-            os.rmdir(self.tmp)
-        except OSError:
-            pass
-
 
 def run_top(pids, follow, argv, stdout, stderr):
     """The `top` command of the command line; returns the exit status."""
@@ -303,8 +273,6 @@ def run_top(pids, follow, argv, stdout, stderr):
         curses.wrapper(top.run)
     except KeyboardInterrupt:
         pass   # the finally clauses of period() let go of every target
-    finally:
-        top.close()
     c = top.counts
     stderr.write("rbpeek top: %d samples of %d process%s in %.1f s; every target left running\n"
                  % (c.samples, len(top.sources), "" if len(top.sources) == 1 else "es", c.elapsed))

@@ -54,39 +54,55 @@ static bool same_frame(const rbp_pframe *f, const rbp_frame_desc *d, size_t labe
 
 static uint64_t rbp_frame_rehash(const rbpeek_profile *p, uint32_t id) { return p->frames[id].hash; }
 
-/* The display name of a new frame, into the arena. */
-static char *display_name(rbpeek_profile *p, const rbp_pframe *f, uint32_t *len)
+/* A Ruby or C-method frame's name, "label (path:line)" (with_line), or
+ * "label (path)": "label (path)" without a line, "label" without a path, "?"
+ * for an empty label. Writes it to out unless out is NULL; returns its
+ * length. */
+static size_t format_name(const rbp_pframe *f, bool with_line, char *out)
 {
-    const char *label = f->d.label;
-    if (f->d.kind != RBP_PF_RUBY && f->d.kind != RBP_PF_CFUNC) {
-        *len = f->label_len;
-        return (char *)label;   /* already in the arena */
-    }
-    if (!*label) label = "?";
-    size_t ll = strlen(label), need = ll + 1;
+    const char *label = *f->d.label ? f->d.label : "?";
+    size_t ll = strlen(label);
     char line[16] = "";
-    if (f->path_len) {
-        if (f->d.line > 0) snprintf(line, sizeof line, ":%d", (int)f->d.line);
-        need += 2 + f->path_len + strlen(line) + 1;
-    }
-    if (need > UINT32_MAX) return NULL;
-    char *out = rbp_arena_alloc(&p->arena, need);
-    if (!out) return NULL;
-    char *w = out;
-    memcpy(w, label, ll);
-    w += ll;
+    if (with_line && f->path_len && f->d.line > 0) snprintf(line, sizeof line, ":%d", (int)f->d.line);
+    size_t n = ll + (f->path_len ? 2 + f->path_len + strlen(line) + 1 : 0);
+    if (!out) return n;
+    memcpy(out, label, ll);
+    char *w = out + ll;
     if (f->path_len) {
         memcpy(w, " (", 2);
         memcpy(w + 2, f->d.path, f->path_len);
         w += 2 + f->path_len;
-        size_t n = strlen(line);
-        memcpy(w, line, n);
-        w += n;
+        memcpy(w, line, strlen(line));
+        w += strlen(line);
         *w++ = ')';
     }
     *w = '\0';
-    *len = (uint32_t)(w - out);
+    return n;
+}
+
+static bool named_by_parts(const rbp_pframe *f) { return f->d.kind == RBP_PF_RUBY || f->d.kind == RBP_PF_CFUNC; }
+
+/* The display name of a new frame, into the arena. */
+static char *display_name(rbpeek_profile *p, const rbp_pframe *f, uint32_t *len)
+{
+    if (!named_by_parts(f)) {
+        *len = f->label_len;
+        return (char *)f->d.label;   /* already in the arena */
+    }
+    size_t need = format_name(f, true, NULL);
+    if (need >= UINT32_MAX) return NULL;
+    char *out = rbp_arena_alloc(&p->arena, need + 1);
+    if (!out) return NULL;
+    *len = (uint32_t)format_name(f, true, out);
     return out;
+}
+
+size_t rbp_pframe_method_name(const rbpeek_profile *p, uint32_t id, char *out)
+{
+    const rbp_pframe *f = &p->frames[id];
+    if (named_by_parts(f)) return format_name(f, false, out);
+    if (out) memcpy(out, p->names[id], (size_t)p->name_lens[id] + 1);
+    return p->name_lens[id];
 }
 
 static const char *keep(rbpeek_profile *p, const char *s, bool *ok)

@@ -165,6 +165,12 @@ uint32_t rbp_profile_frame(rbpeek_profile *p, const rbp_frame_desc *d);
 /* The id of a frame known by its name alone (RBP_PF_NAMED). */
 uint32_t rbp_intern(rbpeek_profile *p, const char *name);
 
+/* Frame id's name by method: "label (path)" for a Ruby or C-method frame,
+ * whatever its line (the lines of one method share it); the display name for
+ * the rest. Written to out (room for the returned length + 1) unless out is
+ * NULL; returns the length. */
+size_t rbp_pframe_method_name(const rbpeek_profile *p, uint32_t id, char *out);
+
 /* Frame id's table entry, and what writers that show a frame's parts take
  * for its label: Ruby's label, or "?" when Ruby gave none. */
 static inline const rbp_pframe *rbp_profile_pframe(const rbpeek_profile *p, uint32_t id) { return &p->frames[id]; }

@@ -135,6 +135,12 @@ class ThreadTally(ctypes.Structure):
                 ("samples", ctypes.c_uint64), ("states", ctypes.c_uint64 * 4)]
 
 
+class FrameCount(ctypes.Structure):
+    """rbpeek_frame_count: a frame's (or a method's) self and total samples."""
+    _c_ = "rbpeek_frame_count"
+    _fields_ = [("name", ctypes.c_char_p), ("self", ctypes.c_uint64), ("total", ctypes.c_uint64)]
+
+
 class TraceConfig(ctypes.Structure):
     """rbpeek_trace_config: the schedule and signal policy of a traced run."""
     _c_ = "rbpeek_trace_config"

@@ -8,7 +8,7 @@ one-line message.
 import ctypes
 import os
 
-from .cstructs import (LOOKUP_FN, READ_FN, REGS_FN, AllocCounts, AllocSitesStats, BtOptions, CensusClass,
+from .cstructs import (LOOKUP_FN, READ_FN, REGS_FN, AllocCounts, AllocSitesStats, BtOptions, CensusClass, FrameCount,
                        CensusSummary, Frame, HeapDumpStats, InspectOptions, NativeStack, ReadStats, SampleOptions,
                        SampleResult, Thread, ThreadTally, TraceConfig, TraceStats)
 from .formats import FORMATS
@@ -135,6 +135,8 @@ def signatures():
     sigs["rbpeek_profile_thread_tally"] = (st, [vp, ctypes.c_size_t, ctypes.POINTER(ThreadTally)])
     sigs["rbpeek_profile_merge"] = (st, [vp, vp])
     sigs["rbpeek_profile_top"] = (st, [vp, ctypes.c_int, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)])
+    sigs["rbpeek_profile_frame_counts"] = (st, [vp, ctypes.c_int, ctypes.POINTER(ctypes.POINTER(FrameCount)),
+                                                ctypes.POINTER(ctypes.c_size_t)])
     for fmt in FORMATS:   # the writers, one per output format (formats.py)
         sigs[fmt.writer] = (st, fmt.argtypes())
     sigs["rbpeek_profile_add_snapshot"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(SampleResult)])

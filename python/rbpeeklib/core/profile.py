@@ -5,7 +5,7 @@ signal timer of the loop through the debugger (Kicker)."""
 import ctypes
 import json
 
-from .cstructs import THREAD_STATES, AllocSitesStats, SampleResult, ThreadTally, TraceStats
+from .cstructs import THREAD_STATES, AllocSitesStats, FrameCount, SampleResult, ThreadTally, TraceStats
 from .formats import BY_NAME
 from .lib import Owned, RbpeekError, decode, lib, take_text
 
@@ -54,6 +54,17 @@ class Profile(Owned):
         out = ctypes.c_void_p()
         self._check(lib().rbpeek_profile_top(self._h, 1 if by_self else 0, n, ctypes.byref(out)))
         return take_text(out)
+
+    def frame_counts(self, by_method):
+        """(name, self, total) of every frame, as top() counts them;
+        by_method merges a method's lines into one "label (path)"."""
+        rows, n = ctypes.POINTER(FrameCount)(), ctypes.c_size_t()
+        self._check(lib().rbpeek_profile_frame_counts(self._h, 1 if by_method else 0, ctypes.byref(rows),
+                                                      ctypes.byref(n)))
+        try:
+            return [(decode(rows[i].name), rows[i].self, rows[i].total) for i in range(n.value)]
+        finally:
+            lib().rbpeek_free(rows)
 
     def scale_to(self, total):
         """Scales the counts to sum to about total (estimated allocations)."""

@@ -162,6 +162,65 @@ static void test_top(void)
     rbpeek_profile_free(p);
 }
 
+static const rbpeek_frame_count *count_row(const rbpeek_frame_count *rows, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].name, name) == 0) return &rows[i];
+    return NULL;
+}
+
+/* rbpeek top's counts: by frame they are the top-N table's; by method a
+ * method's lines are one row, and a method on a stack at two lines (its
+ * recursion) counts that stack once. */
+static void test_frame_counts(void)
+{
+    rbpeek_profile *p = rbpeek_profile_new();
+    rbp_frame_desc main_ = {.kind = RBP_PF_RUBY, .label = "<main>", .path = "app.rb", .line = 1};
+    rbp_frame_desc run9 = {.kind = RBP_PF_RUBY, .label = "run", .path = "app.rb", .line = 9};
+    rbp_frame_desc run12 = {.kind = RBP_PF_RUBY, .label = "run", .path = "app.rb", .line = 12};
+    rbp_frame_desc sleep_ = {.kind = RBP_PF_CFUNC, .label = "Kernel#sleep", .path = "app.rb", .line = 12};
+    rbp_frame_desc thread = {.kind = RBP_PF_THREAD, .label = "Thread \"w\" (tid 7)"};
+    CU_ASSERT_EQUAL(rbp_profile_add_frames(p, (rbp_frame_desc[]){main_, run9}, 2, 3, NULL), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbp_profile_add_frames(p, (rbp_frame_desc[]){main_, run9, run12}, 3, 2, NULL), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbp_profile_add_frames(p, (rbp_frame_desc[]){thread, run12, sleep_}, 3, 5, NULL), RBPEEK_OK);
+
+    rbpeek_frame_count *rows = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_frame_counts(p, 0, &rows, &n), RBPEEK_OK);
+    CU_ASSERT_EQUAL(n, 5);
+    const rbpeek_frame_count *r = count_row(rows, n, "run (app.rb:9)");
+    CU_ASSERT_TRUE(r && r->self == 3 && r->total == 5);
+    r = count_row(rows, n, "run (app.rb:12)");
+    CU_ASSERT_TRUE(r && r->self == 2 && r->total == 7);
+    r = count_row(rows, n, "Kernel#sleep (app.rb:12)");
+    CU_ASSERT_TRUE(r && r->self == 5 && r->total == 5);
+    r = count_row(rows, n, "<main> (app.rb:1)");
+    CU_ASSERT_TRUE(r && r->self == 0 && r->total == 5);
+    for (size_t i = 1; i < n; i++) CU_ASSERT_TRUE(strcmp(rows[i - 1].name, rows[i].name) < 0);
+    rbpeek_free(rows);
+
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_frame_counts(p, 1, &rows, &n), RBPEEK_OK);
+    CU_ASSERT_EQUAL(n, 4);
+    r = count_row(rows, n, "run (app.rb)");
+    CU_ASSERT_TRUE(r && r->self == 5 && r->total == 10);   /* 3 + 2 + 5: the 9;12 stack once */
+    r = count_row(rows, n, "Kernel#sleep (app.rb)");
+    CU_ASSERT_TRUE(r && r->self == 5 && r->total == 5);
+    r = count_row(rows, n, "Thread \"w\" (tid 7)");   /* the profile's own kinds keep their name */
+    CU_ASSERT_TRUE(r && r->self == 0 && r->total == 5);
+    CU_ASSERT_PTR_NOT_NULL(count_row(rows, n, "<main> (app.rb)"));
+    rbpeek_free(rows);
+
+    CU_ASSERT_EQUAL(rbpeek_profile_frame_counts(p, 1, NULL, &n), RBPEEK_ERR_ARG);
+    rbpeek_profile_free(p);
+
+    /* An empty profile has no rows. */
+    p = rbpeek_profile_new();
+    CU_ASSERT_EQUAL_FATAL(rbpeek_profile_frame_counts(p, 1, &rows, &n), RBPEEK_OK);
+    CU_ASSERT_EQUAL(n, 0);
+    rbpeek_free(rows);
+    rbpeek_profile_free(p);
+}
+
 static void test_folded_sanitise(void)
 {
     rbpeek_profile *p = rbpeek_profile_new();
@@ -517,6 +576,7 @@ static const rbp_cu_test tests[] = {
     {"merge and counts", test_merge_counts},
     {"add_stack errors", test_add_errors},
     {"top-N self and total with recursion", test_top},
+    {"frame counts by frame and by method", test_frame_counts},
     {"folded sanitising", test_folded_sanitise},
     {"folded round trip", test_folded_round_trip},
     {"folded round trip: U+FEFF and empty names", test_folded_round_trip_edges},
