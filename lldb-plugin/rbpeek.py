@@ -197,7 +197,7 @@ class LldbAdapter(DebuggerAdapter):
     # stopped again); the sampling signal is set to stop, not notify and be
     # suppressed (never delivered), and the stop reason of the stopped
     # threads says why each Continue() returned. (An async Stop() was
-    # measured at about ten times the cost of the signal: docs/sampling.md.)
+    # measured at about ten times the cost of the signal: docs/sampling-cost.md.)
 
     def is_core(self):
         return self._is_core()

@@ -4,7 +4,7 @@
  * under `ruby sample`'s default mode, which stops the GVL holder from
  * wherever its tracing thread runs. Moving that thread to the holder's
  * CPU for the stop was tried with these figures in hand and not kept:
- * docs/performance.md says why.
+ * docs/sampling-cost.md says why.
  *
  *   cc -O2 -o /tmp/bench_ptrace_stop tests/bench/bench_ptrace_stop.c
  *   /tmp/bench_ptrace_stop [SAMPLES] [GAP_US]      (default 3000, 1000)

@@ -1,4 +1,4 @@
-"""Benchmark: `ruby sample` (not a test; prints the tables of docs/sampling.md).
+"""Benchmark: `ruby sample` (not a test; prints the tables of docs/sampling-cost.md).
 
     python3 tests/bench/bench_sample.py [--ruby debian-3.1] [--seconds 6] [--repeat 3]
 

@@ -86,7 +86,7 @@ void tr_teardown_wakeup(struct rbpeek_trace *t)
  * the host (the debugger's main thread) to take it, often on the CPU the
  * stopped thread has just left or on the tracer's. That cost the GVL holder
  * about 50 us of each sample on a 2-CPU guest: the reads made while it was
- * held waited for that thread (docs/performance.md). The kernel sends no
+ * held waited for that thread (docs/sampling-cost.md). The kernel sends no
  * SIGCHLD for a stop when the action has SA_NOCLDSTOP (waitpid still
  * reports the stop; exits still send it), so the action gets that flag
  * while sampling. */

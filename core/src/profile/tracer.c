@@ -4,7 +4,7 @@
  *
  * Stopping and resuming a target through gdb or lldb costs 0.4-1.2 ms per
  * sample (their bookkeeping: thread lists, registers, breakpoints, events,
- * lldb-server round trips; docs/sampling.md), which is most of a sample's
+ * lldb-server round trips; docs/sampling-cost.md), which is most of a sample's
  * cost and more than a profiler may take. So the debugger detaches for the
  * duration of the command, and this module traces the process instead, from
  * a thread of its own, with nothing but what a sample needs: each sample is
@@ -26,7 +26,7 @@
  * it polls waitpid(WNOHANG) a moment (STOP_SPIN_NS) before it sleeps: a
  * thread on another CPU stops within 50-150 us, and waking an idle virtual
  * CPU to report it would add tens of microseconds to the holder's stop
- * (docs/performance.md). Deadlines (the next sample; the bound on a
+ * (docs/sampling-cost.md). Deadlines (the next sample; the bound on a
  * stop) wake it with a POSIX timer that sends it, and only it, a real-time
  * signal with an empty handler (an unused one, whose handler is restored
  * afterwards), which interrupts the wait. The host's SIGCHLD action gets

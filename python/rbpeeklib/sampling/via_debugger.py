@@ -7,7 +7,7 @@ because its default action is to be ignored: if one is still in flight when
 sampling ends (the target stopped for another reason at the same moment),
 it reaches the target after the user's next continue, which ignores it,
 instead of killing it as most signals would. Cheaper ways were measured
-(docs/sampling.md): a debugger's own interrupt prints a stop report each
+(docs/sampling-cost.md): a debugger's own interrupt prints a stop report each
 time, and in lldb an async Stop() from another thread costs about ten times
 as much as the signal.
 """
