@@ -9,7 +9,7 @@
 # `make install` are mostly serial, so one build's serial parts run while the
 # other compiles and neither CPU idles. Each build's wall time is printed.
 #
-# Compiler flags (docs/testing.md says what they change for the tests):
+# Compiler flags (docs/test-budget.md says what they change for the tests):
 # Debian's own -O2 -g for all but 3.4.5, which keeps upstream's default -O3
 # (what rbenv, ruby-build and asdf users run), both with plain -g: DWARF with
 # types, without -ggdb3's macro tables that nothing reads. YJIT (Rust, 3.3+)

@@ -6,7 +6,7 @@
 #
 # At the end, also when a phase fails, it prints the suite's budget: the wall
 # time of each phase and ctest's label summary (seconds x processes per
-# suite). docs/testing.md says what the budget is and records a fresh run.
+# suite). docs/test-budget.md says what the budget is and records a fresh run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ctest_log=build/ctest-output.log
