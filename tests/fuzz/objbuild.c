@@ -1,6 +1,9 @@
 /*
- * Objects built from a fuzz input (objbuild.h): the writer of each kind,
- * the references between them, and the environment of bt --locals. Every
+ * Objects built from a fuzz input (objbuild.h): the references between
+ * them, the slot each record takes, the writers of the core kinds (Strings,
+ * Symbols, numbers, Arrays, Hashes, Structs, Ranges, plain objects, copies
+ * of real objects; objbuild_typed.c writes Procs, Methods, Times, Regexps
+ * and other typed data), and the environment of bt --locals. Every
  * member is written where the target's layout puts it, with the flag bits
  * of its version (rbp_heap_consts and the masks the decoders use), so an
  * object built from a pristine-looking record is one rbpeek decodes as a
@@ -23,21 +26,9 @@ static const int REF_ROLE[16] = {
     C_STRUCT, C_RUNTIMEERROR, C_KERNEL, C_COMPARABLE, C_BASICOBJECT, C_ENCODING, C_DATA, C_TIME,
 };
 
-#define FL_FREEZE (UINT64_C(1) << 11)
 #define ROBJ_EMBED RBP_FL_USER(1)
-#define REG_ENCODING_NONE RBP_FL_USER(6)
-
-static uint64_t arena(ob_build *b, size_t n)
-{
-    uint64_t at = (b->arena_used + 15) & ~(uint64_t)15;
-    if (at + n > b->w->arena_len) return 0;
-    b->arena_used = at + n;
-    return b->w->arena + at;
-}
 
 /* ---- references ---- */
-
-static uint64_t fix(int64_t n) { return ((uint64_t)n << 1) | 1; }
 
 /* rb_float_new_inline: a Flonum, or 0 when d has none. */
 static uint64_t flonum(double d)
@@ -81,41 +72,9 @@ uint64_t ob_ref(ob_build *b, uint8_t c)
     return w->nsyms ? w->syms[(c - 0xc0) % w->nsyms] : fix(c);
 }
 
-/* The stream: element lists, String bytes and locals come from the input
- * itself, from an offset a record names. */
-static uint8_t stream(const ob_build *b, size_t off, size_t i) { return b->in[(off + i) % b->in_size]; }
-
-static uint64_t klass_or(ob_build *b, int role, uint8_t ref, bool use_ref)
-{
-    if (use_ref) return ob_ref(b, ref);
-    uint64_t k = b->w->cls[role];
-    return k ? k : b->w->cls[C_OBJECT];
-}
-
-static void header(ob_build *b, uint64_t o, uint64_t flags, uint64_t klass)
-{
-    wr64(b, o, flags);
-    wr64(b, o + 8, klass);
-}
-
-static int enc_of(uint8_t sel, uint8_t other)
-{
-    static const int E[4] = {1, 0, 2, -1}; /* UTF-8, ASCII-8BIT, US-ASCII, any */
-    return E[sel & 3] >= 0 ? E[sel & 3] : other % 64;
-}
-
 /* ---- the kinds ---- */
 
-typedef struct rec {
-    uint8_t kind, v;
-    uint16_t n;
-    uint8_t ref[6];
-    uint8_t pay[6];
-} rec;
-
-static size_t pay16(const rec *r, int i) { return (size_t)r->pay[i] | (size_t)r->pay[i + 1] << 8; }
-
-static void build_string(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
+static void build_string(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r)
 {
     const ob_world *w = b->w;
     size_t len = r->n % (MAX_STR + 1), so = pay16(r, 0);
@@ -149,7 +108,7 @@ static void build_string(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
     else wrf(b, o, RBP_L_rstring_heap_aux_capa, len + r->pay[3] % 16);
 }
 
-static void build_bignum(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
+static void build_bignum(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r)
 {
     const ob_world *w = b->w;
     size_t words = 1 + r->n % MAX_BIG, so = pay16(r, 0);
@@ -175,7 +134,7 @@ static void values(ob_build *b, uint64_t *dst, size_t n, size_t so)
     for (size_t i = 0; i < n; i++) dst[i] = ob_ref(b, stream(b, so, i));
 }
 
-static void build_array(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
+static void build_array(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r)
 {
     const ob_world *w = b->w;
     size_t len = r->n % (MAX_ARY + 1);
@@ -223,7 +182,7 @@ static void build_st(ob_build *b, uint64_t tab, size_t n, size_t so, uint8_t v, 
     wrf(b, tab, RBP_L_st_entries, entries);
 }
 
-static void build_hash(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
+static void build_hash(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r)
 {
     const ob_world *w = b->w;
     size_t n = r->n % (MAX_HASH + 1), so = pay16(r, 0);
@@ -261,7 +220,7 @@ static void build_hash(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
     wrf(b, o, RBP_L_rhash_ifnone, (r->v & 0x20) ? ob_ref(b, r->ref[1]) : w->c.qnil);
 }
 
-static void build_struct(ob_build *b, uint64_t o, uint32_t slot, const rec *r, bool range)
+static void build_struct(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r, bool range)
 {
     const ob_world *w = b->w;
     size_t len = range ? 3 : r->n % (MAX_STRUCT + 1);
@@ -290,10 +249,7 @@ static void build_struct(ob_build *b, uint64_t o, uint32_t slot, const rec *r, b
     wrf(b, o, RBP_L_rstruct_heap_ptr, ptr);
 }
 
-static uint64_t pick_iseq(const ob_world *w, uint8_t sel) { return w->niseqs ? w->iseqs[sel % w->niseqs] : 0; }
-static uint64_t sym_id(uint64_t v, uint8_t dflt) { return (v & 0xff) == 0x0c ? v >> 8 : dflt; }
-
-static void build_object(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
+static void build_object(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r)
 {
     const ob_world *w = b->w;
     uint64_t klass = klass_or(b, w->cls[C_HOLDER] ? C_HOLDER : C_OBJECT, r->ref[5], r->v & 0x80);
@@ -359,119 +315,10 @@ static void build_object(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
     wrf(b, o, RBP_L_robject_ivptr, ptr);
 }
 
-/* A typed T_DATA of the given type, its struct (size bytes) in the slot
- * (3.3+, when it fits and the variant asks) or in the arena: returns the
- * struct's address. */
-static uint64_t typed_data(ob_build *b, uint64_t o, uint32_t slot, uint64_t klass, uint64_t type, size_t size,
-                           bool embed)
-{
-    const ob_world *w = b->w;
-    bool has_flag = has(w, RBP_L_typeddata_typed_flag);
-    bool v33 = w->t->s->rel.obj.typed_flag_embedded; /* 3.3+ */
-    embed = embed && (v33 || !has_flag) && ofs(w, RBP_L_typeddata_data) + size <= slot;
-    uint64_t flags = RBP_T_DATA, data = embed ? o + ofs(w, RBP_L_typeddata_data) : arena(b, size);
-    if (!has_flag) flags |= UINT64_C(1) << 6; /* 4.0: RUBY_TYPED_FL_IS_TYPED_DATA */
-    header(b, o, flags, klass);
-    wrf(b, o, RBP_L_typeddata_type, has_flag ? type : type | (embed ? 1 : 0));
-    if (has_flag) wrf(b, o, RBP_L_typeddata_typed_flag, embed ? 3 : 1);
-    if (!embed) wrf(b, o, RBP_L_typeddata_data, data);
-    return data;
-}
-
-
-static void build_proc(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
-{
-    const ob_world *w = b->w;
-    uint64_t d = typed_data(b, o, slot, klass_or(b, C_PROC, r->ref[5], r->v & 0x80),
-                            (r->v & 0x40) ? w->type_other : w->type_proc, 48, r->v & 1);
-    uint64_t btype = (r->v & 8) ? r->n : (r->v >> 1) & 3;
-    wrf(b, d, RBP_L_proc_block_type, btype);
-    switch (btype) {
-    case 0: wrf(b, d, RBP_L_proc_block_code, (r->v & 0x10) ? ob_ref(b, r->ref[1]) : pick_iseq(w, r->pay[0])); break;
-    case 1: wrf(b, d, RBP_L_proc_block_code, w->arena + 8 * r->pay[0]); break; /* a vm_ifunc's address */
-    case 2: wrf(b, d, RBP_L_proc_block_symbol, ob_ref(b, r->ref[2])); break;
-    default: wrf(b, d, RBP_L_proc_block_proc, ob_ref(b, r->ref[0])); break;
-    }
-    wrf(b, d, RBP_L_proc_is_lambda, (r->v >> 5) & 1);
-}
-
-/* An rb_method_entry_t of its own, in the arena (an imemo), with a
- * definition of the record's type. */
-static uint64_t method_entry(ob_build *b, const rec *r, int depth)
-{
-    const ob_world *w = b->w;
-    uint64_t me = arena(b, 64), def = arena(b, 64);
-    uint64_t type = r->pay[1] % 16, id = sym_id(ob_ref(b, r->ref[3]), r->pay[2]);
-    wr64(b, me, RBP_T_IMEMO | (UINT64_C(6) << RBP_FL_USHIFT)); /* imemo_ment */
-    wrf(b, me, RBP_L_me_def, def);
-    wrf(b, me, RBP_L_me_owner, ob_ref(b, r->ref[4]));
-    wrf(b, me, RBP_L_me_defined_class, ob_ref(b, r->ref[4]));
-    wrf(b, me, RBP_L_me_called_id, id);
-    wrf(b, def, RBP_L_mdef_type, type);
-    wrf(b, def, RBP_L_mdef_original_id, (r->v & 0x40) ? r->pay[3] : id);
-    switch (type) {
-    case 0: wrf(b, def, RBP_L_mdef_iseqptr, pick_iseq(w, r->pay[0])); break;
-    case 1: wrf(b, def, RBP_L_mdef_cfunc_argc, (uint64_t)(int64_t)((int8_t)r->pay[0] % 4 - 2)); break;
-    case 2: case 3: wrf(b, def, RBP_L_mdef_attr_location, (r->v & 0x10) ? ob_ref(b, r->ref[1]) : 0); break;
-    case 4: wrf(b, def, RBP_L_mdef_bmethod_proc, ob_ref(b, r->ref[1])); break;
-    case 6:
-        wrf(b, def, RBP_L_mdef_alias_original_me,
-            depth < 2 && (r->v & 0x20) ? method_entry(b, r, depth + 1) : w->nmes ? w->mes[r->pay[0] % w->nmes] : 0);
-        break;
-    case 9: wrf(b, def, RBP_L_mdef_optimized_type, r->pay[0] % 5); break;
-    default: break;
-    }
-    return me;
-}
-
-static void build_method(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
-{
-    const ob_world *w = b->w;
-    bool unbound = r->v & 1;
-    uint64_t d = typed_data(b, o, slot, klass_or(b, unbound ? C_UNBOUND : C_METHOD, r->ref[5], r->v & 0x80),
-                            w->type_method, 48, false);
-    wrf(b, d, RBP_L_method_recv, unbound ? w->c.qundef : ob_ref(b, r->ref[0]));
-    wrf(b, d, RBP_L_method_klass, ob_ref(b, r->ref[1]));
-    wrf(b, d, RBP_L_method_iclass, (r->v & 4) ? ob_ref(b, r->ref[2]) : ob_ref(b, r->ref[1]));
-    wrf(b, d, RBP_L_method_me, (r->v & 2) || !w->nmes ? method_entry(b, r, 0) : w->mes[r->pay[0] % w->nmes]);
-}
-
-static void build_time(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
-{
-    const ob_world *w = b->w;
-    uint64_t d = typed_data(b, o, slot, klass_or(b, C_TIME, r->ref[5], r->v & 0x80), w->type_time, 128, r->v & 0x40);
-    int64_t ns = (int64_t)(pay16(r, 0) | pay16(r, 2) << 16) * 1000003 - (int64_t)r->pay[4] * 1000000000;
-    wrf(b, d, RBP_L_time_timew, (r->v & 1) ? ob_ref(b, r->ref[0]) : fix(ns));
-    wrf(b, d, RBP_L_time_vtm_year, (r->v & 2) ? ob_ref(b, r->ref[1]) : fix((int64_t)(int16_t)pay16(r, 0)));
-    wrf(b, d, RBP_L_time_vtm_utc_offset, (r->v & 0x20) ? ob_ref(b, r->ref[2]) : fix((int64_t)(int8_t)r->pay[2] * 900 + r->pay[3] % 60));
-    bool raw = r->v & 4;
-    wrf(b, d, RBP_L_time_vtm_mon, raw ? r->pay[4] : 1 + r->pay[4] % 12);
-    wrf(b, d, RBP_L_time_vtm_mday, raw ? r->pay[5] : 1 + r->pay[5] % 31);
-    wrf(b, d, RBP_L_time_vtm_hour, raw ? r->n & 0x1f : (r->n & 0x1f) % 24);
-    wrf(b, d, RBP_L_time_vtm_min, raw ? (r->n >> 5) & 0x3f : ((r->n >> 5) & 0x3f) % 60);
-    wrf(b, d, RBP_L_time_vtm_sec, raw ? (r->n >> 11) & 0x3f : ((r->n >> 11) & 0x3f) % 61);
-    uint64_t mode = (r->v >> 3) & 3, got = !(r->v & 0x10);
-    rbp_field_id mode_id = has(w, RBP_L_time_vtm_tzmode) ? RBP_L_time_vtm_tzmode
-                           : has(w, RBP_L_time_tzmode) ? RBP_L_time_tzmode : RBP_L_time_gmt;
-    wrf(b, d, mode_id, mode);
-    wrf(b, d, has(w, RBP_L_time_vtm_tm_got) ? RBP_L_time_vtm_tm_got : RBP_L_time_tm_got, got);
-}
-
-static void build_regexp(ob_build *b, uint64_t o, const rec *r)
-{
-    uint64_t flags = RBP_T_REGEXP | (uint64_t)enc_of(r->v >> 1, r->pay[2]) << (RBP_FL_USHIFT + 10) |
-                     ((r->v & 8) ? REG_ENCODING_NONE : 0);
-    header(b, o, flags, klass_or(b, C_REGEXP, r->ref[5], r->v & 0x80));
-    uint64_t pat = (r->v & 0x10) ? 0 : arena(b, 64);
-    if (pat) wrf(b, pat, RBP_L_regex_options, (r->v & 0x20) ? r->pay[0] : r->pay[0] & 7);
-    wrf(b, o, RBP_L_rregexp_ptr, pat);
-    wrf(b, o, RBP_L_rregexp_src, ob_ref(b, r->ref[0]));
-}
-
 /* A copy of one of the image's real objects (what no kind here builds:
  * exceptions, Data, Encodings, Files, ...), with some of its words
  * replaced by references. */
-static void build_clone(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
+static void build_clone(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r)
 {
     const ob_world *w = b->w;
     if (!w->nvalues) return;
@@ -484,17 +331,7 @@ static void build_clone(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
     for (size_t i = 0; i < (size_t)(r->n % 4) && 2 + i < n / 8; i++) wr64(b, o + 16 + 8 * ((r->pay[1] + i) % (n / 8 - 2)), ob_ref(b, r->ref[i]));
 }
 
-static void build_data(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
-{
-    const ob_world *w = b->w;
-    uint64_t types[4] = {w->type_other, w->type_proc, w->type_method, w->type_time};
-    uint64_t d = typed_data(b, o, slot, ob_ref(b, r->ref[5]), types[r->v & 3], 64, r->v & 4);
-    uint8_t junk[64];
-    for (size_t i = 0; i < sizeof junk; i++) junk[i] = stream(b, pay16(r, 0), i);
-    wr(b, d, junk, sizeof junk);
-}
-
-static void build_one(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
+static void build_one(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r)
 {
     const ob_world *w = b->w;
     switch (r->kind) {
@@ -526,19 +363,19 @@ static void build_one(ob_build *b, uint64_t o, uint32_t slot, const rec *r)
     case OB_STRUCT: build_struct(b, o, slot, r, false); break;
     case OB_RANGE: build_struct(b, o, slot, r, true); break;
     case OB_OBJECT: build_object(b, o, slot, r); break;
-    case OB_PROC: build_proc(b, o, slot, r); break;
-    case OB_METHOD: build_method(b, o, slot, r); break;
-    case OB_TIME: build_time(b, o, slot, r); break;
-    case OB_REGEXP: build_regexp(b, o, r); break;
+    case OB_PROC: ob_build_proc(b, o, slot, r); break;
+    case OB_METHOD: ob_build_method(b, o, slot, r); break;
+    case OB_TIME: ob_build_time(b, o, slot, r); break;
+    case OB_REGEXP: ob_build_regexp(b, o, r); break;
     case OB_CLONE: build_clone(b, o, slot, r); break;
-    default: build_data(b, o, slot, r); break;
+    default: ob_build_data(b, o, slot, r); break;
     }
     (void)w;
 }
 
 /* The slot size an object of this record wants (Ruby 3.4 puts an object
  * in the smallest size pool it fits). */
-static uint32_t wanted_size(const ob_world *w, const rec *r)
+static uint32_t wanted_size(const ob_world *w, const ob_rec *r)
 {
     switch (r->kind) {
     case OB_STRING: return (r->v & 1) ? (uint32_t)(ofs(w, RBP_L_rstring_embed_ary) + r->n % (MAX_STR + 1) + 1) : 40;
@@ -561,13 +398,13 @@ void ob_build_objects(ob_build *b, ob_world *w, const uint8_t *recs, size_t nrec
     b->in_size = input_size ? input_size : 1;
     static const uint8_t zero = 0;
     if (!input_size) b->in = &zero;
-    rec rs[OB_MAX_OBJS];
+    ob_rec rs[OB_MAX_OBJS];
     uint32_t used[OB_MAX_PAGES] = {0};
     uint32_t slot_of[OB_MAX_OBJS];
     /* first every object's address, so that references may point forward */
     for (size_t i = 0; i < nrec && b->nobj < OB_MAX_OBJS; i++) {
         const uint8_t *p = recs + i * OB_REC;
-        rec r = {.kind = (uint8_t)(p[0] % OB_NKINDS), .v = p[1], .n = (uint16_t)(p[2] | p[3] << 8)};
+        ob_rec r = {.kind = (uint8_t)(p[0] % OB_NKINDS), .v = p[1], .n = (uint16_t)(p[2] | p[3] << 8)};
         memcpy(r.ref, p + 4, 6);
         memcpy(r.pay, p + 10, 6);
         uint32_t want = wanted_size(w, &r);

@@ -24,7 +24,8 @@
  *
  * Input: records of OB_REC bytes, one object each, in slot order:
  *   [0] kind (ob_kind, mod the count)
- *   [1] variant bits (embedded or not, encoding, flags; per kind, objbuild.c)
+ *   [1] variant bits (embedded or not, encoding, flags; per kind,
+ *       objbuild.c and objbuild_typed.c)
  *   [2-3] u16 n: a length or count (bounded per kind)
  *   [4-9] six references (below)
  *   [10-15] payload: numbers, offsets into the input (the byte stream

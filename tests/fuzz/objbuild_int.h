@@ -1,9 +1,11 @@
 /*
- * What the object builder's two files share (objbuild.c builds an input's
- * objects, objworld.c gives the image their pages and finds the pools):
- * the roles classes play, and reading and writing the image directly,
- * member by member where the target's layout puts them, each write undoable
- * and recorded in the build's written words.
+ * What the object builder's files share (objbuild.c builds an input's
+ * objects, objbuild_typed.c the typed data and Regexps among them,
+ * objworld.c gives the image their pages and finds the pools): the roles
+ * classes play, reading and writing the image directly, member by member
+ * where the target's layout puts them, each write undoable and recorded in
+ * the build's written words, and the decoded record and the helpers the
+ * kinds' writers use.
  */
 #ifndef RBP_FUZZ_OBJBUILD_INT_H
 #define RBP_FUZZ_OBJBUILD_INT_H
@@ -119,5 +121,62 @@ static inline void add_u64(uint64_t *v, size_t *n, size_t max, uint64_t x)
         if (v[i] == x) return;
     if (*n < max) v[(*n)++] = x;
 }
+
+/* ---- the kinds' writers (objbuild.c, objbuild_typed.c) ---- */
+
+#define FL_FREEZE (UINT64_C(1) << 11)
+
+/* One record of the input (objbuild.h), decoded. */
+typedef struct ob_rec {
+    uint8_t kind, v;
+    uint16_t n;
+    uint8_t ref[6];
+    uint8_t pay[6];
+} ob_rec;
+
+static inline size_t pay16(const ob_rec *r, int i) { return (size_t)r->pay[i] | (size_t)r->pay[i + 1] << 8; }
+
+/* n bytes of the arena (16-aligned), or 0 when it is full. */
+static inline uint64_t arena(ob_build *b, size_t n)
+{
+    uint64_t at = (b->arena_used + 15) & ~(uint64_t)15;
+    if (at + n > b->w->arena_len) return 0;
+    b->arena_used = at + n;
+    return b->w->arena + at;
+}
+
+static inline uint64_t fix(int64_t n) { return ((uint64_t)n << 1) | 1; }
+
+/* The stream: element lists, String bytes and locals come from the input
+ * itself, from an offset a record names. */
+static inline uint8_t stream(const ob_build *b, size_t off, size_t i) { return b->in[(off + i) % b->in_size]; }
+
+static inline uint64_t klass_or(ob_build *b, int role, uint8_t ref, bool use_ref)
+{
+    if (use_ref) return ob_ref(b, ref);
+    uint64_t k = b->w->cls[role];
+    return k ? k : b->w->cls[C_OBJECT];
+}
+
+static inline void header(ob_build *b, uint64_t o, uint64_t flags, uint64_t klass)
+{
+    wr64(b, o, flags);
+    wr64(b, o + 8, klass);
+}
+
+static inline int enc_of(uint8_t sel, uint8_t other)
+{
+    static const int E[4] = {1, 0, 2, -1}; /* UTF-8, ASCII-8BIT, US-ASCII, any */
+    return E[sel & 3] >= 0 ? E[sel & 3] : other % 64;
+}
+
+static inline uint64_t sym_id(uint64_t v, uint8_t dflt) { return (v & 0xff) == 0x0c ? v >> 8 : dflt; }
+
+/* objbuild_typed.c: the kinds build_one hands on. */
+void ob_build_proc(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r);
+void ob_build_method(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r);
+void ob_build_time(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r);
+void ob_build_regexp(ob_build *b, uint64_t o, const ob_rec *r);
+void ob_build_data(ob_build *b, uint64_t o, uint32_t slot, const ob_rec *r);
 
 #endif
