@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-from .commands import registry
+from .commands import COMMANDS, registry
 from .commands.base import UsageError
 from .commands.sessions import Sessions
 from .core import RbpeekError
@@ -37,10 +37,6 @@ TARGET_HELP = """Target (one of):
                      are read from the files it mapped, at their paths
   --exe PATH         with --core: the Ruby executable, read for its DWARF
                      as `gdb PATH CORE` would"""
-
-
-def _commands():
-    return registry.all_commands(Sessions())
 
 
 def _main_help(commands):
@@ -188,21 +184,19 @@ def _usage_line(e, name):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = _commands()
-    by_name = {c.name: c for c in commands}
     if not argv or argv[0] in ("-h", "--help", "help") and len(argv) == 1:
-        sys.stdout.write(_main_help(commands))
+        sys.stdout.write(_main_help(registry.all_commands(Sessions())))
         return 0 if argv else 2
-    if argv[0] == "help" and len(argv) == 2 and argv[1] in by_name:
+    if argv[0] == "help" and len(argv) == 2 and argv[1] in COMMANDS:
         argv = [argv[1], "--help"]
     name = argv[0]
     if name == "top":
         return _top(argv[1:])
-    command = by_name.get(name)
-    if command is None:
+    if name not in COMMANDS:
         sys.stderr.write("%s: no command %r; one of: %s (see '%s --help')\n"
-                         % (PROG, name, ", ".join(by_name), PROG))
+                         % (PROG, name, ", ".join(COMMANDS), PROG))
         return 2
+    command = registry.command_class(name)(Sessions())
     rest = argv[1:]
     if "-h" in rest or "--help" in rest:
         sys.stdout.write(command_help(command))

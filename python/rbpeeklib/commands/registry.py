@@ -9,17 +9,20 @@ from . import COMMANDS
 from .base import Command
 
 
+def command_class(name):
+    """The Command class of name (one of COMMANDS), importing its module
+    alone: the command line runs one command and loads no other."""
+    module = importlib.import_module("." + name, __package__)
+    found = [c for c in vars(module).values()
+             if isinstance(c, type) and issubclass(c, Command) and c is not Command and c.name == name]
+    if len(found) != 1:
+        raise ImportError("commands/%s.py must define one Command named %r" % (name, name))
+    return found[0]
+
+
 def command_classes():
     """The Command class of each name in COMMANDS, in that order."""
-    out = []
-    for name in COMMANDS:
-        module = importlib.import_module("." + name, __package__)
-        found = [c for c in vars(module).values()
-                 if isinstance(c, type) and issubclass(c, Command) and c is not Command and c.name == name]
-        if len(found) != 1:
-            raise ImportError("commands/%s.py must define one Command named %r" % (name, name))
-        out.append(found[0])
-    return out
+    return [command_class(name) for name in COMMANDS]
 
 
 def all_commands(sessions):
