@@ -13,8 +13,6 @@ arguments) are raised as RbpeekError and shown by the plugin as one line.
 """
 
 import argparse
-import json
-import shlex
 
 from ..core import RbpeekError
 
@@ -110,6 +108,7 @@ def parse_args(prog, argv, build):
         _add_target_options(p)
         _PARSERS[prog] = p
     if isinstance(argv, str):
+        import shlex  # deferred: only a debugger gives the words as one string
         try:
             argv = shlex.split(argv)
         except ValueError as e:
@@ -134,6 +133,7 @@ def evaluate_words(dbg, prog, words):
 
 def json_text(doc):
     """A command's JSON output: indented, non-ASCII kept, one final newline."""
+    import json  # deferred: bt's JSON is the core's, and a text output needs none
     return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
 
 
@@ -159,6 +159,7 @@ def wants_help(argv):
     """True when the command's words ask for its help (-h or --help, before
     any "--"); words that do not parse are not a request for help."""
     if isinstance(argv, str):
+        import shlex  # deferred, as in parse_args
         try:
             argv = shlex.split(argv)
         except ValueError:

@@ -8,7 +8,6 @@ binding declares the writers' signatures from it: a new format is a C
 writer (core/src/output/) and one row here."""
 
 import ctypes
-import textwrap
 
 from .cstructs import PprofOptions, SvgOptions
 
@@ -56,6 +55,7 @@ BY_NAME = {f.name: f for f in FORMATS}
 
 def synopsis(indent):
     """The formats' options for a usage synopsis, wrapped under indent."""
+    import textwrap  # deferred: only the usage texts of sample and allocs wrap lines
     return textwrap.fill(" ".join("[--%s FILE]" % f.name for f in FORMATS), width=100 - indent,
                          subsequent_indent=" " * indent)
 
@@ -72,6 +72,7 @@ def help_block():
 
 def defaults_text():
     """What is written when no format is asked for, as the usage says it."""
+    import textwrap  # deferred, as in synopsis
     asked = "/".join("--" + f.name for f in FORMATS)
     files = " and ".join("rbpeek-PID-TIME.%s" % f.name for f in FORMATS if f.default)
     return textwrap.fill("Without %s it writes %s in the current directory." % (asked, files), width=80)

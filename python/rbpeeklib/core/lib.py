@@ -217,6 +217,12 @@ def take_text(out):
         lib().rbpeek_free(out)
 
 
+def take_json(out):
+    """The document of a JSON string the library allocated into out (take_text)."""
+    import json  # deferred: most commands print the core's text and parse no JSON
+    return json.loads(take_text(out))
+
+
 def decode(b):
     """A C string as text (None stays None)."""
     return b.decode("utf-8", "replace") if b is not None else None

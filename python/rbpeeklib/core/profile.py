@@ -3,11 +3,10 @@ writes them out, the per-sample Sampler, the traced loop (Trace) and the
 signal timer of the loop through the debugger (Kicker)."""
 
 import ctypes
-import json
 
 from .cstructs import THREAD_STATES, AllocSitesStats, FrameCount, SampleResult, ThreadTally, TraceStats
 from .formats import BY_NAME
-from .lib import Owned, RbpeekError, decode, lib, take_text
+from .lib import Owned, RbpeekError, decode, lib, take_json, take_text
 
 
 class Profile(Owned):
@@ -178,7 +177,7 @@ class AllocSites(Owned):
         out = ctypes.c_void_p()
         if lib().rbpeek_alloc_sites_json(self._h, profile._h, ctypes.byref(out)) != 0:
             raise RbpeekError("cannot list the allocation sites (out of memory)")
-        return json.loads(take_text(out))["sites"]
+        return take_json(out)["sites"]
 
 
 def is_allocator(symbol):

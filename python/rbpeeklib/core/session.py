@@ -6,13 +6,12 @@ the session that uses them.
 """
 
 import ctypes
-import json
 import threading
 
 from .cstructs import (FRAME_KINDS, LOOKUP_FN, NATIVE_LINES, READ_FN, REGISTER_NAMES, REGS_FN, AllocCounts, BtOptions,
                        HeapDumpStats, InspectOptions, ReadStats)
 from .heap import Census
-from .lib import Owned, RbpeekError, decode, lib, take_text
+from .lib import Owned, RbpeekError, decode, lib, take_json, take_text
 
 
 class Snapshot(Owned):
@@ -89,7 +88,7 @@ class Snapshot(Owned):
         out = ctypes.c_void_p()
         self._session._check(L.rbpeek_thread_locals(self._session._h, L.rbpeek_snapshot_thread(self._h, thread_index),
                                                     ctypes.byref(opt), ctypes.byref(out)))
-        return json.loads(take_text(out))
+        return take_json(out)
 
     def frame_locals(self, thread_index, frame_index, depth, max_length):
         """A Ruby frame's {"self", "owner", "locals": {name: inspect}} (rbpeek_frame_locals)."""
@@ -101,14 +100,14 @@ class Snapshot(Owned):
         out = ctypes.c_void_p()
         self._session._check(L.rbpeek_frame_locals(self._session._h, ctypes.byref(t.frames[frame_index]),
                                                    ctypes.byref(opt), ctypes.byref(out)))
-        return json.loads(take_text(out))
+        return take_json(out)
 
     def locks(self):
         """Who waits on what, who holds which Mutex, deadlocks: the parsed
         JSON of rbpeek_locks_render_json (threads referred to by index)."""
         out = ctypes.c_void_p()
         self._session._check(lib().rbpeek_locks_render_json(self._session._h, self._h, ctypes.byref(out)))
-        return json.loads(take_text(out))
+        return take_json(out)
 
     def native_stack(self, thread_index):
         """A thread's native stack merged with its Ruby frames (a snapshot
@@ -262,7 +261,7 @@ class Session(Owned):
         """What attach found and how (see rbpeek_session_describe)."""
         out = ctypes.c_void_p()
         self._check(lib().rbpeek_session_describe(self._h, ctypes.byref(out)))
-        return json.loads(take_text(out))
+        return take_json(out)
 
     def read_stats(self):
         st = ReadStats()
