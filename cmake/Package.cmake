@@ -31,7 +31,22 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "gdb")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "lldb-16, python3-lldb-16")
-# A shlibs file and the ldconfig trigger, for the shared library.
+# A shlibs file, for the shared library.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+# Maintainer scripts: postinst byte-compiles the Python package and prerm
+# removes the byte-compiled files (docs/install.md). Ours replaces the
+# postinst CPack would write, which ran ldconfig: the triggers file has
+# libc-bin run it instead, as dh_makeshlibs arranges (CPack's postrm, which
+# runs it on removal, stays).
+if(IS_ABSOLUTE "${RBPEEK_INSTALL_DATADIR}")
+  set(RBPEEK_DEB_PYTHON_DIR "${RBPEEK_INSTALL_DATADIR}/python")
+else()
+  set(RBPEEK_DEB_PYTHON_DIR "${CPACK_PACKAGING_INSTALL_PREFIX}/${RBPEEK_INSTALL_DATADIR}/python")
+endif()
+foreach(file postinst prerm triggers)   # CPack names each by its file name
+  configure_file(${CMAKE_SOURCE_DIR}/cmake/deb-${file}.in ${CMAKE_BINARY_DIR}/deb-control/${file} @ONLY)
+  list(APPEND CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/deb-control/${file})
+endforeach()
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_STRIP_FILES ON)
 include(CPack)

@@ -16,7 +16,14 @@
 - lldb-16 as installed: the root's usr/lib/python3/dist-packages put on
   lldb's Python path (where Debian's /usr/lib/python3/dist-packages is),
   then the one documented line `command script import rbpeek`;
-- /usr/bin/rbpeek from the root: `rbpeek bt -a --json --pid` too.
+- /usr/bin/rbpeek from the root: `rbpeek bt -a --json --pid` too;
+- its maintainer scripts, in a second scratch root that `dpkg --root -i`
+  installs the package into (so its postinst runs, with DPKG_ROOT set):
+  postinst byte-compiles every module of the Python package for
+  /usr/bin/python3, whose `rbpeek bt --pid` from that root then compiles
+  none; prerm removes every byte-compiled file again, so only the
+  package's own files are left; the triggers file has libc-bin run
+  ldconfig (CPack's postinst, which ran it, is replaced by ours).
 
     test_install_deb.py BUILD_DIR LAYOUT_JSON CPACK
 """
@@ -101,6 +108,67 @@ def check_contents(deb):
     harness.log("contents: %d entries, all under /usr" % len(paths))
 
 
+PYTHON = "/usr/bin/python3"  # the python3 the package depends on, and its postinst compiles for
+
+
+def check_maintainer_scripts(deb, layout, target, workdir):
+    """The package installed by dpkg into a scratch root of its own:
+    postinst byte-compiles the Python package, rbpeek from there imports
+    only byte-compiled modules, prerm removes them all."""
+    ctrl = os.path.join(workdir, "control")
+    subprocess.run(["dpkg-deb", "-e", deb, ctrl], check=True)
+    for script in ("postinst", "prerm"):
+        if not os.access(os.path.join(ctrl, script), os.X_OK):
+            raise Failure("the package has no executable %s" % script)
+    with open(os.path.join(ctrl, "triggers"), encoding="utf-8") as f:
+        if "activate-noawait ldconfig" not in [ln.split("#")[0].strip() for ln in f]:
+            raise Failure("the package's triggers do not activate ldconfig")
+
+    root = os.path.join(workdir, "dpkg-root")
+    for d in ("info", "updates", "triggers"):
+        os.makedirs(os.path.join(root, "var", "lib", "dpkg", d))
+    open(os.path.join(root, "var", "lib", "dpkg", "status"), "w").close()
+    rc, out = installcheck.run(["dpkg", "--root", root, "--force-script-chrootless", "--force-depends",
+                                "--force-not-root", "-i", deb], installcheck.clean_env(), workdir)
+    if rc != 0:
+        raise Failure("dpkg --root %s -i failed (exit %d):\n%s" % (root, rc, out[-3000:]))
+    pydir = os.path.join(root, "usr", layout["datadir"], "python")
+    tag = subprocess.run([PYTHON, "-c", "import sys; print(sys.implementation.cache_tag)"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    sources = glob.glob(os.path.join(pydir, "**", "*.py"), recursive=True)
+    uncompiled = [os.path.relpath(py, pydir) for py in sources
+                  if not os.path.exists(os.path.join(os.path.dirname(py), "__pycache__", "%s.%s.pyc"
+                                                     % (os.path.basename(py)[:-3], tag)))]
+    if uncompiled:
+        raise Failure("postinst left %d of %d modules without a %s .pyc: %s"
+                      % (len(uncompiled), len(sources), tag, ", ".join(uncompiled[:5])))
+
+    # -v says where each module's code came from: a .pyc that matches its
+    # source ('...pyc'), or the source, compiled on the spot (a bare path).
+    rc, out = installcheck.run([PYTHON, "-v", os.path.join(root, "usr", layout["bindir"], "rbpeek"), "bt",
+                                "--pid", str(target.pid)], installcheck.clean_env(), workdir)
+    loaded = re.findall(r"^# code object from (\S+)$", out, re.M)
+    ours = [path for path in loaded if pydir in path]
+    compiled = [path for path in ours if not path.endswith(".pyc'")]
+    if rc != 0 or not ours or compiled:
+        raise Failure("rbpeek bt from the dpkg root (exit %d) compiled %s:\n%s"
+                      % (rc, ", ".join(compiled) or "-", out[-2000:]))
+    harness.log("postinst: %d modules byte-compiled (%s); rbpeek bt --pid imported %d of them, none from source"
+                % (len(sources), tag, len(ours)))
+
+    packaged = {os.path.normpath(os.path.join(root, line.split(None, 5)[5].split(" -> ")[0]))
+                for line in subprocess.run(["dpkg-deb", "-c", deb], capture_output=True, text=True,
+                                           check=True).stdout.splitlines() if line.strip()}
+    rc, out = installcheck.run(["sh", os.path.join(root, "var", "lib", "dpkg", "info", "rbpeek.prerm"), "remove"],
+                               installcheck.clean_env(DPKG_ROOT=root), workdir)
+    left = [os.path.relpath(os.path.join(d, n), root) for d, dirs, names in os.walk(pydir) for n in dirs + names
+            if os.path.join(d, n) not in packaged]
+    if rc != 0 or left:
+        raise Failure("prerm (exit %d) left what the package does not hold: %s\n%s"
+                      % (rc, ", ".join(left[:5]) or "-", out[-2000:]))
+    harness.log("prerm: the Python package's directory holds the package's files only")
+
+
 def test(build, layout_path, cpack, workdir):
     layout = installcheck.load_layout(layout_path)
     target = installcheck.start_target(workdir)
@@ -160,6 +228,7 @@ def test(build, layout_path, cpack, workdir):
         installcheck.check_bt(target, out_json, out, "lldb with `command script import rbpeek`")
         installcheck.check_library(out, root, "lldb")
         installcheck.check_cli(os.path.join(root, "usr"), layout, target, workdir)
+        check_maintainer_scripts(deb, layout, target, workdir)
         target.assert_left_running()
     finally:
         target.close()
