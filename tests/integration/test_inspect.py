@@ -44,7 +44,8 @@ each reported on its own: matrix.py):
           with exactly its #inspect (the block parameter's Proc too); self is the recorded
           self.inspect and the method owner is Holder. In text, a value
           longer than 200 bytes (local_wide) is cut there, with its length
-          and where to see it whole.
+          and where to see it whole; one of 100 KB (local_huge) is read
+          only to 4096 bytes and said to be "over 4096 bytes".
 
 The live target must be left running after each live run.
 """
@@ -168,18 +169,24 @@ def check_locals(want, doc):
     return len(want["locals"])
 
 
-def check_locals_text(wide, output):
+def check_locals_text(want_locals, output):
     """`ruby bt --locals` in text: a value longer than a line shows (200
-    bytes) is cut there, says its length and where to see it whole."""
-    lines = [l for l in output.splitlines() if l.startswith("        local_wide = ")]
-    if len(lines) != 1:
-        raise Failure("ruby bt --locals: %d lines for local_wide (want 1)" % len(lines))
-    shown = lines[0][len("        local_wide = "):]
-    want_tail = "\u2026 (%d bytes; --json has it whole" % len(wide.encode("utf-8"))
-    head = shown.split("\u2026 (")[0]
-    if len(head.encode("utf-8")) != 200 or not wide.startswith(head) or want_tail not in shown:
-        raise Failure("ruby bt --locals: local_wide shown as %r; Ruby's inspect is %r" % (shown, wide))
-    harness.log("  bt --locals (text): local_wide's %d bytes cut at 200, its length said" % len(wide))
+    bytes) is cut there, says its length and where to see it whole; one of
+    4096 bytes and more (local_huge, 100 KB) is read only that far, and says
+    so: "over 4096 bytes"."""
+    for name, tail in (("local_wide", "%d bytes" % len(want_locals["local_wide"].encode("utf-8"))),
+                       ("local_huge", "over 4096 bytes")):
+        wide = want_locals[name]
+        prefix = "        %s = " % name
+        lines = [l for l in output.splitlines() if l.startswith(prefix)]
+        if len(lines) != 1:
+            raise Failure("ruby bt --locals: %d lines for %s (want 1)" % (len(lines), name))
+        shown = lines[0][len(prefix):]
+        want_tail = "\u2026 (%s; --json has it whole" % tail
+        head = shown.split("\u2026 (")[0]
+        if len(head.encode("utf-8")) != 200 or not wide.startswith(head) or want_tail not in shown:
+            raise Failure("ruby bt --locals: %s shown as %r; Ruby's inspect is %r..." % (name, shown, wide[:300]))
+        harness.log("  bt --locals (text): %s's %d bytes cut at 200, said as %r" % (name, len(wide), tail))
 
 
 def check_frame(bt_doc, got):
@@ -223,7 +230,7 @@ def run_checks(target, debugger, mode, core, ruby):
     bt_doc = load_json(bt_json, "ruby bt --locals --json")
     n = check_locals(target.expected(), bt_doc)
     check_frame(bt_doc, load_json(frame_json, "ruby frame 3 --json"))
-    check_locals_text(target.expected()["locals"]["local_wide"], output)
+    check_locals_text(target.expected()["locals"], output)
     harness.log("  %s %s: bt --locals agrees with the binding for all %d locals, self and owner" % (debugger, mode, n))
     if mode == "live":
         target.assert_left_running()

@@ -407,9 +407,10 @@ static void refused(rbp_insp *in, const rbp_obj *o, rbp_walk_verdict why)
         }
         in->budget_said = true;
         char marker[160];
-        if (in->output_full)
-            snprintf(marker, sizeof marker, "#<rbpeek: cut: the value's text passed %d MiB>",
-                     RBP_INSP_MAX_OUTPUT >> 20);
+        if (in->output_full && in->max_output >= (1u << 20))
+            snprintf(marker, sizeof marker, "#<rbpeek: cut: the value's text passed %zu MiB>", in->max_output >> 20);
+        else if (in->output_full)
+            snprintf(marker, sizeof marker, "#<rbpeek: cut: the value's text passed %zu bytes>", in->max_output);
         else if (in->command_budget)
             snprintf(marker, sizeof marker, "#<rbpeek: cut: this command's budget of %d objects is spent>",
                      RBP_INSP_COMMAND_BUDGET);
@@ -437,7 +438,9 @@ void rbp_insp_value(rbp_insp *in, uint64_t v)
 {
     in->nested = rbp_insp_value;
     if (immediate(in, v)) return;
-    if (in->out->len >= RBP_INSP_MAX_OUTPUT && in->budget) { /* the text is long enough: an end like the budget's */
+    size_t used = in->out == in->top_out ? in->out->len - in->out_start : in->out->len;
+    if (used >= in->max_output && in->budget) { /* the text is long enough: an end like the budget's */
+        in->budget_unspent = in->budget;   /* not read: the command's budget keeps it */
         in->budget = 0;
         in->output_full = true;
     }

@@ -22,6 +22,9 @@ typedef struct rbp_inspect_limits {
     uint64_t max_length;    /* elements per container, bytes per String */
     size_t *budget;         /* objects a whole command may print over all its values, drawn on by each
                                (start it at RBP_INSP_COMMAND_BUDGET); NULL: each value has its own only */
+    size_t max_output;      /* bytes of text a value prints, about (it ends with a marker); 0: 64 MiB.
+                               A printer that shows only the start of a value sets it, so that its work
+                               is bounded by what it shows, not by the value */
 } rbp_inspect_limits;
 
 typedef struct rbp_inspect_result {

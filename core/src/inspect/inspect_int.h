@@ -49,7 +49,11 @@ typedef struct rbp_insp {
     bool command_budget;    /* budget is what was left of the command's, less than a value's own */
     bool budget_said;       /* the budget's marker is out: later parts print as … */
     bool again;             /* the object being dispatched is being printed further up */
-    bool output_full;       /* the budget was ended by RBP_INSP_MAX_OUTPUT */
+    bool output_full;       /* the budget was ended by max_output */
+    rbp_strbuf *top_out;    /* the buffer the value prints into, from out_start on (parts printed aside
+                               into buffers of their own are checked alone) */
+    size_t out_start, max_output;
+    size_t budget_unspent;  /* what was left of the budget when max_output ended the value */
     struct rbp_bigcache *bigs; /* Bignums' decimal text, by address (inspect_num.c) */
     bool cut;               /* something was elided */
     bool inexact;           /* not what Ruby prints: a type (top or nested) whose #inspect is not decoded, or a part unreadable */

@@ -258,6 +258,12 @@ static void json_stack_frame(bt_ctx *c, rbp_json *j, const rbpeek_stack_frame *f
  * request hash printed 55 KB on one line). JSON keeps each value within
  * --depth and --max-length only. */
 #define LOCAL_TEXT_MAX 200
+/* ... and so it is printed only up to about this many bytes (the printer's
+ * max_output): showing 200 bytes of a value costs what 4 KiB of it cost,
+ * not what the whole did (up to the 64 MiB and the million objects of a
+ * value's budget: a frame of 29 such locals took seconds). A length at or
+ * above it is told as a lower bound. */
+#define LOCAL_TEXT_READ 4096
 
 /* value, or its first LOCAL_TEXT_MAX bytes (cut between UTF-8 characters)
  * and how long it is, and where to see it whole. */
@@ -271,7 +277,8 @@ static void put_value(rbp_strbuf *b, const char *value)
     size_t cut = LOCAL_TEXT_MAX;
     while (cut > 0 && ((unsigned char)value[cut] & 0xc0) == 0x80) cut--; /* not inside a character */
     rbp_sb_putn(b, value, cut);
-    rbp_sb_printf(b, "\u2026 (%zu bytes; --json has it whole, --depth and --max-length shorten it)", len);
+    rbp_sb_printf(b, "\u2026 (%s%zu bytes; --json has it whole, --depth and --max-length shorten it)",
+                  len >= LOCAL_TEXT_READ ? "over " : "", len >= LOCAL_TEXT_READ ? (size_t)LOCAL_TEXT_READ : len);
 }
 
 static void text_locals(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f)
@@ -419,7 +426,9 @@ rbpeek_status rbpeek_snapshot_render_bt(rbpeek_session *s, const rbpeek_snapshot
         if (opt->threads[k] >= n) return rbp_fail(s, RBPEEK_ERR_NOT_FOUND, "no Ruby thread #%zu", opt->threads[k] + 1);
     bt_ctx c = {.s = s, .snap = snap, .opt = opt};
     c.budget = RBP_INSP_COMMAND_BUDGET;
-    if (opt) c.lim = (rbp_inspect_limits){opt->locals_depth, opt->locals_max_length, &c.budget};
+    if (opt)
+        c.lim = (rbp_inspect_limits){opt->locals_depth, opt->locals_max_length, &c.budget,
+                                     format == RBPEEK_FORMAT_TEXT ? LOCAL_TEXT_READ : 0};
     rbp_strbuf b;
     rbp_sb_init(&b);
     if (format == RBPEEK_FORMAT_JSON) {

@@ -59,6 +59,7 @@ class Holder
     local_str = "a local ü"
     local_nil = nil
     local_wide = (1..40).map { |i| "item#{i}" } # longer than a text line of `ruby bt --locals` shows
+    local_huge = Array.new(100) { |i| (1..100).map { |j| "x#{i}_#{j}" } } # 100 KB: text reads only its start
     [3.25].each do |blockparam; blocklocal|
       blocklocal = { nested: [local_str, req] }
       $record.call(binding, self)

@@ -489,6 +489,45 @@ static void test_p_bignum(void)
     image_free(&f.im);
 }
 
+enum { WIDE_INNER = 0x3400000, WIDE_OUTER = 0x3500000 };
+
+/* max_output: a printer that shows only a value's start (bt --locals in
+ * text) stops the value at about that many bytes, with the marker, and
+ * reads only what it printed. [["hi"] * 100] * 100 prints 60 KB whole. */
+static void test_p_max_output(void)
+{
+    heap_fixture f;
+    build(&f);
+    uint8_t *inner = add_region(&f.im, WIDE_INNER, 100 * 8), *outer = add_region(&f.im, WIDE_OUTER, 100 * 8);
+    for (int i = 0; i < 100; i++) put64(inner + 8 * i, slot_addr(&f, 1)), put64(outer + 8 * i, slot_addr(&f, 60));
+    put64(slot_bytes(&f, 60), RBP_T_ARRAY), put64(slot_bytes(&f, 60) + 8, f.cls);
+    put64(slot_bytes(&f, 60) + 16, 100), put64(slot_bytes(&f, 60) + 32, WIDE_INNER);
+    put64(slot_bytes(&f, 61), RBP_T_ARRAY), put64(slot_bytes(&f, 61) + 8, f.cls);
+    put64(slot_bytes(&f, 61) + 16, 100), put64(slot_bytes(&f, 61) + 32, WIDE_OUTER);
+    rbp_heap h;
+    CU_ASSERT_EQUAL_FATAL(rbp_heap_open(f.s, &h), RBPEEK_OK);
+    size_t budget = RBP_INSP_COMMAND_BUDGET;
+    rbp_inspect_limits whole = {8, 100, &budget, 0}, start = {8, 100, &budget, 4096};
+    rbp_strbuf out;
+    rbp_sb_init(&out);
+    rbp_sb_puts(&out, "before: ");   /* a value is measured from where it starts */
+    rbp_inspect_append(&h, slot_addr(&f, 61), &whole, &out, NULL);
+    CU_ASSERT_EQUAL(out.len, 8 + 60200);   /* [ + 100 x [ + 100 x "hi" + 99 x ", " + ] + 99 x ", " + ] */
+    CU_ASSERT_PTR_NULL(strstr(out.buf, "rbpeek"));
+    size_t spent_whole = RBP_INSP_COMMAND_BUDGET - budget;
+    CU_ASSERT_EQUAL(spent_whole, 1 + 100 * (1 + 100));
+    out.len = 8;
+    budget = RBP_INSP_COMMAND_BUDGET;
+    rbp_inspect_append(&h, slot_addr(&f, 61), &start, &out, NULL);
+    CU_ASSERT(out.len > 8 + 4096 && out.len < 8 + 4096 + 200);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out.buf, "#<rbpeek: cut: the value's text passed 4096 bytes>"));
+    CU_ASSERT(RBP_INSP_COMMAND_BUDGET - budget < 800);
+    rbp_sb_free(&out);
+    rbp_heap_close(&h);
+    rbpeek_session_free(f.s);
+    image_free(&f.im);
+}
+
 static uint64_t rng(uint64_t *x)
 {
     *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
@@ -535,6 +574,7 @@ static const rbp_cu_test TESTS[] = {
     {"p_self_containing", test_p_self_containing},
     {"p_long_symbol_name", test_p_long_symbol_name},
     {"p_bignum", test_p_bignum},
+    {"p_max_output", test_p_max_output},
     {"p_fuzz", test_p_fuzz},
     {NULL, NULL},
 };
