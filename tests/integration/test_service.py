@@ -23,7 +23,8 @@ combination fails naming each that did):
 - truncated core (cli core): a core cut in half is said to be truncated
   in one line; one missing its last segment warns and reads every frame.
 - second sampler (cli live): refused in one line naming the first,
-  before anything is written.
+  before anything is written, also when named beside a process it could
+  sample (which is let go untraced).
 - subprocesses in the debugger (gdb and lldb live, attached to the
   master): `ruby sample --subprocesses`: the master and both workers,
   each worker's samples in its own method; the debugger has its process
@@ -240,6 +241,19 @@ def check_second_sampler(c):
                           % (rc, want, out + err))
         if os.listdir(second_dir):
             raise Failure("a second sampler wrote %s before it was refused" % os.listdir(second_dir))
+        # Named beside a process it could sample: the same one line, before
+        # any progress line, and the other process let go untraced.
+        one = pf.workers["one"]["pid"]
+        rc, out, err = harness.run_cli(["sample", "--pid", str(one), "--pid", str(w), "--duration", "1", "--svg",
+                                        os.path.join(second_dir, "p.svg")])
+        lines = [l for l in (out + err).splitlines() if l.strip()]
+        want = "rbpeek: pid %d: process %d is already traced by pid %d (" % (w, w, first.pid)
+        if rc != 1 or len(lines) != 1 or not lines[0].startswith(want):
+            raise Failure("a second sampler of two processes: exit %d, wanted 1 and one line starting %r:\n%s"
+                          % (rc, want, out + err))
+        if os.listdir(second_dir) or tracer_of(one) != 0:
+            raise Failure("a second sampler of two processes wrote %s or left worker one traced (by %s)"
+                          % (os.listdir(second_dir), tracer_of(one)))
         # It went on through the refusal: Ctrl-C now ends it with its summary.
         first.send_signal(signal.SIGINT)
         out, err = first.communicate(timeout=120)
@@ -250,7 +264,8 @@ def check_second_sampler(c):
             first.kill()
             first.wait()
     pf.assert_running()
-    harness.log("a second sampler: refused in one line naming the first (pid %d)" % first.pid)
+    harness.log("a second sampler: refused in one line naming the first (pid %d), alone or beside another"
+                % first.pid)
 
 
 # -- ruby threads' columns ----------------------------------------------------

@@ -282,10 +282,11 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         if args.duration:
             what.append("%g s" % args.duration)
         tree = (" and its subprocesses" if len(pids) == 1 else " and their subprocesses") if follow else ""
-        dbg.progress("rbpeek: sampling pid %s%s at %s Hz %s; Ctrl-C ends it early\n"
-                     % (", ".join(str(p) for p in pids), tree, fmt_rate(1.0 / interval),
-                        "for " + " or ".join(what) if what else "until Ctrl-C"))
-        end = run.run(pids)
+        run.start(pids)   # a named process refused is said before the run is announced
+        announce = ("rbpeek: sampling pid %s%s at %s Hz %s; Ctrl-C ends it early\n"
+                    % (", ".join(str(p) for p in pids), tree, fmt_rate(1.0 / interval),
+                       "for " + " or ".join(what) if what else "until Ctrl-C"))
+        end = run.run(lambda: dbg.progress(announce))
         profile = run.merged()
         elapsed = run.elapsed()
         samples = sum(m.stats.samples for m in run.members.values())

@@ -136,17 +136,36 @@ class MultiRun:
         self.members[pid] = m
         self.order.append(pid)
 
-    def run(self, roots):
-        for r in roots:
-            for pid in (tree(r) if self.follow else [r]):
-                self.join(pid, pid == r, at_start=True)
-                if self.t0 is None and self.members:
-                    self.t0 = time.perf_counter()
+    def start(self, roots):
+        """Joins the named processes (and, following, their trees), before
+        the run is announced: a named process that cannot be sampled fails
+        here, and the processes that had joined are let go untraced."""
+        try:
+            for r in roots:
+                for pid in (tree(r) if self.follow else [r]):
+                    self.join(pid, pid == r, at_start=True)
+                    if self.t0 is None and self.members:
+                        self.t0 = time.perf_counter()
+        except BaseException:
+            for m in self.members.values():
+                m.trace.cancel()
+            for m in self.members.values():
+                while not m.trace.wait(1.0):
+                    pass
+                m.trace.close()
+            raise
         if self.t0 is None:
             self.t0 = time.perf_counter()
+
+    def run(self, announce=None):
+        """Samples the joined processes (start) until the run ends, first
+        calling announce() (a progress line) within the run's own cleanup;
+        returns why it ended."""
         poll = max(MIN_POLL, min(self.interval, 0.1))
         shown = 0.0
         try:
+            if announce:
+                announce()
             while True:
                 if self.dbg.interrupted():
                     self.end = "interrupted (Ctrl-C)"
