@@ -6,7 +6,6 @@ the session that uses them.
 """
 
 import ctypes
-import threading
 
 from .cstructs import (FRAME_KINDS, LOOKUP_FN, NATIVE_LINES, READ_FN, REGISTER_NAMES, REGS_FN, AllocCounts, BtOptions,
                        HeapDumpStats, InspectOptions, ReadStats)
@@ -192,6 +191,7 @@ class Session(Owned):
         """lookup(name) -> address or None. Asked only from the thread that
         set it: debuggers' APIs are not thread-safe, and the sampling thread
         of a traced run (Trace) must not call into one."""
+        import threading  # deferred: only under a debugger (the command line's symbols are the ELF files')
         owner = threading.get_ident()
 
         def cb(_ctx, name, out):
@@ -277,6 +277,7 @@ class Session(Owned):
         REGISTER_NAMES, as many as are known) or None: where a debugger's
         stopped threads' registers come from, for native stacks. Asked only
         from the thread that set it, as use_lookup's function."""
+        import threading  # deferred, as in use_lookup
         owner = threading.get_ident()
 
         def cb(_ctx, tid, out):
