@@ -407,7 +407,10 @@ static void refused(rbp_insp *in, const rbp_obj *o, rbp_walk_verdict why)
         }
         in->budget_said = true;
         char marker[160];
-        if (in->output_full && in->max_output >= (1u << 20))
+        if (in->output_full && in->command_text)
+            snprintf(marker, sizeof marker, "#<rbpeek: cut: this command's text passed %zu MiB>",
+                     RBP_INSP_COMMAND_TEXT >> 20);
+        else if (in->output_full && in->max_output >= (1u << 20))
             snprintf(marker, sizeof marker, "#<rbpeek: cut: the value's text passed %zu MiB>", in->max_output >> 20);
         else if (in->output_full)
             snprintf(marker, sizeof marker, "#<rbpeek: cut: the value's text passed %zu bytes>", in->max_output);

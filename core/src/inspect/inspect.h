@@ -16,6 +16,10 @@
 /* Objects one command prints over all its values (bt --locals: a thread's
  * selves and locals), beside each value's own budget. */
 #define RBP_INSP_COMMAND_BUDGET (1 << 24)
+/* Bytes of text one command prints over all its values, beside each
+ * value's own max_output: a frame of 29 locals of 2 MB each is 60 MB of
+ * JSON nobody reads, and seconds of work (found by fuzz_objects). */
+#define RBP_INSP_COMMAND_TEXT ((size_t)16 << 20)
 
 typedef struct rbp_inspect_limits {
     int depth;              /* containers nested deeper print as [...] (…) */
@@ -25,6 +29,8 @@ typedef struct rbp_inspect_limits {
     size_t max_output;      /* bytes of text a value prints, about (it ends with a marker); 0: 64 MiB.
                                A printer that shows only the start of a value sets it, so that its work
                                is bounded by what it shows, not by the value */
+    size_t *text_budget;    /* bytes of text a whole command may print over all its values, drawn on by
+                               each (start it at RBP_INSP_COMMAND_TEXT); NULL: each value has its own only */
 } rbp_inspect_limits;
 
 typedef struct rbp_inspect_result {

@@ -36,6 +36,11 @@ static void insp_init(rbp_insp *in, rbp_heap *h, const rbp_inspect_limits *lim, 
     in->out = in->top_out = out;
     in->out_start = out->len;
     in->max_output = lim->max_output && lim->max_output < RBP_INSP_MAX_OUTPUT ? lim->max_output : RBP_INSP_MAX_OUTPUT;
+    in->shared_text = lim->text_budget;
+    if (in->shared_text && *in->shared_text < in->max_output) {
+        in->max_output = *in->shared_text;
+        in->command_text = true;
+    }
     in->max_depth = lim->depth < 0 ? 0 : lim->depth > RBP_INSP_MAX_NEST ? RBP_INSP_MAX_NEST : lim->depth;
     in->max_len = lim->max_length ? lim->max_length : 1;
     /* A value prints at most RBP_INSP_BUDGET objects, and no more than
@@ -69,6 +74,10 @@ void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, 
     rbp_insp_value(&in, v);
     rbp_insp_bigcache_free(&in);
     if (in.shared) *in.shared -= before - (in.output_full ? in.budget_unspent : in.budget);
+    if (in.shared_text) {
+        size_t wrote = out->len - in.out_start;
+        *in.shared_text -= wrote < *in.shared_text ? wrote : *in.shared_text;
+    }
     if (res) {
         res->cut = in.cut;
         res->inexact = in.inexact;
@@ -140,7 +149,7 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
     rbp_heap h;
     rbpeek_status st = rbp_heap_open(s, &h);
     if (st != RBPEEK_OK) return st;
-    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, NULL, 0};
+    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, NULL, 0, NULL};
     bool raw = opt && opt->raw;
     int type = -1;
     const char *cls = NULL;

@@ -54,6 +54,8 @@ typedef struct rbp_insp {
                                into buffers of their own are checked alone) */
     size_t out_start, max_output;
     size_t budget_unspent;  /* what was left of the budget when max_output ended the value */
+    size_t *shared_text;    /* the command's text budget, or NULL */
+    bool command_text;      /* max_output is what is left of the command's text budget */
     struct rbp_bigcache *bigs; /* Bignums' decimal text, by address (inspect_num.c) */
     bool cut;               /* something was elided */
     bool inexact;           /* not what Ruby prints: a type (top or nested) whose #inspect is not decoded, or a part unreadable */

@@ -46,6 +46,7 @@ typedef struct bt_ctx {
     rbp_heap heap;
     rbp_inspect_limits lim;
     size_t budget;              /* objects printed over every frame's self and locals: one budget a command */
+    size_t text;                /* and their bytes of text */
 } bt_ctx;
 
 /* What Location#to_s prints for a frame whose path is nil: the progname,
@@ -426,9 +427,10 @@ rbpeek_status rbpeek_snapshot_render_bt(rbpeek_session *s, const rbpeek_snapshot
         if (opt->threads[k] >= n) return rbp_fail(s, RBPEEK_ERR_NOT_FOUND, "no Ruby thread #%zu", opt->threads[k] + 1);
     bt_ctx c = {.s = s, .snap = snap, .opt = opt};
     c.budget = RBP_INSP_COMMAND_BUDGET;
+    c.text = RBP_INSP_COMMAND_TEXT;
     if (opt)
         c.lim = (rbp_inspect_limits){opt->locals_depth, opt->locals_max_length, &c.budget,
-                                     format == RBPEEK_FORMAT_TEXT ? LOCAL_TEXT_READ : 0};
+                                     format == RBPEEK_FORMAT_TEXT ? LOCAL_TEXT_READ : 0, &c.text};
     rbp_strbuf b;
     rbp_sb_init(&b);
     if (format == RBPEEK_FORMAT_JSON) {

@@ -517,7 +517,7 @@ static void test_p_max_output(void)
     rbp_heap h;
     CU_ASSERT_EQUAL_FATAL(rbp_heap_open(f.s, &h), RBPEEK_OK);
     size_t budget = RBP_INSP_COMMAND_BUDGET;
-    rbp_inspect_limits whole = {8, 100, &budget, 0}, start = {8, 100, &budget, 4096};
+    rbp_inspect_limits whole = {8, 100, &budget, 0, NULL}, start = {8, 100, &budget, 4096, NULL};
     rbp_strbuf out;
     rbp_sb_init(&out);
     rbp_sb_puts(&out, "before: ");   /* a value is measured from where it starts */
@@ -531,7 +531,20 @@ static void test_p_max_output(void)
     rbp_inspect_append(&h, slot_addr(&f, 61), &start, &out, NULL);
     CU_ASSERT(out.len > 8 + 4096 && out.len < 8 + 4096 + 200);
     CU_ASSERT_PTR_NOT_NULL(strstr(out.buf, "#<rbpeek: cut: the value's text passed 4096 bytes>"));
-    CU_ASSERT(RBP_INSP_COMMAND_BUDGET - budget < 800);
+    CU_ASSERT(RBP_INSP_COMMAND_BUDGET - budget < 800);   /* about 700 objects, not 10,101 */
+    /* A command's text budget: the first value is cut where it runs out,
+     * with the command's marker, the next prints none of its parts. */
+    size_t text = 10000;
+    rbp_inspect_limits shared = {8, 100, &budget, 0, &text};
+    out.len = 0;
+    rbp_inspect_append(&h, slot_addr(&f, 61), &shared, &out, NULL);
+    CU_ASSERT(out.len > 10000 && out.len < 10000 + 200);
+    CU_ASSERT_EQUAL(text, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out.buf, "#<rbpeek: cut: this command's text passed 16 MiB>"));
+    size_t first = out.len;
+    rbp_inspect_append(&h, slot_addr(&f, 61), &shared, &out, NULL);
+    CU_ASSERT(out.len - first < 100);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out.buf + first, "#<rbpeek: cut: this command's text passed 16 MiB>"));
     rbp_sb_free(&out);
     rbp_heap_close(&h);
     rbpeek_session_free(f.s);
