@@ -74,7 +74,7 @@ typedef struct ob_world {
     ob_page pages[OB_MAX_PAGES];
     size_t npages;
     uint64_t arena, arena_len;
-    /* classes by the role they play (ob_class in objbuild.c), 0 if absent */
+    /* classes by the role they play (the C_ roles of objbuild_int.h, named in objworld.c), 0 if absent */
     uint64_t cls[32];
     uint64_t classes[OB_POOL];  /* other classes and modules of the image */
     size_t nclasses;
