@@ -75,7 +75,17 @@ endforeach()
 # The rbpeek command line finds python/ beside its real path (tools/../python),
 # so it goes where it is in the source tree, relative to python/, and bin/
 # holds a relative symbolic link to it.
-install(PROGRAMS ${CMAKE_SOURCE_DIR}/tools/rbpeek DESTINATION ${RBPEEK_INSTALL_DATADIR}/tools)
+# Installed, it runs the Python the package depends on (python3), as
+# dh_python3 makes Debian's scripts do: the source tree's `env python3`
+# would take whatever python3 comes first on PATH (a pyenv shim costs
+# 135 ms of CPU before Python starts, and its Python cannot use the .pyc
+# files the package's postinst compiled).
+set(RBPEEK_INSTALL_PYTHON "/usr/bin/python3" CACHE STRING "The interpreter of the installed rbpeek command line")
+file(READ ${CMAKE_SOURCE_DIR}/tools/rbpeek RBPEEK_CLI_TEXT)
+string(REGEX REPLACE "^#![^\n]*" "#!${RBPEEK_INSTALL_PYTHON}" RBPEEK_CLI_TEXT "${RBPEEK_CLI_TEXT}")
+file(WRITE ${RBPEEK_INSTALL_GEN}/rbpeek "${RBPEEK_CLI_TEXT}")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tools/rbpeek)
+install(PROGRAMS ${RBPEEK_INSTALL_GEN}/rbpeek DESTINATION ${RBPEEK_INSTALL_DATADIR}/tools)
 rbpeek_relpath(RBPEEK_CLI_REL "${CMAKE_INSTALL_BINDIR}" "${RBPEEK_INSTALL_DATADIR}/tools/rbpeek")
 install(CODE "
   set(link \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/rbpeek\")

@@ -155,6 +155,11 @@ def check_maintainer_scripts(deb, layout, target, workdir):
                       % (rc, ", ".join(compiled) or "-", out[-2000:]))
     harness.log("postinst: %d modules byte-compiled (%s); rbpeek bt --pid imported %d of them, none from source"
                 % (len(sources), tag, len(ours)))
+    # The command line runs that Python, whatever python3 comes first on PATH.
+    with open(os.path.join(root, "usr", layout["bindir"], "rbpeek")) as f:
+        shebang = f.readline().strip()
+    if shebang != "#!" + PYTHON:
+        raise Failure("the installed rbpeek starts %r, wanted #!%s" % (shebang, PYTHON))
 
     packaged = {os.path.normpath(os.path.join(root, line.split(None, 5)[5].split(" -> ")[0]))
                 for line in subprocess.run(["dpkg-deb", "-c", deb], capture_output=True, text=True,
