@@ -493,6 +493,8 @@ typedef struct rbpeek_inspect_options {
     int32_t depth;          /* containers nested deeper are elided (U+2026); 0: only the top */
     uint64_t max_length;    /* elements per container and bytes per String shown */
     int32_t raw;            /* also the object's header: flags, shape, embedded or heap, parts' addresses */
+    uint64_t max_bytes;     /* bytes of text a value prints, about, then a marker; 0: 64 MiB (and 16 MiB
+                             * over all the values of rbpeek_frame_locals or rbpeek_thread_locals) */
 } rbpeek_inspect_options;
 
 /* Text (the inspect string, then with raw the header lines) or JSON

@@ -35,9 +35,16 @@
 
 static ob_world g_world[TARGET_MAX];
 
+/* Bytes of text a value prints here: every printer and its cut are reached
+ * within it, and an input then costs at most what 64 KiB cost, not the
+ * 64 MiB (and 16 MiB of locals) a user's command may print: the grown
+ * corpus of nested containers had fallen to 50 inputs a second. */
+#define FUZZ_MAX_BYTES (64 << 10)
+
 static void print_value(rbpeek_session *s, uint64_t v, int32_t depth, uint64_t max_len, uint8_t how)
 {
-    rbpeek_inspect_options opt = {.depth = depth, .max_length = max_len, .raw = (how >> 6) & 1};
+    rbpeek_inspect_options opt = {.depth = depth, .max_length = max_len, .raw = (how >> 6) & 1,
+                                  .max_bytes = FUZZ_MAX_BYTES};
     rbpeek_format fmt = (how & 0x80) ? RBPEEK_FORMAT_JSON : RBPEEK_FORMAT_TEXT;
     char *out = NULL;
     rbpeek_status st = rbpeek_value_inspect(s, v, &opt, fmt, &out);
@@ -70,7 +77,8 @@ static int one_input(const uint8_t *data, size_t size)
         print_value(t->s, v, (data[0] >> 2) & 7, LENS[(data[0] >> 5) & 3], data[2]);
         if (ep) {
             rbpeek_frame f = {.label = "", .kind = RBPEEK_FRAME_RUBY, .iseq = w->frame_iseq, .self = v, .ep = ep};
-            rbpeek_inspect_options opt = {.depth = (data[0] >> 2) & 7, .max_length = LENS[(data[0] >> 5) & 3]};
+            rbpeek_inspect_options opt = {.depth = (data[0] >> 2) & 7, .max_length = LENS[(data[0] >> 5) & 3],
+                                          .max_bytes = FUZZ_MAX_BYTES};
             char *out = NULL;
             rbpeek_status st = rbpeek_frame_locals(t->s, &f, &opt, &out);
             if (fuzz_verbose()) fprintf(stderr, "fuzz: locals   %s\n", st == RBPEEK_OK ? out : rbpeek_session_error(t->s));

@@ -149,7 +149,7 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
     rbp_heap h;
     rbpeek_status st = rbp_heap_open(s, &h);
     if (st != RBPEEK_OK) return st;
-    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, NULL, 0, NULL};
+    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, NULL, opt ? opt->max_bytes : 0, NULL};
     bool raw = opt && opt->raw;
     int type = -1;
     const char *cls = NULL;

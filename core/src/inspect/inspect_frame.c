@@ -173,7 +173,8 @@ rbpeek_status rbpeek_frame_locals(rbpeek_session *s, const rbpeek_frame *frame, 
     if (st != RBPEEK_OK) return st;
     size_t budget = RBP_INSP_COMMAND_BUDGET;   /* objects printed over the frame's self and locals */
     size_t text = RBP_INSP_COMMAND_TEXT;       /* and their bytes */
-    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, &budget, 0, &text};
+    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, &budget, opt ? opt->max_bytes : 0,
+                              &text};
     rbp_strbuf b;
     rbp_sb_init(&b);
     rbp_json j;
@@ -192,7 +193,8 @@ rbpeek_status rbpeek_thread_locals(rbpeek_session *s, const rbpeek_thread *t, co
     if (st != RBPEEK_OK) return st;
     size_t budget = RBP_INSP_COMMAND_BUDGET;   /* objects printed over every frame's self and locals */
     size_t text = RBP_INSP_COMMAND_TEXT;       /* and their bytes */
-    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, &budget, 0, &text};
+    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, &budget, opt ? opt->max_bytes : 0,
+                              &text};
     rbp_strbuf b;
     rbp_sb_init(&b);
     rbp_json j;

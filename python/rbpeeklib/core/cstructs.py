@@ -110,7 +110,8 @@ class AllocCounts(ctypes.Structure):
 class InspectOptions(ctypes.Structure):
     """rbpeek_inspect_options: the limits of `ruby p`."""
     _c_ = "rbpeek_inspect_options"
-    _fields_ = [("depth", ctypes.c_int32), ("max_length", ctypes.c_uint64), ("raw", ctypes.c_int32)]
+    _fields_ = [("depth", ctypes.c_int32), ("max_length", ctypes.c_uint64), ("raw", ctypes.c_int32),
+                ("max_bytes", ctypes.c_uint64)]
 
 
 # --- sampling ---

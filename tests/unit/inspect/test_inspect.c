@@ -131,7 +131,7 @@ static size_t max_out = 200000;
 /* One `ruby p`: OK with a bounded, valid UTF-8 line, or the clear error. */
 static rbpeek_status p(heap_fixture *f, uint64_t v, char **text)
 {
-    rbpeek_inspect_options opt = {8, 100, 1};
+    rbpeek_inspect_options opt = {8, 100, 1, 0};
     char *out = NULL;
     rbpeek_session_invalidate(f->s);
     rbpeek_status st = rbpeek_value_inspect(f->s, v, &opt, RBPEEK_FORMAT_TEXT, &out);
@@ -486,7 +486,7 @@ static void test_p_bignum(void)
     }
     /* 200 copies, --max-length 1000: cut when the text passes 64 MiB */
     put64(slot_bytes(&f, 54) + 16, 200);
-    rbpeek_inspect_options opt = {8, 1000, 0};
+    rbpeek_inspect_options opt = {8, 1000, 0, 0};
     rbpeek_session_invalidate(f.s);
     CU_ASSERT_EQUAL_FATAL(rbpeek_value_inspect(f.s, slot_addr(&f, 54), &opt, RBPEEK_FORMAT_TEXT, &out), RBPEEK_OK);
     copies = 0;
@@ -547,6 +547,14 @@ static void test_p_max_output(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out.buf + first, "#<rbpeek: cut: this command's text passed 16 MiB>"));
     rbp_sb_free(&out);
     rbp_heap_close(&h);
+    /* The public API's max_bytes is that bound. */
+    rbpeek_inspect_options opt = {8, 100, 0, 4096};
+    char *printed = NULL;
+    rbpeek_session_invalidate(f.s);
+    CU_ASSERT_EQUAL_FATAL(rbpeek_value_inspect(f.s, slot_addr(&f, 61), &opt, RBPEEK_FORMAT_TEXT, &printed), RBPEEK_OK);
+    CU_ASSERT(strlen(printed) > 4096 && strlen(printed) < 4096 + 200);
+    CU_ASSERT_PTR_NOT_NULL(strstr(printed, "#<rbpeek: cut: the value's text passed 4096 bytes>"));
+    rbpeek_free(printed);
     rbpeek_session_free(f.s);
     image_free(&f.im);
 }
