@@ -120,6 +120,16 @@ typedef struct rbp_obj {
     uint64_t flags, klass;
 } rbp_obj;
 
+/* Whether the n bytes at target address at lie within o's slot copy (then
+ * they are at o->slot + (at - o->addr)). The test never overflows: at and
+ * n come from the target, and a length that wraps past 2^64 must not pass
+ * for one inside the slot (it did, for an Array claiming its elements at
+ * 0xffff...: a read far outside the copy). */
+static inline bool rbp_obj_slot_holds(const rbp_obj *o, uint64_t at, uint64_t n)
+{
+    return o && at >= o->addr && at - o->addr <= o->slot_size && n <= o->slot_size - (at - o->addr);
+}
+
 /* A view of the object at addr, read by address rather than by the walk
  * (a class, a table wrapped in an object): its slot's first bufsize bytes
  * are read into buf. False when addr is not a slot of the heap or the slot

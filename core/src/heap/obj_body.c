@@ -91,8 +91,8 @@ bool rbp_ar_each(rbp_heap *h, const rbp_obj *o, uint64_t tab, rbp_pair_fn fn, vo
     uint64_t pairs = tab + off(h, RBP_L_ar_table_pairs);
     for (uint64_t i = 0; i < bound && i < 8; i++) {
         uint64_t kv[2];
-        if (pairs >= o->addr && pairs - o->addr + (i + 1) * 16 <= o->slot_size)
-            memcpy(kv, o->slot + (pairs - o->addr) + i * 16, 16);
+        if (rbp_obj_slot_holds(o, pairs + i * 16, 16))
+            memcpy(kv, o->slot + (pairs + i * 16 - o->addr), 16);
         else if (!rbp_mem_read(h->s->mem, pairs + i * 16, kv, 16))
             return false;
         if (kv[0] == h->c.qundef) continue; /* cleared entry */

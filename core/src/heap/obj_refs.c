@@ -15,7 +15,7 @@ static bool each_value(rbp_heap *h, const rbp_obj *o, uint64_t addr, uint64_t n,
 {
     if (n > MAX_VALUES || n > h->ref_budget) return false; /* the walk's budget: this object is incomplete */
     h->ref_budget -= n;
-    if (o && addr >= o->addr && addr - o->addr + n * 8 <= o->slot_size) {
+    if (rbp_obj_slot_holds(o, addr, n * 8)) {
         for (uint64_t i = 0; i < n; i++) {
             uint64_t v;
             memcpy(&v, o->slot + (addr - o->addr) + i * 8, 8);

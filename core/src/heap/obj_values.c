@@ -103,7 +103,7 @@ static void st_named_cb(void *ctx, uint64_t key, uint64_t rec)
 
 static bool rd_value(rbp_heap *h, const rbp_obj *o, uint64_t at, uint64_t *v)
 {
-    if (at >= o->addr && at - o->addr + 8 <= o->slot_size) {
+    if (rbp_obj_slot_holds(o, at, 8)) {
         memcpy(v, o->slot + (at - o->addr), 8);
         return true;
     }

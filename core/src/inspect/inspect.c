@@ -102,7 +102,7 @@ static void values_list(rbp_insp *in, const rbp_obj *o, uint64_t ptr, uint64_t l
         if (!more_allowed(in, i)) return;
         if (i % 128 == 0) {
             uint64_t k = len - i < 128 ? len - i : 128, at = ptr + i * 8;
-            if (at >= o->addr && at + k * 8 <= o->addr + o->slot_size) {
+            if (rbp_obj_slot_holds(o, at, k * 8)) {
                 memcpy(chunk, o->slot + (at - o->addr), k * 8);
             } else if (!rbp_mem_read(in->s->mem, at, chunk, k * 8)) {
                 rbp_insp_unreadable(in, i ? ", #<rbpeek: unreadable elements>" : "#<rbpeek: unreadable elements>");

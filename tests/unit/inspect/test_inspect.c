@@ -559,6 +559,20 @@ static void test_p_max_output(void)
     image_free(&f.im);
 }
 
+/* An Array whose elements are claimed at the top of the address space:
+ * the check of whether they lie in the slot's copy must not wrap (found by
+ * fuzz_objects: the copy was read from 2^64 - 8 bytes past it). */
+static void test_p_wrapping_pointer(void)
+{
+    heap_fixture f;
+    build(&f);
+    put64(slot_bytes(&f, 62), RBP_T_ARRAY), put64(slot_bytes(&f, 62) + 8, f.cls);
+    put64(slot_bytes(&f, 62) + 16, 2), put64(slot_bytes(&f, 62) + 32, UINT64_MAX - 7);
+    expect_has(&f, slot_addr(&f, 62), "[#<rbpeek: unreadable elements>]", NULL);
+    rbpeek_session_free(f.s);
+    image_free(&f.im);
+}
+
 static uint64_t rng(uint64_t *x)
 {
     *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
@@ -606,6 +620,7 @@ static const rbp_cu_test TESTS[] = {
     {"p_long_symbol_name", test_p_long_symbol_name},
     {"p_bignum", test_p_bignum},
     {"p_max_output", test_p_max_output},
+    {"p_wrapping_pointer", test_p_wrapping_pointer},
     {"p_fuzz", test_p_fuzz},
     {NULL, NULL},
 };
