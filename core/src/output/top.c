@@ -131,23 +131,20 @@ rbpeek_status rbpeek_profile_frame_counts(const rbpeek_profile *p, int by_method
     named_id *order = malloc((nf + 1) * sizeof *order);
     uint32_t *group = malloc((nf + 1) * sizeof *group);
     const char **gname = malloc((nf + 1) * sizeof *gname);
+    size_t *at = malloc((nf + 1) * sizeof *at);
     char *names = NULL;
     uint64_t *self_ = NULL, *total = NULL;
     rbpeek_frame_count *out = NULL;
-    if (!order || !group || !gname) goto nomem;
+    rbpeek_status st = RBPEEK_ERR_NOMEM;
+    if (!order || !group || !gname || !at) goto done;
     /* Each frame's name, made once into one buffer (by method, the lines of
      * a method make the same name), then sorted: equal names are a group. */
-    size_t *at = malloc((nf + 1) * sizeof *at);
-    if (!at) goto nomem;
     for (uint32_t i = 0; i < nf; i++) {
         at[i] = names_size;
         names_size += (by_method ? rbp_pframe_method_name(p, i, NULL) : p->name_lens[i]) + 1;
     }
     names = malloc(names_size + 1);
-    if (!names) {
-        free(at);
-        goto nomem;
-    }
+    if (!names) goto done;
     for (uint32_t i = 0; i < nf; i++) {
         if (by_method)
             rbp_pframe_method_name(p, i, names + at[i]);
@@ -155,7 +152,6 @@ rbpeek_status rbpeek_profile_frame_counts(const rbpeek_profile *p, int by_method
             memcpy(names + at[i], p->names[i], (size_t)p->name_lens[i] + 1);
         order[i] = (named_id){names + at[i], i};
     }
-    free(at);
     qsort(order, nf, sizeof *order, named_id_cmp);
     uint32_t ngroups = 0;
     for (size_t i = 0; i < nf; i++) {
@@ -164,7 +160,7 @@ rbpeek_status rbpeek_profile_frame_counts(const rbpeek_profile *p, int by_method
     }
     self_ = calloc((size_t)ngroups + 1, sizeof *self_);
     total = calloc((size_t)ngroups + 1, sizeof *total);
-    if (!self_ || !total || !count(p, group, ngroups, self_, total)) goto nomem;
+    if (!self_ || !total || !count(p, group, ngroups, self_, total)) goto done;
     /* One block: the rows, then their names. */
     size_t m = 0, text = 0;
     for (uint32_t g = 0; g < ngroups; g++)
@@ -173,7 +169,7 @@ rbpeek_status rbpeek_profile_frame_counts(const rbpeek_profile *p, int by_method
             text += strlen(gname[g]) + 1;
         }
     out = malloc(m * sizeof *out + text + 1);
-    if (!out) goto nomem;
+    if (!out) goto done;
     char *w = (char *)(out + m);
     size_t k = 0;
     for (uint32_t g = 0; g < ngroups; g++) {
@@ -183,21 +179,16 @@ rbpeek_status rbpeek_profile_frame_counts(const rbpeek_profile *p, int by_method
         out[k++] = (rbpeek_frame_count){w, self_[g], total[g]};
         w += len + 1;
     }
-    free(order);
-    free(group);
-    free(gname);
-    free(names);
-    free(self_);
-    free(total);
     *rows = out;
     *n = m;
-    return RBPEEK_OK;
-nomem:
+    st = RBPEEK_OK;
+done:
     free(order);
     free(group);
     free(gname);
+    free(at);
     free(names);
     free(self_);
     free(total);
-    return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "out of memory counting the frames");
+    return st == RBPEEK_OK ? st : rbp_profile_fail(p, st, "out of memory counting the frames");
 }
