@@ -147,15 +147,27 @@ class MultiRun:
                     if self.t0 is None and self.members:
                         self.t0 = time.perf_counter()
         except BaseException:
-            for m in self.members.values():
-                m.trace.cancel()
-            for m in self.members.values():
-                while not m.trace.wait(1.0):
-                    pass
-                m.trace.close()
+            self._let_go(None)
             raise
         if self.t0 is None:
             self.t0 = time.perf_counter()
+
+    def _let_go(self, before_close):
+        """Ends every member's tracer (each target left running, untraced),
+        calling before_close(member) once its tracer has stopped."""
+        for m in self.members.values():
+            m.trace.cancel()
+        for m in self.members.values():
+            while not m.trace.wait(1.0):
+                pass
+            if before_close:
+                before_close(m)
+            m.trace.close()
+
+    def _take_stats(self, m):
+        ts = m.trace.stats()
+        m.stats.take(ts)
+        m.end = _end_text(ts, self.args)
 
     def run(self, announce=None):
         """Samples the joined processes (start) until the run ends, first
@@ -188,15 +200,7 @@ class MultiRun:
         except KeyboardInterrupt:
             self.end = "interrupted (Ctrl-C)"
         finally:
-            for m in self.members.values():
-                m.trace.cancel()
-            for m in self.members.values():
-                while not m.trace.wait(1.0):
-                    pass
-                ts = m.trace.stats()
-                m.stats.take(ts)
-                m.end = _end_text(ts, self.args)
-                m.trace.close()
+            self._let_go(self._take_stats)
             if shown:
                 self.dbg.progress("\n")
         if self.end is None:
