@@ -28,7 +28,11 @@ DEBUGGER_SAMPLES each. Over each window:
     when the folded file was written): the program's GC share moves as
     its heap grows, and a debugger's attach takes seconds;
   - at least 90% of those GC samples must sit on the allocating method;
-  - the summary prints the GC line.
+  - the summary prints the GC line;
+  - with --native: at least 90% of the stacks' registers come from the
+    held thread's stop, and at most 5% of the stacks are left unmerged
+    (the held thread's machine stack is copied while it is stopped and
+    unwound from the copy after it runs again: docs/native.md).
 """
 
 import os
@@ -56,6 +60,9 @@ WALL_MEASURE = "the GC's enter and exit events in wall time: the program had %.0
 MIN_ON_CPU = 0.7    # of a CPU: below, the program's CPU time is not the samples' clock
 STARVED = 0.2       # of a CPU: below, the samples follow no clock (skipped, with the reason)
 TOLERANCE = 5.0     # points
+NATIVE_LINE = re.compile(r"^Native:\s+registers of (\d+) stacks read from a stopped thread[^\n]*?"
+                         r"(?:; (\d+) stacks? could not be merged[^\n]*)?$", re.M)
+MAX_UNMERGED = 0.05
 ON_ALLOCATING = 0.9
 
 
@@ -171,6 +178,23 @@ def check_share(c, native):
                       "than %g points apart" % (what, got, measure, want, TOLERANCE))
     if gc == 0 or on_alloc < ON_ALLOCATING * gc:
         raise Failure("%s: only %d of %d GC samples sit on the allocating method" % (what, on_alloc, gc))
+    if native:
+        check_native_line(what, output, n)
+
+
+def check_native_line(what, output, n):
+    """--native: the program's thread holds the GVL at (nearly) every
+    sample, so its registers come from its stop, and its machine stack,
+    copied then and unwound after it was resumed, merges with its Ruby
+    frames: at most 5% of the stacks unmerged (a sample at a VM entry or
+    exit that is half made)."""
+    m = NATIVE_LINE.search(output)
+    if not m:
+        raise Failure("%s: the summary has no Native line:\n%s" % (what, output[-2000:]))
+    held, unmerged = int(m.group(1)), int(m.group(2) or 0)
+    if held < 0.9 * n or unmerged > MAX_UNMERGED * n:
+        raise Failure("%s: %d of %d stacks' registers read from a stopped thread, %d stacks not merged:\n%s"
+                      % (what, held, n, unmerged, m.group(0)))
 
 
 def check(c):

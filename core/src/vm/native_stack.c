@@ -182,3 +182,94 @@ bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thre
     scratch_done(s);
     return ok;
 }
+
+/* The most of a held thread's stack copied to be unwound after it runs
+ * again. A Ruby thread's used machine stack is a few to some tens of KiB
+ * (a VM invocation's frames per Ruby-to-C boundary); copying 512 KiB takes
+ * about as long as the unwind it saves, so a deeper stack is unwound while
+ * the thread is held, as before. */
+#define HELD_COPY_MAX ((size_t)512 << 10)
+/* Below the stack pointer: the red zone a leaf function may use (x86-64
+ * System V), which its CFI may read. */
+#define RED_ZONE 128
+
+/* The session's mapped region holding addr, or NULL (regions are sorted
+ * and do not overlap: /proc/PID/maps, a core's segments). */
+static const rbp_region *region_of(const rbpeek_session *s, uint64_t addr)
+{
+    size_t lo = 0, hi = s->nregions;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const rbp_region *r = &s->regions[mid];
+        if (addr < r->start) hi = mid;
+        else if (addr >= r->end) lo = mid + 1;
+        else return r;
+    }
+    return NULL;
+}
+
+/* Copies the used stack of a thread held stopped: from its stack pointer
+ * (less the red zone) to its mapping's top. */
+static bool copy_stack(rbpeek_session *s, rbp_native_held *h)
+{
+    if (!(h->known & (1u << RBP_UW_REG_RSP))) return false;
+    uint64_t sp = h->regs[RBP_UW_REG_RSP];
+    const rbp_region *r = region_of(s, sp);
+    if (!r) return false;
+    uint64_t lo = sp - r->start >= RED_ZONE ? sp - RED_ZONE : r->start;
+    if (r->end - lo > HELD_COPY_MAX) return false;
+    h->len = (size_t)(r->end - lo);
+    h->lo = lo;
+    if (!(h->stack = malloc(h->len))) return false;
+    /* straight from the target: a stack is read once, and would only push
+     * the walk's pages out of the cache */
+    bool was = rbp_mem_set_direct(s->mem, true);
+    bool ok = rbp_mem_read(s->mem, lo, h->stack, h->len);
+    rbp_mem_set_direct(s->mem, was);
+    if (!ok) {
+        free(h->stack);
+        h->stack = NULL;
+    }
+    return ok;
+}
+
+bool rbp_native_stack_hold(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
+                           uint64_t ec, const rbp_native_source *src, rbp_native_held *h,
+                           rbpeek_native_stack *out)
+{
+    *h = (rbp_native_held){0};
+    char why[512] = "";
+    h->known = src->begin(src->ctx, t, true, 0, h->regs, why, sizeof why);
+    if (h->known && copy_stack(s, h)) {
+        /* A held thread's unwind stands whatever it finds (it was stopped):
+         * the source is done with it now. */
+        src->end(src->ctx, t, true, 0, false);
+        h->pending = true;
+        return true;
+    }
+    return rbp_native_stack_sampled(s, a, t, origin, ec, src, true, out);
+}
+
+bool rbp_native_stack_held(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
+                           uint64_t ec, uint32_t flags, rbp_native_held *h, rbpeek_native_stack *out)
+{
+    if (!h->pending) return true;
+    h->pending = false;
+    bool ok = true;
+    if (out) {
+        char why[512] = "";
+        rbpeek_native_frame *nf = NULL;
+        rbp_native_extra *nx = NULL;
+        /* The copy stands for the stack while it is unwound: the thread
+         * runs again and changes it. Reads outside it (a module's memory,
+         * should CFI ask for any) still go to the target. */
+        rbp_mem_pin(s->mem, h->lo, h->stack, h->len);
+        size_t n = unwind_scratch(s, h->regs, h->known, flags, &nf, &nx, why, sizeof why);
+        rbp_mem_pin(s->mem, 0, NULL, 0);
+        ok = finish(s, a, t, origin, ec, nf, nx, n, h->known, why, true, out);
+        scratch_done(s);
+    }
+    free(h->stack);
+    h->stack = NULL;
+    return ok;
+}

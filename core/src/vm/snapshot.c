@@ -166,6 +166,12 @@ static void kernel_tids(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thre
  * held[0..*nheld) are walked first as stopped ones, release(ctx) is called,
  * and the others are walked as running ones. stop (optional) is called once
  * the thread list is read, and may change *nheld (see snapshot.h). */
+/* A held thread's native stack between its copy and its unwind. */
+typedef struct held_native {
+    size_t thread;
+    rbp_native_held h;
+} held_native;
+
 /* A sampled thread's native stack (the sampler's --native), or its
  * failure recorded: none of this stops the sample. */
 static bool sample_native(rbpeek_session *s, rbpeek_snapshot *snap, size_t i, const rbp_native_source *native,
@@ -258,15 +264,30 @@ static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, co
             walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, false);
         }
         mark_gc(s, snap, raw, n, held, nheld);
-        /* The held threads' machine stacks, while they are still stopped */
-        bool nomem = false;
         /* --native asks a thread's registers by its kernel TID: known
          * before the unwinds, not only at the end (Rubies before 3.1). */
         if (native) kernel_tids(s, snap, raw, n);
-        for (size_t i = 0; native && !nomem && i < n; i++)
-            if (in_set(held, nheld, raw[i].th)) nomem = !sample_native(s, snap, i, native, true);
+        /* The held threads' machine stacks: their registers and a copy of
+         * each stack while they are stopped, unwound once they run again
+         * (the unwind is most of a sample's work: native_stack.c). */
+        held_native *hn = native && nheld ? rbp_arena_alloc(&snap->arena, nheld * sizeof *hn) : NULL;
+        size_t nhn = 0;
+        bool nomem = native && nheld && !hn;
+        for (size_t i = 0; hn && !nomem && i < n && nhn < nheld; i++) {
+            if (!in_set(held, nheld, raw[i].th)) continue;
+            hn[nhn].thread = i;
+            nomem = !rbp_native_stack_hold(s, &snap->arena, &snap->threads[i], snap->origins[i], snap->ecs[i], native,
+                                           &hn[nhn].h, &snap->native[i]);
+            nhn++;
+        }
         rbp_mem_set_strict(s->mem, was);
         if (release) release(ctx);
+        for (size_t k = 0; k < nhn; k++) {
+            size_t i = hn[k].thread;
+            if (!rbp_native_stack_held(s, &snap->arena, &snap->threads[i], snap->origins[i], snap->ecs[i],
+                                       native->flags, &hn[k].h, nomem ? NULL : &snap->native[i]))
+                nomem = true;
+        }
         for (size_t i = 0; i < n; i++) {
             if (in_set(held, nheld, raw[i].th)) continue;
             walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);

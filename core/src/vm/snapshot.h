@@ -40,8 +40,10 @@
  * from pages read after the caller's rbp_mem_fence.
  *
  * native (optional): each thread's native stack too (rbpeek_snapshot_native),
- * registers from native: the held threads' unwound before release, the
- * others' after their walk. */
+ * registers from native: the held threads' registers and used machine
+ * stacks copied before release and unwound from the copies after it (a
+ * stack deeper than a copy is worth is unwound before), the others'
+ * after their walk. */
 rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held,
                                       const size_t *nheld, int (*stop)(void *), void (*release)(void *), void *ctx,
                                       const rbp_native_source *native, rbpeek_snapshot **out);
