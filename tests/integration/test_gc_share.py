@@ -10,8 +10,8 @@ GC.stat(:time) counts (GC::Profiler on 2.7) with the process's CPU time,
 and the wall time between the GC's own enter and exit events (the
 native_ext extension, built for RUBY). It is started once (matrix.py) and
 sampled, one after another, live: by the command line (traced; then with
---native, SAMPLES each), gdb (traced) and lldb (--via-debugger),
-DEBUGGER_SAMPLES each. Over each window:
+--native, SAMPLES each at 200 Hz), gdb (traced) and lldb (--via-debugger),
+DEBUGGER_SAMPLES each at 100 Hz. Over each window:
 
   - the share of the samples that end in a GC frame must be within 5
     points of the program's own measure of its GC's share: of its CPU
@@ -47,12 +47,13 @@ from harness import Failure
 
 SAMPLES = 1000      # the GC's share of them is then known to within 1.5 points (one sigma at 30%)
 DEBUGGER_SAMPLES = 600   # gdb and lldb: within 1.9 points
-# 200 Hz, not the default 100: the same samples in half the time (the test
-# runs alone, so its time is the suite's). What decides the error is the
-# number of samples; the program's rounds (an allocating method of tens of
-# milliseconds, then a computing one of 1 to 2, its GCs at the heap's own
-# pace) keep no beat with a 5 ms period.
-RATE = 200
+# The command line at 200 Hz, not the default 100: the same samples in half
+# the time (the test runs alone, so its time is the suite's). gdb and lldb
+# stay at 100: their 600 samples then span 6 s and some hundred GCs. At 200
+# Hz lldb's run (the program at 77% of a CPU beside it) once put 37.5% of
+# its samples in the GC for 44.5% measured: in 3 s fewer GCs are sampled,
+# and samples 5 ms apart often fall in the same one.
+CLI_RATE, DEBUGGER_RATE = 200, 100
 MEASURE = "GC.stat(:time) or GC::Profiler.total_time over CLOCK_PROCESS_CPUTIME_ID"
 LIVE = (("gdb", "live"), ("lldb", "live"), ("cli", "live"))
 SUMMARY = re.compile(r"^Samples:\s+\d+ in ([0-9.]+) s", re.M)
@@ -117,8 +118,8 @@ def sample(c, native):
     which in the GC, of which on the allocating method, the summary text,
     t0, t1)."""
     folded = c.path("gc%s.folded" % ("-native" if native else ""))
-    n = SAMPLES if c.debugger == "cli" else DEBUGGER_SAMPLES
-    args = "%d --rate %d --folded %s%s" % (n, RATE, folded, " --native" if native else "")
+    n, rate = (SAMPLES, CLI_RATE) if c.debugger == "cli" else (DEBUGGER_SAMPLES, DEBUGGER_RATE)
+    args = "%d --rate %d --folded %s%s" % (n, rate, folded, " --native" if native else "")
     t0 = time.monotonic()
     if c.debugger == "cli":
         out, err = harness.cli(["sample", "--pid", str(c.target.pid)] + args.split())
