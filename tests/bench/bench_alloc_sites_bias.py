@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import benchlib  # also puts tests/integration (harness) on the path
 import harness  # noqa: E402
@@ -48,12 +49,17 @@ def wilson(k, n):
 
 
 def own(workdir, t):
-    rows = [[float(x) for x in line.split()] for line in open(os.path.join(workdir, "alloc.log"))
-            if len(line.split()) == 4]
-    for r0, r1 in zip(rows, rows[1:]):
-        if r0[0] <= t <= r1[0]:
-            k = (t - r0[0]) / (r1[0] - r0[0])
-            return [a + k * (b - a) for a, b in zip(r0[1:], r1[1:])]
+    """The program's (total, site a, site b) at wall time t, interpolated
+    from its log; waits up to 2 s for the line after t (the program logs
+    every 50 ms, and the run's end is read as soon as rbpeek exits)."""
+    for _ in range(40):
+        rows = [[float(x) for x in line.split()] for line in open(os.path.join(workdir, "alloc.log"))
+                if len(line.split()) == 4]
+        for r0, r1 in zip(rows, rows[1:]):
+            if r0[0] <= t <= r1[0] and r1[0] > r0[0]:
+                k = (t - r0[0]) / (r1[0] - r0[0])
+                return [a + k * (b - a) for a, b in zip(r0[1:], r1[1:])]
+        time.sleep(0.05)
     raise SystemExit("the log does not cover %.3f" % t)
 
 
