@@ -2,10 +2,12 @@
 # thread alternates a method that allocates (and so triggers the GC) with
 # one that does not, forever, and measures the time its own GC takes:
 # GC.stat(:time) on 3.1 and later, GC::Profiler on 2.7 (both CPU time),
-# and the wall time between the GC's enter and exit events (NativeExt).
+# the wall time between the GC's enter and exit events (NativeExt), and
+# the GC's own flag polled every 200 us by a thread of NativeExt's.
 # About every 20 ms it appends "<monotonic s> <GC CPU s> <process CPU s>
-# <GC wall s>" to OUT_DIR/gc.log, so that a test can take the GC's share
-# of any window and compare it with the share of samples that name it.
+# <GC wall s> <polls> <polls in the GC>" to OUT_DIR/gc.log, so that a test
+# can take the GC's share of any window and compare it with the share of
+# samples that name it.
 #
 #   ruby gc_share.rb OUT_DIR
 #
@@ -15,6 +17,7 @@
 OUT = ARGV[0] or abort("usage: gc_share.rb OUT_DIR")
 require File.join(OUT, "native_ext")
 NativeExt.gc_wall_time # starts counting
+NativeExt.gc_flag_polls # starts polling
 
 if GC.respond_to?(:stat) && GC.stat.key?(:time)
   File.write(File.join(OUT, "cpu_measure"), "GC.stat(:time)")
@@ -61,6 +64,8 @@ loop do
   now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   next if now - last < 0.02
   last = now
-  log.write(format("%.6f %.6f %.6f %.6f\n", now, gc_seconds,
-                   Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID), NativeExt.gc_wall_time))
+  polls, polls_in = NativeExt.gc_flag_polls
+  log.write(format("%.6f %.6f %.6f %.6f %d %d\n", now, gc_seconds,
+                   Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID), NativeExt.gc_wall_time,
+                   polls, polls_in))
 end

@@ -20,10 +20,17 @@
  *                             GC's own enter and exit events (what a
  *                             wall-clock sampler sees; GC.stat(:time)
  *                             counts CPU time)
+ *   NativeExt.gc_flag_polls   [polls, polls that found the GC running]:
+ *                             from the first call, a thread of its own
+ *                             (no GVL, never Ruby) asks rb_during_gc()
+ *                             about every 200 us of wall time: the GC's
+ *                             own flag, which a GC step sets before its
+ *                             enter event and clears after its exit event
  *
  * The C functions are global (not static) so that they have names in
  * .dynsym too, and noinline so that each keeps a native frame of its own.
  */
+#include <pthread.h>
 #include <ruby.h>
 #include <ruby/debug.h>
 #include <ruby/thread.h>
@@ -124,6 +131,40 @@ static VALUE gc_wall_time_c(VALUE self)
     return DBL2NUM(gc_wall_total);
 }
 
+/* The GC's flag polled from a thread that is not Ruby's: rb_during_gc()
+ * only reads a word of the objspace, as a debugger does, so the polls
+ * measure exactly what a sampler that reads the flag should find: the
+ * share of wall time in which it was set. (The enter and exit events
+ * above measure the same window; the flag needs no hook inside the GC.) */
+static long gc_polls, gc_polls_in;
+
+static void *gc_flag_poller(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int in = rb_during_gc();
+        __atomic_add_fetch(&gc_polls_in, in ? 1 : 0, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&gc_polls, 1, __ATOMIC_RELAXED);
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static VALUE gc_flag_polls_c(VALUE self)
+{
+    (void)self;
+    static int started;
+    if (!started) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, gc_flag_poller, NULL) != 0) rb_raise(rb_eRuntimeError, "pthread_create");
+        pthread_detach(t);
+        started = 1;
+    }
+    return rb_ary_new_from_args(2, LONG2NUM(__atomic_load_n(&gc_polls, __ATOMIC_RELAXED)),
+                                LONG2NUM(__atomic_load_n(&gc_polls_in, __ATOMIC_RELAXED)));
+}
+
 void Init_native_ext(void)
 {
     VALUE m = rb_define_module("NativeExt");
@@ -133,4 +174,5 @@ void Init_native_ext(void)
     rb_define_module_function(m, "spin", spin_c, 1);
     rb_define_module_function(m, "deep", deep_c, 1);
     rb_define_module_function(m, "gc_wall_time", gc_wall_time_c, 0);
+    rb_define_module_function(m, "gc_flag_polls", gc_flag_polls_c, 0);
 }
