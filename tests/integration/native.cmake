@@ -9,17 +9,12 @@ rbpeek_ruby_test(native test_native.py)
 # own clocks: another test beside it starves it (at 28% of a CPU its
 # measure and the samples were 5 points apart), so it runs alone, as the
 # sampler's accuracy test does.
-# 2.7.4 is left out until its gap is understood: there the samples put 3 to
-# 9 points more in the GC than the program's own measures, the GC's flag
-# polled in wall time from inside and its enter and exit events (which
-# agree with each other within a point; 3.1 and later agree with the
-# samples within 5; docs/native.md, issue 25's note).
-# 3.3.8-static is left out too, as from the accuracy runs (sample.cmake): what this
+# 3.3.8-static is left out, as from the accuracy runs (sample.cmake): what this
 # measures (the GC's flags read at each stop against the program's own
 # clocks) is the VM's and the tracer's, the same as 3.3.8's, built shared
 # from the same source; the static build's machine frames are read by
 # it.native on it. Running alone, it cost about 20 s of the suite's wall
 # time (issue 27).
 set(RBPEEK_GC_SHARE_RUBIES ${RBPEEK_TEST_RUBIES})
-list(REMOVE_ITEM RBPEEK_GC_SHARE_RUBIES 2.7.4 3.3.8-static)
+list(REMOVE_ITEM RBPEEK_GC_SHARE_RUBIES 3.3.8-static)
 rbpeek_ruby_test(gc_share test_gc_share.py RUN_SERIAL LABEL native RUBIES ${RBPEEK_GC_SHARE_RUBIES})
