@@ -3,6 +3,7 @@ stackprof's mode: :object (not a test; prints the table of
 docs/performance.md).
 
     python3 tests/bench/bench_allocs.py [--ruby debian-3.1] [--repeat 3] [--debugger gdb]
+    python3 tests/bench/bench_allocs.py [--ruby debian-3.1] --interleaved N
 
 The workload (tests/bench/alloc_workload.rb) allocates a few million small
 objects a second on its main thread and logs its own iterations every
@@ -29,6 +30,14 @@ per second of wall-clock time and per second of the workload's own CPU
 time (which other jobs on a loaded machine do not dilute; stops do not
 show in it, and `ruby allocs` makes none while it counts).
 Each figure is the median of --repeat runs; the load average is printed.
+
+--interleaved N measures `ruby allocs` and `--sites` alone, through the
+command line (nothing attaches a debugger, which stops the target): one
+workload each, N windows of 2 s, each followed by 2 s undisturbed, each
+window against the 1.5 s before and after its command. Plain `rbpeek
+allocs` stops nothing (it reads the GC's counters), so its figure is the
+benchmark's own floor: how much a window differs from its neighbours with
+no cost at all.
 Debian's ruby-stackprof is built for Debian's ruby3.1, hence the default Ruby.
 """
 
@@ -49,6 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 WORKLOAD = os.path.join(HERE, "alloc_workload.rb")
 GDB_PLUGIN = os.path.join(REPO, "gdb-plugin", "rbpeek.py")
+CLI = os.path.join(REPO, "tools", "rbpeek")
 LLDB_PLUGIN = os.path.join(REPO, "lldb-plugin", "rbpeek.py")
 
 
@@ -121,6 +131,61 @@ def run_rbpeek(ruby, debugger, workdir, extra=""):
         proc.wait()
 
 
+def run_interleaved(ruby, workdir, runs, extra):
+    """One workload; runs times: `rbpeek allocs --pid` (the command line:
+    no debugger stops it to attach) for 2 s, then 2 s alone. Each run's
+    window (the JSON's started_at..ended_at) against the 1.5 s before and
+    after the command: a list of (kept, kept per CPU second, held share)."""
+    proc = start(ruby, workdir)
+    got = []
+    try:
+        time.sleep(2.0)
+        for i in range(runs):
+            out = os.path.join(workdir, "allocs-%d.json" % i)
+            t_cmd0 = time.time()
+            subprocess.run([sys.executable, CLI, "allocs", "--pid", str(proc.pid), "--duration", "2", "--json",
+                            "-o", out] + extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, timeout=120, check=True)
+            t_cmd1 = time.time()
+            time.sleep(2.0)
+            r = json.load(open(out))
+            rows, _ = read_log(workdir)
+            got.append((kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1)),
+                        kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=True),
+                        r.get("held_s", 0.0) / r["sampled_s"] if r.get("sampled_s") else None))
+    finally:
+        proc.kill()
+        proc.wait()
+    return got
+
+
+def interleaved(ruby, runs):
+    """--interleaved: plain `rbpeek allocs` (which stops nothing: the
+    benchmark's own floor) and `--sites`, each in one workload, windows
+    interleaved with undisturbed ones; the medians."""
+    print("load average before: %s" % open("/proc/loadavg").read().strip())
+    rows = []
+    for name, extra in (("`rbpeek allocs` (stops nothing)", []), ("`rbpeek allocs --sites` (default 50 Hz)", ["--sites"])):
+        d = tempfile.mkdtemp(prefix="rbpeek-bench-allocs-")
+        try:
+            got = run_interleaved(ruby, d, runs, extra)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+        def med(k):
+            vals = [g[k] for g in got if g[k] is not None]
+            return statistics.median(vals) if vals else None
+        each = " ".join("%.1f" % (100 * g[0]) for g in got if g[0] is not None)
+        rows.append("| %s | %s (%s) | %s | %s |" % (name, fmt(med(0)), each, fmt(med(1)), fmt(med(2))))
+    print("load average after: %s" % open("/proc/loadavg").read().strip())
+    print("\nmedian of %d windows of 2 s, each against the 1.5 s before and after it, in one workload\n" % runs)
+    print("| command | speed kept (wall clock; median, each window) | per CPU second | held stopped |")
+    print("|---|---:|---:|---:|")
+    for r in rows:
+        print(r)
+    return 0
+
+
 def run_stackprof(ruby, interval, workdir):
     proc = start(ruby, workdir, {"STACKPROF_OBJECT": str(interval)})
     try:
@@ -143,8 +208,12 @@ def main():
     ap.add_argument("--ruby", default="debian-3.1")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--debugger", default="gdb", choices=("gdb", "lldb"))
+    ap.add_argument("--interleaved", type=int, metavar="N",
+                    help="instead: N windows of the command line's allocs and allocs --sites in one workload each")
     a = ap.parse_args()
     ruby = harness.ruby_binary(a.ruby)
+    if a.interleaved:
+        return interleaved(ruby, a.interleaved)
     results = {"rbpeek_window": [], "rbpeek_command": [], "sp1": [], "sp1000": [],
                "rbpeek_window_cpu": [], "sp1_cpu": [], "sp1000_cpu": [],
                "sites_window": [], "sites_window_cpu": [], "sites_held": []}
