@@ -50,7 +50,11 @@ STEPS = {"stop": ("rbp_gvl_holders", "tr_stop_some", "tr_stop_all", "rbp_mem_pre
          "walk": ("rbp_snapshot_take_split", "rbpeek_profile_add_snapshot", "rbpeek_alloc_sites_add_snapshot"),
          "resume": ("tr_resume_all",)}
 GC_TAGGING = ("rbp_gc_state_read", "rbp_gc_thread")
-UNWIND = ("rbp_native_stack_sampled",)   # sites: the native unwind and merge, inside the walk
+# sites: the native unwind and merge, inside the walk. Only the GVL holder
+# is unwound there: its registers and its stack's copy while it is held
+# (rbp_native_stack_hold, which unwinds at once when no copy is made), the
+# unwind of the copy after it is resumed (rbp_native_stack_held).
+UNWIND = ("rbp_native_stack_hold", "rbp_native_stack_held")
 
 
 def child(pid, mode, samples):

@@ -3,9 +3,14 @@
  * (libdwfl, loaded by backend.c), walks of its threads' native stacks, and
  * what is known of each pc met, cached. The cache matters for a sampler:
  * libdwfl finds a pc's symbol by scanning the module's symbol table, and
- * the same return addresses come back in every sample. The backend's
- * strings stay valid until the module list changes, which also empties
- * the cache, so cached entries point at them directly.
+ * the same return addresses come back in every sample. The innermost
+ * frame's pc is new at almost every sample, though, and for a pc in a
+ * function no symbol names (the static functions of a stripped libruby,
+ * the GC's) the scan reads the whole table and finds nothing: so each
+ * function's range is kept too, and a new pc inside a known function is
+ * named from it. The backend's strings stay valid until the module list
+ * changes, which also empties the caches, so cached entries point at them
+ * directly.
  */
 #include "native/native.h"
 
@@ -16,6 +21,7 @@
 #include "base/addrmap.h"
 
 #define PC_CACHE_ENTRIES (1u << 16)
+#define RANGE_CACHE_ENTRIES (1u << 16)
 
 typedef struct pcinfo {
     int32_t module;
@@ -28,6 +34,15 @@ typedef struct pcinfo {
     int32_t line;
 } pcinfo;
 
+/* A function met: [lo, hi) of the target's addresses, named symbol (NULL
+ * when no symbol names it) from lo. */
+typedef struct fnrange {
+    uint64_t lo, hi, bias;
+    const char *symbol;
+    int32_t module;
+    bool have_bias, local;
+} fnrange;
+
 struct rbp_native {
     rbp_mem *mem;
     const rbp_uw_ops *ops;
@@ -37,6 +52,8 @@ struct rbp_native {
     rbp_addrmap cache;      /* (pc << 1 | activation) -> pcinfo */
     rbp_addrmap names;      /* a backend's symbol -> its name without "@VERSION" (when it has one) */
     rbp_uw_frame *frames;   /* RBP_NATIVE_MAX_FRAMES, reused by every walk */
+    fnrange *ranges;        /* sorted by lo, not overlapping; emptied when full */
+    size_t nranges;
     int pid;                /* a live process's, or 0 */
 };
 
@@ -75,6 +92,7 @@ void rbp_native_free(rbp_native *n)
     if (n->uw) n->ops->close(n->uw);
     rbp_native_modules_free(n->mods, n->nmods);
     free(n->frames);
+    free(n->ranges);
     free(n);
 }
 
@@ -82,6 +100,7 @@ bool rbp_native_set_regions(rbp_native *n, const rbp_region *regions, size_t nre
 {
     rbp_addrmap_clear(&n->cache);
     rbp_addrmap_clear(&n->names);
+    n->nranges = 0;
     rbp_native_modules_free(n->mods, n->nmods);
     n->nmods = rbp_native_modules(n->mem, regions, nregions, n->pid, &n->mods);
     return n->ops->set_modules(n->uw, n->mods, n->nmods, err, errlen);
@@ -104,11 +123,57 @@ static const char *plain_name(rbp_native *n, const char *name)
     return rbp_addrmap_put(&n->names, (uint64_t)(uintptr_t)name, copy) ? copy : name;
 }
 
+/* The index of the first range whose lo is above at. */
+static size_t range_after(const rbp_native *n, uint64_t at)
+{
+    size_t lo = 0, hi = n->nranges;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (n->ranges[mid].lo <= at) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static const fnrange *range_of(const rbp_native *n, uint64_t at)
+{
+    size_t i = range_after(n, at);
+    return i > 0 && at < n->ranges[i - 1].hi ? &n->ranges[i - 1] : NULL;
+}
+
+/* Keeps pi's function (which holds at) as a range, when the whole of it
+ * is one name: no symbol at all, or a sized symbol starting at lo. */
+static void keep_range(rbp_native *n, uint64_t pc, uint64_t at, const pcinfo *pi)
+{
+    if (pi->module < 0 || !(pi->lo <= at && at < pi->hi)) return;
+    if (pi->symbol && pi->sym_offset != pc - pi->lo) return;
+    size_t i = range_after(n, pi->lo);
+    if ((i > 0 && n->ranges[i - 1].hi > pi->lo) || (i < n->nranges && n->ranges[i].lo < pi->hi)) return;
+    if (!n->ranges && !(n->ranges = malloc(RANGE_CACHE_ENTRIES * sizeof *n->ranges))) return;
+    if (n->nranges == RANGE_CACHE_ENTRIES) {
+        n->nranges = 0; /* as the pc cache does when full */
+        i = 0;
+    }
+    memmove(&n->ranges[i + 1], &n->ranges[i], (n->nranges - i) * sizeof *n->ranges);
+    n->ranges[i] = (fnrange){.lo = pi->lo, .hi = pi->hi, .bias = pi->bias, .symbol = pi->symbol,
+                             .module = pi->module, .have_bias = pi->have_bias, .local = pi->local};
+    n->nranges++;
+}
+
 static const pcinfo *lookup(rbp_native *n, uint64_t pc, bool activation, bool lines)
 {
     uint64_t key = (pc << 1) | (activation ? 1 : 0);
     pcinfo *pi = key ? rbp_addrmap_get(&n->cache, key) : NULL;
     if (pi && (!lines || pi->lines_done)) return pi;
+    uint64_t at = activation ? pc : pc - 1; /* inside the call, not after it (as the backend asks) */
+    const fnrange *r = key && !pi && !lines ? range_of(n, at) : NULL;
+    if (r) {
+        /* a new pc in a function met before: named as the function */
+        if (!(pi = calloc(1, sizeof *pi))) return NULL;
+        *pi = (pcinfo){.module = r->module, .have_bias = r->have_bias, .local = r->local, .bias = r->bias,
+                       .symbol = r->symbol, .sym_offset = r->symbol ? pc - r->lo : 0, .lo = r->lo, .hi = r->hi};
+        return rbp_addrmap_put(&n->cache, key, pi) ? pi : NULL; /* put frees it on failure */
+    }
     rbp_uw_sym sym;
     bool found = n->ops->symbolize(n->uw, pc, activation, lines, &sym);
     if (!pi) {
@@ -127,6 +192,7 @@ static const pcinfo *lookup(rbp_native *n, uint64_t pc, bool activation, bool li
     pi->file = sym.file;
     pi->line = sym.line;
     pi->lines_done = lines;
+    keep_range(n, pc, at, pi);
     return pi;
 }
 
