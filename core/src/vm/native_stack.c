@@ -185,9 +185,10 @@ bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thre
 
 /* The most of a held thread's stack copied to be unwound after it runs
  * again. A Ruby thread's used machine stack is a few to some tens of KiB
- * (a VM invocation's frames per Ruby-to-C boundary); copying 512 KiB takes
- * about as long as the unwind it saves, so a deeper stack is unwound while
- * the thread is held, as before. */
+ * (8 KiB for a Ruby loop on Debian's 3.1; a VM invocation's frames per
+ * Ruby-to-C boundary). A deeper one is unwound while the thread is held, as
+ * before: its copy would hold the thread for a good part of what the
+ * unwind costs, and take that much memory at every sample. */
 #define HELD_COPY_MAX ((size_t)512 << 10)
 /* Below the stack pointer: the red zone a leaf function may use (x86-64
  * System V), which its CFI may read. */
