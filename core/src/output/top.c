@@ -61,22 +61,10 @@ static bool count(const rbpeek_profile *p, const uint32_t *group, uint32_t ngrou
     return true;
 }
 
-rbpeek_status rbpeek_profile_top(const rbpeek_profile *p, int by_self, size_t n, char **out)
+/* The table of the n first of items (sorted), as text; NULL when out of
+ * memory. */
+static char *top_text(const rbpeek_profile *p, const rbp_top_item *items, size_t n, int by_self)
 {
-    if (!p || !out) return RBPEEK_ERR_ARG;
-    *out = NULL;
-    rbp_profile_clear_error(p);
-    uint64_t *self_ = calloc((size_t)p->nnames + 1, sizeof *self_);
-    uint64_t *total = calloc((size_t)p->nnames + 1, sizeof *total);
-    rbp_top_item *items = malloc(((size_t)p->nnames + 1) * sizeof *items);
-    if (!self_ || !total || !items || !count(p, NULL, p->nnames, self_, total)) goto nomem;
-    const uint64_t *val = by_self ? self_ : total;
-    size_t m = 0;
-    for (uint32_t i = 0; i < p->nnames; i++)
-        if (val[i] > 0) items[m++] = (rbp_top_item){p->names[i], val[i]};
-    qsort(items, m, sizeof *items, rbp_top_cmp);
-    if (n == 0 || n > m) n = m;
-
     rbp_strbuf b;
     rbp_sb_init(&b);
     uint64_t all = p->nodes[0].total;
@@ -94,16 +82,29 @@ rbpeek_status rbpeek_profile_top(const rbpeek_profile *p, int by_self, size_t n,
             rbp_sb_putn(&b, (unsigned char)*c < 0x20 ? "?" : c, 1);
         rbp_sb_putn(&b, "\n", 1);
     }
+    return rbp_sb_take(&b);
+}
+
+rbpeek_status rbpeek_profile_top(const rbpeek_profile *p, int by_self, size_t n, char **out)
+{
+    if (!p || !out) return RBPEEK_ERR_ARG;
+    *out = NULL;
+    rbp_profile_clear_error(p);
+    uint64_t *self_ = calloc((size_t)p->nnames + 1, sizeof *self_);
+    uint64_t *total = calloc((size_t)p->nnames + 1, sizeof *total);
+    rbp_top_item *items = malloc(((size_t)p->nnames + 1) * sizeof *items);
+    if (self_ && total && items && count(p, NULL, p->nnames, self_, total)) {
+        const uint64_t *val = by_self ? self_ : total;
+        size_t m = 0;
+        for (uint32_t i = 0; i < p->nnames; i++)
+            if (val[i] > 0) items[m++] = (rbp_top_item){p->names[i], val[i]};
+        qsort(items, m, sizeof *items, rbp_top_cmp);
+        *out = top_text(p, items, n == 0 || n > m ? m : n, by_self);
+    }
     free(self_);
     free(total);
     free(items);
-    *out = rbp_sb_take(&b);
     if (*out) return RBPEEK_OK;
-    return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "out of memory building the top-N table");
-nomem:
-    free(self_);
-    free(total);
-    free(items);
     return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "out of memory building the top-N table");
 }
 
