@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "cu_main.h"
+#include "fixture_native.h"
 #include "layout/layout.h"
 #include "layout/layout_dwarf.h"
 #include "memory/mem.h"
@@ -43,22 +44,6 @@ static bool start_target(target *t, const char *tag, const char *exe)
     t->main_fn = t->p.string;
     usleep(20000); /* into pause() */
     return true;
-}
-
-/* A sanitized build refuses to load the unwinder where libdwarf is in the
- * global scope (native/backend.c says why): those tests are then skipped,
- * saying so; any other failure to load it fails them. */
-static bool backend_ok(void)
-{
-    char err[512] = "";
-    if (rbp_native_backend(err, sizeof err)) return true;
-    if (strstr(err, "sanitized")) {
-        fprintf(stderr, "(skipped: %s) ", err);
-        return false;
-    }
-    fprintf(stderr, "%s\n", err);
-    CU_FAIL("the unwinder could not be loaded");
-    return false;
 }
 
 typedef struct unwound {
@@ -172,7 +157,7 @@ static void unwind_pid(pid_t pid, bool lines)
 
 static void test_live(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     target t;
     CU_ASSERT_FATAL(start_target(&t, "native_live", RBP_NATIVE_TARGET));
     unwind_pid(t.p.pid, false);
@@ -182,7 +167,7 @@ static void test_live(void)
 
 static void test_lines(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     target t;
     CU_ASSERT_FATAL(start_target(&t, "native_lines", RBP_NATIVE_TARGET));
     char err[512];
@@ -211,7 +196,7 @@ static void test_lines(void)
 
 static void test_stripped(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     char stripped[PATH_MAX];
     snprintf(stripped, sizeof stripped, "%s/native_target_stripped", fixture_tmpdir());
     char cmd[3 * PATH_MAX];
@@ -256,7 +241,7 @@ static void unwind_core(const char *core, pid_t pid)
 
 static void test_core(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     if (!fixture_have("gcore")) {
         CU_FAIL("gcore is not installed");
         return;
@@ -341,7 +326,7 @@ static uint64_t stack_buf[16384];
 
 static void test_wild_pc(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     self s;
     self_open(&s);
     uint64_t regs[RBP_UW_NREGS] = {0};
@@ -358,7 +343,7 @@ static void test_wild_pc(void)
 
 static void test_wild_sp(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     self s;
     self_open(&s);
     uint64_t regs[RBP_UW_NREGS] = {0};
@@ -376,7 +361,7 @@ static void test_wild_sp(void)
  * walk ends at its bound. */
 static void test_endless(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     self s;
     self_open(&s);
     for (size_t i = 0; i < 16384; i++) stack_buf[i] = (uint64_t)native_test_leaf + 1;
@@ -393,7 +378,7 @@ static void test_endless(void)
  * and the walk stops there. */
 static void test_fp_loop(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     fp_func();
     CU_ASSERT_FATAL(fp_ra != 0);
     self s;
@@ -423,7 +408,7 @@ static uint64_t xorshift(uint64_t *r)
  * with a reason or at an end its CFI marks. */
 static void test_garbage(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     self s;
     self_open(&s);
     uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -530,7 +515,7 @@ static void test_isolation(void)
 {
     fields_before = layout_fields();
     CU_ASSERT(fields_before > 10);
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     CU_ASSERT(strstr(rbp_native_backend_path(), "librbpeek-unwind.so") != NULL);
     void *global = dlopen(NULL, RTLD_NOW);
     void *d_attr = dlsym(global, "dwarf_attr");
@@ -550,7 +535,7 @@ static void test_isolation(void)
 
 static void test_isolation_after(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     CU_ASSERT_EQUAL(layout_fields(), fields_before);
 }
 

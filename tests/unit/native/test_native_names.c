@@ -11,6 +11,7 @@
 #include "fixture_proc.h"
 
 #include "cu_main.h"
+#include "fixture_native.h"
 #include "memory/mem.h"
 #include "native/native.h"
 
@@ -21,19 +22,6 @@
 /* The first bytes of each fixture function: all inside it (each is a call
  * and a return at least). */
 #define OFFSETS 8
-
-static bool backend_ok(void)
-{
-    char err[512] = "";
-    if (rbp_native_backend(err, sizeof err)) return true;
-    if (strstr(err, "sanitized")) {
-        fprintf(stderr, "(skipped: %s) ", err);
-        return false;
-    }
-    fprintf(stderr, "%s\n", err);
-    CU_FAIL("the unwinder could not be loaded");
-    return false;
-}
 
 static void same_frame(const rbpeek_native_frame *a, const rbpeek_native_frame *b)
 {
@@ -85,12 +73,12 @@ static void check_exe(const char *tag, const char *exe, bool stripped)
 
 static void test_named(void)
 {
-    if (backend_ok()) check_exe("names_whole", RBP_NATIVE_TARGET, false);
+    if (fixture_native_backend_ok()) check_exe("names_whole", RBP_NATIVE_TARGET, false);
 }
 
 static void test_stripped(void)
 {
-    if (!backend_ok()) return;
+    if (!fixture_native_backend_ok()) return;
     char stripped[PATH_MAX], cmd[3 * PATH_MAX];
     snprintf(stripped, sizeof stripped, "%s/native_target_names_stripped", fixture_tmpdir());
     snprintf(cmd, sizeof cmd, "objcopy --strip-all %s %s", RBP_NATIVE_TARGET, stripped);
