@@ -46,8 +46,8 @@ uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RB
  * those known; 0, why set, for none): held, t is stopped by the caller
  * (the GVL holder); else the source may give what it can read without
  * stopping the thread (attempt 0) or stop it (attempt 1). end follows the
- * unwind (cut: it ended before the stack's end; for a held thread whose
- * stack is copied, the copy, with cut false): true when it stands (the
+ * unwind (cut: it ended before the stack's end; for a held thread, whose
+ * unwind always stands, it follows begin, with cut false): true when it stands (the
  * thread did not run meanwhile, or was stopped; the source lets a thread it
  * stopped go), false to try again (the source may also want to when an
  * unwind from the few registers it could read was cut). */
@@ -68,20 +68,19 @@ bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thre
 /* A held thread's machine stack copied while it is stopped, to be unwound
  * after it is resumed (rbp_native_stack_hold, rbp_native_stack_held). */
 typedef struct rbp_native_held {
-    bool pending;                       /* copied: rbp_native_stack_held unwinds it */
     uint64_t regs[RBP_UW_NREGS];
     uint32_t known;
     uint64_t lo;                        /* the copy of [lo, lo + len): from below the */
-    size_t len;                         /* stack pointer to the top of its mapping */
-    uint8_t *stack;
+    size_t len;                         /* stack pointer to the top of its mapping; */
+    uint8_t *stack;                     /* NULL: none (unwound at once) */
 } rbp_native_held;
 
 /* For a thread the sampler holds stopped (the GVL holder): its registers
- * from src and a copy of its used machine stack, so that the unwind, the
- * larger part of the work, waits until it runs again (h->pending). When no
+ * from src and a copy of its used machine stack (h->stack), so that the
+ * unwind, the larger part of the work, waits until it runs again. When no
  * copy can be made (its stack's mapping unknown, or deeper than a copy is
- * worth), it is unwound and merged into out at once, as
- * rbp_native_stack_sampled does. False only when out of memory. */
+ * worth), it is unwound and merged into out at once. False only when out
+ * of memory. */
 bool rbp_native_stack_hold(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
                            uint64_t ec, const rbp_native_source *src, rbp_native_held *h,
                            rbpeek_native_stack *out);

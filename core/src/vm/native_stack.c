@@ -194,18 +194,13 @@ bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thre
  * System V), which its CFI may read. */
 #define RED_ZONE 128
 
-/* The session's mapped region holding addr, or NULL (regions are sorted
- * and do not overlap: /proc/PID/maps, a core's segments). */
+/* The session's mapped region holding addr, or NULL. The regions come in
+ * the order their source gave them (a debugger adds its own), so they are
+ * scanned; a held sample does it once, for a few hundred regions. */
 static const rbp_region *region_of(const rbpeek_session *s, uint64_t addr)
 {
-    size_t lo = 0, hi = s->nregions;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const rbp_region *r = &s->regions[mid];
-        if (addr < r->start) hi = mid;
-        else if (addr >= r->end) lo = mid + 1;
-        else return r;
-    }
+    for (size_t i = 0; i < s->nregions; i++)
+        if (s->regions[i].start <= addr && addr < s->regions[i].end) return &s->regions[i];
     return NULL;
 }
 
@@ -219,18 +214,43 @@ static bool copy_stack(rbpeek_session *s, rbp_native_held *h)
     if (!r) return false;
     uint64_t lo = sp - r->start >= RED_ZONE ? sp - RED_ZONE : r->start;
     if (r->end - lo > HELD_COPY_MAX) return false;
-    h->len = (size_t)(r->end - lo);
-    h->lo = lo;
-    if (!(h->stack = malloc(h->len))) return false;
+    uint8_t *copy = malloc((size_t)(r->end - lo));
+    if (!copy) return false;
     /* straight from the target: a stack is read once, and would only push
      * the walk's pages out of the cache */
     bool was = rbp_mem_set_direct(s->mem, true);
-    bool ok = rbp_mem_read(s->mem, lo, h->stack, h->len);
+    bool ok = rbp_mem_read(s->mem, lo, copy, (size_t)(r->end - lo));
     rbp_mem_set_direct(s->mem, was);
     if (!ok) {
-        free(h->stack);
-        h->stack = NULL;
+        free(copy);
+        return false;
     }
+    h->stack = copy;
+    h->lo = lo;
+    h->len = (size_t)(r->end - lo);
+    return true;
+}
+
+/* The machine frames from h's registers (none, with why, when it has
+ * none), reading the stack from h's copy when it has one, merged with t's
+ * frames into out. */
+static bool unwind_held(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
+                        uint64_t ec, uint32_t flags, const rbp_native_held *h, char *why, size_t whylen,
+                        rbpeek_native_stack *out)
+{
+    rbpeek_native_frame *nf = NULL;
+    rbp_native_extra *nx = NULL;
+    size_t n = 0;
+    if (h->known) {
+        /* The copy stands for the stack while it is unwound: the thread may
+         * run again and change it. Reads outside it (a module's memory,
+         * should CFI ask for any) still go to the target. */
+        if (h->stack) rbp_mem_pin(s->mem, h->lo, h->stack, h->len);
+        n = unwind_scratch(s, h->regs, h->known, flags, &nf, &nx, why, whylen);
+        if (h->stack) rbp_mem_pin(s->mem, 0, NULL, 0);
+    }
+    bool ok = finish(s, a, t, origin, ec, nf, nx, n, h->known, why, true, out);
+    scratch_done(s);
     return ok;
 }
 
@@ -241,35 +261,20 @@ bool rbp_native_stack_hold(rbpeek_session *s, rbp_arena *a, const rbpeek_thread 
     *h = (rbp_native_held){0};
     char why[512] = "";
     h->known = src->begin(src->ctx, t, true, 0, h->regs, why, sizeof why);
-    if (h->known && copy_stack(s, h)) {
-        /* A held thread's unwind stands whatever it finds (it was stopped):
-         * the source is done with it now. */
-        src->end(src->ctx, t, true, 0, false);
-        h->pending = true;
-        return true;
-    }
-    return rbp_native_stack_sampled(s, a, t, origin, ec, src, true, out);
+    /* A held thread's unwind stands whatever it finds (it is stopped, and
+     * stays so until the caller lets it go): the source is done with it
+     * once its registers are read. */
+    src->end(src->ctx, t, true, 0, false);
+    if (h->known && copy_stack(s, h)) return true; /* unwound once it runs again */
+    return unwind_held(s, a, t, origin, ec, src->flags, h, why, sizeof why, out);
 }
 
 bool rbp_native_stack_held(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
                            uint64_t ec, uint32_t flags, rbp_native_held *h, rbpeek_native_stack *out)
 {
-    if (!h->pending) return true;
-    h->pending = false;
-    bool ok = true;
-    if (out) {
-        char why[512] = "";
-        rbpeek_native_frame *nf = NULL;
-        rbp_native_extra *nx = NULL;
-        /* The copy stands for the stack while it is unwound: the thread
-         * runs again and changes it. Reads outside it (a module's memory,
-         * should CFI ask for any) still go to the target. */
-        rbp_mem_pin(s->mem, h->lo, h->stack, h->len);
-        size_t n = unwind_scratch(s, h->regs, h->known, flags, &nf, &nx, why, sizeof why);
-        rbp_mem_pin(s->mem, 0, NULL, 0);
-        ok = finish(s, a, t, origin, ec, nf, nx, n, h->known, why, true, out);
-        scratch_done(s);
-    }
+    if (!h->stack) return true;
+    char why[512] = "";
+    bool ok = !out || unwind_held(s, a, t, origin, ec, flags, h, why, sizeof why, out);
     free(h->stack);
     h->stack = NULL;
     return ok;
