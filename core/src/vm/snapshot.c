@@ -162,10 +162,6 @@ static void kernel_tids(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thre
     }
 }
 
-/* held == NULL: every thread is as `running` says. Else the threads in
- * held[0..*nheld) are walked first as stopped ones, release(ctx) is called,
- * and the others are walked as running ones. stop (optional) is called once
- * the thread list is read, and may change *nheld (see snapshot.h). */
 /* A held thread's native stack between its copy and its unwind. */
 typedef struct held_native {
     size_t thread;
@@ -181,6 +177,10 @@ static bool sample_native(rbpeek_session *s, rbpeek_snapshot *snap, size_t i, co
                                     &snap->native[i]);
 }
 
+/* held == NULL: every thread is as `running` says. Else the threads in
+ * held[0..*nheld) are walked first as stopped ones, release(ctx) is called,
+ * and the others are walked as running ones. stop (optional) is called once
+ * the thread list is read, and may change *nheld (see snapshot.h). */
 static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, const uint64_t *held,
                           const size_t *nheld_p, int (*stop)(void *), void (*release)(void *), void *ctx,
                           bool origins, const rbp_native_source *native, rbpeek_snapshot **out)
