@@ -5,9 +5,10 @@ and on a gcore'd core of a worker, each combination reported on its own.
     test_service.py RUBY [COMBO...]     it.service.<ruby>; e.g. test_service.py 3.4.5 cli.live
 
 programs/prefork.rb: a master forks two workers at once and a third when
-told to; each worker computes in a method of its own on its main thread,
-beside a named thread parked in sleep and one with a long name; each
-process records its own view. The core combinations read a gcore of
+told to; each worker computes in a method of its own on its main thread
+during the checks that sample it (COMPUTING; Prefork.computing) and naps
+otherwise, beside a named thread parked in sleep and one with a long
+name; each process records its own view. The core combinations read a gcore of
 worker one (Prefork.gcore).
 
 What each combination checks (every check of a combination runs, and the
@@ -33,6 +34,7 @@ combination fails naming each that did):
   worker two): see check_subprocesses.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -212,9 +214,9 @@ def check_truncated_core(c):
 # -- a second sampler ---------------------------------------------------------
 
 def check_second_sampler(c):
-    pf = c.target
     """A second sampler on a process another one traces: one line, naming
     the tracer, before anything is written; the first goes on."""
+    pf = c.target
     import subprocess
     w = pf.workers["two"]["pid"]
     first_dir = os.path.join(pf.workdir, "first")
@@ -512,6 +514,8 @@ CHECKS = [("thread ids", check_thread_ids, set(matrix.WITH_CLI)),
           ("subprocesses in the debugger", check_debugger_subprocesses, {("gdb", "live"), ("lldb", "live")}),
           # last: it forks the third worker and kills worker two
           ("subprocesses", check_subprocesses, {("cli", "live")})]
+# The checks that sample the workers: they compute during these only.
+COMPUTING = {"second sampler", "subprocesses in the debugger", "subprocesses"}
 
 
 def check(c):
@@ -523,7 +527,8 @@ def check(c):
             continue
         t0 = time.time()
         try:
-            fn(c)
+            with c.target.computing() if name in COMPUTING else contextlib.nullcontext():
+                fn(c)
             harness.log("ok: %s (%.1f s)" % (name, time.time() - t0))
         except Failure as e:
             harness.log("FAILED: %s: %s" % (name, e))

@@ -2,9 +2,13 @@
 # miniature. The master forks two workers at once and a third when told
 # to (OUT_DIR/fork-third appears: "during the run" of a sampler); each
 # worker computes in a method of its own (work_one, work_two, work_three)
-# on its main thread, beside a named thread parked in sleep and one with
-# a 110-character name parked in Thread.stop; the master
-# computes a little in master_tick and sleeps between ticks.
+# on its main thread while OUT_DIR/busy exists, and sleeps in 10 ms naps
+# otherwise, beside a named thread parked in sleep and one with a
+# 110-character name parked in Thread.stop; the master computes a little
+# in master_tick and sleeps between ticks. (A test creates OUT_DIR/busy
+# around the checks that sample the workers: computing all along, the two
+# workers kept both of CI's CPUs busy through every check, most of which
+# read threads and cores that need no computing.)
 #
 #   ruby prefork.rb OUT_DIR
 #
@@ -21,6 +25,7 @@
 require "json"
 
 OUT = ARGV[0] or abort("usage: prefork.rb OUT_DIR")
+BUSY = File.join(OUT, "busy")
 
 def cpu_now
   Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)
@@ -69,14 +74,21 @@ def worker(role, method_name, master)
   record(role)
   spent = 0.0
   last_log = 0.0
+  busy = File.exist?(BUSY)
   loop do
-    t0 = cpu_now
-    send(method_name)
-    spent += cpu_now - t0
+    if busy
+      t0 = cpu_now
+      send(method_name)
+      spent += cpu_now - t0
+    else
+      sleep 0.01
+      busy = File.exist?(BUSY)
+    end
     now = Time.now.to_f
     if now - last_log >= 0.05
       log.write(format("%.6f %.9f\n", now, spent))
       last_log = now
+      busy = File.exist?(BUSY)
       exit!(0) if Process.ppid != master
     end
   end
