@@ -235,16 +235,37 @@ def overlaps(facts, plan_places, computed):
     return bad
 
 
+def layout_only(text):
+    """A bindgen file with what layouts do not need taken out: the inherent
+    and Debug impls (bitfield accessors, formatting) and the derives
+    beyond Copy and Clone (which unions need). rustc spent most of its time
+    type- and borrow-checking those bodies, some 16,000 functions over the
+    70 releases. The files are rustfmt's: a top-level item starts in
+    column 0 and ends at a `}` in column 0."""
+    keep = lambda m: m.group(0) if re.search(r"\b(Clone|Copy)\b", m.group(1)) else ""
+    text = re.sub(r"^(impl\b[^\n]*)\{[^\n]*\}[ \t]*\n", keep, text, flags=re.M)
+    text = re.sub(r"^(impl\b[^\n]*)\{\n.*?^\}[ \t]*\n", keep, text, flags=re.S | re.M)
+    def derives(m):
+        kept = [d for d in (x.strip() for x in m.group(1).split(",")) if d in ("Copy", "Clone")]
+        return "#[derive(%s)]" % ", ".join(kept) if kept else ""
+    return re.sub(r"#\[derive\(([^)]*)\)\]", derives, text)
+
+
 def rust_program(releases, fields):
     """One program printing 'VERSION id offset size [bit_offset bit_size]' per
     covered member; also returns each release's plan (what the facts say of
     each member) and places (where each covered member is)."""
+    # Each member's line goes through row()/rowb(): a println! per member
+    # (some 20,000 of them) took rustc 37 s to compile; two take it a few.
     out = ["#![allow(warnings)]",
-           "fn sz<T>(_: *const T) -> usize { std::mem::size_of::<T>() }"]
+           "fn sz<T>(_: *const T) -> usize { std::mem::size_of::<T>() }",
+           'fn row(k: &str, off: usize, size: usize) { println!("{} {} {}", k, off, size); }',
+           'fn rowb(k: &str, o: usize, size: usize, width: usize) '
+           '{ println!("{} {} {} {} {}", k, o / 8, size, o % 8, width); }']
     plan, places = {}, {}
     for ver, path, facts in releases:
         mod = "r_" + ver.replace(".", "_")
-        out.append("mod %s { include!(\"%s\"); }" % (mod, path))
+        out.append("mod %s {\n%s\n}" % (mod, layout_only(open(path).read())))
         lines = ["fn dump_%s() { unsafe {" % mod[2:]]
         plan[ver], places[ver] = {}, {}
         for fid, tname, member in fields:
@@ -257,7 +278,7 @@ def rust_program(releases, fields):
                 places[ver][fid] = (agg, [c for c in place.split(".") if c] + ([bit[0]] if bit else []), bit)
             ty = "%s::%s" % (mod, agg)
             if member is None:
-                lines.append('println!("%s %s 0 {}", std::mem::size_of::<%s>());' % (ver, fid, ty))
+                lines.append('row("%s %s", 0, std::mem::size_of::<%s>());' % (ver, fid, ty))
                 continue
             lines.append("{ let m = std::mem::MaybeUninit::<%s>::uninit(); let p = m.as_ptr();" % ty)
             if bit:
@@ -266,13 +287,12 @@ def rust_program(releases, fields):
                                                              "i32", "i64", "bool", "usize") else mod + "::" + ret
                 lines.append('  let o = (std::ptr::addr_of!((*p)%s.%s) as usize - p as usize) * 8 + %d;'
                              % (place, unit, boff))
-                lines.append('  println!("%s %s {} {} {} %d", o / 8, std::mem::size_of::<%s>(), o %% 8); }'
-                             % (ver, fid, width, rty))
+                lines.append('  rowb("%s %s", o, std::mem::size_of::<%s>(), %d); }' % (ver, fid, rty, width))
             else:
                 lines.append('  let q = std::ptr::addr_of!((*p)%s);' % place)
-                lines.append('  println!("%s %s {} {}", q as *const u8 as usize - p as usize, sz(q));' % (ver, fid))
+                lines.append('  row("%s %s", q as *const u8 as usize - p as usize, sz(q));' % (ver, fid))
                 if facts.after_jmpbuf(agg, member):
-                    lines.append('  println!("%s alt %s {} {}", q as *const u8 as usize - p as usize + %d'
+                    lines.append('  row("%s alt %s", q as *const u8 as usize - p as usize + %d'
                                  ' - std::mem::size_of::<%s::rb_jmpbuf_t>(), sz(q));'
                                  % (ver, fid, JMPBUF_BUILTIN_SIZE, mod))
                 lines.append("}")
