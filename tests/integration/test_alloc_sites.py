@@ -19,10 +19,11 @@ the totals every 50 ms. Over exactly the wall-clock window the JSON gives
       types, and the counts add up to the total; the folded stacks,
       weighted by estimated allocations, add up to it too, and every one
       of them ends at a Ruby frame of the program;
-  ruby allocs --sites --duration 1: the text says "estimated from N
-      allocator samples" and names both lines;
-  then Ctrl-C in the middle of a run, and the debugger (or the command
-  line) killed in the middle of one: after each, and after the normal
+  then Ctrl-C after 1 s of a run with no --duration: it ends with the
+      text summary, which says "estimated from N allocator samples" and
+      names site_a's line;
+  and the debugger (or the command line) killed in the middle of a run:
+  after each, and after the normal
   run, the target runs (no thread stopped, none traced: TracerPid 0),
   keeps allocating, and its executable pages are byte-identical to before.
 
@@ -51,19 +52,26 @@ RATE_TOLERANCE = 0.25
 STARTED = "rbpeek: sampling the allocator"
 
 
-def own_counts(workdir, t):
-    """(total, site a, site b) the program logged, interpolated at wall time t."""
-    rows = []
-    with open(os.path.join(workdir, "alloc.log")) as f:
-        for line in f:
-            p = line.split()
-            if len(p) == 4:
-                rows.append([float(x) for x in p])
-    for r0, r1 in zip(rows, rows[1:]):
-        if r0[0] <= t <= r1[0] and r1[0] > r0[0]:
-            k = (t - r0[0]) / (r1[0] - r0[0])
-            return [a + k * (b - a) for a, b in zip(r0[1:], r1[1:])]
-    raise Failure("the program's log does not cover %.3f" % t)
+def own_counts(workdir, t, wait=5.0):
+    """(total, site a, site b) the program logged, interpolated at wall time
+    t; waits up to wait seconds for a line past t (it logs every 50 ms, and
+    a run may have ended just now)."""
+    deadline = time.time() + wait
+    while True:
+        rows = []
+        with open(os.path.join(workdir, "alloc.log")) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 4:
+                    rows.append([float(x) for x in p])
+        for r0, r1 in zip(rows, rows[1:]):
+            if r0[0] <= t <= r1[0] and r1[0] > r0[0]:
+                k = (t - r0[0]) / (r1[0] - r0[0])
+                return [a + k * (b - a) for a, b in zip(r0[1:], r1[1:])]
+        if not rows or rows[-1][0] >= t or time.time() > deadline:
+            raise Failure("the program's log does not cover %.3f (it covers %.3f..%.3f)"
+                          % (t, rows[0][0] if rows else 0, rows[-1][0] if rows else 0))
+        time.sleep(0.05)
 
 
 def untraced(pid, what):
@@ -191,22 +199,23 @@ def check(c):
     before = text_pages(c.target.pid)
     out_json, folded = c.path("sites.json"), c.path("sites.folded")
     out = run_commands(c, ["ruby allocs --sites --duration %d --rate %d --json -o %s --folded %s"
-                           % (DURATION, RATE, out_json, folded),
-                           "ruby allocs --sites --duration 1"])
+                           % (DURATION, RATE, out_json, folded)])
     harness.assert_no_traceback(out)
     if not os.path.exists(out_json) or not os.path.exists(folded):
         raise Failure("%s: nothing written:\n%s" % (who, out[-3000:]))
     check_result(c, harness.read_json(out_json), sites_rec, folded)
-    if " allocator samples (" not in out or "Sites:     estimated from " not in out:
-        raise Failure("%s: the summary does not say how many allocator samples:\n%s" % (who, out[-3000:]))
-    if ":%d " % sites_rec["a"]["lineno"] not in out:
-        raise Failure("%s: the summary does not name site_a's line:\n%s" % (who, out[-3000:]))
     check_clean(c, before, "after a normal run")
 
+    # The text summary: that of the run Ctrl-C ends (after 1 s of samples,
+    # as a run of --duration 1 would print it: one run less to start).
     out = interrupted(c, c.path("ctrlc.out"), lambda proc: proc.send_signal(signal.SIGINT))
     harness.assert_no_traceback(out)
     if "interrupted (Ctrl-C)" not in out or "Sites:     estimated from " not in out:
         raise Failure("%s: Ctrl-C did not end the run with a summary:\n%s" % (who, out[-3000:]))
+    if " allocator samples (" not in out:
+        raise Failure("%s: the summary does not say how many allocator samples:\n%s" % (who, out[-3000:]))
+    if ":%d " % sites_rec["a"]["lineno"] not in out:
+        raise Failure("%s: the summary does not name site_a's line:\n%s" % (who, out[-3000:]))
     check_clean(c, before, "after Ctrl-C")
 
     interrupted(c, c.path("kill.out"), kill_debugger)
