@@ -360,6 +360,8 @@ typedef struct rbpeek_alloc_sites_stats {
     uint64_t sites;             /* distinct sites (path, line, label) */
     uint64_t not_run;           /* live: the thread had not run since its previous sample (it waited
                                  * for a CPU): dropped, as it would repeat that sample */
+    uint64_t typed;             /* kept samples whose site's frame says what class it allocates
+                                 * (Class#new and the like: rbpeek_frame.instantiates) */
 } rbpeek_alloc_sites_stats;
 
 RBPEEK_API void rbpeek_alloc_sites_get_stats(const rbpeek_alloc_sites *a, rbpeek_alloc_sites_stats *out);
@@ -374,8 +376,10 @@ RBPEEK_API rbpeek_status rbpeek_alloc_sites_add_snapshot(rbpeek_alloc_sites *a, 
                                                          rbpeek_sample_result *result);
 
 /* The sites of p (the profile a was given) as JSON, most samples first:
- * {"sites": [{"label", "path", "lineno", "kind", "samples"}]}; a site is a
- * stack's innermost Ruby frame (a C method's: its caller's path and line).
+ * {"sites": [{"label", "path", "lineno", "kind", "samples", "types"}]}; a site
+ * is a stack's innermost Ruby frame (a C method's: its caller's path and
+ * line); types: [{"class": address, "samples"}] of its samples whose frame
+ * said the class it allocates, most first (at most 64).
  * *out is malloc'd (rbpeek_free). */
 RBPEEK_API rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_profile *p, char **out);
 

@@ -85,6 +85,7 @@ static void free_native(rbpeek_session *s)
     s->nthread_ids = 0;
     s->pid = 0;
     s->vm_exec_looked_up = false;
+    s->instantiates_looked_up = false;
 }
 
 void rbpeek_session_free(rbpeek_session *s)
@@ -314,6 +315,7 @@ rbpeek_status rbpeek_session_attach(rbpeek_session *s)
     free_caches(s);
     s->gc_objspace = 0;
     s->vm_exec_looked_up = false;
+    s->instantiates_looked_up = false;
 
     rbpeek_status st = rbp_discover_version(s);
     /* Each layout candidate in turn, until one the target validates: a

@@ -28,6 +28,7 @@ struct rbp_ktids;                           /* vm/kernel_tid.c */
 struct rbp_native;                          /* native/unwind.c */
 struct rbp_hold;                            /* native/hold.c */
 struct rbp_core_thread;                     /* memory/mem_core.c */
+#define RBP_INSTANTIATING_FNS 5             /* vm/instantiates.c */
 
 struct rbpeek_session {
     char error[1024];
@@ -106,6 +107,10 @@ struct rbpeek_session {
     uint64_t vm_exec_addr;              /* rb_vm_exec, where the VM runs Ruby frames (0: not found yet) */
     uint64_t gc_objspace;               /* the objspace (vm/gc_state.c): set at boot, never moved; 0 unread */
     bool vm_exec_looked_up;
+    uint64_t class_Class;               /* rb_cClass's value (vm/instantiates.c; 0: not found) */
+    uint64_t instantiating_fn[RBP_INSTANTIATING_FNS]; /* C functions that make their receiver's
+                                        * instance (vm/instantiates.c; 0: not found) */
+    bool instantiates_looked_up;
 };
 
 /* Records a one-line error and returns status. */

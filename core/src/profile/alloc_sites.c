@@ -24,6 +24,12 @@
  * (merged 0) is not judged: where its first Ruby frame stands is unknown,
  * and the allocator may be under another VM invocation's C code.
  *
+ * A site's type is read where its frame says it: a C frame of Class#new
+ * (Class#allocate, a Struct class's new) allocates an instance of its
+ * receiver (vm/instantiates.c); the samples of each (site, class) are
+ * counted. Other sites (a Ruby frame's bytecode, other C methods) have no
+ * type read.
+ *
  * On a loaded machine the target may not have run at all between two
  * samples (it waited for a CPU): the second sample would find it where the
  * first did, and one preemption would count as many samples. So a live
@@ -45,6 +51,14 @@
 #include "profile/profile.h"
 
 #define RAN_SLOTS 64   /* threads whose CPU time is remembered (the GVL holders) */
+#define TYPED_MAX 65536 /* (site, class) pairs counted; a sample beyond them keeps its site, not its class */
+
+/* Allocator samples of one site whose class was read. */
+typedef struct typed {
+    uint64_t klass;     /* 0: an empty slot */
+    uint32_t site;
+    uint64_t samples;
+} typed;
 
 struct rbpeek_alloc_sites {
     rbpeek_alloc_sites_stats st;
@@ -54,6 +68,8 @@ struct rbpeek_alloc_sites {
     size_t cap;
     const rbpeek_profile *p;    /* the profile the ids are of */
     rbp_sample_scratch scratch;
+    typed *typed;               /* open addressing on (site, class) */
+    size_t tcap, tused;
 };
 
 static const char *const ALLOCATOR[] = {
@@ -67,13 +83,18 @@ static const char *const ALLOCATOR[] = {
     "rb_gc_impl_new_obj",
 };
 
+static bool named_in(const char *symbol, const char *const *names, size_t count)
+{
+    if (!symbol) return false;
+    size_t n = strcspn(symbol, ".");   /* "newobj_alloc.cold" is newobj_alloc */
+    for (size_t i = 0; i < count; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], symbol, n) == 0) return true;
+    return false;
+}
+
 int rbpeek_alloc_sites_is_allocator(const char *symbol)
 {
-    if (!symbol) return 0;
-    size_t n = strcspn(symbol, ".");   /* "newobj_alloc.cold" is newobj_alloc */
-    for (size_t i = 0; i < sizeof ALLOCATOR / sizeof *ALLOCATOR; i++)
-        if (strlen(ALLOCATOR[i]) == n && memcmp(ALLOCATOR[i], symbol, n) == 0) return 1;
-    return 0;
+    return named_in(symbol, ALLOCATOR, sizeof ALLOCATOR / sizeof *ALLOCATOR);
 }
 
 rbpeek_alloc_sites *rbpeek_alloc_sites_new(void)
@@ -85,6 +106,7 @@ void rbpeek_alloc_sites_free(rbpeek_alloc_sites *a)
 {
     if (!a) return;
     free(a->count);
+    free(a->typed);
     rbp_sample_scratch_free(&a->scratch);
     free(a);
 }
@@ -97,7 +119,16 @@ void rbpeek_alloc_sites_get_stats(const rbpeek_alloc_sites *a, rbpeek_alloc_site
 }
 
 /* What a thread's whole stack says: 1 in the allocator (*gc: the GC at
- * work above it), 0 not, -1 not judged (not merged). */
+ * work above it), 0 not, -1 not judged (not merged).
+ *
+ * Also 1: the GC at work right under a C frame of Class#new (or another
+ * that makes its receiver's instance: vm/instantiates.c), with no Ruby
+ * frame between. Debian's stripped 3.1 makes a plain object there through
+ * static functions and tail calls that leave no named allocator frame,
+ * and nothing else in that frame starts a GC but the allocation (the
+ * dispatch to `initialize` may make a call cache, an allocation too).
+ * Without the GC at work such a sample is not judged in the allocator:
+ * there the allocator's own fast path is missed. */
 static int judge(const rbpeek_native_stack *ns, bool *gc)
 {
     *gc = false;
@@ -105,6 +136,8 @@ static int judge(const rbpeek_native_stack *ns, bool *gc)
     for (size_t i = 0; i < ns->nframes; i++) {
         const rbpeek_stack_frame *f = &ns->frames[i];
         if (f->kind == RBPEEK_FRAME_GC) *gc = true;
+        else if (f->kind == RBPEEK_FRAME_CFUNC && *gc && f->ruby && f->ruby->instantiates)
+            return 1; /* a GC Class#new started: see below */
         else if (f->kind == RBPEEK_FRAME_RUBY || f->kind == RBPEEK_FRAME_CFUNC) return 0;
         else if (f->kind == RBPEEK_FRAME_NATIVE && f->native && rbpeek_alloc_sites_is_allocator(f->native->symbol))
             return 1;
@@ -125,6 +158,47 @@ static bool count_site(rbpeek_alloc_sites *a, uint32_t id)
     }
     if (a->count[id]++ == 0) a->st.sites++;
     return true;
+}
+
+static size_t typed_slot(const typed *t, size_t cap, uint32_t site, uint64_t klass)
+{
+    size_t m = cap - 1, i = (size_t)((klass >> 3) * 0x9E3779B97F4A7C15ull ^ site) & m;
+    while (t[i].klass && (t[i].klass != klass || t[i].site != site)) i = (i + 1) & m;
+    return i;
+}
+
+/* One more sample of site allocating a klass; false only out of memory. */
+static bool count_typed(rbpeek_alloc_sites *a, uint32_t site, uint64_t klass)
+{
+    if ((a->tused + 1) * 2 > a->tcap) {
+        if (a->tused >= TYPED_MAX) return true; /* the class is not kept; the site was counted */
+        size_t cap = a->tcap ? a->tcap * 2 : 64;
+        typed *n = calloc(cap, sizeof *n);
+        if (!n) return false;
+        for (size_t i = 0; i < a->tcap; i++)
+            if (a->typed[i].klass) n[typed_slot(n, cap, a->typed[i].site, a->typed[i].klass)] = a->typed[i];
+        free(a->typed);
+        a->typed = n;
+        a->tcap = cap;
+    }
+    typed *t = &a->typed[typed_slot(a->typed, a->tcap, site, klass)];
+    if (!t->klass) {
+        *t = (typed){klass, site, 0};
+        a->tused++;
+    }
+    t->samples++;
+    a->st.typed++;
+    return true;
+}
+
+/* The class the innermost Ruby frame of t allocates an instance of, if its
+ * frame says (frames innermost first). */
+static uint64_t site_class(const rbpeek_thread *t)
+{
+    for (size_t i = 0; i < t->nframes; i++)
+        if (t->frames[i].kind == RBPEEK_FRAME_RUBY || t->frames[i].kind == RBPEEK_FRAME_CFUNC)
+            return t->frames[i].instantiates;
+    return 0;
 }
 
 /* The innermost Ruby frame of the stack just added (ids root first). */
@@ -193,6 +267,8 @@ rbp_sample_fate rbp_alloc_sites_add_thread(rbpeek_alloc_sites *a, rbpeek_profile
     size_t len = t->nframes + (opt && opt->per_thread ? 1 : 0);
     uint32_t site = site_of(p, a->scratch.ids, len);
     if (site != UINT32_MAX && !count_site(a, site)) return RBP_SAMPLE_NOMEM;
+    uint64_t klass = site != UINT32_MAX ? site_class(t) : 0;
+    if (klass && !count_typed(a, site, klass)) return RBP_SAMPLE_NOMEM;
     a->st.allocator++;
     if (gc) a->st.allocator_gc++;
     return RBP_SAMPLE_ADDED;
@@ -238,6 +314,38 @@ static int cmp_sites(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
+static int cmp_typed(const void *x, const void *y)
+{
+    const typed *a = x, *b = y;
+    if (a->samples != b->samples) return a->samples > b->samples ? -1 : 1;
+    return a->klass < b->klass ? -1 : a->klass > b->klass;
+}
+
+/* [{"class": address, "samples": n}] of a site, most samples first. A scan
+ * of the table per site: the sites written are a few hundred at most. */
+static void types_json(const rbpeek_alloc_sites *a, rbp_json *j, uint32_t site)
+{
+    typed mine[64];
+    size_t n = 0, more = 0;
+    for (size_t i = 0; i < a->tcap; i++)
+        if (a->typed[i].klass && a->typed[i].site == site) {
+            if (n < sizeof mine / sizeof *mine) mine[n++] = a->typed[i];
+            else more++;
+        }
+    if (n) qsort(mine, n, sizeof *mine, cmp_typed);
+    rbp_json_array(j);
+    for (size_t k = 0; k < n; k++) {
+        rbp_json_object(j);
+        rbp_json_key(j, "class");
+        rbp_json_u64(j, mine[k].klass);
+        rbp_json_key(j, "samples");
+        rbp_json_u64(j, mine[k].samples);
+        rbp_json_object_end(j);
+    }
+    (void)more; /* a site allocating more than 64 classes: its rarest are left out (counted in st.typed) */
+    rbp_json_array_end(j);
+}
+
 rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_profile *p, char **out)
 {
     if (!a || !p || !out) return RBPEEK_ERR_ARG;
@@ -270,6 +378,8 @@ rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_
         rbp_json_str(&j, f->d.kind == RBP_PF_CFUNC ? "cfunc" : "ruby");
         rbp_json_key(&j, "samples");
         rbp_json_u64(&j, ids[k].samples);
+        rbp_json_key(&j, "types");
+        types_json(a, &j, ids[k].id);
         rbp_json_object_end(&j);
     }
     rbp_json_array_end(&j);

@@ -29,6 +29,7 @@
 #include "base/arena.h"
 #include "context/context.h"
 #include "vm/frames.h"
+#include "vm/instantiates.h"
 #include "vm/robject.h"
 #include "vm/symbolize.h"
 
@@ -324,7 +325,9 @@ static int c_frame(walk *w, const rbp_cframe *f)
     rbp_cme cme;
     bool have_cme;
     if (frame_cme(w, f->ep, true, &cme, &have_cme) == W_STOP) return W_STOP;
-    return emit_cfunc(w, have_cme ? rbp_cfunc_label(w->s, &cme) : "<unknown C method>", NULL, NULL, 0);
+    int r = emit_cfunc(w, have_cme ? rbp_cfunc_label(w->s, &cme) : "<unknown C method>", NULL, NULL, 0);
+    if (r != W_STOP && have_cme) w->p[w->n - 1].f.instantiates = rbp_cfunc_instantiates(w->s, &cme, f->self);
+    return r;
 }
 
 /* C frames (and 3.4's c_trace, 4.0's internal frames) borrow the location

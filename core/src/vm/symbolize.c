@@ -347,6 +347,7 @@ bool rbp_cme_read(rbpeek_session *s, uint64_t cme, rbp_cme *out)
     uint64_t def = 0, type = 0;
     memset(out, 0, sizeof *out);
     if (!cme || !rbp_mem_u64(s->mem, cme + (uint64_t)rbp_off(L, RBP_L_me_def), &def) || !def) return false;
+    out->def = def;
     if (rbp_has(L, RBP_L_me_owner)) rbp_mem_u64(s->mem, cme + (uint64_t)rbp_off(L, RBP_L_me_owner), &out->owner);
     if (!rbp_mem_u64(s->mem, def + (uint64_t)rbp_off(L, RBP_L_mdef_original_id), &out->original_id)) return false;
     out->def_type = rbp_read_field(s, def, RBP_L_mdef_type, &type) ? (int)type : -1;

@@ -54,6 +54,7 @@ uint64_t rbp_frame_method_entry(rbpeek_session *s, uint64_t ep, size_t *budget);
 
 /* A method entry's definition. */
 typedef struct rbp_cme {
+    uint64_t def;            /* its rb_method_definition_t */
     uint64_t owner;
     uint64_t original_id;
     int def_type;            /* 0 = ISEQ, 1 = CFUNC, ... */

@@ -14,7 +14,8 @@ class Frame(ctypes.Structure):
     _c_ = "rbpeek_frame"
     _fields_ = [("label", ctypes.c_char_p), ("path", ctypes.c_char_p), ("absolute_path", ctypes.c_char_p),
                 ("lineno", ctypes.c_int32), ("kind", ctypes.c_int32), ("iseq", ctypes.c_uint64),
-                ("first_lineno", ctypes.c_int32), ("self", ctypes.c_uint64), ("ep", ctypes.c_uint64)]
+                ("first_lineno", ctypes.c_int32), ("self", ctypes.c_uint64), ("ep", ctypes.c_uint64),
+                ("instantiates", ctypes.c_uint64)]
 
 
 class Thread(ctypes.Structure):
@@ -197,4 +198,4 @@ class AllocSitesStats(ctypes.Structure):
     _c_ = "rbpeek_alloc_sites_stats"
     _fields_ = [("stacks", ctypes.c_uint64), ("allocator", ctypes.c_uint64), ("allocator_gc", ctypes.c_uint64),
                 ("gc_elsewhere", ctypes.c_uint64), ("unmerged", ctypes.c_uint64), ("no_native", ctypes.c_uint64),
-                ("sites", ctypes.c_uint64), ("not_run", ctypes.c_uint64)]
+                ("sites", ctypes.c_uint64), ("not_run", ctypes.c_uint64), ("typed", ctypes.c_uint64)]

@@ -173,7 +173,7 @@ class AllocSites(Owned):
         return {name: getattr(st, name) for name, _t in AllocSitesStats._fields_}
 
     def sites(self, profile):
-        """[{label, path, lineno, kind, samples}], most samples first."""
+        """[{label, path, lineno, kind, samples, types: [{class, samples}]}], most samples first."""
         out = ctypes.c_void_p()
         if lib().rbpeek_alloc_sites_json(self._h, profile._h, ctypes.byref(out)) != 0:
             raise RbpeekError("cannot list the allocation sites (out of memory)")

@@ -7,8 +7,10 @@
  * GC is there (GC.start), when it could not be merged, or when the thread
  * has no machine frames; the site is the innermost Ruby frame; the
  * allocator's names with the compiler's clone suffixes; the sites' JSON;
- * a live thread that has not run since its previous sample dropped; and
- * the profile scaled to estimated allocations.
+ * a live thread that has not run since its previous sample dropped; a
+ * site in Class#new counted with its class, and judged in the allocator
+ * with only unnamed frames between it and the GC; and the profile scaled
+ * to estimated allocations.
  */
 #define _GNU_SOURCE   /* gettid */
 #include <pthread.h>
@@ -24,11 +26,19 @@
 
 /* Ruby's frames of the thread, innermost first: "*" (a C method, at its
  * caller's line), site_a, <main>. */
-static const rbpeek_frame RUBY[] = {
+static const rbpeek_frame STRINGS[] = {
     {.label = "*", .path = "t.rb", .lineno = 7, .kind = RBPEEK_FRAME_CFUNC},
     {.label = "site_a", .path = "t.rb", .lineno = 7, .kind = RBPEEK_FRAME_RUBY, .first_lineno = 5},
     {.label = "<main>", .path = "t.rb", .lineno = 20, .kind = RBPEEK_FRAME_RUBY, .first_lineno = 1},
 };
+/* ... and a thread in Class#new (Point.new at line 9): it makes a Point. */
+#define POINT 0x7f0000c1a550ull
+static const rbpeek_frame POINTS[] = {
+    {.label = "new", .path = "t.rb", .lineno = 9, .kind = RBPEEK_FRAME_CFUNC, .instantiates = POINT},
+    {.label = "site_c", .path = "t.rb", .lineno = 9, .kind = RBPEEK_FRAME_RUBY, .first_lineno = 8},
+    {.label = "<main>", .path = "t.rb", .lineno = 21, .kind = RBPEEK_FRAME_RUBY, .first_lineno = 1},
+};
+static const rbpeek_frame *RUBY = STRINGS;   /* the frames the next stacks are built of */
 
 static rbpeek_thread thread_of(void)
 {
@@ -145,12 +155,46 @@ static void test_judge(void)
     char *json = NULL;
     CU_ASSERT_EQUAL_FATAL(rbpeek_alloc_sites_json(a, p, &json), RBPEEK_OK);
     CU_ASSERT_STRING_EQUAL(json, "{\"sites\":[{\"label\":\"*\",\"path\":\"t.rb\",\"lineno\":7,\"kind\":\"cfunc\","
-                                 "\"samples\":2}]}");
+                                 "\"samples\":2,\"types\":[]}]}");
     rbpeek_free(json);
     /* another profile is refused */
     rbpeek_profile *other = rbpeek_profile_new();
     CU_ASSERT_EQUAL(rbpeek_alloc_sites_json(a, other, &json), RBPEEK_ERR_ARG);
     rbpeek_profile_free(other);
+    rbpeek_profile_free(p);
+    rbpeek_alloc_sites_free(a);
+}
+
+static void test_typed(void)
+{
+    rbpeek_alloc_sites *a = rbpeek_alloc_sites_new();
+    rbpeek_profile *p = rbpeek_profile_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    RUBY = POINTS;
+    /* the named allocator under Class#new (an unstripped Ruby) */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "GC", "rb_wb_protected_newobj_of", NULL, "R0", "R1", "R2"), RBP_SAMPLE_ADDED);
+    /* stripped, tail calls: only unnamed frames between the GC and Class#new */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "GC", NULL, NULL, "R0", "R1", "R2"), RBP_SAMPLE_ADDED);
+    /* ... but without the GC at work, nothing says the allocator runs */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, NULL, NULL, "R0", "R1", "R2"), RBP_SAMPLE_FILTERED);
+    RUBY = STRINGS;
+    /* a GC under a C method that makes no instance of its receiver: elsewhere */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "GC", NULL, "R0", "R1", "R2"), RBP_SAMPLE_FILTERED);
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "rb_wb_protected_newobj_of", "R0", "R1", "R2"), RBP_SAMPLE_ADDED);
+    rbpeek_alloc_sites_stats st;
+    rbpeek_alloc_sites_get_stats(a, &st);
+    CU_ASSERT_EQUAL(st.allocator, 3);
+    CU_ASSERT_EQUAL(st.typed, 2);
+    CU_ASSERT_EQUAL(st.gc_elsewhere, 1);
+    CU_ASSERT_EQUAL(st.sites, 2);
+    char *json = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_alloc_sites_json(a, p, &json), RBPEEK_OK);
+    CU_ASSERT_STRING_EQUAL(json, "{\"sites\":[{\"label\":\"new\",\"path\":\"t.rb\",\"lineno\":9,\"kind\":\"cfunc\","
+                                 "\"samples\":2,\"types\":[{\"class\":139637989418320,\"samples\":2}]},"
+                                 "{\"label\":\"*\",\"path\":\"t.rb\",\"lineno\":7,\"kind\":\"cfunc\","
+                                 "\"samples\":1,\"types\":[]}]}");
+    rbpeek_free(json);
     rbpeek_profile_free(p);
     rbpeek_alloc_sites_free(a);
 }
@@ -236,6 +280,7 @@ static void test_scale(void)
 static const rbp_cu_test TESTS[] = {
     {"allocator names", test_names},
     {"judging stacks", test_judge},
+    {"a site in Class#new, with its class", test_typed},
     {"a thread that has not run since its last sample", test_not_run},
     {"scaling to estimated allocations", test_scale},
     {NULL, NULL},
