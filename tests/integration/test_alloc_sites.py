@@ -15,7 +15,9 @@ the totals every 50 ms. Over exactly the wall-clock window the JSON gives
       the two: a Ruby frame may report an earlier line of its method when
       its instruction saves no pc, as 3.1's putstring does) within 5
       points of the program's own split; String#* at site_a's line; the rate within 25%
-      of the program's own; every site has label, path, lineno, count and
+      of the program's own; the types read: Point at site_c's line (Class#new)
+      and Pair at site_d's (a Struct class's new), nothing else anywhere
+      (String#* at a and b has none); every site has label, path, lineno, count and
       types, and the counts add up to the total; the folded stacks,
       weighted by estimated allocations, add up to it too, and every one
       of them ends at a Ruby frame of the program;
@@ -180,9 +182,42 @@ def check_result(c, r, sites_rec, folded):
                 raise Failure("%s: a folded stack does not end in a Ruby frame of the program: %s" % (who, leaf))
     if abs(weights - total) > 0.01 * total:
         raise Failure("%s: the folded stacks weigh %d, the total is %d" % (who, weights, total))
+    typed = check_types(c, r, sites_rec)
     harness.log("  %s: %d allocator samples of %d; site_a %.1f%% (the program: %.1f%%); rate %.2f M/s (the "
-                "program: %.2f M/s)" % (who, r["samples"], r["samples_taken"], got_split, own_split,
-                                        r["rate_per_s"] / 1e6, own_rate / 1e6))
+                "program: %.2f M/s); types %s" % (who, r["samples"], r["samples_taken"], got_split, own_split,
+                                                   r["rate_per_s"] / 1e6, own_rate / 1e6, typed))
+
+
+def check_types(c, r, sites_rec):
+    """site_c's line allocates Points in Class#new, site_d's Pairs in their
+    Struct class's new: the types read there are those classes alone, with
+    estimates that add up to those lines' counts; String#* (sites a and b)
+    has none read. (The main loop's log line makes a Time now and then,
+    which 3.1's Time.now makes in Class#new: read too, and not judged.)"""
+    who, path = c.name, sites_rec["path"]
+    named = {}
+    for which in ("c", "d"):
+        line, want = sites_rec[which]["lineno"], sites_rec[which]["class"]
+        here = [s for s in r["sites"] if s["path"] == path and s["lineno"] == line]
+        types = {}
+        for s in here:
+            for name, n in s["types"].items():
+                types[name] = types.get(name, 0) + n
+        if set(types) != {want}:
+            raise Failure("%s: line %d allocates %s, and the types read there are %s" % (who, line, want, types))
+        count = sum(s["count"] for s in here if s["kind"] == "cfunc")
+        if abs(types[want] - count) > len(here) + 0.001 * count:
+            raise Failure("%s: line %d's %s: %d estimated of the line's %d in its C frame" % (who, line, want,
+                                                                                               types[want], count))
+        named[want] = sum(s["typed_samples"] for s in here)
+    strings = [s for s in r["sites"] for which in ("a", "b")
+               if s["path"] == path and sites_rec[which]["lines"][0] <= s["lineno"] <= sites_rec[which]["lines"][1]]
+    if any(s["types"] for s in strings):
+        raise Failure("%s: types read at String#*'s sites: %s" % (who, [s["types"] for s in strings if s["types"]]))
+    if not set(named) <= set(r["types"]) or r["typed_samples"] < sum(named.values()):
+        raise Failure("%s: the JSON's types %s (%d samples), the sites' %s" % (who, r["types"], r["typed_samples"],
+                                                                              named))
+    return named
 
 
 def check(c):
