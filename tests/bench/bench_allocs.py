@@ -3,7 +3,7 @@ stackprof's mode: :object (not a test; prints the table of
 docs/performance.md).
 
     python3 tests/bench/bench_allocs.py [--ruby debian-3.1] [--repeat 3] [--debugger gdb]
-    python3 tests/bench/bench_allocs.py [--ruby debian-3.1] --interleaved N
+    python3 tests/bench/bench_allocs.py [--ruby debian-3.1] --interleaved N [--control]
 
 The workload (tests/bench/alloc_workload.rb) allocates a few million small
 objects a second on its main thread and logs its own iterations every
@@ -37,7 +37,13 @@ workload each, N windows of 2 s, each followed by 2 s undisturbed, each
 window against the 1.5 s before and after its command. Plain `rbpeek
 allocs` stops nothing (it reads the GC's counters), so its figure is the
 benchmark's own floor: how much a window differs from its neighbours with
-no cost at all.
+no cost at all. With --control a second, identical workload runs beside
+it, never observed, and each window's figure is divided by the control's
+over the same spans: what the machine itself does to both (this virtual
+machine's speed moves by 20-40% from one 2 s window to the next) cancels,
+and what rbpeek does to its target remains. (The sampler's own CPU time
+competes with either workload; on a 2-CPU machine with the two workloads
+on it, that cost is counted too.)
 Debian's ruby-stackprof is built for Debian's ruby3.1, hence the default Ruby.
 """
 
@@ -131,12 +137,17 @@ def run_rbpeek(ruby, debugger, workdir, extra=""):
         proc.wait()
 
 
-def run_interleaved(ruby, workdir, runs, extra):
+def run_interleaved(ruby, workdir, runs, extra, control=False):
     """One workload; runs times: `rbpeek allocs --pid` (the command line:
     no debugger stops it to attach) for 2 s, then 2 s alone. Each run's
     window (the JSON's started_at..ended_at) against the 1.5 s before and
-    after the command: a list of (kept, kept per CPU second, held share)."""
+    after the command: a list of (kept, kept per CPU second, held share),
+    with control each divided by the control workload's over the same spans."""
     proc = start(ruby, workdir)
+    cdir = os.path.join(workdir, "control")
+    if control:
+        os.makedirs(cdir)
+        cproc = start(ruby, cdir)
     got = []
     try:
         time.sleep(2.0)
@@ -150,16 +161,23 @@ def run_interleaved(ruby, workdir, runs, extra):
             time.sleep(2.0)
             r = json.load(open(out))
             rows, _ = read_log(workdir)
-            got.append((kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1)),
-                        kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=True),
-                        r.get("held_s", 0.0) / r["sampled_s"] if r.get("sampled_s") else None))
+            k = [kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=cpu) for cpu in (False, True)]
+            if control:
+                crows, _ = read_log(cdir)
+                c = [kept(crows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=cpu)
+                     for cpu in (False, True)]
+                k = [a / b if a is not None and b else None for a, b in zip(k, c)]
+            got.append((k[0], k[1], r.get("held_s", 0.0) / r["sampled_s"] if r.get("sampled_s") else None))
     finally:
         proc.kill()
         proc.wait()
+        if control:
+            cproc.kill()
+            cproc.wait()
     return got
 
 
-def interleaved(ruby, runs):
+def interleaved(ruby, runs, control=False):
     """--interleaved: plain `rbpeek allocs` (which stops nothing: the
     benchmark's own floor) and `--sites`, each in one workload, windows
     interleaved with undisturbed ones; the medians."""
@@ -168,7 +186,7 @@ def interleaved(ruby, runs):
     for name, extra in (("`rbpeek allocs` (stops nothing)", []), ("`rbpeek allocs --sites` (default 50 Hz)", ["--sites"])):
         d = tempfile.mkdtemp(prefix="rbpeek-bench-allocs-")
         try:
-            got = run_interleaved(ruby, d, runs, extra)
+            got = run_interleaved(ruby, d, runs, extra, control)
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
@@ -178,7 +196,8 @@ def interleaved(ruby, runs):
         each = " ".join("%.1f" % (100 * g[0]) for g in got if g[0] is not None)
         rows.append("| %s | %s (%s) | %s | %s |" % (name, fmt(med(0)), each, fmt(med(1)), fmt(med(2))))
     print("load average after: %s" % open("/proc/loadavg").read().strip())
-    print("\nmedian of %d windows of 2 s, each against the 1.5 s before and after it, in one workload\n" % runs)
+    print("\nmedian of %d windows of 2 s, each against the 1.5 s before and after it, in one workload%s\n"
+          % (runs, ", over the same of a control workload beside it" if control else ""))
     print("| command | speed kept (wall clock; median, each window) | per CPU second | held stopped |")
     print("|---|---:|---:|---:|")
     for r in rows:
@@ -210,10 +229,12 @@ def main():
     ap.add_argument("--debugger", default="gdb", choices=("gdb", "lldb"))
     ap.add_argument("--interleaved", type=int, metavar="N",
                     help="instead: N windows of the command line's allocs and allocs --sites in one workload each")
+    ap.add_argument("--control", action="store_true",
+                    help="with --interleaved: each window over the same spans of an unobserved workload beside it")
     a = ap.parse_args()
     ruby = harness.ruby_binary(a.ruby)
     if a.interleaved:
-        return interleaved(ruby, a.interleaved)
+        return interleaved(ruby, a.interleaved, a.control)
     results = {"rbpeek_window": [], "rbpeek_command": [], "sp1": [], "sp1000": [],
                "rbpeek_window_cpu": [], "sp1_cpu": [], "sp1000_cpu": [],
                "sites_window": [], "sites_window_cpu": [], "sites_held": []}
