@@ -66,6 +66,7 @@ WORKLOAD = os.path.join(HERE, "alloc_workload.rb")
 GDB_PLUGIN = os.path.join(REPO, "gdb-plugin", "rbpeek.py")
 CLI = os.path.join(REPO, "tools", "rbpeek")
 LLDB_PLUGIN = os.path.join(REPO, "lldb-plugin", "rbpeek.py")
+WARM_UP = 8.0       # seconds of the workload before --interleaved's first window
 
 
 def start(ruby, workdir, env_extra=None):
@@ -150,7 +151,10 @@ def run_interleaved(ruby, workdir, runs, extra, control=False):
         cproc = start(ruby, cdir)
     got = []
     try:
-        time.sleep(2.0)
+        # The workload's first seconds are its heap's growth: alone, its
+        # speed over 0.5 s windows swung 61-109% of its mean until about
+        # 6 s, then stayed within 96-110%.
+        time.sleep(WARM_UP)
         for i in range(runs):
             out = os.path.join(workdir, "allocs-%d.json" % i)
             t_cmd0 = time.time()
