@@ -186,8 +186,9 @@ typedef struct rbpeek_frame {
                                  * iseq's first line), 0 for C frames or unknown */
     uint64_t self;              /* the frame's self (Ruby frames; else 0) */
     uint64_t ep;                /* its environment pointer: where its locals are (Ruby frames; else 0) */
-    uint64_t instantiates;      /* C frames of Class#new, Class#allocate and a Struct class's new: the
-                                 * class whose instance they allocate (their self); else 0 */
+    uint64_t instantiates;      /* a thread's innermost frame, when a C frame of Class#new,
+                                 * Class#allocate, a Struct class's new or Array.new: the class whose
+                                 * instance it allocates (its self); else 0 (and on every other frame) */
 } rbpeek_frame;
 
 /* The GC at work on a thread (rbpeek_thread.gc): its phase, as the

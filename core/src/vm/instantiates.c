@@ -54,12 +54,12 @@ static bool is_class(rbpeek_session *s, uint64_t v)
 uint64_t rbp_cfunc_instantiates(rbpeek_session *s, const rbp_cme *cme, uint64_t self)
 {
     if (!cme || cme->def_type != VM_METHOD_TYPE_CFUNC || !self) return 0;
+    /* Every one of them is named new or allocate: asked first, as the ID's
+     * name is cached and the C function is one more read. */
+    const char *name = rbp_id_name(s, cme->original_id);
+    if (!name || (strcmp(name, "new") != 0 && strcmp(name, "allocate") != 0)) return 0;
     if (!s->instantiates_looked_up) look_up(s);
-    bool yes = false;
-    if (s->class_Class && cme->owner == s->class_Class) {
-        const char *name = rbp_id_name(s, cme->original_id);
-        yes = name && (strcmp(name, "new") == 0 || strcmp(name, "allocate") == 0);
-    }
+    bool yes = s->class_Class && cme->owner == s->class_Class;
     if (!yes && cme->def && rbp_has(&s->layout, RBP_L_mdef_cfunc_func)) {
         uint64_t fn = 0;
         yes = rbp_mem_u64(s->mem, cme->def + (uint64_t)rbp_off(&s->layout, RBP_L_mdef_cfunc_func), &fn) &&
