@@ -314,35 +314,36 @@ static int cmp_sites(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* By site, then most samples first. */
 static int cmp_typed(const void *x, const void *y)
 {
     const typed *a = x, *b = y;
+    if (a->site != b->site) return a->site < b->site ? -1 : 1;
     if (a->samples != b->samples) return a->samples > b->samples ? -1 : 1;
     return a->klass < b->klass ? -1 : a->klass > b->klass;
 }
 
-/* [{"class": address, "samples": n}] of a site, most samples first. A scan
- * of the table per site: the sites written are a few hundred at most. */
-static void types_json(const rbpeek_alloc_sites *a, rbp_json *j, uint32_t site)
+#define TYPES_PER_SITE 64   /* classes written for a site, its most sampled */
+
+/* [{"class": address, "samples": n}] of a site, from the (site, class)
+ * pairs sorted by cmp_typed: its run found by bisection. */
+static void types_json(const typed *sorted, size_t n, rbp_json *j, uint32_t site)
 {
-    typed mine[64];
-    size_t n = 0, more = 0;
-    for (size_t i = 0; i < a->tcap; i++)
-        if (a->typed[i].klass && a->typed[i].site == site) {
-            if (n < sizeof mine / sizeof *mine) mine[n++] = a->typed[i];
-            else more++;
-        }
-    if (n) qsort(mine, n, sizeof *mine, cmp_typed);
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid].site < site) lo = mid + 1;
+        else hi = mid;
+    }
     rbp_json_array(j);
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = lo; k < n && k - lo < TYPES_PER_SITE && sorted[k].site == site; k++) {
         rbp_json_object(j);
         rbp_json_key(j, "class");
-        rbp_json_u64(j, mine[k].klass);
+        rbp_json_u64(j, sorted[k].klass);
         rbp_json_key(j, "samples");
-        rbp_json_u64(j, mine[k].samples);
+        rbp_json_u64(j, sorted[k].samples);
         rbp_json_object_end(j);
     }
-    (void)more; /* a site allocating more than 64 classes: its rarest are left out (counted in st.typed) */
     rbp_json_array_end(j);
 }
 
@@ -357,6 +358,15 @@ rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_
     for (size_t id = 0; id < a->cap && n < a->st.sites; id++)
         if (a->count[id] && id < p->nnames) ids[n++] = (site_ref){a->count[id], (uint32_t)id};
     if (n) qsort(ids, n, sizeof *ids, cmp_sites);
+    typed *pairs = a->tused ? malloc(a->tused * sizeof *pairs) : NULL;
+    if (a->tused && !pairs) {
+        free(ids);
+        return RBPEEK_ERR_NOMEM;
+    }
+    size_t npairs = 0;
+    for (size_t i = 0; i < a->tcap; i++)
+        if (a->typed[i].klass) pairs[npairs++] = a->typed[i];
+    if (npairs) qsort(pairs, npairs, sizeof *pairs, cmp_typed);
     rbp_strbuf b;
     rbp_sb_init(&b);
     rbp_json j;
@@ -379,12 +389,13 @@ rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_
         rbp_json_key(&j, "samples");
         rbp_json_u64(&j, ids[k].samples);
         rbp_json_key(&j, "types");
-        types_json(a, &j, ids[k].id);
+        types_json(pairs, npairs, &j, ids[k].id);
         rbp_json_object_end(&j);
     }
     rbp_json_array_end(&j);
     rbp_json_object_end(&j);
     free(ids);
+    free(pairs);
     if (b.oom) {
         rbp_sb_free(&b);
         return RBPEEK_ERR_NOMEM;
