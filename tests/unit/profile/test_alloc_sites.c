@@ -199,6 +199,41 @@ static void test_typed(void)
     rbpeek_alloc_sites_free(a);
 }
 
+/* A site making 70 classes: its 64 most sampled are written, most first;
+ * another site's classes stay its own. */
+static void test_typed_many(void)
+{
+    rbpeek_alloc_sites *a = rbpeek_alloc_sites_new();
+    rbpeek_profile *p = rbpeek_profile_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rbpeek_frame frames[3];
+    memcpy(frames, POINTS, sizeof frames);
+    RUBY = frames;
+    for (uint64_t k = 1; k <= 70; k++) {
+        frames[0].instantiates = 0x10000 * k;
+        for (uint64_t i = 0; i < k; i++)
+            CU_ASSERT_EQUAL(JUDGE(a, p, 1, "GC", NULL, "R0", "R1", "R2"), RBP_SAMPLE_ADDED);
+    }
+    frames[0].lineno = frames[1].lineno = 11; /* another line: another site */
+    frames[0].instantiates = 0x10000;
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "GC", NULL, "R0", "R1", "R2"), RBP_SAMPLE_ADDED);
+    RUBY = STRINGS;
+    char *json = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_alloc_sites_json(a, p, &json), RBPEEK_OK);
+    size_t classes = 0;
+    for (const char *q = json; (q = strstr(q, "\"class\":")); q++) classes++;
+    CU_ASSERT_EQUAL(classes, 64 + 1);
+    /* most first: 70 samples of 0x460000, then 69 of 0x450000 */
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"types\":[{\"class\":4587520,\"samples\":70},{\"class\":4521984,\"samples\":69},"));
+    /* the six least sampled left out: 0x70000 (7 samples) is the last written */
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "{\"class\":458752,\"samples\":7}]}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"lineno\":11,\"kind\":\"cfunc\",\"samples\":1,\"types\":[{\"class\":65536,\"samples\":1}]}"));
+    rbpeek_free(json);
+    rbpeek_profile_free(p);
+    rbpeek_alloc_sites_free(a);
+}
+
 static int pipe_fds[2];
 static _Atomic pid_t parked_tid;
 
@@ -281,6 +316,7 @@ static const rbp_cu_test TESTS[] = {
     {"allocator names", test_names},
     {"judging stacks", test_judge},
     {"a site in Class#new, with its class", test_typed},
+    {"a site making many classes", test_typed_many},
     {"a thread that has not run since its last sample", test_not_run},
     {"scaling to estimated allocations", test_scale},
     {NULL, NULL},
