@@ -9,8 +9,8 @@
  * allocator's names with the compiler's clone suffixes; the sites' JSON;
  * a live thread that has not run since its previous sample dropped; a
  * site in Class#new counted with its class, and judged in the allocator
- * with only unnamed frames between it and the GC; and the profile scaled
- * to estimated allocations.
+ * with only unnamed frames between it and the GC; a site's 64 most sampled
+ * classes written; and the profile scaled to estimated allocations.
  */
 #define _GNU_SOURCE   /* gettid */
 #include <pthread.h>
