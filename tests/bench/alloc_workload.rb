@@ -3,13 +3,14 @@
 # counts its own iterations and logs "REALTIME ITERATIONS CPU_SECONDS" (the
 # process's CPU clock) every 50 ms to OUT_DIR/iter.log. With STACKPROF_OBJECT=INTERVAL in the environment it
 # runs stackprof in mode: :object (one sample every INTERVAL allocations)
-# from 2 s to 4 s of its life, and logs "stackprof start" / "stackprof stop"
+# from STACKPROF_START (default 2) s to 2 s later in its life, and logs "stackprof start" / "stackprof stop"
 # lines with their times, so the bench can compare those seconds with the
 # ones around them in the same process.
 OUT = ARGV[0] or abort("usage: alloc_workload.rb OUT_DIR")
 LOG = File.open(File.join(OUT, "iter.log"), "a")
 LOG.sync = true
 SP = ENV["STACKPROF_OBJECT"]
+SP_START = Float(ENV["STACKPROF_START"] || 2)
 require "stackprof" if SP
 
 def work(n)
@@ -31,11 +32,11 @@ loop do
   work(500)
   iters += 500
   now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-  if SP && phase == 0 && now - t_start >= 2
+  if SP && phase == 0 && now - t_start >= SP_START
     StackProf.start(mode: :object, interval: Integer(SP), raw: false)
     LOG.write(format("%.6f stackprof start\n", Time.now.to_f))
     phase = 1
-  elsif SP && phase == 1 && now - t_start >= 4
+  elsif SP && phase == 1 && now - t_start >= SP_START + 2
     StackProf.stop
     LOG.write(format("%.6f stackprof stop %d samples\n", Time.now.to_f, StackProf.results[:samples]))
     phase = 2

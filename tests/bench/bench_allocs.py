@@ -4,6 +4,7 @@ docs/performance.md).
 
     python3 tests/bench/bench_allocs.py [--ruby debian-3.1] [--repeat 3] [--debugger gdb]
     python3 tests/bench/bench_allocs.py [--ruby debian-3.1] --interleaved N [--control]
+    python3 tests/bench/bench_allocs.py [--ruby debian-3.1] --paired N
 
 The workload (tests/bench/alloc_workload.rb) allocates a few million small
 objects a second on its main thread and logs its own iterations every
@@ -44,12 +45,18 @@ machine's speed moves by 20-40% from one 2 s window to the next) cancels,
 and what rbpeek does to its target remains. (The sampler's own CPU time
 competes with either workload; on a 2-CPU machine with the two workloads
 on it, that cost is counted too.)
+--paired N: one workload, warmed up; N rounds, each a plain `rbpeek
+allocs` window and an `--sites` one, the order alternating; each `--sites`
+window over its round's plain one, with the 95% bootstrap interval of the
+mean of those ratios; then stackprof's object mode (interval 1 and 1000)
+in workloads of their own, over the same 2 s after the same warm-up.
 Debian's ruby-stackprof is built for Debian's ruby3.1, hence the default Ruby.
 """
 
 import argparse
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -138,6 +145,29 @@ def run_rbpeek(ruby, debugger, workdir, extra=""):
         proc.wait()
 
 
+def window(pid, workdir, tag, extra, control_dir=None):
+    """`rbpeek allocs --pid PID --duration 2` (the command line: no debugger
+    stops the target to attach), then 2 s alone; the window (the JSON's
+    started_at..ended_at) against the 1.5 s before and after the command:
+    (kept, kept per CPU second, held share), each divided by the control
+    workload's over the same spans when there is one."""
+    out = os.path.join(workdir, "allocs-%s.json" % tag)
+    t_cmd0 = time.time()
+    subprocess.run([sys.executable, CLI, "allocs", "--pid", str(pid), "--duration", "2", "--json", "-o", out] + extra,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, timeout=120,
+                   check=True)
+    t_cmd1 = time.time()
+    time.sleep(2.0)
+    r = json.load(open(out))
+    rows, _ = read_log(workdir)
+    k = [kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=cpu) for cpu in (False, True)]
+    if control_dir:
+        crows, _ = read_log(control_dir)
+        c = [kept(crows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=cpu) for cpu in (False, True)]
+        k = [a / b if a is not None and b else None for a, b in zip(k, c)]
+    return k[0], k[1], r.get("held_s", 0.0) / r["sampled_s"] if r.get("sampled_s") else None
+
+
 def run_interleaved(ruby, workdir, runs, extra, control=False):
     """One workload; runs times: `rbpeek allocs --pid` (the command line:
     no debugger stops it to attach) for 2 s, then 2 s alone. Each run's
@@ -156,22 +186,7 @@ def run_interleaved(ruby, workdir, runs, extra, control=False):
         # 6 s, then stayed within 96-110%.
         time.sleep(WARM_UP)
         for i in range(runs):
-            out = os.path.join(workdir, "allocs-%d.json" % i)
-            t_cmd0 = time.time()
-            subprocess.run([sys.executable, CLI, "allocs", "--pid", str(proc.pid), "--duration", "2", "--json",
-                            "-o", out] + extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           stdin=subprocess.DEVNULL, timeout=120, check=True)
-            t_cmd1 = time.time()
-            time.sleep(2.0)
-            r = json.load(open(out))
-            rows, _ = read_log(workdir)
-            k = [kept(rows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=cpu) for cpu in (False, True)]
-            if control:
-                crows, _ = read_log(cdir)
-                c = [kept(crows, r["started_at"], r["ended_at"], base=(t_cmd0, t_cmd1), cpu=cpu)
-                     for cpu in (False, True)]
-                k = [a / b if a is not None and b else None for a, b in zip(k, c)]
-            got.append((k[0], k[1], r.get("held_s", 0.0) / r["sampled_s"] if r.get("sampled_s") else None))
+            got.append(window(proc.pid, workdir, str(i), extra, cdir if control else None))
     finally:
         proc.kill()
         proc.wait()
@@ -209,10 +224,84 @@ def interleaved(ruby, runs, control=False):
     return 0
 
 
-def run_stackprof(ruby, interval, workdir):
-    proc = start(ruby, workdir, {"STACKPROF_OBJECT": str(interval)})
+def run_paired(ruby, workdir, rounds):
+    """One workload, warmed up; rounds of a plain `rbpeek allocs` window and
+    an `rbpeek allocs --sites` one (window(): 2 s, then 2 s alone), the
+    order alternating from round to round: [(plain kept, --sites kept,
+    --sites held share)]."""
+    proc = start(ruby, workdir)
+    got = []
     try:
-        time.sleep(6.0)
+        time.sleep(WARM_UP)
+        for i in range(rounds):
+            each = {}
+            for extra in (([], ["--sites"]) if i % 2 == 0 else (["--sites"], [])):
+                each[bool(extra)] = window(proc.pid, workdir, "%d%s" % (i, "s" if extra else ""), extra)
+            got.append((each[False][0], each[True][0], each[True][2]))
+    finally:
+        proc.kill()
+        proc.wait()
+    return got
+
+
+def bootstrap_mean_ci(vals, resamples=10000, seed=1):
+    """The 95% percentile bootstrap interval of the mean of vals."""
+    rng = random.Random(seed)
+    n = len(vals)
+    means = sorted(sum(rng.choice(vals) for _ in range(n)) / n for _ in range(resamples))
+    return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+
+
+def paired(ruby, rounds):
+    """--paired: `--sites` against plain `rbpeek allocs` (which stops
+    nothing) window by window in one workload, and stackprof's object mode
+    in workloads of its own, in one run of this script."""
+    print("load average before: %s" % open("/proc/loadavg").read().strip())
+    d = tempfile.mkdtemp(prefix="rbpeek-bench-allocs-")
+    try:
+        got = run_paired(ruby, d, rounds)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    sp = {}
+    for interval in (1, 1000):
+        d = tempfile.mkdtemp(prefix="rbpeek-bench-allocs-")
+        try:
+            sp[interval] = run_stackprof(ruby, interval, d, start_s=WARM_UP)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    print("load average after: %s" % open("/proc/loadavg").read().strip())
+    pairs = [(a, b, h) for a, b, h in got if a and b]
+    ratios = [b / a for a, b, _ in pairs]
+    lo, hi = bootstrap_mean_ci(ratios)
+    print("\n%d rounds, each a plain `rbpeek allocs` window and an `rbpeek allocs --sites` one (default 50 Hz) of "
+          "2 s, in one workload after %g s of warm-up, the order alternating; each window against the 1.5 s before "
+          "and after its command\n" % (len(pairs), WARM_UP))
+    print("| | median | mean [95% interval] | windows from .. to |")
+    print("|---|---:|---:|---:|")
+    print("| `rbpeek allocs` (stops nothing): speed kept | %s | %s | %s-%s |" % (
+        fmt(statistics.median(a for a, _, _ in pairs)), fmt(statistics.mean(a for a, _, _ in pairs)),
+        fmt(min(a for a, _, _ in pairs)), fmt(max(a for a, _, _ in pairs))))
+    print("| `rbpeek allocs --sites`: speed kept | %s | %s | %s-%s |" % (
+        fmt(statistics.median(b for _, b, _ in pairs)), fmt(statistics.mean(b for _, b, _ in pairs)),
+        fmt(min(b for _, b, _ in pairs)), fmt(max(b for _, b, _ in pairs))))
+    print("| `--sites` over the plain window of its round | %s | %s [%s-%s] | %s-%s |" % (
+        fmt(statistics.median(ratios)), fmt(statistics.mean(ratios)), fmt(lo), fmt(hi), fmt(min(ratios)),
+        fmt(max(ratios))))
+    held = [h for _, _, h in pairs if h is not None]
+    print("| `--sites`: the GVL holder held stopped, share of the time sampled | %s | %s | %s-%s |" % (
+        fmt(statistics.median(held)), fmt(statistics.mean(held)), fmt(min(held)), fmt(max(held))))
+    for interval in (1, 1000):
+        print("| stackprof `mode: :object`, interval %d: speed kept (per CPU second %s) | %s | | |"
+              % (interval, fmt(sp[interval][1]), fmt(sp[interval][0])))
+    return 0
+
+
+def run_stackprof(ruby, interval, workdir, start_s=2.0):
+    """stackprof's object mode in a workload of its own, from start_s to
+    start_s + 2 of its life, against the 1.5 s around: (kept, per CPU second)."""
+    proc = start(ruby, workdir, {"STACKPROF_OBJECT": str(interval), "STACKPROF_START": str(start_s)})
+    try:
+        time.sleep(start_s + 4.0)
         rows, marks = read_log(workdir)
         if "start" not in marks or "stop" not in marks:
             raise SystemExit("stackprof did not run in the workload (is ruby-stackprof installed for this Ruby?)")
@@ -233,10 +322,14 @@ def main():
     ap.add_argument("--debugger", default="gdb", choices=("gdb", "lldb"))
     ap.add_argument("--interleaved", type=int, metavar="N",
                     help="instead: N windows of the command line's allocs and allocs --sites in one workload each")
+    ap.add_argument("--paired", type=int, metavar="N",
+                    help="instead: N rounds of a plain and a --sites window in one workload, and stackprof")
     ap.add_argument("--control", action="store_true",
                     help="with --interleaved: each window over the same spans of an unobserved workload beside it")
     a = ap.parse_args()
     ruby = harness.ruby_binary(a.ruby)
+    if a.paired:
+        return paired(ruby, a.paired)
     if a.interleaved:
         return interleaved(ruby, a.interleaved, a.control)
     results = {"rbpeek_window": [], "rbpeek_command": [], "sp1": [], "sp1000": [],
