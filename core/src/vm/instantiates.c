@@ -2,8 +2,8 @@
  * C method frames that allocate an instance of their receiver (see
  * instantiates.h). Decided from the method entry: its owner is Class (the
  * value of the exported global rb_cClass) and its name "new" or
- * "allocate"; or its C function is one of INSTANTIATING, found by name
- * (.dynsym, or .symtab where the Ruby keeps it): a Struct class's `new` is
+ * "allocate"; or its C function is one of INSTANTIATING, found by name in
+ * the images (.dynsym, or .symtab where the Ruby keeps it): a Struct class's `new` is
  * owned by its singleton class and 3.3's Array.new by Array's, so only the
  * function tells them. Each of these allocates the receiver's instance in
  * its own frame and calls `initialize` in a frame of its own. Both are
@@ -29,13 +29,21 @@ static const char *const INSTANTIATING[RBP_INSTANTIATING_FNS] = {
     "struct_new_kw",                 /* 2.7: a Struct class's new (static) */
 };
 
+/* In the images' symbols only: this runs in the middle of a sample, maybe
+ * with its thread held stopped, and a debugger's lookup of a name a
+ * stripped Ruby lacks searched every symbol it had (and took a Ctrl-C
+ * into a callback). What the debugger could add, debug info of the static
+ * functions, is rare. */
 static void look_up(rbpeek_session *s)
 {
     const char *how;
     uint64_t at = 0, v = 0;
-    s->class_Class = rbp_symbol_lookup(s, "rb_cClass", &at, &how) && rbp_mem_u64(s->mem, at, &v) ? v : 0;
+    s->class_Class = rbp_symbol_lookup_in(s, "rb_cClass", &at, &how, RBP_SYM_IMAGES) && rbp_mem_u64(s->mem, at, &v)
+                         ? v
+                         : 0;
     for (size_t i = 0; i < RBP_INSTANTIATING_FNS; i++)
-        if (!rbp_symbol_lookup(s, INSTANTIATING[i], &s->instantiating_fn[i], &how)) s->instantiating_fn[i] = 0;
+        if (!rbp_symbol_lookup_in(s, INSTANTIATING[i], &s->instantiating_fn[i], &how, RBP_SYM_IMAGES))
+            s->instantiating_fn[i] = 0;
     s->instantiates_looked_up = true;
 }
 

@@ -110,12 +110,14 @@ class Sampler:
         s, p = self._args
         self._invalidate(s)
         if self._take(s, self._max, self._snap_ref) != 0:
+            self._session.raise_pending_interrupt()
             return None
         try:
             st = self._add(p, self._snap, self._opts_ref, self._result_ref)
         finally:
             self._free(self._snap)
             self._snap.value = None
+        self._session.raise_pending_interrupt()
         if st != 0:
             raise RbpeekError(decode(lib().rbpeek_profile_error(p)) or "cannot add a sample")
         return self._result

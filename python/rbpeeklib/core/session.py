@@ -155,13 +155,28 @@ class Session(Owned):
         if not self._h:
             raise RbpeekError("out of memory")
         self._keep = []  # ctypes callbacks must outlive the C session
+        self._interrupted = False
 
     def error(self):
         return decode(lib().rbpeek_session_error(self._h)) or "unknown error"
 
     def _check(self, status):
+        self.raise_pending_interrupt()
         if status != 0:
             raise RbpeekError(self.error())
+
+    def _interrupt_in_callback(self):
+        """gdb raises Ctrl-C as KeyboardInterrupt in whatever Python code
+        runs, also a callback the core made (a memory read, a symbol
+        lookup); ctypes would print its traceback into the debugger and
+        drop it. The callback fails instead, and the interrupt is raised
+        again once the core has returned (raise_pending_interrupt)."""
+        self._interrupted = True
+
+    def raise_pending_interrupt(self):
+        if self._interrupted:
+            self._interrupted = False
+            raise KeyboardInterrupt
 
     def use_pid(self, pid):
         self._check(lib().rbpeek_session_use_pid(self._h, int(pid)))
@@ -175,6 +190,9 @@ class Session(Owned):
         def cb(_ctx, addr, buf, size):
             try:
                 data = read(addr, size)
+            except KeyboardInterrupt:
+                self._interrupt_in_callback()
+                return -1
             except Exception:  # the debugger refused: unreadable memory
                 return -1
             if not data:
@@ -199,6 +217,9 @@ class Session(Owned):
                 return 1
             try:
                 addr = lookup(name.decode())
+            except KeyboardInterrupt:
+                self._interrupt_in_callback()
+                return 1
             except Exception:
                 return 1
             if not addr:
@@ -285,6 +306,9 @@ class Session(Owned):
                 return 0
             try:
                 regs = registers(tid)
+            except KeyboardInterrupt:
+                self._interrupt_in_callback()
+                return 0
             except Exception:
                 return 0
             known = 0
