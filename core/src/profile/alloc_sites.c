@@ -167,11 +167,19 @@ static size_t typed_slot(const typed *t, size_t cap, uint32_t site, uint64_t kla
     return i;
 }
 
-/* One more sample of site allocating a klass; false only out of memory. */
+/* One more sample of site allocating a klass; false only out of memory.
+ * Beyond TYPED_MAX pairs a new pair is not kept (its site was counted);
+ * those kept go on counting. */
 static bool count_typed(rbpeek_alloc_sites *a, uint32_t site, uint64_t klass)
 {
+    typed *t = a->tcap ? &a->typed[typed_slot(a->typed, a->tcap, site, klass)] : NULL;
+    if (t && t->klass) {
+        t->samples++;
+        a->st.typed++;
+        return true;
+    }
     if ((a->tused + 1) * 2 > a->tcap) {
-        if (a->tused >= TYPED_MAX) return true; /* the class is not kept; the site was counted */
+        if (a->tused >= TYPED_MAX) return true;
         size_t cap = a->tcap ? a->tcap * 2 : 64;
         typed *n = calloc(cap, sizeof *n);
         if (!n) return false;
@@ -180,25 +188,19 @@ static bool count_typed(rbpeek_alloc_sites *a, uint32_t site, uint64_t klass)
         free(a->typed);
         a->typed = n;
         a->tcap = cap;
+        t = &a->typed[typed_slot(a->typed, a->tcap, site, klass)];
     }
-    typed *t = &a->typed[typed_slot(a->typed, a->tcap, site, klass)];
-    if (!t->klass) {
-        *t = (typed){klass, site, 0};
-        a->tused++;
-    }
-    t->samples++;
+    *t = (typed){klass, site, 1};
+    a->tused++;
     a->st.typed++;
     return true;
 }
 
-/* The class the innermost Ruby frame of t allocates an instance of, if its
- * frame says (frames innermost first). */
+/* The class the innermost Ruby frame of t (the site) allocates an instance
+ * of, if its frame says: the walk reads it on that frame only. */
 static uint64_t site_class(const rbpeek_thread *t)
 {
-    for (size_t i = 0; i < t->nframes; i++)
-        if (t->frames[i].kind == RBPEEK_FRAME_RUBY || t->frames[i].kind == RBPEEK_FRAME_CFUNC)
-            return t->frames[i].instantiates;
-    return 0;
+    return t->nframes ? t->frames[0].instantiates : 0;
 }
 
 /* The innermost Ruby frame of the stack just added (ids root first). */

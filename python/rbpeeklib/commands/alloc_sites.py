@@ -216,9 +216,10 @@ def types_total(sites):
 
 
 def types_text(types, count):
-    """ "Point 98.2%, Array 1.8%": each class's share of count."""
-    return ", ".join("%s %.1f%%" % (name, 100.0 * n / count) for name, n in list(types.items())[:5]) + (
-        ", ..." if len(types) > 5 else "")
+    """ "Point 98.2%, Array 1.8%": each class's share of count, most first."""
+    most = sorted(types.items(), key=lambda kv: -kv[1])
+    return ", ".join("%s %.1f%%" % (name, 100.0 * n / count) for name, n in most[:5]) + (
+        ", ..." if len(most) > 5 else "")
 
 
 def sites_text(r):
@@ -246,8 +247,7 @@ def sites_text(r):
         lines.append("  %6.1f%% [%5.1f-%5.1f%%] %12s %9s %8d  %s (%s)%s" % (
             100 * s["share"], 100 * lo, 100 * hi, fmt_count(s["count"]), fmt_count(s["count"] / el), s["samples"],
             _where(s), ", ".join(s["labels"]),
-            " types: " + types_text(dict(sorted(s["types"].items(), key=lambda kv: -kv[1])), s["count"])
-            if s["types"] and s["count"] else ""))
+            " types: " + types_text(s["types"], s["count"]) if s["types"] and s["count"] else ""))
     if len(r["lines"]) > TOP:
         lines.append("  ... %d more lines (--json lists every site)" % (len(r["lines"]) - TOP))
     lines.append("By method: share [95% interval]   est. objects   est. /s  samples  method")

@@ -10,7 +10,8 @@
  * a live thread that has not run since its previous sample dropped; a
  * site in Class#new counted with its class, and judged in the allocator
  * with only unnamed frames between it and the GC; a site's 64 most sampled
- * classes written; and the profile scaled to estimated allocations.
+ * classes written; the pairs at their bound; and the profile scaled to
+ * estimated allocations.
  */
 #define _GNU_SOURCE   /* gettid */
 #include <pthread.h>
@@ -234,6 +235,38 @@ static void test_typed_many(void)
     rbpeek_alloc_sites_free(a);
 }
 
+/* When the (site, class) pairs are at their bound, a new pair's sample
+ * keeps its site but not its class, and the pairs kept go on counting. */
+static void test_typed_full(void)
+{
+    rbpeek_alloc_sites *a = rbpeek_alloc_sites_new();
+    rbpeek_profile *p = rbpeek_profile_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rbpeek_frame frames[3];
+    memcpy(frames, POINTS, sizeof frames);
+    RUBY = frames;
+    for (uint64_t k = 1; k <= 65536; k++) {   /* alloc_sites.c's TYPED_MAX */
+        frames[0].instantiates = 0x10 * k;
+        JUDGE(a, p, 1, "GC", NULL, "R0", "R1", "R2");
+    }
+    frames[0].instantiates = 0x10 * 65537;    /* a new pair: not kept */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "GC", NULL, "R0", "R1", "R2"), RBP_SAMPLE_ADDED);
+    frames[0].instantiates = 0x10;            /* a kept one: counted */
+    CU_ASSERT_EQUAL(JUDGE(a, p, 1, "GC", NULL, "R0", "R1", "R2"), RBP_SAMPLE_ADDED);
+    RUBY = STRINGS;
+    rbpeek_alloc_sites_stats st;
+    rbpeek_alloc_sites_get_stats(a, &st);
+    CU_ASSERT_EQUAL(st.allocator, 65538);
+    CU_ASSERT_EQUAL(st.typed, 65537);
+    char *json = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_alloc_sites_json(a, p, &json), RBPEEK_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"types\":[{\"class\":16,\"samples\":2},"));
+    rbpeek_free(json);
+    rbpeek_profile_free(p);
+    rbpeek_alloc_sites_free(a);
+}
+
 static int pipe_fds[2];
 static _Atomic pid_t parked_tid;
 
@@ -317,6 +350,7 @@ static const rbp_cu_test TESTS[] = {
     {"judging stacks", test_judge},
     {"a site in Class#new, with its class", test_typed},
     {"a site making many classes", test_typed_many},
+    {"the (site, class) pairs at their bound", test_typed_full},
     {"a thread that has not run since its last sample", test_not_run},
     {"scaling to estimated allocations", test_scale},
     {NULL, NULL},
