@@ -40,10 +40,14 @@ def timed_runs(debugger, mode, command, runs, ruby, pid, core):
 
 def launch(argv, workdir, env=None, settle=0.0, polls=1200):
     """Starts a benchmark's target, argv, a program that writes
-    workdir/ready once it is set up, and waits for that (polls times 50 ms,
+    workdir/ready once it is set up (with workdir/busy made first: the
+    test programs that nap without it compute), and waits for that (polls times 50 ms,
     then settle seconds): its Popen. Ends the benchmark in one line, the
     program killed, if it exits first or is not ready in time."""
     os.makedirs(workdir, exist_ok=True)
+    # The test programs that compute only while workdir/busy exists
+    # (harness.Target.computing) compute all along in a benchmark.
+    open(os.path.join(workdir, "busy"), "w").close()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=env)
     name = os.path.basename(argv[1] if len(argv) > 1 else argv[0])

@@ -4,7 +4,6 @@ small helpers its checks share (the kernel's view of a process, the
 command line and a debugger run with their output checked).
 """
 
-import contextlib
 import os
 import time
 
@@ -46,18 +45,11 @@ class Prefork:
         self.workers["three"] = self.view("three")
         return self.workers["three"]
 
-    @contextlib.contextmanager
     def computing(self):
         """The workers compute (in work_one...) inside the block, and nap
         outside it: prefork.rb reads WORKDIR/busy every 10 ms while it naps
-        and every 50 ms while it computes."""
-        path = os.path.join(self.workdir, "busy")
-        open(path, "w").close()
-        try:
-            time.sleep(0.1)
-            yield
-        finally:
-            os.unlink(path)
+        and every 50 ms while it computes (harness.Target.computing)."""
+        return self.target.computing()
 
     def tasks(self, pid):
         return sorted(int(t) for t in os.listdir("/proc/%d/task" % pid))

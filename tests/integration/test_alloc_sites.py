@@ -6,7 +6,9 @@ allocations, in gdb, lldb and the command line (docs/allocations.md).
 The target (programs/alloc_sites.rb) allocates at two sites, three small
 Strings at site_a's line for every one at site_b_same's, and counts each
 site's allocations itself with GC.stat(:total_allocated_objects), logging
-the totals every 50 ms. Over exactly the wall-clock window the JSON gives
+the totals every 50 ms. It allocates only while a run samples it (from
+the run's first sample to its end: harness.Target.computing) and naps
+otherwise, so that no CPU goes to it while a debugger starts. Over exactly the wall-clock window the JSON gives
 (started_at, ended_at), live:
 
   ruby allocs --sites --duration 12 --rate 250 --json -o F --folded G:
@@ -92,45 +94,52 @@ def untraced(pid, what):
         raise Failure("%s: threads left stopped or traced: %s" % (what, "; ".join(bad)))
 
 
+def logged_total(workdir):
+    """The last GC.stat(:total_allocated_objects) the program logged."""
+    with open(os.path.join(workdir, "alloc.log")) as f:
+        rows = [line.split() for line in f]
+    rows = [r for r in rows if len(r) == 4]
+    return int(rows[-1][1]) if rows else 0
+
+
 def check_clean(c, before, what):
     pid = c.target.pid
     c.target.assert_left_running()
     time.sleep(0.2)
     untraced(pid, what)
-    log = os.path.join(c.target.workdir, "alloc.log")
-    size = os.path.getsize(log)
-    time.sleep(0.5)
-    if os.path.getsize(log) <= size:
-        raise Failure("%s: %s: the target stopped allocating" % (c.name, what))
+    with c.target.computing():
+        total = logged_total(c.target.workdir)
+        time.sleep(0.5)
+        if logged_total(c.target.workdir) <= total:
+            raise Failure("%s: %s: the target stopped allocating" % (c.name, what))
     if text_pages(pid) != before:
         raise Failure("%s: %s: the target's executable pages changed" % (c.name, what))
     harness.log("  %s: %s: target running, no thread stopped or traced, %d executable mappings unchanged"
                 % (c.name, what, len(before)))
 
 
-def run_commands(c, cmds):
-    """Runs `ruby allocs ...` commands in c's front end; the output."""
+def refused_on_core(c, cmd):
+    """Runs `ruby allocs ...` on c's core; the output."""
     if c.debugger == "cli":
-        out = ""
-        for cmd in cmds:
-            words = cmd.split()[1:]
-            rc, o, e = harness.run_cli(words[:1] + c.where() + words[1:], timeout=600)
-            out += o + e
-            if rc != 0 and c.live:
-                raise Failure("%s: rbpeek %s: exit %d: %s" % (c.name, cmd, rc, (o + e)[-2000:]))
-        return out
-    rc, out = c.run_debugger(cmds, timeout=600)
+        words = cmd.split()[1:]
+        rc, o, e = harness.run_cli(words[:1] + c.where() + words[1:], timeout=600)
+        return o + e
+    rc, out = c.run_debugger([cmd], timeout=600)
     return out
 
 
-def interrupted(c, out_path, act):
-    """Starts `ruby allocs --sites` with no --duration in c's front end,
-    lets it sample for 1 s, then act(process); its output."""
+def sampled(c, args, out_path, act=None, settle=0.0):
+    """Runs `ruby allocs --sites ARGS` on the live target in c's front end,
+    the target allocating from the moment sampling starts until the run
+    has ended (it naps meanwhile: a debugger's start takes a second or
+    two); after settle seconds act(process) (None: the run ends by
+    itself). Its output."""
     if c.debugger == "cli":
-        argv = [sys.executable, harness.RBPEEK_CLI, "allocs", "--pid", str(c.target.pid), "--sites"]
+        argv = [sys.executable, harness.RBPEEK_CLI, "allocs", "--pid", str(c.target.pid), "--sites"] + args
     else:
-        argv = harness.debugger_argv(c.debugger, ["ruby allocs --sites"], c.target.pid)
-    return harness.run_and_act(argv, out_path, STARTED, act, 1.0, timeout=300)
+        argv = harness.debugger_argv(c.debugger, [" ".join(["ruby allocs --sites"] + args)], c.target.pid)
+    return harness.run_and_act(argv, out_path, STARTED, act, settle, timeout=300,
+                               during=c.target.computing(settle=0))
 
 
 def check_result(c, r, sites_rec, folded):
@@ -223,7 +232,7 @@ def check_types(c, r, sites_rec):
 def check(c):
     who = c.name
     if not c.live:
-        out = run_commands(c, ["ruby allocs --sites --duration 1"])
+        out = refused_on_core(c, "ruby allocs --sites --duration 1")
         harness.assert_no_traceback(out)
         if "ruby allocs needs a live process, and this is a core file" not in out:
             raise Failure("%s: --sites on a core was not refused in one line:\n%s" % (who, out[-2000:]))
@@ -233,8 +242,8 @@ def check(c):
         sites_rec = json.load(f)
     before = text_pages(c.target.pid)
     out_json, folded = c.path("sites.json"), c.path("sites.folded")
-    out = run_commands(c, ["ruby allocs --sites --duration %d --rate %d --json -o %s --folded %s"
-                           % (DURATION, RATE, out_json, folded)])
+    out = sampled(c, ["--duration", str(DURATION), "--rate", str(RATE), "--json", "-o", out_json, "--folded", folded],
+                  c.path("sites.out"))
     harness.assert_no_traceback(out)
     if not os.path.exists(out_json) or not os.path.exists(folded):
         raise Failure("%s: nothing written:\n%s" % (who, out[-3000:]))
@@ -243,7 +252,7 @@ def check(c):
 
     # The text summary: that of the run Ctrl-C ends (after 1 s of samples,
     # as a run of --duration 1 would print it: one run less to start).
-    out = interrupted(c, c.path("ctrlc.out"), lambda proc: proc.send_signal(signal.SIGINT))
+    out = sampled(c, [], c.path("ctrlc.out"), lambda proc: proc.send_signal(signal.SIGINT), 1.0)
     harness.assert_no_traceback(out)
     if "interrupted (Ctrl-C)" not in out or "Sites:     estimated from " not in out:
         raise Failure("%s: Ctrl-C did not end the run with a summary:\n%s" % (who, out[-3000:]))
@@ -253,7 +262,7 @@ def check(c):
         raise Failure("%s: the summary does not name site_a's line:\n%s" % (who, out[-3000:]))
     check_clean(c, before, "after Ctrl-C")
 
-    interrupted(c, c.path("kill.out"), kill_debugger)
+    sampled(c, [], c.path("kill.out"), kill_debugger, 1.0)
     check_clean(c, before, "after %s was killed" % ("the command line" if c.debugger == "cli" else "the debugger"))
 
 
