@@ -8,10 +8,11 @@ beta (about 76/24) and logs the split it measures itself. `rbpeek top
 its header grows between two captures), rank alpha above beta by own
 share, with alpha's share of the two within 10 points of the program's
 own measure over the same time; 't' sorts by total (the header says so,
-and <main> comes first), space holds the screen (two captures a period
-apart are the same) and space again lets it go on; 'q' quits, and a
-second run ends by Ctrl-C: each time top exits with status 0 and the
-target is left running and untraced.
+and <main> comes first), space holds the screen (two captures more than a
+refresh period apart are the same) and space again lets it go on; 'q'
+quits, and a second run ends by Ctrl-C: each time top exits with status 0
+and the target is left running and untraced. Each step waits for the
+screen to show its effect (polled, up to STEP_TIMEOUT), not a fixed time.
 """
 
 import os
@@ -25,6 +26,10 @@ import harness
 from harness import Failure
 
 SESSION = "rbpeek-top-test-%d" % os.getpid()
+RATE = 400            # Hz: 800 samples, the split's judge, in about 2 s
+FIRST_SAMPLES = 800
+REFRESH = 1.0         # top's default --refresh
+STEP_TIMEOUT = 15.0   # s: a step whose effect has not shown by then failed
 
 
 def tmux(*args):
@@ -52,6 +57,23 @@ def own_shares(screen):
     return out
 
 
+def wait_screen(what, ok, timeout=STEP_TIMEOUT):
+    """Captures the pane every 0.1 s until ok(screen); that screen. A
+    Failure naming what did not show within timeout."""
+    deadline = time.time() + timeout
+    while True:
+        screen = capture()
+        if ok(screen):
+            return screen
+        if time.time() > deadline:
+            raise Failure("%s did not show within %g s:\n%s" % (what, timeout, screen))
+        time.sleep(0.1)
+
+
+def samples_past(n):
+    return lambda screen: (header_samples(screen) or 0) > n
+
+
 def measured_split(workdir, t0, t1):
     rows = []
     with open(os.path.join(workdir, "cpu.log")) as f:
@@ -71,8 +93,8 @@ def start_top(target, status_file):
     # The pane's shell has the tmux server's environment, not ours: the
     # library under test is named on the command.
     lib = os.environ.get("RBPEEK_LIBRARY")
-    cmd = "%s%s %s top --pid %d --rate 200; echo $? > %s; sleep 600" % (
-        "RBPEEK_LIBRARY=%s " % lib if lib else "", sys.executable, harness.RBPEEK_CLI, target.pid, status_file)
+    cmd = "%s%s %s top --pid %d --rate %d; echo $? > %s; sleep 600" % (
+        "RBPEEK_LIBRARY=%s " % lib if lib else "", sys.executable, harness.RBPEEK_CLI, target.pid, RATE, status_file)
     r = tmux("new-session", "-d", "-s", SESSION, "-x", "200", "-y", "40", cmd)
     if r.returncode != 0:
         raise Failure("tmux new-session failed: %s" % r.stderr)
@@ -107,14 +129,10 @@ def test(spec, workdir):
         t0 = time.time()
         start_top(target, status)
         try:
-            time.sleep(5)
-            first = capture()
+            first = wait_screen("%d samples" % FIRST_SAMPLES, samples_past(FIRST_SAMPLES - 1))
             t1 = time.time()
-            time.sleep(2.5)
-            second = capture()
-            n1, n2 = header_samples(first), header_samples(second)
-            if n1 is None or n2 is None or n2 <= n1:
-                raise Failure("the screen did not refresh (samples %s then %s):\n%s" % (n1, n2, second))
+            n1 = header_samples(first)
+            second = wait_screen("a refresh", samples_past(n1))
             shares = own_shares(first)
             a, b = shares.get("alpha", 0.0), shares.get("beta", 0.0)
             if not a > b > 0:
@@ -124,24 +142,20 @@ def test(spec, workdir):
                 raise Failure("top gives alpha %.1f%% of alpha+beta, the program measured %.1f%%:\n%s"
                               % (100 * a / (a + b), 100 * split, first))
             harness.log("top: alpha %.1f%%, beta %.1f%% own (%.1f%% of the two; measured %.1f%%); %d then %d samples"
-                        % (a, b, 100 * a / (a + b), 100 * split, n1, n2))
+                        % (a, b, 100 * a / (a + b), 100 * split, n1, header_samples(second)))
             tmux("send-keys", "-t", SESSION, "t")
-            time.sleep(1.5)
-            screen = capture()
+            screen = wait_screen("'t' (sorted by total)", lambda sc: "sorted by total" in sc)
             rows = [l for l in screen.splitlines() if re.match(r"\s*[\d.]+\s+[\d.]+\s", l)]
-            if "sorted by total" not in screen or not rows or "<main>" not in rows[0]:
+            if not rows or "<main>" not in rows[0]:
                 raise Failure("'t' did not sort by total:\n%s" % screen)
             tmux("send-keys", "-t", SESSION, "Space")
-            time.sleep(0.5)
-            held1 = capture()
-            time.sleep(2.5)
+            held1 = wait_screen("space (HELD)", lambda sc: "HELD" in sc)
+            time.sleep(1.5 * REFRESH)   # past a refresh: a screen not held would have changed
             held2 = capture()
-            if "HELD" not in held1 or held1 != held2:
+            if held1 != held2:
                 raise Failure("space did not hold the screen:\n%s\n----\n%s" % (held1, held2))
             tmux("send-keys", "-t", SESSION, "Space")
-            time.sleep(2.5)
-            if header_samples(capture()) <= header_samples(held2):
-                raise Failure("space again did not let the screen go on:\n%s" % capture())
+            wait_screen("space again (the screen going on)", samples_past(header_samples(held2)))
             tmux("send-keys", "-t", SESSION, "q")
             wait_status(status, "q")
             check_untraced(target)
@@ -151,7 +165,7 @@ def test(spec, workdir):
         os.unlink(status)
         start_top(target, status)
         try:
-            time.sleep(3)
+            wait_screen("top's first screen", samples_past(0))
             tmux("send-keys", "-t", SESSION, "C-c")
             wait_status(status, "Ctrl-C")
             check_untraced(target)
