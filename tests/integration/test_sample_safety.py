@@ -172,7 +172,7 @@ def run_and_act(debugger, cmds, pid, out_path, act):
             time.sleep(0.1)
         else:
             raise Failure("sampling never started")
-        time.sleep(2.0)
+        time.sleep(1.0)   # some 100 samples in: the run is well under way
         act(proc)
         proc.wait(timeout=120)
     finally:
