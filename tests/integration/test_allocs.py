@@ -3,7 +3,9 @@
     test_allocs.py RUBY DEBUGGER          e.g. test_allocs.py 3.3.8 gdb
 
 The target (programs/alloc_rate.rb: two threads allocating strings and
-arrays) logs GC.stat(:total_allocated_objects) and GC.count every 50 ms.
+arrays) logs GC.stat(:total_allocated_objects) and GC.count every 50 ms;
+it allocates only while a run counts it (from its start to the
+debugger's end: harness.Target.computing) and naps otherwise.
 `ruby allocs --duration 3 --json -o F` runs in the debugger; over exactly
 the wall-clock window its JSON gives (started_at, ended_at), the program's
 own counts, interpolated from its log, must match: allocations within 5%
@@ -108,12 +110,21 @@ def own_counts(workdir, t):
                   % (t, rows[0][0] if rows else 0, rows[-1][0] if rows else 0))
 
 
+def logged_total(workdir):
+    """The last GC.stat(:total_allocated_objects) the program logged."""
+    with open(os.path.join(workdir, "alloc.log")) as f:
+        rows = [line.split() for line in f]
+    rows = [r for r in rows if len(r) == 3]
+    return int(rows[-1][1]) if rows else 0
+
+
 def check_clean(target, before, what):
     target.assert_left_running()
-    size = os.path.getsize(os.path.join(target.workdir, "alloc.log"))
-    time.sleep(0.5)
-    if os.path.getsize(os.path.join(target.workdir, "alloc.log")) <= size:
-        raise Failure("%s: the target stopped logging after the run" % what)
+    with target.computing():
+        total = logged_total(target.workdir)
+        time.sleep(0.5)
+        if logged_total(target.workdir) <= total:
+            raise Failure("%s: the target stopped allocating after the run" % what)
     if text_pages(target.pid) != before:
         raise Failure("%s: the target's executable pages changed" % what)
     regs = debug_registers(target.pid)
@@ -128,11 +139,15 @@ def failing(debugger, cmd):
     return cmd if debugger == "gdb" else "script lldb.debugger.HandleCommand(%r)" % cmd
 
 
-def run_interrupted(debugger, pid, out_path, act=lambda proc: proc.send_signal(signal.SIGINT)):
+STARTED = "rbpeek: counting allocations"
+
+
+def run_interrupted(target, debugger, out_path, act=lambda proc: proc.send_signal(signal.SIGINT)):
     """`ruby allocs` with no --duration in the debugger, act(process) 1.5 s
-    into its count; the debugger's output."""
-    return harness.run_and_act(harness.debugger_argv(debugger, ["ruby allocs"], pid), out_path,
-                               "rbpeek: counting allocations", act, 1.5)
+    into its count (the target allocating from its start); the debugger's
+    output."""
+    return harness.run_and_act(harness.debugger_argv(debugger, ["ruby allocs"], target.pid), out_path, STARTED, act,
+                               1.5, during=target.computing(settle=0))
 
 
 def kill_debugger(proc):
@@ -156,11 +171,13 @@ def test(ruby_spec, debugger, workdir):
     try:
         before = text_pages(target.pid)
         out_json = os.path.join(workdir, "allocs.json")
-        rc, output = harness.run_debugger(debugger, [
+        # The target allocates from the count's start (it naps while the
+        # debugger starts) until the debugger has ended.
+        output = harness.run_and_act(harness.debugger_argv(debugger, [
             "ruby allocs --duration 3 --json -o " + out_json,
             failing(debugger, "ruby allocs --every 1000"),
             failing(debugger, "ruby allocs --folded " + os.path.join(workdir, "x.folded")),
-        ], pid=target.pid)
+        ], target.pid), os.path.join(workdir, "count.out"), STARTED, None, 0, during=target.computing(settle=0))
         harness.assert_no_traceback(output)
         if not os.path.exists(out_json):
             raise Failure("no JSON written:\n" + output[-3000:])
@@ -191,16 +208,16 @@ def test(ruby_spec, debugger, workdir):
                     "%.1f)" % (got, r["duration_s"], r["rate_per_s"] / 1e6, own, own_rate / 1e6, gcs, g1 - g0))
         check_clean(target, before, "after a normal run")
 
-        output = run_interrupted(debugger, target.pid, os.path.join(workdir, "ctrlc.out"))
+        output = run_interrupted(target, debugger, os.path.join(workdir, "ctrlc.out"))
         harness.assert_no_traceback(output)
         if "rbpeek: allocs ended: interrupted (Ctrl-C)" not in output or "Allocated: " not in output:
             raise Failure("Ctrl-C did not end the run with a summary:\n" + output[-3000:])
         check_clean(target, before, "after Ctrl-C")
 
-        run_interrupted(debugger, target.pid, os.path.join(workdir, "kill.out"), kill_debugger)
+        run_interrupted(target, debugger, os.path.join(workdir, "kill.out"), kill_debugger)
         check_clean(target, before, "after the debugger was killed")
 
-        output = run_interrupted(debugger, target.pid, os.path.join(workdir, "exit.out"),
+        output = run_interrupted(target, debugger, os.path.join(workdir, "exit.out"),
                                  lambda proc: open(os.path.join(workdir, "exit"), "w").close())
         harness.assert_no_traceback(output)
         if "rbpeek: allocs ended: the target exited" not in output or "Allocated: " not in output:

@@ -9,7 +9,10 @@
 # OUT_DIR/alloc.log. The test takes the difference over exactly the time
 # `ruby allocs` counted (its JSON gives the wall-clock start and end) and
 # compares it with what rbpeek read from outside. Writes OUT_DIR/ready once
-# warm. It exits (status 0) as soon as OUT_DIR/exit appears, for the test
+# warm (200 rounds); from then on both threads allocate only while
+# OUT_DIR/busy exists (a test creates it around each run it checks:
+# harness.Target.computing) and nap 10 ms at a time otherwise, the main
+# thread still logging. It exits (status 0) as soon as OUT_DIR/exit appears, for the test
 # of a target exiting while it is counted. Runs unchanged on Ruby 2.7 to
 # 3.4, with no gems.
 
@@ -34,19 +37,27 @@ def make_arrays(n)
   end
 end
 
-arrays = Thread.new { loop { make_arrays(1000); Thread.pass } }
+BUSY = File.join(OUT, "busy")
+$busy = true
+arrays = Thread.new { loop { $busy ? make_arrays(1000) : sleep(0.01); Thread.pass } }
 arrays.name = "arrays"
 
 last = 0.0
 warm = 0
 loop do
-  make_strings(3000)
+  if $busy
+    make_strings(3000)
+    warm += 1
+    File.write(File.join(OUT, "ready"), Process.pid.to_s) if warm == 200
+  else
+    sleep 0.01
+    $busy = File.exist?(BUSY)
+  end
   now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   if now - last >= 0.05
     LOG.write(format("%.6f %d %d\n", Time.now.to_f, GC.stat(:total_allocated_objects), GC.count))
     last = now
     exit!(0) if File.exist?(EXIT_FILE)
+    $busy = warm < 200 || File.exist?(BUSY)
   end
-  warm += 1
-  File.write(File.join(OUT, "ready"), Process.pid.to_s) if warm == 200
 end
