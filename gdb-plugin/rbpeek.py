@@ -48,7 +48,9 @@ class GdbAdapter(DebuggerAdapter):
             return None
         if not self._is_core() and self._process_gone(inf.pid):
             return None  # it exited, though gdb may not have seen that yet
-        return ("gdb", inf.num, inf.pid, self._is_core(), inf.progspace.filename)
+        # A core's path too: `core-file` another core of the same process
+        # keeps the inferior, its pid and its program.
+        return ("gdb", inf.num, inf.pid, self._is_core(), inf.progspace.filename, self.core_path())
 
     def core_path(self):
         # gdb 13 has no attribute naming the core: "info target" does.

@@ -103,8 +103,12 @@ class LldbAdapter(DebuggerAdapter):
         return self.core_path()
 
     def core_path(self):
-        # lldb 16 has no call that names a core's file. It does keep the
-        # core mapped: the mapped ELF core whose NT_PRSTATUS names this pid.
+        # lldb 16 has no call that names a core's file (SBProcess.GetCoreFile
+        # came in lldb 19). It does keep the core mapped: the mapped ELF core
+        # whose NT_PRSTATUS names this pid. It keeps a core it has let go of
+        # mapped too, so with two cores of the same process (two gcores of a
+        # hang, copies) which one is this target's cannot be told: None
+        # (what the path serves, a truncated core's note, is then not given).
         if not self._is_core():
             return None
         pid = self.process.GetProcessID()
@@ -113,10 +117,8 @@ class LldbAdapter(DebuggerAdapter):
                 paths = {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
         except OSError:
             return None
-        for path in sorted(p for p in paths if p.startswith("/")):
-            if _core_pid(path) == pid:
-                return path
-        return None
+        found = [path for path in sorted(p for p in paths if p.startswith("/")) if _core_pid(path) == pid]
+        return found[0] if len(found) == 1 else None
 
     def debug_files(self):
         files = []
