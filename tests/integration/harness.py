@@ -280,6 +280,45 @@ def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300)
     return r.returncode, r.stdout + r.stderr
 
 
+def load_core_cmds(debugger, core, exe):
+    """The commands that put another core (of exe) in place of the one the
+    debugger has: a step of run_debugger_steps, so that one debugger reads
+    several cores (lldb: the old target deleted first, so that a core it
+    cannot load leaves no target, not the old one)."""
+    if debugger == "gdb":
+        return ["core-file " + core]
+    return ["target delete", "target create --core %s %s" % (core, exe)]
+
+
+def run_debugger_steps(debugger, steps, pid=None, exe=None, core=None, timeout=300):
+    """Runs several steps in one debugger, started once: each step a list
+    of debugger commands, then a marker line that the debugger must still
+    print (it is still usable). lldb runs each step's commands through
+    HandleCommand in one script line (its batch mode abandons the rest of
+    its list after a failing command). stdout and stderr are one stream,
+    so that each step's messages stay between its markers. Returns the
+    returncode, each step's output (None for a step whose marker never
+    came, and for every step after it) and the whole output."""
+    markers = ["rbpeek-test-step-%d-done" % i for i in range(len(steps))]
+    cmds = []
+    for step, marker in zip(steps, markers):
+        if debugger == "gdb":
+            cmds += list(step) + ["echo %s\\n" % marker]
+        else:
+            cmds.append("script " + "; ".join("lldb.debugger.HandleCommand(%r)" % c for c in step)
+                        + "; print(%r)" % marker)
+    r = subprocess.run(debugger_argv(debugger, cmds, pid, exe, core), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                       env=front_end_env(), errors="replace")
+    parts, rest = [], r.stdout
+    for marker in markers:
+        before, sep, rest = rest.partition(marker + "\n")
+        parts.append(before if sep else None)
+        if not sep:
+            rest = ""
+    return r.returncode, parts, r.stdout
+
+
 def run_and_act(argv, out_path, started, act, settle, timeout=120, during=None):
     """Starts argv (a debugger or the command line running a long command),
     its output to out_path; once started appears in it, lets it run settle

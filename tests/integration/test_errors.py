@@ -8,8 +8,11 @@ version, missing and garbage --layout files); a layout of another release
 line forced with --ruby-version, which every command must refuse before it
 prints anything; a release newer than any table; a garbage --vm address
 (unreadable memory); bad arguments; `ruby bt` on a thread that is not a
-Ruby thread; and a core with corrupted memory pages, which must never
-crash, hang or raise, whatever is read.
+Ruby thread; and cores with corrupted memory pages, which must never
+crash, hang or raise, whatever is read. The cases on the live Ruby run in
+one debugger, one after another, and so do the damaged cores (each loaded
+in place of the one before): each must give its line and leave the
+debugger running the next.
 """
 
 import os
@@ -88,12 +91,6 @@ def test_ruby_cases(debugger, workdir):
             ("ruby bt --frobnicate", r"unrecognized arguments", "unknown option"),
             ("ruby bt --max-frames -3", r"must be positive", "negative --max-frames"),
         ]
-        for cmd, pattern, what in cases:
-            rc, out = harness.run_debugger(debugger, then_marker(debugger, cmd), pid=target.pid)
-            expect_one_line(out, pattern, what)
-            still_usable(debugger, out, what)
-            target.assert_left_running()
-
         # A patch release newer than any table of its line: the line's newest
         # table, which validation accepts, with one warning line, and the
         # backtrace still printed.
@@ -101,29 +98,34 @@ def test_ruby_cases(debugger, workdir):
         line = version.rsplit(".", 1)[0]
         newest = max((f[:-len(".layout")] for f in os.listdir(os.path.join(harness.REPO, "layouts"))
                       if f.startswith(line + ".") and f.endswith(".layout")), key=lambda v: int(v.split(".")[2]))
-        rc, out = harness.run_debugger(debugger, then_marker(debugger, "ruby bt -a --ruby-version %s.99" % line),
-                                       pid=target.pid)
-        harness.assert_no_traceback(out)
+        # A table of another release line, forced: refused in one line that
+        # names the version the target reports, by every command.
+        others = ["2.7.8", "3.0.7", "3.1.7", "3.2.11", "3.3.12", "3.4.10", "4.0.6"]
+        refusal = r"does not fit this process \(it reports Ruby %s\)" % re.escape(version)
+        cases += [("ruby threads --ruby-version " + other, refusal, "threads --ruby-version " + other)
+                  for other in others if not other.startswith(line + ".")]
+        cases += [(cmd + " --ruby-version 3.3.12", refusal, cmd + " --ruby-version 3.3.12")
+                  for cmd in ("ruby bt -a", "ruby locks", "ruby heap", "ruby sample 5")]
+        newer = "ruby bt -a --ruby-version %s.99" % line
+
+        # All in one debugger, each after the others: each gives its one
+        # line, and the debugger still runs the next (and the rest of the
+        # session is not spoiled by a bad command before it).
+        rc, outs, whole = harness.run_debugger_steps(debugger, [[cmd] for cmd, _, _ in cases] + [[newer]],
+                                                     pid=target.pid)
+        harness.assert_no_traceback(whole)
+        for (cmd, pattern, what), out in zip(cases, outs):
+            if out is None:
+                raise Failure("%s: the debugger did not run the next command:\n%s" % (what, whole[-3000:]))
+            expect_one_line(out, pattern, what)
+        out = outs[-1]
+        if out is None:
+            raise Failure("%s: the debugger did not get there:\n%s" % (newer, whole[-3000:]))
         warnings = [l for l in rbpeek_lines(out) if "warning" in l and "nearest" in l]
         if len(warnings) != 1 or "nearest table (%s)" % newest not in warnings[0] or "in `park_forever'" not in out:
             raise Failure("--ruby-version %s.99: expected one nearest-table warning and a backtrace:\n%s"
                           % (line, out[-2000:]))
         harness.log("ok   %-34s %s" % ("newer patch release", warnings[0].strip()[:150]))
-
-        # A table of another release line, forced: refused in one line that
-        # names the version the target reports, by every command.
-        others = ["2.7.8", "3.0.7", "3.1.7", "3.2.11", "3.3.12", "3.4.10", "4.0.6"]
-        refusal = r"does not fit this process \(it reports Ruby %s\)" % re.escape(version)
-        for other in (v for v in others if not v.startswith(line + ".")):
-            rc, out = harness.run_debugger(debugger, then_marker(debugger, "ruby threads --ruby-version " + other),
-                                           pid=target.pid)
-            expect_one_line(out, refusal, "threads --ruby-version " + other)
-            still_usable(debugger, out, "forced " + other)
-        for cmd in ("ruby bt -a", "ruby locks", "ruby heap", "ruby sample 5"):
-            rc, out = harness.run_debugger(debugger, then_marker(debugger, cmd + " --ruby-version 3.3.12"),
-                                           pid=target.pid)
-            expect_one_line(out, refusal, cmd + " --ruby-version 3.3.12")
-            still_usable(debugger, out, cmd + " forced")
         target.assert_left_running()
 
         # Select the native thread the program started with pthread_create(pause):
@@ -157,8 +159,9 @@ def fuzz_core(debugger, core, workdir, rounds=6):
     segs = [(off, size) for _va, off, size in harness.core_segments(core, writable=True) if size >= 4096]
     if not segs:
         raise Failure("no writable segments in the core")
+    copies = []
     for r in range(rounds):
-        damaged = os.path.join(workdir, "damaged.core")
+        damaged = os.path.join(workdir, "damaged-%d.core" % r)
         harness.copy_core(core, damaged)
         with open(damaged, "r+b") as f:
             for _ in range(300):
@@ -172,13 +175,18 @@ def fuzz_core(debugger, core, workdir, rounds=6):
                     f.write(bytes([rng.choice([0, 0xff, 0x41])]) * 4096)
                 else:  # self-referencing words: cycles for list and chain walks
                     f.write(b"".join((page + i * 8).to_bytes(8, "little") for i in range(512)))
-        start = time.time()
-        rc, out = harness.run_debugger(debugger, then_marker(debugger, "ruby bt -a"), exe=RUBY, core=damaged,
-                                       timeout=120)
-        harness.assert_no_traceback(out)
-        still_usable(debugger, out, "damaged core %d" % r)
-        harness.log("ok   damaged core %d (%.1fs): %s" % (r, time.time() - start,
-                                                         (rbpeek_lines(out) or ["(walked)"])[0].strip()[:120]))
+        copies.append(damaged)
+    # One debugger reads them all, one after another (as one might look
+    # through a crash's cores): each must leave it usable for the next.
+    start = time.time()
+    steps = [(harness.load_core_cmds(debugger, d, RUBY) if r else []) + ["ruby bt -a"] for r, d in enumerate(copies)]
+    rc, outs, whole = harness.run_debugger_steps(debugger, steps, exe=RUBY, core=copies[0], timeout=120 * rounds)
+    harness.assert_no_traceback(whole)
+    for r, out in enumerate(outs):
+        if out is None:
+            raise Failure("damaged core %d: the debugger did not run the next command:\n%s" % (r, whole[-3000:]))
+        harness.log("ok   damaged core %d: %s" % (r, (rbpeek_lines(out) or ["(walked)"])[0].strip()[:120]))
+    harness.log("%d damaged cores in %.1f s" % (rounds, time.time() - start))
 
 
 def test(debugger, workdir):

@@ -24,7 +24,8 @@ exactly, with no extra one; the never-released waits and the threads stuck
 behind must match; and the GVL owner must be the spinner, or nobody when
 every thread sleeps. The target must be left running. Four copies of the
 stuck scenario's core, damaged where the analysis reads (made once), must
-each give valid JSON or one rbpeek line in both debuggers.
+each give valid JSON or one rbpeek line in both debuggers (each debugger
+reads the four in one session, each loaded in place of the one before).
 """
 
 import json
@@ -278,18 +279,18 @@ def fuzz_core(c, locks):
     addrs = tuple(sorted({int(a, 16) for a in re.findall(r'"(0x[0-9a-f]+)"', json.dumps(locks))}))
     copies = c.matrix.shared(("locks damaged", addrs), lambda: damaged_copies(
         c.core, addrs, os.path.dirname(c.workdir)))
-    for r, damaged in enumerate(copies):
-        out_json = c.path("damaged-locks-%d.json" % r)
-        cmd = "ruby locks --json -o " + out_json
-        if c.debugger == "gdb":
-            cmds = [cmd, "ruby threads", "echo after-marker\\n"]
-        else:
-            cmds = ["script lldb.debugger.HandleCommand(%r); lldb.debugger.HandleCommand('ruby threads'); "
-                    "print('after-marker')" % cmd]
-        rc, output = c.run_debugger(cmds, core=damaged, timeout=120)
-        harness.assert_no_traceback(output)
-        if "after-marker" not in output:
-            raise Failure("damaged core %d: the debugger did not survive:\n%s" % (r, output[-2000:]))
+    # One debugger reads the copies one after another, each loaded in place
+    # of the one before: each must leave it usable for the next.
+    outs_json = [c.path("damaged-locks-%d.json" % r) for r in range(len(copies))]
+    steps = [(harness.load_core_cmds(c.debugger, damaged, c.ruby) if r else [])
+             + ["ruby locks --json -o " + out_json, "ruby threads"]
+             for r, (damaged, out_json) in enumerate(zip(copies, outs_json))]
+    rc, outs, whole = harness.run_debugger_steps(c.debugger, steps, exe=c.ruby, core=copies[0],
+                                                 timeout=120 * len(copies))
+    harness.assert_no_traceback(whole)
+    for r, (output, out_json) in enumerate(zip(outs, outs_json)):
+        if output is None:
+            raise Failure("damaged core %d: the debugger did not survive:\n%s" % (r, whole[-2000:]))
         if os.path.exists(out_json):
             doc = harness.read_json(out_json)  # must be valid
             verdict = "JSON: %d threads, %d Mutexes, %d deadlocks" % (len(doc["threads"]), len(doc["mutexes"]),
