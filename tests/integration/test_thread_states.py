@@ -10,7 +10,10 @@ holds the GVL, as it does on a loaded machine), which the main thread
 logs; the rest of the sampled window it held the GVL.
 `sample --json` (the command line, and `ruby sample` in gdb, live) must
 give each CPU-bound thread running and GVL-wait shares within 10 points
-of that measure over the time it sampled, and each sleeping thread
+of that measure over the time it sampled (the threads compute only while
+a run samples them, from its start to its end, and nap otherwise; a nap
+still under way as the sampling starts, a few ms, is logged and counted
+as neither), and each sleeping thread
 blocked; by default the sleeping threads are absent from the profile,
 with --idle present.
 """
@@ -29,33 +32,41 @@ TOLERANCE = 0.10
 
 
 def read_log(target, n):
-    """Thread cpu-N's log: its waits [(from, to)], and the time up to which
-    the log is complete (its last "seen": every wait that ended before is
-    in it)."""
-    waits, seen = [], 0.0
+    """Thread cpu-N's log: its waits [(from, to)], its naps [(from, to)]
+    (outside the runs: the program computes only while one samples it, and
+    may still be waking up as the sampling starts), and the time up to
+    which the log is complete (its last "seen": every wait that ended
+    before is in it)."""
+    waits, naps, seen = [], [], 0.0
     with open(os.path.join(target.workdir, "cpu-%d.log" % n)) as f:
         for line in f:
             parts = line.split()
-            if len(parts) != 2 or parts[0] == "start":
+            if len(parts) == 3 and parts[0] == "nap":
+                naps.append((float(parts[1]), float(parts[2])))
+            elif len(parts) != 2 or parts[0] == "start":
                 continue
-            if parts[0] == "seen":
+            elif parts[0] == "seen":
                 seen = max(seen, float(parts[1]))
             else:
                 waits.append((float(parts[0]), float(parts[1])))
-    return waits, seen
+    return waits, naps, seen
 
 
 def cpu_shares(target, t0, t1):
-    """Each CPU-bound thread's share of [t0, t1] holding the GVL, as it
-    measured it itself: the window less the waits it logged."""
+    """Each CPU-bound thread's shares of [t0, t1] holding the GVL and
+    waiting for it, as it measured them itself: its logged waits, and the
+    rest of the window less any nap (asleep, neither)."""
     out = []
     for n in range(1, 5):
-        waits, seen = read_log(target, n)
+        waits, naps, seen = read_log(target, n)
         if seen < t1:
             raise Failure("thread cpu-%d's log ends before the sampled window does (complete to %.3f, window ends %.3f)"
                           % (n, seen, t1))
-        waited = sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in waits)
-        out.append(1.0 - waited / (t1 - t0))
+
+        def inside(spans):
+            return sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in spans) / (t1 - t0)
+        waited, napped = inside(waits), inside(naps)
+        out.append((1.0 - waited - napped, waited))
     return out
 
 
@@ -74,24 +85,25 @@ def folded_threads(path):
 def check_doc(doc, exp, shares, where):
     threads = {t["name"]: t for t in doc["threads"]}
     problems = []
-    for name, share in zip(exp["cpu"], shares):
+    for name, (held, waited) in zip(exp["cpu"], shares):
         t = threads.get(name)
         if t is None or t["samples"] < 50:
             problems.append("%s: %s samples" % (name, t and t["samples"]))
             continue
         st = t["states"]
-        if abs(st["running"] - share) > TOLERANCE or abs(st["gvl_wait"] - (1 - share)) > TOLERANCE:
-            problems.append("%s: running %.2f, GVL wait %.2f; the thread measured %.2f on a CPU"
-                            % (name, st["running"], st["gvl_wait"], share))
+        if abs(st["running"] - held) > TOLERANCE or abs(st["gvl_wait"] - waited) > TOLERANCE:
+            problems.append("%s: running %.2f, GVL wait %.2f; the thread measured %.2f holding the GVL, %.2f "
+                            "waiting for it" % (name, st["running"], st["gvl_wait"], held, waited))
     for name in exp["sleep"]:
         t = threads.get(name)
         if t is None or t["states"]["blocked"] < 0.99:
             problems.append("%s (sleeping): %s" % (name, t and t["states"]))
     if problems:
         raise Failure("%s:\n  %s" % (where, "\n  ".join(problems)))
-    harness.log("%s: %s" % (where, ", ".join("%s running %.2f/GVL wait %.2f (measured %.2f)"
-                                             % (n, threads[n]["states"]["running"], threads[n]["states"]["gvl_wait"], s)
-                                             for n, s in zip(exp["cpu"], shares))))
+    harness.log("%s: %s" % (where, ", ".join("%s running %.2f/GVL wait %.2f (measured %.2f/%.2f)"
+                                             % (n, threads[n]["states"]["running"], threads[n]["states"]["gvl_wait"],
+                                                held, waited)
+                                             for n, (held, waited) in zip(exp["cpu"], shares))))
 
 
 def check_presence(folded, exp, idle, where):
@@ -106,35 +118,41 @@ def check_presence(folded, exp, idle, where):
         raise Failure("%s: sleeping threads %s in the default profile (idle threads are left out)" % (where, sleepers))
 
 
+STARTED = "rbpeek: sampling pid"
+
+
+def sample(c, args, out_path):
+    """`sample ARGS` on the live target in c's front end (the command line
+    or the debugger), the target computing from the sampling's start to
+    the run's end (it naps while the front end starts); the output."""
+    if c.debugger == "cli":
+        argv = [sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(c.target.pid)] + args
+    else:
+        argv = harness.debugger_argv(c.debugger, [" ".join(["ruby sample"] + args)], c.target.pid)
+    out = harness.run_and_act(argv, out_path, STARTED, None, 0, timeout=300, during=c.target.computing(settle=0))
+    harness.assert_no_traceback(out)
+    return out
+
+
 def check(c):
     time.sleep(0.5)   # the previous combination's run must be in the past of the window
     exp = c.target.expected()
-    pid = str(c.target.pid)
     summary, folded = c.path("states.json"), c.path("default.folded")
-    if c.debugger == "cli":
-        t0 = time.time()
-        harness.cli(["sample", "--pid", pid, "--duration", str(DURATION), "--per-thread", "--json", "-o", summary,
-                     "--folded", folded])
-        t1 = time.time()
-    else:
-        t0 = time.time()
-        rc, out = c.run_debugger(["ruby sample --duration %g --per-thread --json -o %s --folded %s"
-                                  % (DURATION, summary, folded)])
-        t1 = time.time()
-        harness.assert_no_traceback(out)
+    sample(c, ["--duration", "%g" % DURATION, "--per-thread", "--json", "-o", summary, "--folded", folded],
+           c.path("sample.out"))
     doc = harness.read_json(summary)
     # The sampled window, as the sampler reports it; each thread records its
     # waits as they end: wait until every log is complete past the window.
     end = doc["started"] + doc["duration_s"]
     deadline = time.time() + 30
-    while time.time() < deadline and not all(read_log(c.target, n)[1] >= end for n in range(1, 5)):
+    while time.time() < deadline and not all(read_log(c.target, n)[2] >= end for n in range(1, 5)):
         time.sleep(0.2)
     shares = cpu_shares(c.target, doc["started"], doc["started"] + doc["duration_s"])
     check_doc(doc, exp, shares, "%s sample --json" % c.name)
     check_presence(folded, exp, False, c.name)
     if c.debugger == "cli":
         idle = c.path("idle.folded")
-        harness.cli(["sample", "--pid", pid, "--duration", "1", "--per-thread", "--idle", "--folded", idle])
+        sample(c, ["--duration", "1", "--per-thread", "--idle", "--folded", idle], c.path("idle.out"))
         check_presence(idle, exp, True, "cli sample --idle")
 
 

@@ -8,7 +8,11 @@
 #   ruby gvl_contention.rb OUT_DIR
 #
 # OUT_DIR/cpu-N.log: thread N's waits, "FROM TO" (wall-clock seconds),
-# written by the main thread, which otherwise sleeps (blocked).
+# and its naps, "nap FROM TO", written by the main thread, which otherwise
+# sleeps (blocked). Once ready, the CPU-bound threads compute only while
+# OUT_DIR/busy exists (a test creates it around each run it checks:
+# harness.Target.computing) and nap 10 ms at a time otherwise: a nap is
+# neither a wait nor a hold of the GVL (the thread sleeps).
 # OUT_DIR/expected.json names the threads; OUT_DIR/ready appears once every
 # thread runs. Runs on Ruby 2.7 to 3.4, with no gems.
 
@@ -48,6 +52,9 @@ GAP = 0.010
 $progress = Array.new(4, 0)    # loops thread N has run
 $waits = Array.new(4) { [] }   # thread N's waits not yet written: [FROM, TO]
 $seen = Array.new(4, 0.0)      # the end of thread N's last loop
+$naps = Array.new(4) { [] }    # thread N's naps not yet written: [FROM, TO]
+BUSY = File.join(OUT, "busy")
+$busy = true                   # until ready
 
 def others_progress(i)
   $progress.sum - $progress[i]
@@ -57,7 +64,30 @@ def crunch(n)
   i = n - 1
   prev = Time.now.to_f
   prev_before = others_progress(i)
+  last = nil
+  last_progress = 0
   loop do
+    unless $busy
+      # Napping: the thread sleeps (no wait for the GVL, no hold of it)
+      # until the file is back, logged as a nap. The nap ends with its last
+      # sleep; then the thread waits for the GVL like any other, and the
+      # loop below logs that as a wait (from the sleep's end).
+      from = Time.now.to_f
+      until (($busy = File.exist?(BUSY)))
+        last = Time.now.to_f
+        last_progress = others_progress(i)
+        sleep 0.01
+      end
+      if last
+        prev = last + 0.01
+        prev_before = last_progress
+      else   # the file was back before the first sleep
+        prev = Time.now.to_f
+        prev_before = others_progress(i)
+      end
+      $naps[i] << [from, prev]
+      last = nil
+    end
     spin(2_000)
     before = others_progress(i)
     now = Time.now.to_f
@@ -86,7 +116,9 @@ def flush_logs
     # One C call takes what is there: a wait recorded meanwhile stays for
     # the next flush (its end is after `seen`).
     done = $waits[i].slice!(0, $waits[i].length)
-    f.write(done.map { |a, b| format("%.6f %.6f\n", a, b) }.join + format("seen %.6f\n", seen))
+    naps = $naps[i].slice!(0, $naps[i].length)
+    f.write(done.map { |a, b| format("%.6f %.6f\n", a, b) }.join +
+            naps.map { |a, b| format("nap %.6f %.6f\n", a, b) }.join + format("seen %.6f\n", seen))
   end
 end
 
@@ -108,4 +140,5 @@ File.write(File.join(OUT, "ready"), "")
 loop do
   sleep 0.05
   flush_logs
+  $busy = File.exist?(BUSY)
 end
