@@ -339,6 +339,12 @@ def folded_by_pid(path):
     return out
 
 
+# The subprocesses run: the third worker forks 0.5 s in, worker two is
+# killed 1.5 s in; the rest gives the third some 300 samples at the
+# default 100 Hz (the check wants 10, 5 of them in its method).
+SUB_DURATION = 4
+
+
 def check_subprocesses(c):
     """rbpeek sample --pid MASTER --subprocesses: the master and its two
     workers from the start, a third forked during the run joins, worker two
@@ -352,7 +358,7 @@ def check_subprocesses(c):
     folded, summary = os.path.join(d, "all.folded"), os.path.join(d, "summary.json")
     ss = os.path.join(d, "all.speedscope.json")
     sampler = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(pf.pid), "--subprocesses",
-                                "--duration", "6", "--folded", folded, "--speedscope", ss, "--json", "-o", summary],
+                                "--duration", str(SUB_DURATION), "--folded", folded, "--speedscope", ss, "--json", "-o", summary],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=d)
     two = pf.workers["two"]["pid"]
     try:
@@ -385,7 +391,7 @@ def check_subprocesses(c):
     if not procs[two]["end"].startswith("exited"):
         raise Failure("worker two was killed mid-sample; its end says %r" % procs[two]["end"])
     for pid, role in want.items():
-        if pid != two and procs[pid]["end"] != "6 s elapsed":
+        if pid != two and procs[pid]["end"] != "%d s elapsed" % SUB_DURATION:
             raise Failure("%s (pid %d) ended %r, not with the run" % (role, pid, procs[pid]["end"]))
     start = doc["started"]
     joined = start + procs[three["pid"]]["joined_after_s"]
