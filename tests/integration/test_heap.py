@@ -31,8 +31,9 @@ over the slots of two heap pages and over the header of a third must give
 a census (and a dump) that completes, counts unreadable slots and a
 skipped page, and prints no traceback; and a String whose bytes are not
 UTF-8, marked 7-bit in that copy, must be dumped with each bad byte as
-U+FFFD, every line still strict JSON (issue 24). The live target must be
-left running.
+U+FFFD, every line still strict JSON (issue 24; a damaged dump
+byte-identical to the other debugger's has its verdict). The live target
+must be left running.
 """
 
 import collections
@@ -259,7 +260,12 @@ def corruption_check(c, census):
         raise Failure("the damaged census stopped early: %d live of %d" % (heap["live"], census["heap"]["live"]))
     if "unreadable" not in output:
         raise Failure("the dump of the damaged core did not mention unreadable slots:\n" + output[-2000:])
-    check_damaged_string(out_dump, not_utf8)
+    # Both debuggers dump the same damaged copy: a dump byte-identical to
+    # one already read has that reading's verdict, as in check_dump.
+    digest = sha256(out_dump)
+    first = c.matrix.shared(("damaged dump", digest), lambda: (check_damaged_string(out_dump, not_utf8), c.label)[1])
+    if first != c.label:
+        harness.log("damaged dump byte-identical (sha256 %s) to %s's, read above" % (digest[:16], first))
 
 
 def sha256(path):
