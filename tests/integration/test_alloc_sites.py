@@ -26,7 +26,7 @@ otherwise, so that no CPU goes to it while a debugger starts. Over exactly the w
   then Ctrl-C after 1 s of a run with no --duration: it ends with the
       text summary, which says "estimated from N allocator samples" and
       names site_a's line;
-  and the debugger (or the command line) killed in the middle of a run:
+  and the debugger (or the command line) killed 0.5 s into a run:
   after each, and after the normal
   run, the target runs (no thread stopped, none traced: TracerPid 0),
   keeps allocating, and its executable pages are byte-identical to before.
@@ -109,7 +109,7 @@ def check_clean(c, before, what):
     untraced(pid, what)
     with c.target.computing():
         total = logged_total(c.target.workdir)
-        time.sleep(0.5)
+        time.sleep(0.2)   # four of its 50 ms log lines
         if logged_total(c.target.workdir) <= total:
             raise Failure("%s: %s: the target stopped allocating" % (c.name, what))
     if text_pages(pid) != before:
@@ -262,7 +262,7 @@ def check(c):
         raise Failure("%s: the summary does not name site_a's line:\n%s" % (who, out[-3000:]))
     check_clean(c, before, "after Ctrl-C")
 
-    sampled(c, [], c.path("kill.out"), kill_debugger, 1.0)
+    sampled(c, [], c.path("kill.out"), kill_debugger, 0.5)
     check_clean(c, before, "after %s was killed" % ("the command line" if c.debugger == "cli" else "the debugger"))
 
 

@@ -122,7 +122,7 @@ def check_clean(target, before, what):
     target.assert_left_running()
     with target.computing():
         total = logged_total(target.workdir)
-        time.sleep(0.5)
+        time.sleep(0.2)   # four of its 50 ms log lines
         if logged_total(target.workdir) <= total:
             raise Failure("%s: the target stopped allocating after the run" % what)
     if text_pages(target.pid) != before:
@@ -143,11 +143,11 @@ STARTED = "rbpeek: counting allocations"
 
 
 def run_interrupted(target, debugger, out_path, act=lambda proc: proc.send_signal(signal.SIGINT)):
-    """`ruby allocs` with no --duration in the debugger, act(process) 1.5 s
+    """`ruby allocs` with no --duration in the debugger, act(process) 1 s
     into its count (the target allocating from its start); the debugger's
     output."""
     return harness.run_and_act(harness.debugger_argv(debugger, ["ruby allocs"], target.pid), out_path, STARTED, act,
-                               1.5, during=target.computing(settle=0))
+                               1.0, during=target.computing(settle=0))
 
 
 def kill_debugger(proc):

@@ -455,7 +455,8 @@ def check_debugger_subprocesses(c):
     and every process runs, untraced."""
     pf = c.target
     summary, folded = c.path("tree.json"), c.path("tree.folded")
-    out = debugger(c.debugger, ["ruby sample --subprocesses --duration 3 --json -o %s --folded %s"
+    # 1 s: some 100 samples a worker, for a bound of 10
+    out = debugger(c.debugger, ["ruby sample --subprocesses --duration 1 --json -o %s --folded %s"
                                 % (summary, folded), "ruby threads"], pid=pf.pid)
     doc = harness.read_json(summary)
     procs = {p["pid"]: p for p in doc["processes"]}
