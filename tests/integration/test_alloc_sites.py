@@ -43,7 +43,7 @@ import time
 import harness
 import matrix
 from harness import Failure
-from test_allocs import kill_debugger, text_pages
+from test_allocs import keeps_allocating, kill_debugger, text_pages
 
 # 12 s at 250 Hz: about 1,200 allocator samples at the two sites on 2.7.4
 # (the slowest), site_a's share (75%) known to within 1.3 points (one
@@ -94,24 +94,13 @@ def untraced(pid, what):
         raise Failure("%s: threads left stopped or traced: %s" % (what, "; ".join(bad)))
 
 
-def logged_total(workdir):
-    """The last GC.stat(:total_allocated_objects) the program logged."""
-    with open(os.path.join(workdir, "alloc.log")) as f:
-        rows = [line.split() for line in f]
-    rows = [r for r in rows if len(r) == 4]
-    return int(rows[-1][1]) if rows else 0
-
-
 def check_clean(c, before, what):
     pid = c.target.pid
     c.target.assert_left_running()
     time.sleep(0.2)
     untraced(pid, what)
-    with c.target.computing():
-        total = logged_total(c.target.workdir)
-        time.sleep(0.2)   # four of its 50 ms log lines
-        if logged_total(c.target.workdir) <= total:
-            raise Failure("%s: %s: the target stopped allocating" % (c.name, what))
+    if not keeps_allocating(c.target, 4):
+        raise Failure("%s: %s: the target stopped allocating" % (c.name, what))
     if text_pages(pid) != before:
         raise Failure("%s: %s: the target's executable pages changed" % (c.name, what))
     harness.log("  %s: %s: target running, no thread stopped or traced, %d executable mappings unchanged"

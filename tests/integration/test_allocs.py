@@ -110,21 +110,28 @@ def own_counts(workdir, t):
                   % (t, rows[0][0] if rows else 0, rows[-1][0] if rows else 0))
 
 
-def logged_total(workdir):
-    """The last GC.stat(:total_allocated_objects) the program logged."""
+def logged_total(workdir, fields):
+    """The last GC.stat(:total_allocated_objects) the program logged in
+    WORKDIR/alloc.log (second of each line's fields: alloc_rate.rb's 3,
+    alloc_sites.rb's 4; a line half written has fewer)."""
     with open(os.path.join(workdir, "alloc.log")) as f:
-        rows = [line.split() for line in f]
-    rows = [r for r in rows if len(r) == 3]
+        rows = [r for r in (line.split() for line in f) if len(r) == fields]
     return int(rows[-1][1]) if rows else 0
+
+
+def keeps_allocating(target, fields):
+    """True if the target, asked to compute, allocates: its logged count
+    grows (it logs every 50 ms)."""
+    with target.computing():
+        total = logged_total(target.workdir, fields)
+        time.sleep(0.2)   # four log lines
+        return logged_total(target.workdir, fields) > total
 
 
 def check_clean(target, before, what):
     target.assert_left_running()
-    with target.computing():
-        total = logged_total(target.workdir)
-        time.sleep(0.2)   # four of its 50 ms log lines
-        if logged_total(target.workdir) <= total:
-            raise Failure("%s: the target stopped allocating after the run" % what)
+    if not keeps_allocating(target, 3):
+        raise Failure("%s: the target stopped allocating after the run" % what)
     if text_pages(target.pid) != before:
         raise Failure("%s: the target's executable pages changed" % what)
     regs = debug_registers(target.pid)
