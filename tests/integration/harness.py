@@ -31,7 +31,8 @@ LLDB = shutil.which("lldb-16") or "lldb-16"
 # check starts gdb or lldb afresh, some fifty times a Ruby, and each start
 # indexed the Ruby's DWARF again, 0.2-0.25 CPU s of gdb's 0.7 and lldb's
 # 1.1 (issue 27). Nothing rbpeek reads changes: the cache holds each
-# debugger's index of the same files, keyed by their build ID.
+# debugger's index of the same files, keyed by each file's build ID (gdb) or
+# its UUID and modification time (lldb).
 INDEX_CACHE = os.path.join(os.environ.get("RBPEEK_BUILD_DIR") or tempfile.gettempdir(), "debugger-index-cache")
 SKIP = 77
 
