@@ -12,8 +12,10 @@
 # Compiler flags (docs/test-budget.md says what they change for the tests):
 # Debian's own -O2 -g for all but 3.4.5, which keeps upstream's default -O3
 # (what rbenv, ruby-build and asdf users run), both with plain -g: DWARF with
-# types, without -ggdb3's macro tables that nothing reads. YJIT (Rust, 3.3+)
-# is not built: no test runs it, and cargo cost minutes a build.
+# types, without -ggdb3's macro tables that nothing reads. The shared 3.3.8
+# and 3.4.5 are built with YJIT (Rust, compiled by rustc alone), as the
+# Rubies that production Rails runs are: a test enables it with --yjit, and
+# without it they interpret as before. The static 3.3.8 stays without.
 #
 # usage: build-rubies.sh [name ...]   names: 2.7.4 3.1.2 3.3.8 3.4.5 3.3.8-static
 set -euo pipefail
@@ -28,8 +30,8 @@ O3="-O3 -fno-fast-math"
 declare -A SPEC=(
   [2.7.4]="ruby2.7=2.7.4-1+deb11u1 ruby2.7_2.7.4 O2 --enable-shared --with-out-ext=openssl"
   [3.1.2]="ruby3.1 ruby3.1_3.1.2 O2 --enable-shared"
-  [3.3.8]="ruby3.3=3.3.8-2 ruby3.3_3.3.8 O2 --enable-shared --disable-yjit"
-  [3.4.5]="ruby3.4=3.4.5-1~exp1 ruby3.4_3.4.5 O3 --enable-shared --disable-yjit"
+  [3.3.8]="ruby3.3=3.3.8-2 ruby3.3_3.3.8 O2 --enable-shared --enable-yjit"
+  [3.4.5]="ruby3.4=3.4.5-1~exp1 ruby3.4_3.4.5 O3 --enable-shared --enable-yjit"
   [3.3.8-static]="ruby3.3=3.3.8-2 ruby3.3_3.3.8 O2 --disable-shared --disable-yjit"
 )
 # Longest first, so that the two lanes end close together.

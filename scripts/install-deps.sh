@@ -33,6 +33,9 @@ SRC
 }
 
 missing=()
+# rustc builds YJIT into the shared 3.3.8 and 3.4.5 (scripts/build-rubies.sh);
+# Debian's (1.63) is new enough. A rustc already on PATH (rustup's) serves.
+command -v rustc >/dev/null 2>&1 || PKGS+=(rustc)
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
