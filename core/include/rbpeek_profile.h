@@ -321,6 +321,14 @@ typedef struct rbpeek_trace_stats {
     uint64_t native_none;       /* none to be had (no TID, did not stop in time) */
     uint64_t native_unmerged;   /* native stacks added with their Ruby frames alone (not merged) */
     uint64_t gc[5];             /* stacks added with the GC at work on top, by rbpeek_gc_phase */
+    /* The GVL holders as each sample found them (the GC runs on one): on a
+     * CPU when asked to stop, so stopped at the sampled moment, a draw from
+     * their CPU time; or preempted, and stopped where the scheduler took
+     * them off their CPU, which is no such draw (tracer.c). The GC's share
+     * of the CPU time is cpu_gc / cpu_samples. */
+    uint64_t cpu_samples;       /* holders stopped while on a CPU */
+    uint64_t cpu_gc;            /* ... with the GC at work on them */
+    uint64_t cpu_waited;        /* holders that had been waiting for a CPU */
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "native/native.h"
+#include "profile/schedstat.h"
 #include "profile/thread_state.h"
 
 enum { NAT_NONE, NAT_HELD, NAT_PEEKED, NAT_STOPPED };
@@ -48,16 +49,14 @@ static bool read_small(const char *path, char *buf, size_t len)
     return true;
 }
 
-/* A thread's runs on a CPU and its time there (schedstat's first and
- * third fields): both move whenever it is scheduled. */
+/* A thread's runs on a CPU and its time there: both move whenever it is
+ * scheduled. */
 static bool runs_of(pid_t pid, pid_t tid, uint64_t *runs, uint64_t *run_ns)
 {
-    char path[96], buf[128];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-    unsigned long long a, b, c;
-    if (!read_small(path, buf, sizeof buf) || sscanf(buf, "%llu %llu %llu", &a, &b, &c) != 3) return false;
-    *run_ns = a;
-    *runs = c;
+    rbp_schedstat st;
+    if (!rbp_schedstat_read(pid, tid, &st)) return false;
+    *run_ns = st.run_ns;
+    *runs = st.runs;
     return true;
 }
 

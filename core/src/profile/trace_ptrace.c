@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "profile/helper_thread.h"
+#include "profile/schedstat.h"
 
 static long pt(int req, pid_t tid, unsigned long data)
 {
@@ -56,6 +57,8 @@ static tracee *add(struct rbpeek_trace *t, pid_t tid, int state)
     e->pending_sig = 0;
     e->want = false;
     e->interrupted = false;
+    e->probed = e->cpu_known = e->on_cpu = false;
+    e->wait_ns = 0;
     return e;
 }
 
@@ -191,12 +194,41 @@ static bool wanted_stopped(struct rbpeek_trace *t)
     return true;
 }
 
+/* Before a thread's PTRACE_INTERRUPT: its wait for a CPU so far. */
+static void probe(struct rbpeek_trace *t, tracee *e)
+{
+    rbp_schedstat st = {0};
+    e->cpu_known = false;
+    e->probed = rbp_schedstat_read(t->pid, e->tid, &st);
+    e->wait_ns = st.wait_ns;
+}
+
+/* Once it stopped: if its wait for a CPU did not grow, it was on one when
+ * interrupted, and stopped where it ran (the interrupt reaches a running
+ * thread within microseconds); if it grew, it had been preempted, and
+ * stopped where the scheduler had taken it off its CPU. */
+static void settle(struct rbpeek_trace *t, tracee *e)
+{
+    if (!e->probed || e->state != TR_STOPPED) return;
+    rbp_schedstat st;
+    e->probed = false;
+    e->cpu_known = rbp_schedstat_read(t->pid, e->tid, &st);
+    e->on_cpu = e->cpu_known && st.wait_ns == e->wait_ns;
+}
+
+int tr_was_on_cpu(struct rbpeek_trace *t, pid_t tid)
+{
+    tracee *e = find(t, tid);
+    return e && e->cpu_known ? (e->on_cpu ? 1 : 0) : -1;
+}
+
 /* Interrupts the wanted threads still running and waits (bounded) for them. */
 static size_t stop_wanted(struct rbpeek_trace *t)
 {
     for (size_t i = 0; i < t->ntr; i++) {
         tracee *e = &t->tr[i];
         if (!e->want || e->state != TR_RUNNING || e->interrupted) continue;
+        probe(t, e);
         if (pt(PTRACE_INTERRUPT, e->tid, 0) == 0) e->interrupted = true;
         else if (errno == ESRCH) e->state = TR_STOPPED;   /* gone: its exit report follows */
     }
@@ -215,6 +247,7 @@ static size_t stop_wanted(struct rbpeek_trace *t)
         wait_until(t, give_up, false, wanted_stopped, false);
         tr_arm(t, 0);
     }
+    for (size_t i = 0; i < t->ntr; i++) settle(t, &t->tr[i]);
     size_t late = 0;
     for (size_t i = 0; i < t->ntr;) {
         if (!t->tr[i].want || t->tr[i].state == TR_STOPPED) {

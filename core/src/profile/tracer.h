@@ -35,6 +35,14 @@ typedef struct tracee {
     bool want;         /* to be stopped for this sample */
     bool interrupted;  /* PTRACE_INTERRUPT sent, its stop not seen yet */
     int pending_sig;   /* to deliver on the next resume */
+    /* Whether it was on a CPU when this sample asked it to stop: its wait
+     * for a CPU (schedstat) read before the PTRACE_INTERRUPT and again once
+     * it stopped. One that waited was stopped where it had been preempted,
+     * not at the sampled moment (see tracer.c, "on a CPU"). */
+    bool probed;       /* wait_ns read before this sample's interrupt */
+    bool cpu_known;    /* ... and again at the stop: on_cpu holds */
+    bool on_cpu;
+    uint64_t wait_ns;
 } tracee;
 
 struct rbpeek_trace {
@@ -100,6 +108,9 @@ size_t tr_stop_all(struct rbpeek_trace *t);
 /* Stops the threads tids[0..n) (adding to those already stopped for this
  * sample); returns the number that did not stop in time. */
 size_t tr_stop_some(struct rbpeek_trace *t, const pid_t *tids, size_t n);
+/* Whether tid, stopped for this sample, was on a CPU when asked to stop:
+ * 1 yes, 0 it waited for one, -1 not known. */
+int tr_was_on_cpu(struct rbpeek_trace *t, pid_t tid);
 /* Whether tid is traced and stopped now. */
 bool tr_is_stopped(struct rbpeek_trace *t, pid_t tid);
 bool tr_is_known(struct rbpeek_trace *t, pid_t tid);

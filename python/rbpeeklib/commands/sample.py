@@ -28,7 +28,7 @@ import time
 from ..core import FORMATS, Profile, SampleOptions, formats
 from ..sampling.multi import MultiRun
 from ..sampling.procs import refuse_if_traced
-from ..sampling.report import check_outputs, summary_text, write_outputs
+from ..sampling.report import check_outputs, gc_figures, summary_text, write_outputs
 from ..sampling.states import gvl_wait_share, process_entries, states_lines, thread_entries
 from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
@@ -215,7 +215,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                    "rate_hz": round(rate, 1), "idle": bool(args.idle), "on_cpu": bool(args.on_cpu),
                    "processes": [{"pid": pid, "ruby_version": version, "samples": st.samples,
                                   "states": (process_entries(tallies) or [{"states": {}}])[0]["states"]}],
-                   "threads": thread_entries(tallies), "written": written}
+                   "threads": thread_entries(tallies), "gc": gc_figures(st), "written": written}
             if args.output:
                 write_output(dbg, json_text(doc), args.output)
             else:

@@ -85,17 +85,64 @@ def traced_cost_lines(st):
 GC_PHASES = ((1, "marking"), (2, "sweeping"), (3, "compacting"), (4, "phase not told"))
 
 
-def gc_line(st):
-    """The share of the recorded stacks on which the GC was at work, by
-    phase (each such stack ends in its [GC: ...] frame)."""
+# A 90% interval: the GC's share of the CPU time is a binomial proportion
+# of the samples that found the GVL's holder on a CPU.
+Z90 = 1.6449
+
+
+def wilson(k, n, z=Z90):
+    """Wilson's score interval of the proportion k/n, as (low, high); it
+    stays inside [0, 1] and is right for shares near 0 and 1 and for few
+    samples, where the normal approximation is not."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = float(k) / n
+    d = 1.0 + z * z / n
+    c = (p + z * z / (2.0 * n)) / d
+    h = z * ((p * (1.0 - p) / n + z * z / (4.0 * n * n)) ** 0.5) / d
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+def gc_figures(st):
+    """The GC's figures of a run, for the summary and its JSON: its share of
+    the recorded stacks (each such stack ends in its [GC: ...] frame), by
+    phase; and its share of the CPU time of the thread it runs on, from the
+    samples that found the GVL's holder on a CPU (None where no sample could
+    tell: nothing stopped, or a debugger's own stops), with its 90% interval
+    (docs/sampling.md, "The GC's share of the CPU time")."""
     total = st.added_threads
     gc = sum(st.gc[1:])
+    doc = {"stacks": total, "stacks_in_gc": gc,
+           "share_of_stacks": round(float(gc) / total, 4) if total else None,
+           "phases": {name: st.gc[k] for k, name in GC_PHASES if st.gc[k]}, "cpu": None}
+    n = getattr(st, "cpu_samples", 0)
+    if n:
+        lo, hi = wilson(st.cpu_gc, n)
+        doc["cpu"] = {"samples": n, "in_gc": st.cpu_gc, "share": round(float(st.cpu_gc) / n, 4),
+                      "interval90": [round(lo, 4), round(hi, 4)], "preempted": st.cpu_waited}
+    return doc
+
+
+def gc_line(st):
+    """The GC's figures as the summary's line (gc_figures)."""
+    f = gc_figures(st)
+    total, gc = f["stacks"], f["stacks_in_gc"]
     if not total:
         return "GC:        no stacks recorded"
+    cpu = f["cpu"]
+    if cpu:
+        lo, hi = cpu["interval90"]
+        of_cpu = ("; %.1f%% of the CPU time of the thread it runs on (90%%: %.1f-%.1f%%, from the %d samples that "
+                  "found it on a CPU%s)" % (100.0 * cpu["share"], 100.0 * lo, 100.0 * hi, cpu["samples"],
+                                            ", %d more found it preempted" % cpu["preempted"] if cpu["preempted"]
+                                            else ""))
+    else:
+        of_cpu = ""
     if not gc:
-        return "GC:        0% of the stacks (the GC never ran at a sample)"
+        return "GC:        0%% of the stacks (the GC never ran at a sample)%s" % of_cpu
     parts = ["%s %.1f%%" % (name, 100.0 * st.gc[k] / total) for k, name in GC_PHASES if st.gc[k]]
-    return "GC:        %.1f%% of the stacks (%d of %d): %s" % (100.0 * gc / total, gc, total, ", ".join(parts))
+    return "GC:        %.1f%% of the stacks (%d of %d): %s%s" % (100.0 * gc / total, gc, total, ", ".join(parts),
+                                                               of_cpu)
 
 
 def native_line(st):

@@ -40,6 +40,9 @@ class Stats:
         self.threads_stopped = 0
         self.held = 0.0        # traced: seconds some thread of the target was held stopped
         self.gc = [0] * 5      # stacks recorded with the GC at work on top, by phase (rbpeek_gc_phase)
+        # traced, threads stopped: the GVL holders found on a CPU, of which the GC
+        # was at work on; and those found preempted (rbpeek_trace_stats)
+        self.cpu_samples = self.cpu_gc = self.cpu_waited = 0
         self.unmerged = 0      # --native: stacks whose Ruby frames could not be placed (recorded alone)
         self.native_ways = None  # traced --native: (held, peeked, stopped, none) registers
 
@@ -77,6 +80,7 @@ class Stats:
         self.threads_stopped = ts.threads_stopped
         self.held = ts.held_s
         self.gc = [ts.gc[k] for k in range(5)]
+        self.cpu_samples, self.cpu_gc, self.cpu_waited = ts.cpu_samples, ts.cpu_gc, ts.cpu_waited
         self.unmerged = ts.native_unmerged
         self.native_ways = (ts.native_held, ts.native_peeked, ts.native_stopped, ts.native_none)
         if ts.message:

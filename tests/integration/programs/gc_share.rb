@@ -5,9 +5,12 @@
 # wall time between the GC's enter and exit events (NativeExt), and the
 # GC's own flag polled every 200 us by a thread of NativeExt's.
 # About every 20 ms it appends "<monotonic s> <GC CPU s> <process CPU s>
-# <GC wall s> <polls> <polls in the GC>" to OUT_DIR/gc.log, so that a test
-# can take the GC's share of any window and compare it with the share of
-# samples that name it.
+# <GC wall s> <polls> <polls in the GC> <thread CPU s> <CPU s inside the
+# GC's flag> <GC windows> <CPU s one clock read costs>" to OUT_DIR/gc.log,
+# so that a test can take the GC's share of any window and compare it with
+# the share of samples that name it. The thread CPU time and the CPU time
+# inside the flag are the main thread's own (CLOCK_THREAD_CPUTIME_ID): the
+# GC runs on it, and the poller's CPU time is in the process's.
 #
 #   ruby gc_share.rb OUT_DIR
 #
@@ -18,6 +21,7 @@ OUT = ARGV[0] or abort("usage: gc_share.rb OUT_DIR")
 require File.join(OUT, "native_ext")
 NativeExt.gc_wall_time # starts counting
 NativeExt.gc_flag_polls # starts polling
+NativeExt.gc_cpu_time # (the same hooks as gc_wall_time)
 
 if GC.respond_to?(:stat) && GC.stat.key?(:time)
   File.write(File.join(OUT, "cpu_measure"), "GC.stat(:time)")
@@ -68,7 +72,9 @@ loop do
   next if now - last < 0.02
   last = now
   polls, polls_in = NativeExt.gc_flag_polls
-  log.write(format("%.6f %.6f %.6f %.6f %d %d\n", now, gc_seconds,
+  in_flag, windows, read_cost = NativeExt.gc_cpu_time
+  log.write(format("%.6f %.6f %.6f %.6f %d %d %.6f %.6f %d %.9f\n", now, gc_seconds,
                    Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID), NativeExt.gc_wall_time,
-                   polls, polls_in))
+                   polls, polls_in, Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID), in_flag, windows,
+                   read_cost))
 end

@@ -1,0 +1,25 @@
+/*
+ * A thread's scheduling counters, as the kernel keeps them in
+ * /proc/PID/task/TID/schedstat: its time on a CPU, its time spent runnable
+ * but waiting for one, and its number of runs. The tracer reads them to
+ * tell whether a sampled thread was on a CPU when it was asked to stop
+ * (tracer.c), and whether a parked thread ran while its stack was read
+ * (trace_native.c).
+ */
+#ifndef RBP_PROFILE_SCHEDSTAT_H
+#define RBP_PROFILE_SCHEDSTAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct rbp_schedstat {
+    uint64_t run_ns;    /* on a CPU */
+    uint64_t wait_ns;   /* runnable, waiting for a CPU (the run queue's delay) */
+    uint64_t runs;      /* times it was put on a CPU */
+} rbp_schedstat;
+
+/* False when the file cannot be read (the thread is gone, no schedstats). */
+bool rbp_schedstat_read(pid_t pid, pid_t tid, rbp_schedstat *out);
+
+#endif
