@@ -217,16 +217,17 @@ See docs/allocations.md.""" % (formats.synopsis(19), DEFAULT_RATE, formats.help_
         if start["gc_count"] is not None and last["gc_count"] is not None:
             gcs = last["gc_count"] - start["gc_count"]
         return {"pid": pid, "ruby_version": version, "ended": end,
-                "allocations_estimated": n, "allocations_exact": True,
+                "allocations": n,
                 "duration_s": round(el, 6), "rate_per_s": n / el, "gc_count": gcs,
                 "heaps": heaps, "samples": 0, "period": None, "sites": [], "sites_unavailable": sites_why}
 
     @staticmethod
     def _text(r):
-        el, n = r["duration_s"], r["allocations_estimated"]
+        el, n = r["duration_s"], r["allocations"]
         lines = ["rbpeek: allocs ended: %s" % r["ended"],
                  "Allocated: %d objects in %.2f s: %s/s (exact: the GC's own counters, as "
-                 "GC.stat(:total_allocated_objects) counts)" % (n, el, _fmt_count(r["rate_per_s"]))]
+                 "GC.stat(:total_allocated_objects) counts)" % (n, el, _fmt_count(r["rate_per_s"])) if n is not None
+                 else "Allocated: not counted: the GC's counters could not be read at the end"]
         if r["gc_count"] is not None:
             lines.append("GC runs:   %d (%.1f/s)" % (r["gc_count"], r["gc_count"] / el if el else 0.0))
         if r["heaps"]:
