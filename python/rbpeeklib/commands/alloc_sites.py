@@ -169,8 +169,9 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
         try:
             c1 = session.alloc_counts()
             t1, w1 = time.perf_counter(), time.time()
+            check_forwards(c0, c1)
         except RbpeekError as e:
-            failure = failure or e
+            c1, failure = None, failure or e
     counts = judge.stats()
     kept = counts["allocator"]
     total = (c1["total"] - c0["total"]) if c1 else 0
@@ -205,6 +206,16 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
                  "start": w0}
         written = write_outputs(dbg, profile, outputs, facts)
     return result, end, written, failure
+
+
+def check_forwards(before, after):
+    """Refuses a count of allocations that went backwards: a damaged
+    objspace, or a pid that exec'd another program meanwhile. Passed on, its
+    negative difference would reach the core as 2^64 - d allocations."""
+    if after["total"] < before["total"]:
+        raise RbpeekError("the allocation counter went backwards (%d, then %d): the layout does not fit this "
+                          "Ruby's objspace, or the process is no longer the Ruby it was (did it exec?)"
+                          % (before["total"], after["total"]))
 
 
 def types_total(sites):

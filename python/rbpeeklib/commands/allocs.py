@@ -24,7 +24,7 @@ import time
 
 from ..core import FORMATS, RbpeekError, formats, watch_probe
 from ..sampling.signals import pending_stop_signal
-from .alloc_sites import DEFAULT_RATE, run_sites, sites_text
+from .alloc_sites import DEFAULT_RATE, check_forwards, run_sites, sites_text
 from .base import Command, live_pid, parse_args, positive_float, write_file
 
 POLL = 0.1                  # seconds between counter reads and Ctrl-C checks
@@ -172,9 +172,7 @@ See docs/allocations.md.""" % (formats.synopsis(19), DEFAULT_RATE, formats.help_
                     break
                 now_counts = session.alloc_counts()
                 now = time.perf_counter()
-                if now_counts["total"] < last["total"]:
-                    raise RbpeekError("the allocation counter went backwards (%d, then %d): the layout does not "
-                                      "fit this Ruby's objspace" % (last["total"], now_counts["total"]))
+                check_forwards(last, now_counts)
                 last, t1 = now_counts, now
                 self.wall[1] = time.time()
                 if duration and t1 - t0 >= duration:
