@@ -2,7 +2,7 @@
 # find each other. Every path between them is relative, so an installed tree
 # works under any prefix, and still works after being moved (docs/install.md):
 #
-#   lib/librbpeek.so.0, lib/librbpeek-unwind.so (the native unwinder, beside it),
+#   lib/librbpeek.so.0, lib/librbpeek-unwind.so.1 (the native unwinder, beside it),
 #       lib/librbpeek.a, include/rbpeek.h (and the rbpeek_profile.h it includes),
 #       lib/pkgconfig/rbpeek.pc
 #   bin/<tool> and share/man/man1/<tool>.1 for each tool in RBPEEK_INSTALL_TOOLS
@@ -44,7 +44,8 @@ file(REMOVE_RECURSE ${RBPEEK_INSTALL_GEN})  # no stubs left over from an earlier
 # --- the C library -----------------------------------------------------------
 install(TARGETS rbpeek LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # The native unwinder, loaded by librbpeek from beside itself (docs/native.md).
-install(TARGETS rbpeek_unwind LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# By its soname alone: nothing links against it, so no librbpeek-unwind.so link.
+install(TARGETS rbpeek_unwind LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)
 install(TARGETS rbpeek_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/core/include/rbpeek.h ${CMAKE_SOURCE_DIR}/core/include/rbpeek_profile.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 RUBY=${RUBY:-/usr/bin/ruby3.1}
 OUT=tests/fuzz/data/ruby$("$RUBY" -e 'print RUBY_VERSION[/\A\d+\.\d+/]').img.gz
+cmake -S . -B "$BUILD" -DRBPEEK_FUZZ_TOOLS=ON >/dev/null   # record_image is built on request only
 cmake --build "$BUILD" --target record_image >/dev/null
 work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT

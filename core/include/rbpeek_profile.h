@@ -398,7 +398,9 @@ RBPEEK_API int rbpeek_alloc_sites_is_allocator(const char *symbol);
 
 /* Scales p's counts so that they sum to about total (each stack's count
  * times total / the profile's total, rounded; a stack is never scaled to
- * 0): the profile then counts estimated allocations, for its writers. */
+ * 0): the profile then counts estimated allocations, for its writers. A
+ * total past 2^63 - 1 (no real count; a negative one through an unsigned
+ * binding) is taken as 2^63 - 1, so that no sum wraps. */
 RBPEEK_API rbpeek_status rbpeek_profile_scale_to(rbpeek_profile *p, uint64_t total);
 
 #ifdef __cplusplus

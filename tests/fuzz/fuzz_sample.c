@@ -30,7 +30,12 @@
  *   byte 4  how many patches come first, applied before the sample (the
  *           rest are the second list)
  *   byte 5  bit 0: a second sample follows, as the tracer's next one
- *           (invalidate, prefetch, the same walk) with the profile kept
+ *           (invalidate, prefetch, the same walk) with the profile kept;
+ *           bit 1: then the profile is scaled as `allocs --sites` scales
+ *           it, to 2^64 - 1 - (bits 2-7) * 2^20 (what a count of
+ *           allocations read backwards becomes through ctypes), and every
+ *           node's total must still be its self plus its children's, with
+ *           the root's in `top`'s header (issue 35: they wrapped to 0)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +44,7 @@
 
 #include "memory/mem.h"
 #include "ops.h"
+#include "profile/profile.h"
 #include "profile/sampler.h"
 #include "target.h"
 #include "vm/snapshot.h"
@@ -128,6 +134,28 @@ static void one_sample(sample_run *r, unsigned b0, rbpeek_profile *p, rbp_sample
     rbpeek_snapshot_free(snap);
 }
 
+/* The profile scaled to a huge total: no sum may wrap (an abort is the
+ * finding). */
+static void scale_huge(rbpeek_profile *p, unsigned b5)
+{
+    uint64_t to = UINT64_MAX - (uint64_t)(b5 >> 2) * (UINT64_C(1) << 20);
+    if (rbpeek_profile_scale_to(p, to) != RBPEEK_OK) abort();
+    for (uint32_t i = 0; i < p->nnodes; i++) {
+        unsigned __int128 sum = p->nodes[i].self;
+        for (uint32_t c = p->nodes[i].first_child; c != RBP_NO_NODE; c = p->nodes[c].next_sibling)
+            sum += p->nodes[c].total;
+        if (sum != p->nodes[i].total || p->nodes[i].total > p->nodes[0].total) {
+            fprintf(stderr, "fuzz_sample: scaled to %llu, node %u's total %llu is not its self and children's\n",
+                    (unsigned long long)to, i, (unsigned long long)p->nodes[i].total);
+            abort();
+        }
+    }
+    char *top = NULL;
+    if (rbpeek_profile_top(p, 0, 5, &top) != RBPEEK_OK) return;
+    if (p->nnodes > 1 && strstr(top, "(0 samples in all)")) abort();
+    rbpeek_free(top);
+}
+
 static void run(fuzz_target *t, const uint8_t *hdr, const uint8_t *later, size_t nlater, const img_focus *focus)
 {
     sample_run r = {.t = t, .focus = focus, .later = later, .nlater = nlater, .all = (hdr[0] >> 7) & 1};
@@ -161,6 +189,7 @@ static void run(fuzz_target *t, const uint8_t *hdr, const uint8_t *later, size_t
     if (!p) abort();
     one_sample(&r, hdr[0], p, &scratch);
     if (hdr[5] & 1) one_sample(&r, hdr[0], p, &scratch);
+    if (hdr[5] & 2) scale_huge(p, hdr[5]);
     rbp_sample_scratch_free(&scratch);
     rbpeek_profile_free(p);
     t->img.hook = NULL;

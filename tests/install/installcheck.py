@@ -2,7 +2,8 @@
 test_install_deb.py): its file list against this configuration's layout
 (layout.json, written by CMakeLists.txt), and `ruby bt -a --json` from the
 installed plugins compared with what Debian's ruby3.1 says of itself, in a
-debugger that is given no path into the source tree.
+debugger that is given no path into the source tree; the installed command
+line's `bt --native`, with the installed unwinder.
 """
 
 import glob
@@ -39,7 +40,8 @@ def clean_env(**extra):
 def expected_files(layout):
     """Paths (relative to the prefix) an install must hold."""
     d, lib = layout["datadir"], layout["libdir"]
-    files = [os.path.join(lib, "librbpeek.so." + layout["soversion"]), os.path.join(lib, "librbpeek.a"),
+    files = [os.path.join(lib, "librbpeek.so." + layout["soversion"]), os.path.join(lib, layout["unwinder"]),
+             os.path.join(lib, "librbpeek.a"),
              os.path.join(lib, "pkgconfig", "rbpeek.pc"), os.path.join(layout["includedir"], "rbpeek.h"),
              os.path.join(d, "gdb-plugin", "rbpeek.py"), os.path.join(d, "lldb-plugin", "rbpeek.py"),
              os.path.join(d, "python", "rbpeeklib", "core", "install_paths.py")]
@@ -109,6 +111,25 @@ def check_cli(prefix, layout, target, workdir):
     check_bt(target, out_json, out, "the installed rbpeek command line")
     rc, out = run([cli, "info", "--pid", str(target.pid)], clean_env(), workdir)
     check_library(out, prefix, "rbpeek info")
+    check_unwinder(cli, prefix, layout, target, workdir)
+
+
+def check_unwinder(cli, prefix, layout, target, workdir):
+    """`rbpeek bt --native` must load the installed unwinder, by its soname,
+    from beside the installed librbpeek (the dynamic loader's own account:
+    LD_DEBUG=files), and show machine frames with it."""
+    out_json = os.path.join(workdir, "native.json")
+    rc, out = run([cli, "bt", "--native", "--json", "-o", out_json, "--pid", str(target.pid)],
+                  clean_env(LD_DEBUG="files"), workdir)
+    want = os.path.join(prefix, layout["libdir"], layout["unwinder"])
+    loaded = re.findall(r"file=(.*librbpeek-unwind[^/\n]*) \[0\];\s+dynamically loaded by", out)
+    if rc != 0 or [os.path.realpath(p) for p in loaded] != [os.path.realpath(want)]:
+        raise Failure("%s bt --native (exit %d) loaded the unwinder from %s, want %s:\n%s"
+                      % (cli, rc, loaded or "nowhere", want, out[-2000:]))
+    frames = [f for t in harness.read_json(out_json)["threads"] for f in t["frames"] if f["kind"] == "native"]
+    if not frames:
+        raise Failure("%s bt --native: no machine frame with the installed unwinder" % cli)
+    harness.log("the installed rbpeek bt --native: %s loaded, %d machine frames" % (layout["unwinder"], len(frames)))
 
 
 def check_man_pages(prefix, layout):

@@ -1,5 +1,6 @@
 """The Debian package: `cpack -G DEB` from the build, then
 
+- cpack's run: no warning (a shared object without a soname gave one);
 - its control fields: Depends names python3 and the package of every shared
   library its ELF files need (as this machine's dpkg says: libc6, libdwarf1,
   libelf1, ...; CPack has them from dpkg-shlibdeps), Recommends gdb,
@@ -16,13 +17,15 @@
 - lldb-16 as installed: the root's usr/lib/python3/dist-packages put on
   lldb's Python path (where Debian's /usr/lib/python3/dist-packages is),
   then the one documented line `command script import rbpeek`;
-- /usr/bin/rbpeek from the root: `rbpeek bt -a --json --pid` too;
+- /usr/bin/rbpeek from the root: `rbpeek bt -a --json --pid` too, and
+  `bt --native`, which must load the root's unwinder by its soname;
 - its maintainer scripts, in a second scratch root that `dpkg --root -i`
   installs the package into (so its postinst runs, with DPKG_ROOT set):
   postinst byte-compiles every module of the Python package for
   /usr/bin/python3, whose `rbpeek bt --pid` from that root then compiles
   none; prerm removes every byte-compiled file again, so only the
-  package's own files are left; the triggers file has libc-bin run
+  package's own files are left; the shlibs file names librbpeek and the
+  unwinder by their sonames; the triggers file has libc-bin run
   ldconfig (CPack's postinst, which ran it, is replaced by ours).
 
     test_install_deb.py BUILD_DIR LAYOUT_JSON CPACK
@@ -120,6 +123,13 @@ def check_maintainer_scripts(deb, layout, target, workdir):
     for script in ("postinst", "prerm"):
         if not os.access(os.path.join(ctrl, script), os.X_OK):
             raise Failure("the package has no executable %s" % script)
+    # Every shared object by its soname in the shlibs file (CPack leaves out,
+    # with a warning, one that has none)
+    with open(os.path.join(ctrl, "shlibs"), encoding="utf-8") as f:
+        shlibs = [ln.split()[:2] for ln in f if ln.strip()]
+    for soname in ("librbpeek.so." + layout["soversion"], layout["unwinder"]):
+        if soname.split(".so.") not in shlibs:
+            raise Failure("the package's shlibs file lacks %s: %s" % (soname, shlibs))
     with open(os.path.join(ctrl, "triggers"), encoding="utf-8") as f:
         if "activate-noawait ldconfig" not in [ln.split("#")[0].strip() for ln in f]:
             raise Failure("the package's triggers do not activate ldconfig")
@@ -184,6 +194,8 @@ def test(build, layout_path, cpack, workdir):
         debs = glob.glob(os.path.join(out_dir, "*.deb"))
         if rc != 0 or len(debs) != 1:
             raise Failure("cpack -G DEB made %s:\n%s" % (debs, out[-3000:]))
+        if "Warning" in out:   # a shared object with no soname was one (issue 37)
+            raise Failure("cpack -G DEB warned:\n%s" % out[-3000:])
         deb = debs[0]
         harness.log("built %s (%d kB)" % (os.path.basename(deb), os.path.getsize(deb) // 1024))
         check_contents(deb)

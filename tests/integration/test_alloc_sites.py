@@ -43,7 +43,7 @@ import time
 import harness
 import matrix
 from harness import Failure
-from test_allocs import keeps_allocating, kill_debugger, text_pages
+from test_allocs import check_keys, keeps_allocating, kill_debugger, text_pages
 
 # 12 s at 250 Hz: about 1,200 allocator samples at the two sites on 2.7.4
 # (the slowest), site_a's share (75%) known to within 1.3 points (one
@@ -133,9 +133,7 @@ def sampled(c, args, out_path, act=None, settle=0.0):
 
 def check_result(c, r, sites_rec, folded):
     who = c.name
-    for key in ("allocations_estimated", "duration_s", "samples", "period", "sites", "started_at", "ended_at"):
-        if key not in r:
-            raise Failure("%s: the JSON has no %r" % (who, key))
+    check_keys(r, who)
     if r.get("method") != "allocator samples":
         raise Failure("%s: method is %r" % (who, r.get("method")))
     path = sites_rec["path"]
@@ -162,7 +160,7 @@ def check_result(c, r, sites_rec, folded):
     own_rate = (t1 - t0) / window
     if abs(r["rate_per_s"] - own_rate) > RATE_TOLERANCE * own_rate:
         raise Failure("%s: rate %.0f/s, the program's own %.0f/s" % (who, r["rate_per_s"], own_rate))
-    total = r["allocations_estimated"]
+    total = r["allocations"]
     for s in r["sites"]:
         for key in ("label", "path", "lineno", "count", "types"):
             if key not in s:

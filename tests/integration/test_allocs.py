@@ -8,7 +8,8 @@ it allocates only while a run counts it (from its start to the
 debugger's end: harness.Target.computing) and naps otherwise.
 `ruby allocs --duration 3 --json -o F` runs in the debugger; over exactly
 the wall-clock window its JSON gives (started_at, ended_at), the program's
-own counts, interpolated from its log, must match: allocations within 5%
+own counts, interpolated from its log, must match: allocations (the JSON's
+one exact count, "allocations") within 5%
 (rbpeek reads the same counters, so only the log's 50 ms steps and the
 moment of each read differ), GCs within 10% or 3. The per-heap counts add
 up to the total. Then:
@@ -142,6 +143,19 @@ def check_clean(target, before, what):
                 % (what, len(before), len(regs)))
 
 
+def check_keys(r, who):
+    """The summary's JSON has its keys, and names its count of allocations
+    once, as what it is: "allocations", the GC's own exact counters (it once
+    stood as "allocations_estimated" beside "allocations_exact": true)."""
+    for key in ("allocations", "duration_s", "samples", "period", "sites", "started_at", "ended_at"):
+        if key not in r:
+            raise Failure("%s: the JSON has no %r: %s" % (who, key, r))
+    others = sorted(k for k in r if k.startswith("allocations_"))
+    if not isinstance(r["allocations"], int) or others:
+        raise Failure("%s: the count of allocations is %r, with %s beside it: one exact count is wanted"
+                      % (who, r["allocations"], others))
+
+
 def failing(debugger, cmd):
     return cmd if debugger == "gdb" else "script lldb.debugger.HandleCommand(%r)" % cmd
 
@@ -189,12 +203,10 @@ def test(ruby_spec, debugger, workdir):
         if not os.path.exists(out_json):
             raise Failure("no JSON written:\n" + output[-3000:])
         r = harness.read_json(out_json)
-        for key in ("allocations_estimated", "duration_s", "samples", "period", "sites", "started_at", "ended_at"):
-            if key not in r:
-                raise Failure("the JSON has no %r: %s" % (key, r))
+        check_keys(r, "ruby allocs")
         a0, g0 = own_counts(workdir, r["started_at"])
         a1, g1 = own_counts(workdir, r["ended_at"])
-        own, got = a1 - a0, r["allocations_estimated"]
+        own, got = a1 - a0, r["allocations"]
         if own <= 0 or abs(got - own) > 0.05 * own:
             raise Failure("rbpeek counted %d allocations, the program %d over the same %.2f s"
                           % (got, own, r["ended_at"] - r["started_at"]))

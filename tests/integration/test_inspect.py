@@ -4,7 +4,8 @@
 
 One parked program per Ruby (programs/inspect_scenarios.rb) serves every
 check, in gdb and lldb, live and on one gcore'd core (four debugger runs,
-each reported on its own: matrix.py):
+each reported on its own: matrix.py), and the command line (`rbpeek p` of
+the mistyped address below, --pid and --core):
 
   gc      `ruby gc --json` against GC.stat, taken with the GC disabled as the
           program's last act: count, major_gc_count, minor_gc_count and
@@ -33,6 +34,11 @@ each reported on its own: matrix.py):
           singleton, module and C methods), Regexps; and its class.
           An address inside a slot (and in gdb one outside every heap page)
           must be refused with "not a Ruby object" and the reason.
+          A value that is no heap object (ObjectSpace.dump gives it no
+          address; its VALUE is Fiddle.dlwrap's) must say which immediate
+          it is, in JSON by its class, and in text for 0xdeadbeef, an
+          address mistyped with an odd last digit: Ruby's Fiddle.dlunwrap
+          reads it as a Fixnum, and `ruby p` must say so beside the number.
 
   frame   `ruby frame 3 --json` (the selected thread is the main one) gives
           Holder#parked_frame with the same location, self, owner and
@@ -122,15 +128,32 @@ def check_gc(want, got):
     return grew
 
 
+# The immediate each class's values are when ObjectSpace.dump gives them no address
+IMMEDIATE_KINDS = {"Integer": "Fixnum", "Float": "Flonum", "Symbol": "Symbol (static)", "NilClass": "nil",
+                   "TrueClass": "true", "FalseClass": "false"}
+MISTYPED = "mistyped address 0xdeadbeef"
+
+
 def check_p(objects, out_dir, output, refusals):
     problems = []
     for i, o in enumerate(objects):
         got = load_json(os.path.join(out_dir, "p%d.json" % i), "ruby p --json of %s" % o["label"])
+        kind = IMMEDIATE_KINDS.get(o["class"]) if o["immediate"] else None
         if got.get("inspect") != o["inspect"]:
             problems.append("%s (%s): %r, Ruby's inspect is %r" % (o["label"], o["address"], got.get("inspect"),
                                                                  o["inspect"]))
         elif got.get("class") != o["class"] and not o["class"].startswith("#<"):
             problems.append("%s: class %r, Ruby says %r" % (o["label"], got.get("class"), o["class"]))
+        elif got.get("immediate") != kind:
+            problems.append("%s (%s): immediate %r, want %r (a %s %s)" % (
+                o["label"], o["address"], got.get("immediate"), kind, o["class"],
+                "with no heap address" if o["immediate"] else "object"))
+    mistyped = [o for o in objects if o["label"] == MISTYPED]
+    if mistyped:
+        n = mistyped[0]["inspect"]
+        want = "%s\n  0xdeadbeef is an immediate, not an object's address: Fixnum %s\n" % (n, n)
+        if want not in output.replace("\r\n", "\n"):
+            problems.append("no %r in the output of `ruby p 0xdeadbeef`" % want)
     for what in refusals:
         if what not in output:
             problems.append("no %r in the output" % what)
@@ -215,6 +238,8 @@ def run_checks(target, debugger, mode, core, ruby):
     refusals = ["rbpeek: not a Ruby object: 0x%x is inside the slot" % inside]
     if debugger == "gdb":
         refusals.insert(0, "rbpeek: not a Ruby object: 0x10 is not in any heap page")
+    if any(o["label"] == MISTYPED for o in objects):
+        cmds.append("ruby p 0xdeadbeef")
     cmds += ["ruby p " + r.split()[5] for r in refusals]
     if mode == "live":
         rc, output = harness.run_debugger(debugger, cmds, pid=target.pid)
@@ -236,9 +261,33 @@ def run_checks(target, debugger, mode, core, ruby):
         target.assert_left_running()
 
 
+def check_cli(target, mode, core):
+    """The command line's `rbpeek p` of the mistyped address, in text and
+    JSON (the rest of `p` is the same core call the debuggers make)."""
+    mistyped = [o for o in target.expected()["objects"] if o["label"] == MISTYPED]
+    if not mistyped:
+        raise harness.SkipTest("this Ruby has no fiddle: no VALUE of its own to compare with")
+    where = ["--pid", str(target.pid)] if mode == "live" else ["--core", core]
+    text, _ = harness.cli(["p"] + where + ["0xdeadbeef"])
+    doc = harness.strict_json(harness.cli(["p"] + where + ["0xdeadbeef", "--json"], raw=True)[0])
+    n = mistyped[0]["inspect"]
+    want = "%s\n  0xdeadbeef is an immediate, not an object's address: Fixnum %s\n" % (n, n)
+    if text != want or doc.get("inspect") != n or doc.get("immediate") != "Fixnum":
+        raise Failure("rbpeek p 0xdeadbeef (%s): %r and %r, want %r and the JSON's immediate 'Fixnum'"
+                      % (mode, text, doc, want))
+    harness.log("  rbpeek --%s: p 0xdeadbeef says it is the Fixnum %s" % ("pid" if mode == "live" else "core", n))
+
+
+def check(c):
+    if c.debugger == "cli":
+        check_cli(c.target, c.mode, c.core)
+    else:
+        run_checks(c.target, c.debugger, c.mode, c.core, c.ruby)
+
+
 def test(ruby_spec, only, workdir):
     m = matrix.Matrix(ruby_spec, workdir, only)
-    m.run("inspect_scenarios.rb", lambda c: run_checks(c.target, c.debugger, c.mode, c.core, c.ruby), parallel=True)
+    m.run("inspect_scenarios.rb", check, combos=matrix.WITH_CLI, parallel=True)
     m.finish()
 
 

@@ -52,6 +52,27 @@ typedef struct rbp_object_rules {
     bool typed_flag_embedded;       /* 3.3+: typed_flag 2 and 3 (embedded typed data) */
 } rbp_object_rules;
 
+/* What kind of immediate (special constant) a VALUE is, by the tags above
+ * and the release's nil, true, false and undef; RBP_IMM_NONE for any other
+ * VALUE, which can only be an object's address (or garbage). The one rule
+ * every reader that tells an immediate from an object asks. */
+typedef enum rbp_immediate {
+    RBP_IMM_NONE = 0, RBP_IMM_FIXNUM, RBP_IMM_FLONUM, RBP_IMM_STATIC_SYMBOL,
+    RBP_IMM_NIL, RBP_IMM_TRUE, RBP_IMM_FALSE, RBP_IMM_UNDEF,
+} rbp_immediate;
+
+static inline rbp_immediate rbp_immediate_of(const rbp_object_rules *o, uint64_t v)
+{
+    if (rbp_is_fixnum(v)) return RBP_IMM_FIXNUM;
+    if (rbp_is_flonum(v)) return RBP_IMM_FLONUM;
+    if (rbp_is_static_symbol(v)) return RBP_IMM_STATIC_SYMBOL;
+    if (v == o->qnil) return RBP_IMM_NIL;
+    if (v == o->qtrue) return RBP_IMM_TRUE;
+    if (v == o->qfalse) return RBP_IMM_FALSE;
+    if (v == o->qundef) return RBP_IMM_UNDEF;
+    return RBP_IMM_NONE;
+}
+
 /* The GC's tables (gc.c, then gc/default.c). */
 typedef struct rbp_gc_rules {
     bool pages_darray;              /* 3.4: heap_pages.sorted is an rb_darray that counts itself, and

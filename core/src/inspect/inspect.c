@@ -41,9 +41,11 @@ static void puts_(rbp_insp *in, const char *s) { rbp_sb_puts(in->out, s); }
 
 static bool immediate(rbp_insp *in, uint64_t v)
 {
-    if (v & 1) {
+    switch (rbp_immediate_of(&in->h->c, v)) {
+    case RBP_IMM_FIXNUM:
         rbp_sb_printf(in->out, "%" PRId64, (int64_t)v >> 1);
-    } else if (rbp_is_flonum(v)) { /* flonum: rb_float_flonum_value */
+        break;
+    case RBP_IMM_FLONUM: { /* rb_float_flonum_value */
         double d = 0.0;
         if (v != UINT64_C(0x8000000000000002)) {
             uint64_t t = (2 - (v >> 63)) | (v & ~UINT64_C(3));
@@ -51,18 +53,14 @@ static bool immediate(rbp_insp *in, uint64_t v)
             memcpy(&d, &t, sizeof d);
         }
         rbp_insp_float(in->out, d);
-    } else if (rbp_is_static_symbol(v)) {
-        rbp_insp_symbol(in, v);
-    } else if (v == in->h->c.qnil) {
-        puts_(in, "nil");
-    } else if (v == in->qtrue) {
-        puts_(in, "true");
-    } else if (v == in->qfalse) {
-        puts_(in, "false");
-    } else if (v == in->h->c.qundef) {
-        rbp_insp_unreadable(in, "#<rbpeek: Qundef (no value)>");
-    } else {
-        return false;
+        break;
+    }
+    case RBP_IMM_STATIC_SYMBOL: rbp_insp_symbol(in, v); break;
+    case RBP_IMM_NIL: puts_(in, "nil"); break;
+    case RBP_IMM_TRUE: puts_(in, "true"); break;
+    case RBP_IMM_FALSE: puts_(in, "false"); break;
+    case RBP_IMM_UNDEF: rbp_insp_unreadable(in, "#<rbpeek: Qundef (no value)>"); break;
+    case RBP_IMM_NONE: return false;
     }
     return true;
 }

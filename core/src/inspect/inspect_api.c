@@ -85,18 +85,29 @@ void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, 
     }
 }
 
-/* The T_ type and class name of an immediate, or false. */
-static bool immediate_kind(rbp_heap *h, uint64_t v, int *type, const char **cls)
+/* Each immediate's T_ type, class, and what `ruby p` calls its kind: the
+ * word that tells a mistyped address (an odd one reads as a Fixnum) from a
+ * value, in the text and in JSON's "immediate". */
+static const struct { int type; const char *cls, *kind; } IMMEDIATES[] = {
+    [RBP_IMM_FIXNUM] = {RBP_T_FIXNUM, "Integer", "Fixnum"},
+    [RBP_IMM_FLONUM] = {RBP_T_FLOAT, "Float", "Flonum"},
+    [RBP_IMM_STATIC_SYMBOL] = {RBP_T_SYMBOL, "Symbol", "Symbol (static)"},
+    [RBP_IMM_NIL] = {RBP_T_NIL, "NilClass", "nil"},
+    [RBP_IMM_TRUE] = {RBP_T_TRUE, "TrueClass", "true"},
+    [RBP_IMM_FALSE] = {RBP_T_FALSE, "FalseClass", "false"},
+    [RBP_IMM_UNDEF] = {RBP_T_UNDEF, "(undef)", "undef"},
+};
+
+/* The line under an immediate's text: what it is, so that an address
+ * mistyped into a Fixnum (0xdeadbeef prints 1867964279) reads as one. A
+ * number repeats its text (a few bytes); a Symbol gives its ID instead of
+ * its name, which can be a megabyte. */
+static void immediate_line(rbp_strbuf *b, uint64_t v, rbp_immediate kind, const char *text)
 {
-    if (v & 1) *type = RBP_T_FIXNUM, *cls = "Integer";
-    else if (rbp_is_flonum(v)) *type = RBP_T_FLOAT, *cls = "Float";
-    else if (rbp_is_static_symbol(v)) *type = RBP_T_SYMBOL, *cls = "Symbol";
-    else if (v == h->c.qnil) *type = RBP_T_NIL, *cls = "NilClass";
-    else if (v == h->c.qtrue) *type = RBP_T_TRUE, *cls = "TrueClass";
-    else if (v == h->c.qfalse) *type = RBP_T_FALSE, *cls = "FalseClass";
-    else if (v == h->c.qundef) *type = RBP_T_UNDEF, *cls = "(undef)";
-    else return false;
-    return true;
+    rbp_sb_printf(b, "  0x%" PRIx64 " is an immediate, not an object's address: %s", v, IMMEDIATES[kind].kind);
+    if (kind == RBP_IMM_FIXNUM || kind == RBP_IMM_FLONUM) rbp_sb_printf(b, " %s", text ? text : "");
+    else if (kind == RBP_IMM_STATIC_SYMBOL) rbp_sb_printf(b, " of ID %" PRIu64, v >> 8);
+    rbp_sb_puts(b, "\n");
 }
 
 /* --raw: the object's header, and where its parts are, as one line. */
@@ -155,8 +166,12 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
     const char *cls = NULL;
     uint8_t buf[RBP_INSP_SLOT];
     rbp_obj o = {0};
-    bool imm = immediate_kind(&h, value, &type, &cls);
-    if (!imm) {
+    rbp_immediate kind = rbp_immediate_of(&h.c, value);
+    bool imm = kind != RBP_IMM_NONE;
+    if (imm) {
+        type = IMMEDIATES[kind].type;
+        cls = IMMEDIATES[kind].cls;
+    } else {
         char why[240];
         if (rbp_insp_check(&h, value, buf, sizeof buf, &o, why, sizeof why)) {
             st = rbp_fail(s, RBPEEK_ERR_ARG, "%s", why);
@@ -182,6 +197,7 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
         rbp_json_khex(&j, "address", value);
         rbp_json_kstr(&j, "type", TYPE_NAMES[type & 31]);
         rbp_json_kstr(&j, "class", cls);
+        if (imm) rbp_json_kstr(&j, "immediate", IMMEDIATES[kind].kind);
         rbp_json_kstr(&j, "inspect", text.buf ? text.buf : "");
         rbp_json_kbool(&j, "elided", res.cut);
         rbp_json_kbool(&j, "exact", !res.inexact);
@@ -195,6 +211,7 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
     } else {
         rbp_sb_puts(&b, text.buf ? text.buf : "");
         rbp_sb_puts(&b, "\n");
+        if (imm) immediate_line(&b, value, kind, text.buf);
         if (raw) {
             rbp_sb_printf(&b, "  0x%" PRIx64 ": %s, class %s\n", value, TYPE_NAMES[type & 31], cls);
             if (res.inexact)

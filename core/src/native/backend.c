@@ -1,5 +1,5 @@
 /*
- * Finding and loading the unwinder object, librbpeek-unwind.so (see
+ * Finding and loading the unwinder object, librbpeek-unwind.so.1 (see
  * native/unwind_backend.h for why it is an object of its own), once per
  * process. It is looked for where $RBPEEK_UNWINDER says, else beside the
  * object this code is linked into (librbpeek.so, installed or in the build
@@ -37,7 +37,11 @@
 #define RBP_SANITIZED 0
 #endif
 
-#define UNWINDER_NAME "librbpeek-unwind.so"
+/* Its soname, which carries the interface's version (CMakeLists.txt gives
+ * it the same): librbpeek-unwind.so.1. */
+#define UNWINDER_STR_(x) #x
+#define UNWINDER_STR(x) UNWINDER_STR_(x)
+#define UNWINDER_NAME "librbpeek-unwind.so." UNWINDER_STR(RBP_UW_ABI)
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const rbp_uw_ops *loaded;

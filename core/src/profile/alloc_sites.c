@@ -406,21 +406,33 @@ rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_
     return *out ? RBPEEK_OK : RBPEEK_ERR_NOMEM;
 }
 
+/* The largest total a profile is scaled to. No count of allocations comes
+ * near; a total past it is a counter read backwards (2^64 - d through an
+ * unsigned binding) or garbage, and is taken as this: the stacks then sum
+ * to about 2^63, plus at most one per stack for the rounding, which no
+ * node's total can wrap (it did: the root summed to 0 over rows of 4.6e18). */
+#define SCALE_MAX (UINT64_MAX / 2)
+
+static uint64_t add_saturating(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
 rbpeek_status rbpeek_profile_scale_to(rbpeek_profile *p, uint64_t total)
 {
     if (!p) return RBPEEK_ERR_ARG;
     uint64_t have = p->nnodes ? p->nodes[0].total : 0;
     if (!have) return RBPEEK_OK;
-    long double f = (long double)total / (long double)have;
+    long double f = (long double)(total < SCALE_MAX ? total : SCALE_MAX) / (long double)have;
     for (uint32_t i = 0; i < p->nnodes; i++) {
         rbp_pnode *nd = &p->nodes[i];
         if (nd->self) {
             long double v = (long double)nd->self * f + 0.5L;
-            nd->self = v < 1.0L ? 1 : v > (long double)(UINT64_MAX / 2) ? UINT64_MAX / 2 : (uint64_t)v;
+            nd->self = v < 1.0L ? 1 : v > (long double)SCALE_MAX ? SCALE_MAX : (uint64_t)v;
         }
         nd->total = nd->self;
     }
     /* a child is always added after its parent: sum the totals upwards */
-    for (uint32_t i = p->nnodes; i-- > 1;) p->nodes[p->nodes[i].parent].total += p->nodes[i].total;
+    for (uint32_t i = p->nnodes; i-- > 1;) {
+        rbp_pnode *up = &p->nodes[p->nodes[i].parent];
+        up->total = add_saturating(up->total, p->nodes[i].total);
+    }
     return RBPEEK_OK;
 }

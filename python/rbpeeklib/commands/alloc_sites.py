@@ -169,8 +169,9 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
         try:
             c1 = session.alloc_counts()
             t1, w1 = time.perf_counter(), time.time()
+            check_forwards(c0, c1)
         except RbpeekError as e:
-            failure = failure or e
+            c1, failure = None, failure or e
     counts = judge.stats()
     kept = counts["allocator"]
     total = (c1["total"] - c0["total"]) if c1 else 0
@@ -182,8 +183,8 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
         gcs = c1["gc_count"] - c0["gc_count"]
     heaps = [{"slot_size": slot, "count": b - a} for (slot, a), (_s, b) in zip(c0["heaps"], c1["heaps"])] if c1 else []
     result = {"pid": pid, "ruby_version": version, "ended": end, "method": METHOD,
-              "allocations_estimated": total, "allocations_exact": c1 is not None,
-              "duration_s": round(el, 6), "rate_per_s": total / el, "gc_count": gcs, "heaps": heaps,
+              "allocations": total if c1 else None,
+              "duration_s": round(el, 6), "rate_per_s": total / el if c1 else None, "gc_count": gcs, "heaps": heaps,
               "samples": kept, "samples_taken": st.samples, "stacks_judged": counts["stacks"],
               "samples_in_gc": counts["allocator_gc"], "gc_elsewhere": counts["gc_elsewhere"],
               "unmerged": counts["unmerged"], "not_run": counts["not_run"],
@@ -207,6 +208,16 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
     return result, end, written, failure
 
 
+def check_forwards(before, after):
+    """Refuses a count of allocations that went backwards: a damaged
+    objspace, or a pid that exec'd another program meanwhile. Passed on, its
+    negative difference would reach the core as 2^64 - d allocations."""
+    if after["total"] < before["total"]:
+        raise RbpeekError("the allocation counter went backwards (%d, then %d): the layout does not fit this "
+                          "Ruby's objspace, or the process is no longer the Ruby it was (did it exec?)"
+                          % (before["total"], after["total"]))
+
+
 def types_total(sites):
     """{class: estimated allocations} over every site, most first."""
     acc = {}
@@ -216,9 +227,10 @@ def types_total(sites):
 
 
 def types_text(types, count):
-    """ "Point 98.2%, Array 1.8%": each class's share of count, most first."""
+    """ "Point 98.2%, Array 1.8%": each class's share of count, most first
+    (the names alone when count is not known)."""
     most = sorted(types.items(), key=lambda kv: -kv[1])
-    return ", ".join("%s %.1f%%" % (name, 100.0 * n / count) for name, n in most[:5]) + (
+    return ", ".join("%s %.1f%%" % (name, 100.0 * n / count) if count else name for name, n in most[:5]) + (
         ", ..." if len(most) > 5 else "")
 
 
@@ -259,7 +271,7 @@ def sites_text(r):
     if r["typed_samples"]:
         lines.append("Types:     read at %d of the %d allocator samples (sites in Class#new, Class#allocate, "
                      "a Struct class's new or Array.new): %s"
-                     % (r["typed_samples"], kept, types_text(r["types"], r["allocations_estimated"])))
+                     % (r["typed_samples"], kept, types_text(r["types"], r["allocations"])))
     else:
         lines.append("Types:     not read: no site was in Class#new, Class#allocate, a Struct class's new or "
                      "Array.new (other sites' types are not read: docs/allocations.md)")

@@ -16,12 +16,15 @@ the target: an address (0x7f...), a register ($rdi), a C variable. The
 value must be an immediate (Integer, Float, Symbol, nil, true, false) or a
 live object of the Ruby heap; anything else is reported as "not a Ruby
 object" with the reason (free slot, not in any heap page, bad flags...).
+An immediate is followed by a line saying which (0xdeadbeef: Fixnum
+1867964279), so that a mistyped address is not taken for a number.
 
   --depth N          containers nested deeper than N are shown as [\u2026] (default 8)
   --max-length N     elements per container and bytes per String shown (default 100)
   --raw              also the object's header: flags, shape id, embedded or
                      heap, and where its parts are
-  --json             {"address", "type", "class", "inspect", "elided", "exact"}
+  --json             {"address", "type", "class", "inspect", "elided", "exact"},
+                     and "immediate" (its kind) for an immediate
   -o, --output FILE  write to FILE instead of the debugger's output"""
 
     def run(self, dbg, argv):

@@ -13,6 +13,11 @@
 require "objspace"
 
 OUT = ARGV[0] or abort("usage: inspect_scenarios.rb OUT_DIR")
+begin
+  require "fiddle" # an immediate's VALUE as Ruby holds it (Fiddle.dlwrap); a minimal build may lack it
+rescue LoadError
+  nil
+end
 
 3.times { GC.start }
 GC.disable # nothing moves or dies from here on: the recorded addresses stay valid
@@ -102,6 +107,12 @@ add.("float heap tiny", 5e-324)
 add.("rational", Rational(1, 3))
 add.("complex", Complex(1, 2))
 add.("specials", [nil, true, false])
+# Immediates on their own, each at its VALUE (Fiddle.dlwrap), and an
+# address mistyped with an odd last digit, which Ruby reads as a Fixnum
+if defined?(Fiddle)
+  [42, -7, 2.5, :foo, nil, true, false].each { |v| add.("immediate #{v.inspect}", v) }
+  add.("mistyped address 0xdeadbeef", Fiddle.dlunwrap(0xdeadbeef))
+end
 # Containers
 rec = [1]
 rec << rec
@@ -238,11 +249,14 @@ docs = objects.map do |label, obj|
   heap = dump[/"address":"(0x[0-9a-f]+)"/, 1]
   if heap
     addr = heap
+  elsif defined?(Fiddle)
+    addr = format("0x%x", Fiddle.dlwrap(obj) & (2**64 - 1)) # a negative Fixnum's comes signed
   elsif obj.is_a?(Integer)
     addr = fixnum_value(obj)
   end
   bits = obj.is_a?(Float) ? [obj].pack("D").unpack1("Q").to_s : nil
-  %({"label": #{json_str(label)}, "address": #{json_str(addr)}, "float_bits": #{json_str(bits)}, ) +
+  %({"label": #{json_str(label)}, "address": #{json_str(addr)}, "immediate": #{!heap}, ) +
+    %("float_bits": #{json_str(bits)}, ) +
     %("class": #{json_str(obj.class.to_s)}, "inspect": #{json_str(obj.inspect)}})
 end
 

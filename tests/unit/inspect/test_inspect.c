@@ -78,6 +78,45 @@ static void test_p_synthetic(void)
     image_free(&f.im);
 }
 
+/* `ruby p` of an immediate says what it is beside its text, in text and
+ * JSON: 0xdeadbeef, an address mistyped with an odd last digit, printed only
+ * "1867964279" (issue 37). An object's address says nothing of the kind. */
+static void test_p_immediates(void)
+{
+    heap_fixture f;
+    build(&f);
+    static const struct { uint64_t v; const char *text, *line, *kind; } cases[] = {
+        {0xdeadbeef, "1867964279", "0xdeadbeef is an immediate, not an object's address: Fixnum 1867964279", "Fixnum"},
+        {0x20000000000002, "2.5", "0x20000000000002 is an immediate, not an object's address: Flonum 2.5", "Flonum"},
+        {0x4d20c, "#<rbpeek: Symbol of unknown ID 1234>", "0x4d20c is an immediate, not an object's address: "
+         "Symbol (static) of ID 1234", "Symbol (static)"},
+        {0x8, "nil", "0x8 is an immediate, not an object's address: nil\n", "nil"},   /* 3.1's Qnil */
+        {0x14, "true", "0x14 is an immediate, not an object's address: true\n", "true"},
+        {0x0, "false", "0x0 is an immediate, not an object's address: false\n", "false"},
+        {0x34, "#<rbpeek: Qundef (no value)>", "0x34 is an immediate, not an object's address: undef\n", "undef"},
+    };
+    rbpeek_inspect_options opt = {8, 100, 0, 0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *text = NULL, *json = NULL, kind[64];
+        snprintf(kind, sizeof kind, "\"immediate\": \"%s\"", cases[i].kind);
+        CU_ASSERT_EQUAL_FATAL(rbpeek_value_inspect(f.s, cases[i].v, &opt, RBPEEK_FORMAT_TEXT, &text), RBPEEK_OK);
+        CU_ASSERT_EQUAL_FATAL(rbpeek_value_inspect(f.s, cases[i].v, &opt, RBPEEK_FORMAT_JSON, &json), RBPEEK_OK);
+        CU_ASSERT(strncmp(text, cases[i].text, strlen(cases[i].text)) == 0 && text[strlen(cases[i].text)] == '\n');
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, cases[i].line));
+        CU_ASSERT_PTR_NOT_NULL(strstr(json, kind));
+        if (!strstr(text, cases[i].line) || !strstr(json, kind)) fprintf(stderr, "p 0x%llx: %s%s", (unsigned long long)cases[i].v, text, json);
+        rbpeek_free(text), rbpeek_free(json);
+    }
+    char *text = NULL, *json = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_value_inspect(f.s, slot_addr(&f, 1), &opt, RBPEEK_FORMAT_TEXT, &text), RBPEEK_OK);
+    CU_ASSERT_EQUAL_FATAL(rbpeek_value_inspect(f.s, slot_addr(&f, 1), &opt, RBPEEK_FORMAT_JSON, &json), RBPEEK_OK);
+    CU_ASSERT_STRING_EQUAL(text, "\"hi\"\n");
+    CU_ASSERT_PTR_NULL(strstr(json, "immediate"));
+    rbpeek_free(text), rbpeek_free(json);
+    rbpeek_session_free(f.s);
+    image_free(&f.im);
+}
+
 enum { DATA = 0x600000 }; /* the Procs' rb_data_type_t, name and rb_proc_t structs */
 
 /* Proc (a typed T_DATA of type "proc") and Regexp objects made wrong in the
@@ -290,6 +329,7 @@ static void test_p_fuzz(void)
 static const rbp_cu_test TESTS[] = {
     {"float_to_s", test_float_to_s},
     {"p_synthetic", test_p_synthetic},
+    {"p_immediates", test_p_immediates},
     {"p_corrupt_proc_regexp", test_p_corrupt_proc_regexp},
     {"p_self_containing", test_p_self_containing},
     {"p_long_symbol_name", test_p_long_symbol_name},

@@ -345,6 +345,56 @@ static void test_scale(void)
     rbpeek_profile_free(p);
 }
 
+/* Each node's total is its self plus its children's totals, counted
+ * without wrapping; returns the root's. */
+static void assert_sums(const rbpeek_profile *p)
+{
+    for (uint32_t i = 0; i < p->nnodes; i++) {
+        unsigned __int128 sum = p->nodes[i].self;
+        for (uint32_t c = p->nodes[i].first_child; c != RBP_NO_NODE; c = p->nodes[c].next_sibling)
+            sum += p->nodes[c].total;
+        CU_ASSERT(sum == p->nodes[i].total);
+        CU_ASSERT(p->nodes[i].total <= p->nodes[0].total);
+    }
+}
+
+/* Scaled to a total a counter read backwards becomes through ctypes
+ * (2^64 - d): the sums wrapped, rbpeek_profile_total was 0 and `top` said
+ * "(0 samples in all)" over rows of 4.6e18 (issue 35). The total is taken
+ * as 2^63 - 1: no sum wraps, the shares stay. */
+static void test_scale_huge(void)
+{
+    rbpeek_profile *p = rbpeek_profile_new();
+    const char *s1[] = {"main", "a"}, *s2[] = {"main", "b"}, *s3[] = {"main"};
+    CU_ASSERT_EQUAL(rbpeek_profile_add_stack(p, s1, 2, 3), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_profile_add_stack(p, s2, 2, 1), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_profile_add_stack(p, s3, 1, 1), RBPEEK_OK);
+    char names[40][8];
+    for (int i = 0; i < 40; i++) { /* stacks that round up, one each */
+        snprintf(names[i], sizeof names[i], "c%d", i);
+        const char *st[] = {"main", names[i]};
+        CU_ASSERT_EQUAL(rbpeek_profile_add_stack(p, st, 2, 1), RBPEEK_OK);
+    }
+    for (uint64_t d = 1; d < 1000000; d = d * 7 + 1) {
+        CU_ASSERT_EQUAL(rbpeek_profile_scale_to(p, UINT64_MAX - d + 1), RBPEEK_OK);
+        uint64_t total = rbpeek_profile_total(p);
+        CU_ASSERT(total >= UINT64_MAX / 2 - 64 && total <= UINT64_MAX / 2 + 64);
+        assert_sums(p);
+        uint64_t a = 0, b = 0;
+        for (uint32_t i = 1; i < p->nnodes; i++) {
+            if (strcmp(rbp_profile_node_name(p, i), "a") == 0) a = p->nodes[i].total;
+            if (strcmp(rbp_profile_node_name(p, i), "b") == 0) b = p->nodes[i].total;
+        }
+        CU_ASSERT(b > 0 && (long double)a / b > 2.999999L && (long double)a / b < 3.000001L);
+        char *top = NULL, want[64];
+        CU_ASSERT_EQUAL_FATAL(rbpeek_profile_top(p, 0, 5, &top), RBPEEK_OK);
+        snprintf(want, sizeof want, "(%llu samples in all)", (unsigned long long)total);
+        CU_ASSERT_PTR_NOT_NULL(strstr(top, want));
+        rbpeek_free(top);
+    }
+    rbpeek_profile_free(p);
+}
+
 static const rbp_cu_test TESTS[] = {
     {"allocator names", test_names},
     {"judging stacks", test_judge},
@@ -353,6 +403,7 @@ static const rbp_cu_test TESTS[] = {
     {"the (site, class) pairs at their bound", test_typed_full},
     {"a thread that has not run since its last sample", test_not_run},
     {"scaling to estimated allocations", test_scale},
+    {"scaling to a total past 2^63 (a counter read backwards)", test_scale_huge},
     {NULL, NULL},
 };
 
