@@ -54,8 +54,6 @@ static void insp_init(rbp_insp *in, rbp_heap *h, const rbp_inspect_limits *lim, 
     rbp_recguard_init(&in->rec, RBP_INSP_MAX_LEVELS, &in->budget);
     in->newer_0x85 = h->s->rel.inspect.escapes_nel;
     in->hash_34 = h->s->rel.inspect.hash_34;
-    in->qtrue = h->s->rel.obj.qtrue;
-    in->qfalse = h->s->rel.obj.qfalse;
     /* main answers "main" from a singleton to_s that rbpeek cannot run; it is
      * known by address, rb_vm_t.top_self. A layout without the member, or an
      * unreadable word, leaves 0, which matches no object. */
@@ -88,13 +86,14 @@ void rbp_inspect_append(rbp_heap *h, uint64_t v, const rbp_inspect_limits *lim, 
 /* The T_ type and class name of an immediate, or false. */
 static bool immediate_kind(rbp_heap *h, uint64_t v, int *type, const char **cls)
 {
-    if (v & 1) *type = RBP_T_FIXNUM, *cls = "Integer";
+    const rbp_release *r = &h->s->rel;
+    if (rbp_is_fixnum(v)) *type = RBP_T_FIXNUM, *cls = "Integer";
     else if (rbp_is_flonum(v)) *type = RBP_T_FLOAT, *cls = "Float";
     else if (rbp_is_static_symbol(v)) *type = RBP_T_SYMBOL, *cls = "Symbol";
-    else if (v == h->c.qnil) *type = RBP_T_NIL, *cls = "NilClass";
-    else if (v == h->c.qtrue) *type = RBP_T_TRUE, *cls = "TrueClass";
-    else if (v == h->c.qfalse) *type = RBP_T_FALSE, *cls = "FalseClass";
-    else if (v == h->c.qundef) *type = RBP_T_UNDEF, *cls = "(undef)";
+    else if (rbp_is_nil(r, v)) *type = RBP_T_NIL, *cls = "NilClass";
+    else if (rbp_is_true(r, v)) *type = RBP_T_TRUE, *cls = "TrueClass";
+    else if (rbp_is_false(r, v)) *type = RBP_T_FALSE, *cls = "FalseClass";
+    else if (rbp_is_undef(r, v)) *type = RBP_T_UNDEF, *cls = "(undef)";
     else return false;
     return true;
 }
@@ -105,7 +104,7 @@ static void raw_line(rbp_heap *h, const rbp_obj *o, char line[512])
     const size_t cap = 512;
     int n = snprintf(line, cap, "flags=0x%" PRIx64 " klass=0x%" PRIx64 " slot_size=%u", o->flags, o->klass,
                      rbp_heap_page_of(h, o->addr) ? rbp_heap_page_of(h, o->addr)->slot_size : 0);
-    if (h->c.shapes) n += snprintf(line + n, cap - (size_t)n, " shape_id=%" PRIu64, o->flags >> 32);
+    if (h->shapes) n += snprintf(line + n, cap - (size_t)n, " shape_id=%" PRIu64, o->flags >> 32);
     uint64_t ptr = 0, len = 0, capa = 0, table = 0;
     bool st = false;
     rbp_str_info si;
