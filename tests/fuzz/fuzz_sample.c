@@ -108,8 +108,9 @@ static void one_sample(sample_run *r, unsigned b0, rbpeek_profile *p, rbp_sample
         st = rbpeek_snapshot_take_running(s, max_frames, &snap);
     } else {
         const uint64_t *held = r->held;
-        st = rbp_snapshot_take_split(s, max_frames, r->nheld || r->none ? held : NULL, &r->nheld,
-                                     r->none ? NULL : stop_cb, release_cb, r, NULL, &snap);
+        rbp_snapshot_split how = {.held = r->nheld || r->none ? held : NULL, .nheld = &r->nheld,
+                                  .stop = r->none ? NULL : stop_cb, .release = release_cb, .ctx = r};
+        st = rbp_snapshot_take_split(s, max_frames, &how, &snap);
     }
     if (st != RBPEEK_OK) {
         if (rbpeek_session_error(s)[0] == '\0') abort();

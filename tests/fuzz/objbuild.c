@@ -5,7 +5,7 @@
  * of real objects; objbuild_typed.c writes Procs, Methods, Times, Regexps
  * and other typed data), and the environment of bt --locals. Every
  * member is written where the target's layout puts it, with the flag bits
- * of its version (rbp_heap_consts and the masks the decoders use), so an
+ * of its version (rbp_object_rules and the masks the decoders use), so an
  * object built from a pristine-looking record is one rbpeek decodes as a
  * live Ruby's; the variant bits, the references and the patches a harness
  * adds on top make it every other shape.

@@ -68,7 +68,7 @@ typedef struct ob_page {
 /* What a target offers the builder, found once. */
 typedef struct ob_world {
     fuzz_target *t;
-    rbp_heap_consts c;
+    rbp_object_rules c;
     uint32_t page_align;
     bool shapes;
     ob_page pages[OB_MAX_PAGES];

@@ -265,9 +265,9 @@ bool ob_world_init(ob_world *w, fuzz_target *t)
         fprintf(stderr, "objbuild: %s: no heap: %s\n", t->name, rbpeek_session_error(s));
         return false;
     }
-    w->c = h.c;
+    w->c = *h.c;
     w->page_align = h.page_align;
-    w->shapes = h.c.shapes;
+    w->shapes = h.shapes;
     w->shape_list = h.shape_list;
     w->too_complex = UINT64_MAX;
     /* the pools, from the pristine heap */

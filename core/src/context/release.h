@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 /* RBasic.flags: the bits past the type and the GC's own are FL_USER0.. */
 #define RBP_FL_USHIFT 12
@@ -22,10 +23,33 @@
 /* Immediates whose tags are the same in every release rbpeek reads
  * (special_consts.h with USE_FLONUM, 64-bit): a Fixnum has its low bit
  * set, a flonum the low bits 10, a static Symbol the low byte 0x0c with its
- * ID above it. */
+ * ID above it. Every tag test and decode of an immediate is one of these. */
 static inline bool rbp_is_fixnum(uint64_t v) { return (v & 1) != 0; }
 static inline bool rbp_is_flonum(uint64_t v) { return (v & 3) == 2; }
 static inline bool rbp_is_static_symbol(uint64_t v) { return (v & 0xff) == 0x0c; }
+/* FIX2LONG: the Fixnum's value (an arithmetic shift keeps its sign). */
+static inline int64_t rbp_fixnum_value(uint64_t v) { return (int64_t)v >> 1; }
+/* A Fixnum's value in *out, or false for anything else. */
+static inline bool rbp_fixnum_get(uint64_t v, int64_t *out)
+{
+    if (!rbp_is_fixnum(v)) return false;
+    *out = rbp_fixnum_value(v);
+    return true;
+}
+/* RSHIFT(v, RUBY_SPECIAL_SHIFT): a static Symbol's ID. */
+static inline uint64_t rbp_static_symbol_id(uint64_t v) { return v >> 8; }
+/* rb_float_flonum_value: the double a flonum stands for (0.0 is its own
+ * pattern; the others have their exponent's top bits rotated back in). */
+static inline double rbp_flonum_value(uint64_t v)
+{
+    double d = 0.0;
+    if (v != UINT64_C(0x8000000000000002)) {
+        uint64_t t = (2 - (v >> 63)) | (v & ~UINT64_C(3));
+        t = (t >> 3) | (t << 61);
+        memcpy(&d, &t, sizeof d);
+    }
+    return d;
+}
 
 /* How a backtrace line quotes a method's label: `label' before 3.4,
  * 'label' from 3.4 (Feature #16495). */
@@ -138,6 +162,16 @@ typedef struct rbp_release {
     rbp_inspect_rules inspect;
     rbp_dump_rules dump;
 } rbp_release;
+
+/* The special constants that change by release (3.2 renumbered nil and
+ * undef): every reader asks these, none reads r->obj.q* itself. */
+static inline uint64_t rbp_qnil(const rbp_release *r) { return r->obj.qnil; }
+static inline bool rbp_is_nil(const rbp_release *r, uint64_t v) { return v == r->obj.qnil; }
+static inline bool rbp_is_true(const rbp_release *r, uint64_t v) { return v == r->obj.qtrue; }
+static inline bool rbp_is_false(const rbp_release *r, uint64_t v) { return v == r->obj.qfalse; }
+static inline bool rbp_is_undef(const rbp_release *r, uint64_t v) { return v == r->obj.qundef; }
+/* RTEST: anything but false and nil. */
+static inline bool rbp_rtest(const rbp_release *r, uint64_t v) { return !rbp_is_false(r, v) && !rbp_is_nil(r, v); }
 
 /* Fills r for Ruby major.minor.patch. */
 void rbp_release_init(rbp_release *r, int major, int minor, int patch);

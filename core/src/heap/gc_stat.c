@@ -140,10 +140,10 @@ static bool read_pools(rbpeek_session *s, gc_stat *g)
 static bool stress_value_ok(rbpeek_session *s, const gc_stat *g)
 {
     uint64_t v = g->stress_value;
-    const rbp_object_rules *o = &s->rel.obj;
-    bool set = v != o->qfalse && v != o->qnil; /* GC.stress= keeps any value; RTEST sets the bit */
+    const rbp_release *r = &s->rel;
+    bool set = rbp_rtest(r, v); /* GC.stress= keeps any value; RTEST sets the bit */
     if (g->stress_known && (g->stressful != 0) != set) return false;
-    return v == o->qfalse || v == o->qtrue || v == o->qnil || (v & 1) || rbp_is_heap_ptr(s, v);
+    return rbp_is_false(r, v) || rbp_is_true(r, v) || rbp_is_nil(r, v) || rbp_is_fixnum(v) || rbp_is_heap_ptr(s, v);
 }
 
 static bool plausible(rbpeek_session *s, const gc_stat *g, char *why, size_t n)
@@ -284,13 +284,14 @@ static const char *phase_name(const gc_stat *g)
 /* GC.stress's value: false, true, or the Integer of stress flags (text). */
 static void put_stress(rbpeek_session *s, rbp_strbuf *b, uint64_t v)
 {
-    if (v == s->rel.obj.qfalse)
+    const rbp_release *r = &s->rel;
+    if (rbp_is_false(r, v))
         rbp_sb_puts(b, "false");
-    else if (v == s->rel.obj.qtrue)
+    else if (rbp_is_true(r, v))
         rbp_sb_puts(b, "true");
-    else if (v & 1)
-        rbp_sb_printf(b, "%lld", (long long)((int64_t)v >> 1));
-    else if (v == rbp_qnil(s))
+    else if (rbp_is_fixnum(v))
+        rbp_sb_printf(b, "%lld", (long long)rbp_fixnum_value(v));
+    else if (rbp_is_nil(r, v))
         rbp_sb_puts(b, "nil");
     else
         rbp_sb_printf(b, "\"0x%llx\"", (unsigned long long)v);
@@ -307,11 +308,12 @@ static void put_stress(rbpeek_session *s, rbp_strbuf *b, uint64_t v)
 /* GC.stress's value in JSON: nil is null there. */
 static void json_stress(rbpeek_session *s, rbp_json *j, uint64_t v)
 {
-    if (v == s->rel.obj.qfalse || v == s->rel.obj.qtrue)
-        rbp_json_bool(j, v == s->rel.obj.qtrue);
-    else if (v & 1)
-        rbp_json_i64(j, (int64_t)v >> 1);
-    else if (v == rbp_qnil(s))
+    const rbp_release *r = &s->rel;
+    if (rbp_is_false(r, v) || rbp_is_true(r, v))
+        rbp_json_bool(j, rbp_is_true(r, v));
+    else if (rbp_is_fixnum(v))
+        rbp_json_i64(j, rbp_fixnum_value(v));
+    else if (rbp_is_nil(r, v))
         rbp_json_null(j);
     else
         rbp_json_hex(j, v);

@@ -39,8 +39,8 @@ static int cmp_page(const void *a, const void *b)
 /* The release's object rules, with what the layout says of shapes. */
 static void set_consts(rbp_heap *h)
 {
-    h->c = h->s->rel.obj;
-    h->c.shapes = h->c.shapes && rbp_has(&h->s->layout, RBP_L_shape_next_iv_index);
+    h->c = &h->s->rel.obj;
+    h->shapes = h->c->shapes && rbp_has(&h->s->layout, RBP_L_shape_next_iv_index);
 }
 
 /* The shape table, when this Ruby has one: in the VM in 3.2
@@ -50,7 +50,7 @@ static void find_shapes(rbp_heap *h)
     rbpeek_session *s = h->s;
     const rbp_layout *L = &s->layout;
     uint64_t sym = 0, tree = 0, list = 0;
-    if (!h->c.shapes) return;
+    if (!h->shapes) return;
     if (rbp_has(L, RBP_L_vm_shape_list)) {
         if (rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(L, RBP_L_vm_shape_list), &list) && list) h->shape_list = list;
         return;
@@ -195,7 +195,7 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
                         "from this Ruby's DWARF (rbpeek-layoutgen) or one from a newer rbpeek",
                         s->layout_source);
     set_consts(h);
-    h->page_align = h->c.page_align;
+    h->page_align = h->c->page_align;
     uint32_t default_slot = rbp_has(L, RBP_L_rvalue_size) && L->f[RBP_L_rvalue_size].size > 0
                                 ? (uint32_t)L->f[RBP_L_rvalue_size].size
                                 : 40;
@@ -388,7 +388,7 @@ int rbp_heap_classify(rbp_heap *h, const uint8_t *slot, uint32_t slot_size)
     switch (t) {
     case RBP_T_IMEMO:
         /* no class pointer to check; the imemo type must exist */
-        return ((flags >> RBP_FL_USHIFT) & 0x0f) <= h->c.imemo_max ? t : -2;
+        return ((flags >> RBP_FL_USHIFT) & 0x0f) <= h->c->imemo_max ? t : -2;
     case RBP_T_ZOMBIE:
     case RBP_T_MOVED:
         /* make_zombie and gc_move leave only the type and a few GC bits */

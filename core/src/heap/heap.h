@@ -26,12 +26,6 @@ typedef struct rbp_heap_page {
     uint32_t total_slots;
 } rbp_heap_page;
 
-/* Version-dependent constants of the object encodings (flag bits, special
- * constants), set once by rbp_heap_open. */
-/* The release's object rules (context/release.h), with shapes only where
- * the layout has them too. */
-typedef rbp_object_rules rbp_heap_consts;
-
 /* The references a walk reads over all its objects, at most: 256 Mi, some
  * 25 times what a heap of a million objects holds. */
 #define RBP_HEAP_REF_BUDGET (UINT64_C(256) << 20)
@@ -55,7 +49,8 @@ typedef struct rbp_heap {
     size_t npages;
     size_t listed;              /* page pointers in the objspace's table */
     size_t rejected;            /* ...whose header was unreadable or implausible */
-    rbp_heap_consts c;
+    const rbp_object_rules *c;  /* the release's flag bits and masks: &s->rel.obj */
+    bool shapes;                /* the release counts ivars by shape, and the layout has shapes */
     uint64_t shape_list;        /* the shapes: vm->shape_list (3.2), rb_shape_tree_ptr->shape_list; 0 if none */
     /* References one walk may still read over all its objects (objects x
      * references is a pairwise walk): an object whose references would

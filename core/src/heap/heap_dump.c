@@ -333,7 +333,7 @@ static void string_fields(rbp_heap *h, const rbp_str_info *si, rbp_dump_rec *r, 
 static void class_rec(rbp_heap *h, const rbp_obj *o, rbp_dump_rec *r)
 {
     r->superclass = rbp_class_super(h, o);
-    r->singleton = o->type == RBP_T_CLASS && (o->flags & h->c.fl_singleton);
+    r->singleton = o->type == RBP_T_CLASS && (o->flags & h->c->fl_singleton);
     if (o->type == RBP_T_CLASS) {
         uint64_t vc;
         r->has_variation_count = rbp_class_variation_count(h, o, &vc);
@@ -385,7 +385,7 @@ static bool dump_obj(void *ctx, const rbp_obj *o)
     }
     case RBP_T_ARRAY:
         rbp_ary_len(h, o, &r.length);
-        r.shared = (o->flags & h->c.elts_shared) != 0;
+        r.shared = (o->flags & h->c->elts_shared) != 0;
         r.embedded = (o->flags & RBP_FL_USER(1)) != 0;
         break;
     case RBP_T_HASH:

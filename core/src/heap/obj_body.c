@@ -14,8 +14,8 @@
 bool rbp_obj_too_complex(rbp_heap *h, const rbp_obj *o)
 {
     rbp_shape sh;
-    return o->type == RBP_T_OBJECT && h->c.shapes && rbp_shape_of(h, o->flags, &sh) &&
-           sh.type == h->c.shape_too_complex;
+    return o->type == RBP_T_OBJECT && h->shapes && rbp_shape_of(h, o->flags, &sh) &&
+           sh.type == h->c->shape_too_complex;
 }
 
 /* --- T_OBJECT, Array, Hash, Struct ---------------------------------------- */
@@ -25,10 +25,10 @@ bool rbp_object_ivars(rbp_heap *h, const rbp_obj *o, uint64_t *ptr, uint64_t *n,
 {
     *table = 0;
     bool embed = robject_embedded(h, o->flags);
-    if (h->c.shapes) {
+    if (h->shapes) {
         rbp_shape sh;
         if (!rbp_shape_of(h, o->flags, &sh)) return false;
-        if (sh.type == h->c.shape_too_complex) {
+        if (sh.type == h->c->shape_too_complex) {
             if (!rd(h, o, o->addr, RBP_L_robject_ivptr, table)) return false;
             *ptr = *n = *capa = 0;
             return true;
@@ -60,7 +60,7 @@ bool rbp_obj_ivar_count(rbp_heap *h, const rbp_obj *o, uint64_t *n)
 bool rbp_array_body(rbp_heap *h, const rbp_obj *o, uint64_t *ptr, uint64_t *len)
 {
     if (o->flags & ARY_EMBED) {
-        *len = (o->flags >> (RBP_FL_USHIFT + 3)) & h->c.ary_embed_len_mask;
+        *len = (o->flags >> (RBP_FL_USHIFT + 3)) & h->c->ary_embed_len_mask;
         *ptr = o->addr + off(h, RBP_L_rarray_embed_ary);
         return true;
     }
@@ -95,7 +95,7 @@ bool rbp_ar_each(rbp_heap *h, const rbp_obj *o, uint64_t tab, rbp_pair_fn fn, vo
             memcpy(kv, o->slot + (pairs + i * 16 - o->addr), 16);
         else if (!rbp_mem_read(h->s->mem, pairs + i * 16, kv, 16))
             return false;
-        if (kv[0] == h->c.qundef) continue; /* cleared entry */
+        if (rbp_is_undef(&h->s->rel, kv[0])) continue; /* cleared entry */
         fn(ctx, kv[0], kv[1]);
     }
     return true;
@@ -118,7 +118,7 @@ bool rbp_hash_size(rbp_heap *h, const rbp_obj *o, uint64_t *size)
 
 bool rbp_struct_body(rbp_heap *h, const rbp_obj *o, uint64_t *ptr, uint64_t *len, bool *embedded)
 {
-    uint64_t elen = (o->flags >> (RBP_FL_USHIFT + 1)) & h->c.struct_embed_len_mask;
+    uint64_t elen = (o->flags >> (RBP_FL_USHIFT + 1)) & h->c->struct_embed_len_mask;
     *embedded = elen != 0;
     if (elen) {
         *len = elen;

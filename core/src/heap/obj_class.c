@@ -83,7 +83,7 @@ bool rbp_class_ivar(rbp_heap *h, const rbp_obj *o, const char *name, uint64_t *c
 {
     uint64_t ext, tbl, index, ivs;
     rbp_st_hdr t;
-    if (h->c.shapes && rbp_has(L(h), RBP_L_classext_iv_ptr))
+    if (h->shapes && rbp_has(L(h), RBP_L_classext_iv_ptr))
         return rbp_shape_ivar_index(h, o->flags, name, cached_id, &index) && rbp_classext(h, o, &ext) &&
                (ivs = rbp_classext_ptr(h, o, ext, RBP_L_classext_iv_ptr)) &&
                rbp_mem_u64(h->s->mem, ivs + index * 8, out);
@@ -124,7 +124,7 @@ uint64_t rbp_class_real(rbp_heap *h, uint64_t klass)
             cl = 0;
             break;
         }
-        bool singleton = o.type == RBP_T_CLASS && (o.flags & h->c.fl_singleton);
+        bool singleton = o.type == RBP_T_CLASS && (o.flags & h->c->fl_singleton);
         if (!singleton && o.type != RBP_T_ICLASS) break;
         cl = rbp_class_super(h, &o);
     }
@@ -192,7 +192,7 @@ const char *rbp_heap_class_name(rbp_heap *h, uint64_t klass)
     bool ok = rbp_obj_at(h, klass, buf, sizeof buf, &o);
     if (path) {
         name = strdup(path);
-    } else if (ok && o.type == RBP_T_CLASS && (o.flags & h->c.fl_singleton)) {
+    } else if (ok && o.type == RBP_T_CLASS && (o.flags & h->c->fl_singleton)) {
         /* "#<Class:Foo>" for a metaclass, "#<Class:#<Foo:0x...>>" otherwise */
         uint64_t att = rbp_class_attached(h, &o);
         int at = att ? rbp_obj_type(h->s, att) : -1;
@@ -249,7 +249,7 @@ bool rbp_obj_internal(rbp_heap *h, const rbp_obj *o)
         return true;
     case RBP_T_CLASS:
         if (!o->klass) return true;
-        if (o->flags & h->c.fl_singleton) {
+        if (o->flags & h->c->fl_singleton) {
             /* rb_singleton_class_internal_p: a metaclass that has no
              * metaclass of its own */
             uint64_t att = rbp_class_attached(h, o);
@@ -257,7 +257,7 @@ bool rbp_obj_internal(rbp_heap *h, const rbp_obj *o)
             uint8_t buf[64];
             rbp_obj meta;
             if (rbp_obj_at(h, o->klass, buf, sizeof buf, &meta) && meta.type == RBP_T_CLASS &&
-                (meta.flags & h->c.fl_singleton) && rbp_class_attached(h, &meta) == o->addr)
+                (meta.flags & h->c->fl_singleton) && rbp_class_attached(h, &meta) == o->addr)
                 return false;
             return true;
         }

@@ -89,7 +89,7 @@ static inline bool rbp_obj_typed_data(rbp_heap *h, const rbp_obj *o, uint64_t *t
  * 4.0, no ROBJECT_HEAP from 4.0). */
 static inline bool robject_embedded(rbp_heap *h, uint64_t flags)
 {
-    return h->c.robject_heap ? !(flags & h->c.robject_heap) : (flags & h->c.robject_embed) != 0;
+    return h->c->robject_heap ? !(flags & h->c->robject_heap) : (flags & h->c->robject_embed) != 0;
 }
 
 /* --- st tables, id tables and shapes (obj_tables.c) --------------------- */

@@ -20,7 +20,7 @@ static uint64_t class_extra(rbp_heap *h, const rbp_obj *o)
     size += rbp_id_table_memsize(h, rbp_classext_ptr(h, o, ext, RBP_L_classext_cvc_tbl));
     size += rbp_id_table_memsize(h, rbp_classext_ptr(h, o, ext, RBP_L_classext_const_tbl));
     size += rbp_id_table_memsize(h, rbp_classext_ptr(h, o, ext, RBP_L_classext_cc_tbl));
-    if (h->c.shapes) {
+    if (h->shapes) {
         rbp_shape sh;
         uint64_t n = rbp_shape_of(h, o->flags, &sh) ? sh.next_iv_index : 0;
         int bits = 0;
@@ -56,17 +56,17 @@ uint64_t rbp_obj_extra_bytes(rbp_heap *h, const rbp_obj *o)
     case RBP_T_ICLASS: {
         uint64_t ext = 0, size = 0;
         rbp_classext(h, o, &ext);
-        if ((o->flags & (h->c.iclass_is_origin | h->c.iclass_origin_shared_mtbl)) == h->c.iclass_is_origin)
+        if ((o->flags & (h->c->iclass_is_origin | h->c->iclass_origin_shared_mtbl)) == h->c->iclass_is_origin)
             size += rbp_id_table_memsize(h, rbp_class_m_tbl(h, o, ext));
         size += rbp_id_table_memsize(h, rbp_classext_ptr(h, o, ext, RBP_L_classext_cc_tbl));
         return size;
     }
     case RBP_T_STRING:
-        if ((o->flags & (STR_NOEMBED | h->c.elts_shared | STR_NOFREE)) != STR_NOEMBED) return 0;
+        if ((o->flags & (STR_NOEMBED | h->c->elts_shared | STR_NOFREE)) != STR_NOEMBED) return 0;
         if (!rd(h, o, o->addr, RBP_L_rstring_heap_aux_capa, &v) || v > (UINT64_C(1) << 40)) return 0;
         return v + (uint64_t)rbp_enc_termlen(h, (int)((o->flags >> ENC_SHIFT) & 0x7f));
     case RBP_T_ARRAY:
-        if (o->flags & (ARY_EMBED | h->c.elts_shared)) return 0;
+        if (o->flags & (ARY_EMBED | h->c->elts_shared)) return 0;
         return rd(h, o, o->addr, RBP_L_rarray_heap_capa, &v) && v <= MAX_VALUES ? v * 8 : 0;
     case RBP_T_HASH: {
         uint64_t tab;

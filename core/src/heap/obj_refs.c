@@ -100,11 +100,11 @@ static bool class_refs(rbp_heap *h, const rbp_obj *o, ref_filter *rf)
     uint64_t ext = 0, v;
     bool ok = true;
     bool has_ext = rbp_classext(h, o, &ext);
-    if (o->type == RBP_T_CLASS && (o->flags & h->c.fl_singleton) && rbp_has(Ly, RBP_L_classext_attached_object) &&
+    if (o->type == RBP_T_CLASS && (o->flags & h->c->fl_singleton) && rbp_has(Ly, RBP_L_classext_attached_object) &&
         has_ext && rd(h, o, ext, RBP_L_classext_attached_object, &v))
         emit(rf, v);
     if (o->type == RBP_T_ICLASS) {
-        if ((o->flags & (h->c.iclass_is_origin | h->c.iclass_origin_shared_mtbl)) == h->c.iclass_is_origin)
+        if ((o->flags & (h->c->iclass_is_origin | h->c->iclass_origin_shared_mtbl)) == h->c->iclass_is_origin)
             ok &= rbp_id_table_each(h, rbp_class_m_tbl(h, o, ext), emit_cb, rf);
         emit(rf, rbp_class_super(h, o));
         if (!has_ext) return ok;
@@ -123,11 +123,11 @@ static bool class_refs(rbp_heap *h, const rbp_obj *o, ref_filter *rf)
     cc_ctx cc = {h, rf};
     if (rbp_has(Ly, RBP_L_classext_cc_tbl))
         ok &= rbp_id_table_each(h, rbp_classext_ptr(h, o, ext, RBP_L_classext_cc_tbl), cc_entries_cb, &cc);
-    if (h->c.shapes) {
+    if (h->shapes) {
         rbp_shape sh;
         uint64_t ivp = rbp_classext_ptr(h, o, ext, RBP_L_classext_iv_ptr);
         if (rbp_shape_of(h, o->flags, &sh)) {
-            if (sh.type == h->c.shape_too_complex) {
+            if (sh.type == h->c->shape_too_complex) {
                 rbp_st_hdr t;
                 if (ivp && rbp_st_read(h, NULL, ivp, &t)) ok &= rbp_st_each(h, &t, st_value_cb, rf);
             } else if (ivp) {
@@ -171,7 +171,7 @@ bool rbp_obj_refs(rbp_heap *h, const rbp_obj *o, rbp_ref_fn fn, void *ctx)
         return each_value(h, o, ptr, n, emit_cb, &rf);
     }
     case RBP_T_ARRAY:
-        if (o->flags & h->c.elts_shared) {
+        if (o->flags & h->c->elts_shared) {
             if (!rd(h, o, o->addr, RBP_L_rarray_shared_root, &v)) return false;
             emit(&rf, v);
             return true;
@@ -191,7 +191,7 @@ bool rbp_obj_refs(rbp_heap *h, const rbp_obj *o, rbp_ref_fn fn, void *ctx)
         return ok;
     }
     case RBP_T_STRING:
-        if ((o->flags & STR_NOEMBED) && (o->flags & h->c.elts_shared)) {
+        if ((o->flags & STR_NOEMBED) && (o->flags & h->c->elts_shared)) {
             if (!rd(h, o, o->addr, RBP_L_rstring_shared, &v)) return false;
             emit(&rf, v);
         }

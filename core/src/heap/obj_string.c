@@ -20,9 +20,9 @@ bool rbp_str_info_of(rbp_heap *h, const rbp_obj *o, rbp_str_info *out)
     out->embedded = !(f & STR_NOEMBED);
     /* STR_SHARED_P needs NOEMBED too: before 3.2 an embedded string keeps
      * its length in the flag bits STR_SHARED uses. */
-    out->shared = !out->embedded && (f & h->c.elts_shared);
+    out->shared = !out->embedded && (f & h->c->elts_shared);
     out->fstring = (f & RSTRING_FSTR) != 0;
-    out->chilled = h->c.str_chilled && (f & h->c.str_chilled);
+    out->chilled = h->c->str_chilled && (f & h->c->str_chilled);
     out->encindex = (int)((f >> ENC_SHIFT) & 0x7f);
     out->coderange = (int)((f >> ENC_CR_SHIFT) & 3);
     if (rbp_has(Ly, RBP_L_rstring_len)) { /* 3.2+: one len for both forms */

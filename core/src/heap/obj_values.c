@@ -122,7 +122,7 @@ int rbp_obj_ivars_each(rbp_heap *h, const rbp_obj *o, rbp_named_fn fn, void *ctx
     }
     if (n == 0) return RBP_VALUES_OK;
     iv_walk w = {.h = h};
-    if (h->c.shapes) {
+    if (h->shapes) {
         if (!shape_slots(h, o->flags, &w)) {
             free(w.slots);
             return rbp_has(L(h), RBP_L_shape_edge_name) ? RBP_VALUES_UNREADABLE : RBP_VALUES_NO_LAYOUT;
@@ -160,7 +160,7 @@ int rbp_obj_ivars_each(rbp_heap *h, const rbp_obj *o, rbp_named_fn fn, void *ctx
             status = RBP_VALUES_UNREADABLE;
             break;
         }
-        if (v == h->c.qundef) continue; /* removed, or never set on this object */
+        if (rbp_is_undef(&h->s->rel, v)) continue; /* removed, or never set on this object */
         if (!fn(ctx, w.slots[i].id, v)) break;
     }
     free(w.slots);
@@ -218,7 +218,7 @@ uint64_t rbp_struct_members(rbp_heap *h, uint64_t klass)
         rbp_obj c;
         uint64_t v = 0;
         if (!rbp_obj_at(h, cl, buf, sizeof buf, &c)) return 0;
-        if (rbp_class_ivar(h, &c, name, &cached, &v) && v && v != h->c.qnil) return v;
+        if (rbp_class_ivar(h, &c, name, &cached, &v) && v && !rbp_is_nil(&h->s->rel, v)) return v;
         cl = rbp_class_super(h, &c);
     }
     return 0;

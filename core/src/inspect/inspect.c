@@ -41,20 +41,9 @@ static void puts_(rbp_insp *in, const char *s) { rbp_sb_puts(in->out, s); }
 
 static bool immediate(rbp_insp *in, uint64_t v)
 {
-    switch (rbp_immediate_of(&in->h->c, v)) {
-    case RBP_IMM_FIXNUM:
-        rbp_sb_printf(in->out, "%" PRId64, (int64_t)v >> 1);
-        break;
-    case RBP_IMM_FLONUM: { /* rb_float_flonum_value */
-        double d = 0.0;
-        if (v != UINT64_C(0x8000000000000002)) {
-            uint64_t t = (2 - (v >> 63)) | (v & ~UINT64_C(3));
-            t = (t >> 3) | (t << 61);
-            memcpy(&d, &t, sizeof d);
-        }
-        rbp_insp_float(in->out, d);
-        break;
-    }
+    switch (rbp_immediate_of(&in->s->rel.obj, v)) {
+    case RBP_IMM_FIXNUM: rbp_sb_printf(in->out, "%" PRId64, rbp_fixnum_value(v)); break;
+    case RBP_IMM_FLONUM: rbp_insp_float(in->out, rbp_flonum_value(v)); break;
     case RBP_IMM_STATIC_SYMBOL: rbp_insp_symbol(in, v); break;
     case RBP_IMM_NIL: puts_(in, "nil"); break;
     case RBP_IMM_TRUE: puts_(in, "true"); break;
@@ -153,7 +142,7 @@ static bool pair_cb(void *ctx, uint64_t key, uint64_t val)
         size_t len = 0;
         rbp_enc_kind enc = RBP_ENC_UTF8;
         uint64_t fstr = 0;
-        if (rbp_is_static_symbol(key)) name = rbp_id_name(in->s, key >> 8);
+        if (rbp_is_static_symbol(key)) name = rbp_id_name(in->s, rbp_static_symbol_id(key));
         else if (rbp_read_field(in->s, key, RBP_L_rsymbol_fstr, &fstr)) bytes = rbp_insp_string_value(in, fstr, &len, &enc);
         if (name) rbp_insp_sym_key(in, (const unsigned char *)name, strlen(name), RBP_ENC_UTF8);
         else if (bytes) rbp_insp_sym_key(in, bytes, len, enc);
@@ -200,16 +189,16 @@ static void range(rbp_insp *in, uint64_t ptr, uint64_t len)
         rbp_insp_unreadable(in, "#<rbpeek: Range with an unreadable body>");
         return;
     }
-    uint64_t nil = in->h->c.qnil;
-    bool excl = !(v[2] == in->qfalse || v[2] == nil);
+    const rbp_release *r = &in->s->rel;
+    bool excl = rbp_rtest(r, v[2]);
     if (again(in)) { /* range.c's inspect_range, recur */
         puts_(in, excl ? "(... ... ...)" : "(... .. ...)");
         return;
     }
     if (!enter(in, "(" RBP_ELLIPSIS ")")) return;
-    if (v[0] != nil || v[1] == nil) rbp_insp_value(in, v[0]);
+    if (!rbp_is_nil(r, v[0]) || rbp_is_nil(r, v[1])) rbp_insp_value(in, v[0]);
     puts_(in, excl ? "..." : "..");
-    if (v[0] == nil || v[1] != nil) rbp_insp_value(in, v[1]);
+    if (rbp_is_nil(r, v[0]) || !rbp_is_nil(r, v[1])) rbp_insp_value(in, v[1]);
     in->depth--;
 }
 
@@ -246,7 +235,7 @@ static void structure(rbp_insp *in, const rbp_obj *o)
         const char *mname = NULL;
         if (members && rbp_array_info(in->s, members, &mlen, &melems) && (long)i < mlen &&
             rbp_array_at(in->s, members, (long)i, &sym) && rbp_is_static_symbol(sym))
-            mname = rbp_id_name(in->s, sym >> 8);
+            mname = rbp_id_name(in->s, rbp_static_symbol_id(sym));
         if (mname && (mname[0] == '_' || ((mname[0] | 0x20) >= 'a' && (mname[0] | 0x20) <= 'z') || (unsigned char)mname[0] >= 0x80))
             puts_(in, mname);
         else if (sym)
@@ -299,12 +288,12 @@ static bool ivar_cb(void *ctx, uint64_t id, uint64_t value)
 
 static void exception(rbp_insp *in, const rbp_obj *o, const char *cname)
 {
-    ivars w = {in, 0, in->h->c.qnil, true};
+    ivars w = {in, 0, rbp_qnil(&in->s->rel), true};
     rbp_obj_ivars_each(in->h, o, ivar_cb, &w);
     size_t len = 0;
     rbp_enc_kind enc;
     unsigned char *msg = NULL;
-    if (w.mesg == in->h->c.qnil) { /* exc_to_s: the class name */
+    if (rbp_is_nil(&in->s->rel, w.mesg)) { /* exc_to_s: the class name */
         msg = (unsigned char *)strdup(cname);
         len = strlen(cname);
         enc = RBP_ENC_UTF8;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/json.h"
 #include "base/strbuf.h"
 #include "heap/heap.h"
 
@@ -70,5 +71,11 @@ void rbp_frame_locals_read(rbpeek_session *s, rbp_heap *h, const rbpeek_frame *f
                            rbp_frame_locals *out);
 void rbp_frame_locals_free(rbp_frame_locals *l);
 static inline const char *rbp_locals_str(const rbp_frame_locals *l, size_t off) { return l->text.buf + off; }
+/* l's JSON members, into the object j has open: "self", "owner" and
+ * "locals" when they were read, then l->error (if any) under error_key
+ * (rbpeek_frame_locals' object says "error"; a backtrace's frame, whose
+ * other members are the frame's, "locals_error"). Nothing for a frame
+ * without locals (RBP_LOCALS_NONE). */
+void rbp_frame_locals_json(const rbp_frame_locals *l, const char *error_key, rbp_json *j);
 
 #endif

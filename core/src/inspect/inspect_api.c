@@ -54,8 +54,6 @@ static void insp_init(rbp_insp *in, rbp_heap *h, const rbp_inspect_limits *lim, 
     rbp_recguard_init(&in->rec, RBP_INSP_MAX_LEVELS, &in->budget);
     in->newer_0x85 = h->s->rel.inspect.escapes_nel;
     in->hash_34 = h->s->rel.inspect.hash_34;
-    in->qtrue = h->s->rel.obj.qtrue;
-    in->qfalse = h->s->rel.obj.qfalse;
     /* main answers "main" from a singleton to_s that rbpeek cannot run; it is
      * known by address, rb_vm_t.top_self. A layout without the member, or an
      * unreadable word, leaves 0, which matches no object. */
@@ -106,7 +104,7 @@ static void immediate_line(rbp_strbuf *b, uint64_t v, rbp_immediate kind, const 
 {
     rbp_sb_printf(b, "  0x%" PRIx64 " is an immediate, not an object's address: %s", v, IMMEDIATES[kind].kind);
     if (kind == RBP_IMM_FIXNUM || kind == RBP_IMM_FLONUM) rbp_sb_printf(b, " %s", text ? text : "");
-    else if (kind == RBP_IMM_STATIC_SYMBOL) rbp_sb_printf(b, " of ID %" PRIu64, v >> 8);
+    else if (kind == RBP_IMM_STATIC_SYMBOL) rbp_sb_printf(b, " of ID %" PRIu64, rbp_static_symbol_id(v));
     rbp_sb_puts(b, "\n");
 }
 
@@ -116,7 +114,7 @@ static void raw_line(rbp_heap *h, const rbp_obj *o, char line[512])
     const size_t cap = 512;
     int n = snprintf(line, cap, "flags=0x%" PRIx64 " klass=0x%" PRIx64 " slot_size=%u", o->flags, o->klass,
                      rbp_heap_page_of(h, o->addr) ? rbp_heap_page_of(h, o->addr)->slot_size : 0);
-    if (h->c.shapes) n += snprintf(line + n, cap - (size_t)n, " shape_id=%" PRIu64, o->flags >> 32);
+    if (h->shapes) n += snprintf(line + n, cap - (size_t)n, " shape_id=%" PRIu64, o->flags >> 32);
     uint64_t ptr = 0, len = 0, capa = 0, table = 0;
     bool st = false;
     rbp_str_info si;
@@ -166,7 +164,7 @@ rbpeek_status rbpeek_value_inspect(rbpeek_session *s, uint64_t value, const rbpe
     const char *cls = NULL;
     uint8_t buf[RBP_INSP_SLOT];
     rbp_obj o = {0};
-    rbp_immediate kind = rbp_immediate_of(&h.c, value);
+    rbp_immediate kind = rbp_immediate_of(h.c, value);
     bool imm = kind != RBP_IMM_NONE;
     if (imm) {
         type = IMMEDIATES[kind].type;

@@ -145,12 +145,12 @@ unsigned char *rbp_insp_string_value(rbp_insp *in, uint64_t v, size_t *len, rbp_
 void rbp_insp_symbol(rbp_insp *in, uint64_t v)
 {
     if (rbp_is_static_symbol(v)) { /* static: its ID above the tag */
-        const char *name = rbp_id_name(in->s, v >> 8);
+        const char *name = rbp_id_name(in->s, rbp_static_symbol_id(v));
         if (name)
             rbp_insp_sym_name(in, (const unsigned char *)name, strlen(name), RBP_ENC_UTF8);
         else {
             char marker[64];
-            snprintf(marker, sizeof marker, "#<rbpeek: Symbol of unknown ID %" PRIu64 ">", v >> 8);
+            snprintf(marker, sizeof marker, "#<rbpeek: Symbol of unknown ID %" PRIu64 ">", rbp_static_symbol_id(v));
             rbp_insp_unreadable(in, marker);
         }
         return;

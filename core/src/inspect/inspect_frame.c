@@ -120,7 +120,23 @@ void rbp_frame_locals_read(rbpeek_session *s, rbp_heap *h, const rbpeek_frame *f
     }
 }
 
-/* One frame's locals as JSON (rbpeek_frame_locals' shape). */
+void rbp_frame_locals_json(const rbp_frame_locals *l, const char *error_key, rbp_json *j)
+{
+    if (l->state == RBP_LOCALS_NONE) return;
+    if (l->state == RBP_LOCALS_READ) {
+        rbp_json_kstr(j, "self", rbp_locals_str(l, l->self_off));
+        rbp_json_kstr(j, "owner", l->has_owner ? rbp_locals_str(l, l->owner_off) : NULL);
+        rbp_json_key(j, "locals");
+        rbp_json_object(j);
+        for (size_t i = 0; i < l->n; i++)
+            rbp_json_kstr(j, rbp_locals_str(l, l->name_off[i]), rbp_locals_str(l, l->value_off[i]));
+        rbp_json_object_end(j);
+    }
+    if (l->error) rbp_json_kstr(j, error_key, l->error);
+}
+
+/* One frame's locals as JSON (rbpeek_frame_locals' shape): an object, or
+ * null for a frame without locals. */
 static void frame_json(rbpeek_session *s, rbp_heap *h, const rbpeek_frame *frame, const rbp_inspect_limits *lim,
                        rbp_json *j)
 {
@@ -130,16 +146,7 @@ static void frame_json(rbpeek_session *s, rbp_heap *h, const rbpeek_frame *frame
         rbp_json_null(j);
     } else {
         rbp_json_object(j);
-        if (l.state == RBP_LOCALS_READ) {
-            rbp_json_kstr(j, "self", rbp_locals_str(&l, l.self_off));
-            rbp_json_kstr(j, "owner", l.has_owner ? rbp_locals_str(&l, l.owner_off) : NULL);
-            rbp_json_key(j, "locals");
-            rbp_json_object(j);
-            for (size_t i = 0; i < l.n; i++)
-                rbp_json_kstr(j, rbp_locals_str(&l, l.name_off[i]), rbp_locals_str(&l, l.value_off[i]));
-            rbp_json_object_end(j);
-        }
-        if (l.error) rbp_json_kstr(j, "error", l.error);
+        rbp_frame_locals_json(&l, "error", j);
         rbp_json_object_end(j);
     }
     rbp_frame_locals_free(&l);

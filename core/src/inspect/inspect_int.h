@@ -61,7 +61,6 @@ typedef struct rbp_insp {
     bool inexact;           /* not what Ruby prints: a type (top or nested) whose #inspect is not decoded, or a part unreadable */
     bool newer_0x85;        /* 3.2+: U+0085 is escaped (Ruby bug #16842) */
     bool hash_34;           /* 3.4+: {key: 1, "k" => 2} */
-    uint64_t qtrue, qfalse; /* special constants of this version */
     char why[200];          /* the first reason it is inexact */
     uint64_t top_self;      /* main (rb_vm_t.top_self), or 0 when unknown */
     /* Prints a value inside the one being printed (rbp_insp_value, set by

@@ -303,7 +303,7 @@ static uint64_t unwrap_iclass(rbp_insp *in, uint64_t v)
 
 static bool is_singleton(rbp_insp *in, uint64_t klass, rbp_obj *c, uint8_t *buf, size_t n)
 {
-    return rbp_obj_at(in->h, klass, buf, n, c) && c->type == RBP_T_CLASS && (c->flags & in->h->c.fl_singleton);
+    return rbp_obj_at(in->h, klass, buf, n, c) && c->type == RBP_T_CLASS && (c->flags & in->h->c->fl_singleton);
 }
 
 /* "a", or "a(b)" when b is another object: a singleton's receiver and the
@@ -326,7 +326,7 @@ static bool receiver(rbp_insp *in, const rbp_method_rules *R, uint64_t recv, uin
     rbp_obj c;
     uint64_t mklass = !R->iclass_receiver || !iclass ? klass : iclass;
     mklass = unwrap_iclass(in, mklass);
-    bool unbound = recv == in->h->c.qundef;
+    bool unbound = rbp_is_undef(&in->s->rel, recv);
     *sharp = "#";
     if (unbound && R->unbound_defined_class) {
         in->nested(in, defined_class);
@@ -365,17 +365,18 @@ static bool receiver(rbp_insp *in, const rbp_method_rules *R, uint64_t recv, uin
 static bool attr_location(rbp_insp *in, uint64_t def, rbp_strbuf *out)
 {
     uint64_t loc = 0, path = 0, line = 0;
+    int64_t lineno = 0;
     size_t len = 0;
     rbp_enc_kind enc;
     if (!rd(in, def, RBP_L_mdef_attr_location, &loc)) return rbp_insp_why(in, "its attr location cannot be read");
     if (!loc) return true;
     unsigned char *p = NULL;
-    if (!rbp_array_at(in->s, loc, 0, &path) || !rbp_array_at(in->s, loc, 1, &line) || !(line & 1) ||
+    if (!rbp_array_at(in->s, loc, 0, &path) || !rbp_array_at(in->s, loc, 1, &line) || !rbp_fixnum_get(line, &lineno) ||
         !(p = rbp_insp_string_value(in, path, &len, &enc)))
         return rbp_insp_why(in, "its attr location (0x%" PRIx64 ") is no [path, line]", loc);
     rbp_sb_puts(out, " ");
     rbp_sb_putn(out, (const char *)p, len);
-    rbp_sb_printf(out, ":%" PRId64, (int64_t)line >> 1);
+    rbp_sb_printf(out, ":%" PRId64, lineno);
     free(p);
     return true;
 }

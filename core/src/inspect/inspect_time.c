@@ -31,13 +31,6 @@ static bool field(rbp_insp *in, uint64_t base, rbp_field_id id, uint64_t *out)
     return rbp_has(&in->s->layout, id) && rbp_read_field(in->s, base, id, out);
 }
 
-static bool fixnum(uint64_t v, int64_t *out)
-{
-    if (!(v & 1)) return false;
-    *out = (int64_t)v >> 1;
-    return true;
-}
-
 bool rbp_insp_time(rbp_insp *in, const rbp_obj *o)
 {
     const rbp_layout *L = &in->s->layout;
@@ -65,10 +58,10 @@ bool rbp_insp_time(rbp_insp *in, const rbp_obj *o)
     if (!got)
         return rbp_insp_why(in, "it holds no broken-down time yet (Ruby computes it with localtime(3) on first use)");
     int64_t ns, y, offset = 0;
-    if (!fixnum(timew, &ns))
+    if (!rbp_fixnum_get(timew, &ns))
         return rbp_insp_why(in, "its time is a Bignum or Rational number of nanoseconds, which is not decoded");
-    if (!fixnum(year, &y)) return rbp_insp_why(in, "its year is no Fixnum");
-    if (mode != TZMODE_UTC && !fixnum(off, &offset))
+    if (!rbp_fixnum_get(year, &y)) return rbp_insp_why(in, "its year is no Fixnum");
+    if (mode != TZMODE_UTC && !rbp_fixnum_get(off, &offset))
         return rbp_insp_why(in, "its UTC offset is no Integer (a Rational offset is not decoded)");
     if (mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour > 23 || min > 59 || sec > 60)
         return rbp_insp_why(in, "its broken-down time is out of range (month %" PRIu64 ", day %" PRIu64 ")", mon, mday);

@@ -91,7 +91,7 @@ static int sleep_has_duration(lk_ctx *c, const lk_frame *f)
 {
     uint64_t slot = 0;
     if (!f->ep || !rbp_mem_u64(c->s->mem, f->ep - 24, &slot)) return -1;
-    return slot == f->self || slot == rbp_qnil(c->s) ? 0 : 1;
+    return slot == f->self || rbp_is_nil(&c->s->rel, slot) ? 0 : 1;
 }
 
 /* Decides what a sleeping thread waits in from its innermost frames. */

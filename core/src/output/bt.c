@@ -353,16 +353,7 @@ static void json_frame(bt_ctx *c, rbp_json *j, const rbpeek_frame *f)
     if (c->opt && c->opt->locals) {
         rbp_frame_locals l;
         frame_locals(c, f, &l);
-        if (l.state == RBP_LOCALS_READ) {
-            rbp_json_kstr(j, "self", rbp_locals_str(&l, l.self_off));
-            rbp_json_kstr(j, "owner", l.has_owner ? rbp_locals_str(&l, l.owner_off) : NULL);
-            rbp_json_key(j, "locals");
-            rbp_json_object(j);
-            for (size_t i = 0; i < l.n; i++)
-                rbp_json_kstr(j, rbp_locals_str(&l, l.name_off[i]), rbp_locals_str(&l, l.value_off[i]));
-            rbp_json_object_end(j);
-        }
-        if (l.state != RBP_LOCALS_NONE && l.error) rbp_json_kstr(j, "locals_error", l.error);
+        rbp_frame_locals_json(&l, "locals_error", j);
         rbp_frame_locals_free(&l);
     }
     rbp_json_object_end(j);

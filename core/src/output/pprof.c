@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include "output/pprof.pb-c.h"
+#include "output/strtab.h"
 #include "profile/profile.h"
 
 typedef Perftools__Profiles__Profile PbProfile;
@@ -38,63 +39,96 @@ typedef Perftools__Profiles__Sample PbSample;
 typedef Perftools__Profiles__Location PbLocation;
 typedef Perftools__Profiles__Line PbLine;
 typedef Perftools__Profiles__Function PbFunction;
+typedef Perftools__Profiles__Mapping PbMapping;
 typedef Perftools__Profiles__ValueType PbValueType;
 
 #define GZ_CHUNK 65536
 
+/* The strings every profile has, first in its string table at these
+ * indices (pp_fixed_strings): pprof wants "" at 0. */
+enum { PP_S_EMPTY, PP_S_SAMPLES, PP_S_COUNT, PP_S_CLOCK, PP_S_NANOSECONDS, PP_S_FIXED };
+
+/* The sample types, in the order of each sample's values: [samples, count]
+ * and [cpu or wall, nanoseconds]; the second is also the period's type and
+ * the default. */
+enum { PP_V_COUNT, PP_V_TIME, PP_NVALUES };
+
 typedef struct pp_build {
     const rbpeek_profile *p;
-    rbpeek_profile *strings;    /* a scratch profile: its interner is the string table */
-    rbpeek_profile *fkeys;      /* another scratch interner: "name file start" -> function index */
+    int64_t period;
+    rbp_strtab strings;         /* the profile's string table */
+    rbp_strtab fkeys;           /* "name file start" -> function index */
+    rbp_strtab modules;         /* a machine frame's module -> mapping index - 1 */
     PbFunction *functions;
     size_t nfunctions;
     PbLocation *locations;      /* one per frame name: id = frame id + 1 */
     PbLine *lines;
     PbLine **line_ptrs;
-    PbSample *samples;
+    PbMapping *mappings;        /* [0] the Ruby program, then one per module */
+    size_t nmappings;
+    /* the samples, as the walk finds them */
     size_t nsamples, samples_cap;
     uint64_t *loc_pool;         /* every sample's location ids, one after another */
     size_t *loc_off;            /* sample i's ids start at loc_pool + loc_off[i] */
     size_t pool_len, pool_cap;
-    int64_t *values;            /* 2 per sample */
+    int64_t *values;            /* PP_NVALUES per sample */
     uint32_t *path;             /* frame ids of the walk, root first */
-    int64_t period;
-    bool failed;
-    rbpeek_profile *modules;    /* a scratch interner: a machine frame's module -> mapping index - 2 */
-    Perftools__Profiles__Mapping *mappings;   /* [0] the Ruby program, then one per module */
-    size_t nmappings;
+    /* the message's arrays of pointers, made once the pools stop moving */
+    PbSample *samples;
+    PbSample **sample_ptrs;
+    PbLocation **loc_ptrs;
+    PbFunction **fn_ptrs;
+    PbMapping **map_ptrs;
+    PbValueType types[PP_NVALUES];
+    PbValueType *type_ptrs[PP_NVALUES];
+    bool titled;                /* the profile has a title: the comment */
+    int64_t comment;            /* the title's string */
+    uint8_t *packed;
 } pp_build;
 
-/* The string table index of s[0..len). -1 when out of memory. */
+/* The string table index of s[0..len), up to a NUL in it. -1 when out of memory. */
 static int64_t pp_str(pp_build *b, const char *s, size_t len)
 {
-    char small[256];
-    char *buf = len < sizeof small ? small : malloc(len + 1);
-    if (!buf) return -1;
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    uint32_t id = rbp_intern(b->strings, buf);
-    if (buf != small) free(buf);
-    return id == UINT32_MAX ? -1 : (int64_t)id;
+    return rbp_strtab_add(&b->strings, s, strnlen(s, len));
 }
 
 /* The mapping of a machine frame's module (2, 3, ...: one per module, in
- * order of first use), or 1, the Ruby program's. */
+ * order of first use), or 1, the Ruby program's; 0 when out of memory. */
 static uint64_t pp_mapping(pp_build *b, const rbp_pframe *fr)
 {
     if ((fr->d.kind != RBPEEK_FRAME_NATIVE && fr->d.kind != RBPEEK_FRAME_CFUNC) || !*fr->d.module) return 1;
-    uint32_t k = rbp_intern(b->modules, fr->d.module);
-    if (k == UINT32_MAX) return 0;
-    if (k == b->nmappings - 1) {
+    int64_t k = rbp_strtab_add(&b->modules, fr->d.module, strlen(fr->d.module));
+    if (k < 0) return 0;
+    if ((size_t)k == b->nmappings - 1) {
         int64_t file = pp_str(b, fr->d.module, strlen(fr->d.module));
         if (file < 0) return 0;
-        Perftools__Profiles__Mapping *m = &b->mappings[b->nmappings++];
+        PbMapping *m = &b->mappings[b->nmappings++];
         perftools__profiles__mapping__init(m);
         m->id = (uint64_t)k + 2;
         m->filename = file;
         m->has_functions = 1;   /* named by rbpeek: nothing for pprof to symbolize */
     }
     return (uint64_t)k + 2;
+}
+
+/* The function of a (name, file, start line), added at its first use: two
+ * blocks of one method share a label but not a start. NULL when out of
+ * memory. */
+static PbFunction *pp_function(pp_build *b, int64_t name, int64_t file, int32_t start)
+{
+    char key[64];
+    int len = snprintf(key, sizeof key, "%lld\x1f%lld\x1f%d", (long long)name, (long long)file, (int)start);
+    int64_t k = rbp_strtab_add(&b->fkeys, key, (size_t)len);
+    if (k < 0) return NULL;
+    if ((size_t)k == b->nfunctions) {
+        PbFunction *f = &b->functions[b->nfunctions++];
+        perftools__profiles__function__init(f);
+        f->id = (uint64_t)k + 1;
+        f->name = f->system_name = name;
+        f->filename = file;
+        f->start_line = start;
+    }
+    return &b->functions[k];
 }
 
 /* Function and location of frame i. A machine frame is a function of its
@@ -113,30 +147,15 @@ static bool pp_frame(pp_build *b, uint32_t i)
     int64_t fn_file = placed ? pp_str(b, fr->d.path, fr->path_len)
                       : native && *fr->d.native_file ? pp_str(b, fr->d.native_file, strlen(fr->d.native_file)) : 0;
     if (fn_name < 0 || fn_file < 0) return false;
-    /* A function is a (label, file, start line): two blocks of one method
-     * share a label but not a start. The key's id in fkeys is dense, in
-     * order of first use, so it is the function's index. */
     int32_t start = rbp_profile_start_line(b->p, i);
-    char key[64];
-    snprintf(key, sizeof key, "%lld\x1f%lld\x1f%d", (long long)fn_name, (long long)fn_file, (int)start);
-    uint32_t k = rbp_intern(b->fkeys, key);
-    if (k == UINT32_MAX) return false;
-    if (k == b->nfunctions) {
-        PbFunction *f = &b->functions[b->nfunctions++];
-        perftools__profiles__function__init(f);
-        f->id = (uint64_t)k + 1;
-        f->name = f->system_name = fn_name;
-        f->filename = fn_file;
-        f->start_line = start;
-    }
+    PbFunction *f = pp_function(b, fn_name, fn_file, start);
+    if (!f) return false;
     /* Without a noted start (stacks that came as names alone: a folded
      * file, a C method), the smallest line the function was seen at. */
-    PbFunction *f = &b->functions[k];
     if (start <= 0 && line > 0 && (f->start_line == 0 || line < f->start_line)) f->start_line = line;
-    uint64_t fid = f->id;
     PbLine *ln = &b->lines[i];
     perftools__profiles__line__init(ln);
-    ln->function_id = fid;
+    ln->function_id = f->id;
     ln->line = line;
     b->line_ptrs[i] = ln;
     PbLocation *loc = &b->locations[i];
@@ -168,6 +187,30 @@ static int64_t pp_count_times(uint64_t count, int64_t period)
     return v;
 }
 
+/* Room for one more sample of depth more location ids. */
+static bool pp_sample_room(pp_build *b, uint32_t depth)
+{
+    if (b->nsamples == b->samples_cap) {
+        size_t cap = b->samples_cap ? b->samples_cap * 2 : 256;
+        size_t *no = realloc(b->loc_off, cap * sizeof *no);
+        if (!no) return false;
+        b->loc_off = no;
+        int64_t *nv = realloc(b->values, PP_NVALUES * cap * sizeof *nv);
+        if (!nv) return false;
+        b->values = nv;
+        b->samples_cap = cap;
+    }
+    if (b->pool_len + depth > b->pool_cap) {
+        size_t cap = b->pool_cap ? b->pool_cap : 4096;
+        while (cap < b->pool_len + depth) cap *= 2;
+        uint64_t *np = realloc(b->loc_pool, cap * sizeof *np);
+        if (!np) return false;
+        b->loc_pool = np;
+        b->pool_cap = cap;
+    }
+    return true;
+}
+
 /* One sample per node whose stack ends there, its locations leaf first. */
 static int pp_visit(void *ctx, uint32_t node, bool entering)
 {
@@ -176,33 +219,17 @@ static int pp_visit(void *ctx, uint32_t node, bool entering)
     const rbp_pnode *n = &b->p->nodes[node];
     b->path[n->depth - 1] = n->frame;
     if (n->self == 0) return 0;
-    if (b->nsamples == b->samples_cap) {
-        size_t cap = b->samples_cap ? b->samples_cap * 2 : 256;
-        size_t *no = realloc(b->loc_off, cap * sizeof *no);
-        if (!no) goto oom;
-        b->loc_off = no;
-        int64_t *nv = realloc(b->values, 2 * cap * sizeof *nv);
-        if (!nv) goto oom;
-        b->values = nv;
-        b->samples_cap = cap;
-    }
-    if (b->pool_len + n->depth > b->pool_cap) {
-        size_t cap = b->pool_cap ? b->pool_cap : 4096;
-        while (cap < b->pool_len + n->depth) cap *= 2;
-        uint64_t *np = realloc(b->loc_pool, cap * sizeof *np);
-        if (!np) goto oom;
-        b->loc_pool = np;
-        b->pool_cap = cap;
+    if (!pp_sample_room(b, n->depth)) {
+        rbp_profile_fail(b->p, RBPEEK_ERR_NOMEM, "out of memory writing the pprof profile");
+        return -1;
     }
     b->loc_off[b->nsamples] = b->pool_len;
     for (uint32_t d = n->depth; d > 0; d--) b->loc_pool[b->pool_len++] = (uint64_t)b->path[d - 1] + 1;
-    b->values[2 * b->nsamples] = pp_count(n->self);
-    b->values[2 * b->nsamples + 1] = pp_count_times(n->self, b->period);
+    int64_t *v = &b->values[PP_NVALUES * b->nsamples];
+    v[PP_V_COUNT] = pp_count(n->self);
+    v[PP_V_TIME] = pp_count_times(n->self, b->period);
     b->nsamples++;
     return 0;
-oom:
-    rbp_profile_fail(b->p, RBPEEK_ERR_NOMEM, "out of memory writing the pprof profile");
-    return -1;
 }
 
 /* gzip's framing around a raw deflate of data, to f. */
@@ -243,19 +270,165 @@ static rbpeek_status pp_gzip(const rbpeek_profile *p, FILE *f, const uint8_t *da
 
 static void pp_free(pp_build *b)
 {
-    rbpeek_profile_free(b->strings);
-    rbpeek_profile_free(b->fkeys);
-    rbpeek_profile_free(b->modules);
-    free(b->mappings);
+    rbp_strtab_free(&b->strings);
+    rbp_strtab_free(&b->fkeys);
+    rbp_strtab_free(&b->modules);
     free(b->functions);
     free(b->locations);
     free(b->lines);
     free(b->line_ptrs);
-    free(b->samples);
+    free(b->mappings);
     free(b->loc_pool);
     free(b->loc_off);
     free(b->values);
     free(b->path);
+    free(b->samples);
+    free(b->sample_ptrs);
+    free(b->loc_ptrs);
+    free(b->fn_ptrs);
+    free(b->map_ptrs);
+    free(b->packed);
+}
+
+static rbpeek_status pp_nomem(const pp_build *b)
+{
+    return rbp_profile_fail(b->p, RBPEEK_ERR_NOMEM, "out of memory writing the pprof profile");
+}
+
+/* The arrays sized by the frame table: a function, a location and a line
+ * per frame at the most, a mapping per module and the program's. */
+static rbpeek_status pp_alloc(pp_build *b)
+{
+    const rbpeek_profile *p = b->p;
+    size_t nn = p->nnames ? p->nnames : 1;
+    b->mappings = calloc(nn + 1, sizeof *b->mappings);
+    b->nmappings = 1;   /* [0], the Ruby program's: pp_program */
+    b->functions = calloc(nn, sizeof *b->functions);
+    b->locations = calloc(nn, sizeof *b->locations);
+    b->lines = calloc(nn, sizeof *b->lines);
+    b->line_ptrs = calloc(nn, sizeof *b->line_ptrs);
+    b->path = malloc(((size_t)p->max_depth + 1) * sizeof *b->path);
+    b->loc_ptrs = calloc(nn, sizeof *b->loc_ptrs);
+    b->fn_ptrs = calloc(nn, sizeof *b->fn_ptrs);
+    bool ok = b->mappings && b->functions && b->locations && b->lines && b->line_ptrs && b->path && b->loc_ptrs &&
+              b->fn_ptrs;
+    return ok ? RBPEEK_OK : pp_nomem(b);
+}
+
+/* The fixed strings at their indices, then every frame's function and location. */
+static rbpeek_status pp_frames(pp_build *b, bool on_cpu)
+{
+    static const char *const fixed[PP_S_FIXED] = {
+        [PP_S_EMPTY] = "", [PP_S_SAMPLES] = "samples", [PP_S_COUNT] = "count", [PP_S_NANOSECONDS] = "nanoseconds",
+    };
+    for (int i = 0; i < PP_S_FIXED; i++) {
+        const char *s = i == PP_S_CLOCK ? (on_cpu ? "cpu" : "wall") : fixed[i];
+        if (pp_str(b, s, strlen(s)) != i) return pp_nomem(b);
+    }
+    for (uint32_t i = 0; i < b->p->nnames; i++)
+        if (!pp_frame(b, i)) return pp_nomem(b);
+    for (uint32_t i = 0; i < b->p->nnames; i++) b->loc_ptrs[i] = &b->locations[i];
+    return RBPEEK_OK;
+}
+
+/* Every sample (a walk of the prefix tree), then the message's samples
+ * pointing into the pools, which no longer move. */
+static rbpeek_status pp_samples(pp_build *b)
+{
+    rbp_children ch = {0};
+    rbpeek_status st = rbp_children_build(b->p, &ch);
+    if (st != RBPEEK_OK) return st;
+    st = rbp_profile_walk(b->p, &ch, pp_visit, b);
+    rbp_children_free(&ch);
+    if (st != RBPEEK_OK) return st;
+    size_t n = b->nsamples ? b->nsamples : 1;
+    b->samples = calloc(n, sizeof *b->samples);
+    b->sample_ptrs = calloc(n, sizeof *b->sample_ptrs);
+    if (!b->samples || !b->sample_ptrs) return pp_nomem(b);
+    for (size_t i = 0; i < b->nsamples; i++) {
+        PbSample *s = &b->samples[i];
+        perftools__profiles__sample__init(s);
+        size_t end = i + 1 < b->nsamples ? b->loc_off[i + 1] : b->pool_len;
+        s->n_location_id = end - b->loc_off[i];
+        s->location_id = b->loc_pool + b->loc_off[i];
+        s->n_value = PP_NVALUES;
+        s->value = b->values + PP_NVALUES * i;
+        b->sample_ptrs[i] = s;
+    }
+    for (size_t i = 0; i < b->nfunctions; i++) b->fn_ptrs[i] = &b->functions[i];
+    return RBPEEK_OK;
+}
+
+/* The title as the comment, and the mapping of the Ruby program, marked as
+ * already symbolized, so that pprof names a main binary and never tries
+ * to symbolize addresses. */
+static rbpeek_status pp_program(pp_build *b)
+{
+    const char *title = rbpeek_profile_meta(b->p, "title");
+    b->titled = title != NULL;
+    b->comment = title ? pp_str(b, title, strlen(title)) : 0;
+    const char *program = rbpeek_profile_meta(b->p, "program");
+    if (!program) program = "ruby";
+    int64_t program_idx = pp_str(b, program, strlen(program));
+    if (b->comment < 0 || program_idx < 0) return pp_nomem(b);
+    PbMapping *mapping = &b->mappings[0];
+    perftools__profiles__mapping__init(mapping);
+    mapping->id = 1;
+    mapping->filename = program_idx;
+    mapping->has_functions = mapping->has_filenames = mapping->has_line_numbers = 1;
+    b->map_ptrs = calloc(b->nmappings, sizeof *b->map_ptrs);
+    if (!b->map_ptrs) return pp_nomem(b);
+    for (size_t i = 0; i < b->nmappings; i++) b->map_ptrs[i] = &b->mappings[i];
+    return RBPEEK_OK;
+}
+
+/* The message: b's parts, the sample types by their indices, the times. */
+static void pp_message(pp_build *b, const rbpeek_pprof_options *o, PbProfile *prof)
+{
+    static const int64_t type_name[PP_NVALUES] = {[PP_V_COUNT] = PP_S_SAMPLES, [PP_V_TIME] = PP_S_CLOCK};
+    static const int64_t type_unit[PP_NVALUES] = {[PP_V_COUNT] = PP_S_COUNT, [PP_V_TIME] = PP_S_NANOSECONDS};
+    for (int i = 0; i < PP_NVALUES; i++) {
+        perftools__profiles__value_type__init(&b->types[i]);
+        b->types[i].type = type_name[i];
+        b->types[i].unit = type_unit[i];
+        b->type_ptrs[i] = &b->types[i];
+    }
+    perftools__profiles__profile__init(prof);
+    prof->n_mapping = b->nmappings;
+    prof->mapping = b->map_ptrs;
+    prof->n_sample_type = PP_NVALUES;
+    prof->sample_type = b->type_ptrs;
+    prof->n_sample = b->nsamples;
+    prof->sample = b->sample_ptrs;
+    prof->n_location = b->p->nnames;
+    prof->location = b->loc_ptrs;
+    prof->n_function = b->nfunctions;
+    prof->function = b->fn_ptrs;
+    prof->n_string_table = b->strings.n;
+    prof->string_table = b->strings.strs;
+    prof->time_nanos = o->time_nanos;
+    prof->duration_nanos = o->duration_nanos;
+    prof->period_type = &b->types[PP_V_TIME];
+    prof->period = b->period;
+    prof->default_sample_type = PP_S_CLOCK;
+    if (b->titled) {
+        prof->n_comment = 1;
+        prof->comment = &b->comment;
+    }
+}
+
+/* The message packed, gzip'd, to path. */
+static rbpeek_status pp_write(pp_build *b, const PbProfile *prof, const char *path)
+{
+    size_t len = perftools__profiles__profile__get_packed_size(prof);
+    if (!(b->packed = malloc(len ? len : 1))) return pp_nomem(b);
+    if (perftools__profiles__profile__pack(prof, b->packed) != len)
+        return rbp_profile_fail(b->p, RBPEEK_ERR_IO, "pprof: the profile packed to an unexpected size");
+    rbpeek_status st;
+    FILE *f = rbp_profile_open_out(b->p, path, &st);
+    if (!f) return st;
+    st = pp_gzip(b->p, f, b->packed, len);
+    return rbp_profile_close_out(b->p, f, path, st);
 }
 
 rbpeek_status rbpeek_profile_write_pprof(const rbpeek_profile *p, const char *path, const rbpeek_pprof_options *opt)
@@ -266,137 +439,16 @@ rbpeek_status rbpeek_profile_write_pprof(const rbpeek_profile *p, const char *pa
     if (opt) o = *opt;
     if (o.period_ns == 0) o.period_ns = 10000000;   /* ruby sample's default: 100 Hz */
     if (o.period_ns > INT64_MAX / 2) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "pprof: period out of range");
-
     pp_build b = {.p = p, .period = (int64_t)o.period_ns};
-    b.fkeys = rbpeek_profile_new();
-    b.strings = rbpeek_profile_new();
-    b.modules = rbpeek_profile_new();
-    size_t nn = p->nnames ? p->nnames : 1;
-    b.mappings = calloc(nn + 1, sizeof *b.mappings);
-    b.nmappings = 1;   /* [0], the Ruby program's, is filled in below */
-    b.functions = calloc(nn, sizeof *b.functions);
-    b.locations = calloc(nn, sizeof *b.locations);
-    b.lines = calloc(nn, sizeof *b.lines);
-    b.line_ptrs = calloc(nn, sizeof *b.line_ptrs);
-    b.path = malloc(((size_t)p->max_depth + 1) * sizeof *b.path);
-    rbpeek_status st = RBPEEK_OK;
-    uint8_t *packed = NULL;
-    PbSample **sample_ptrs = NULL;
-    PbLocation **loc_ptrs = NULL;
-    PbFunction **fn_ptrs = NULL;
-    Perftools__Profiles__Mapping **map_ptrs = NULL;
-    rbp_children ch = {0};
-    bool have_children = false;
-    if (!b.strings || !b.fkeys || !b.modules || !b.mappings || !b.functions || !b.locations || !b.lines ||
-        !b.line_ptrs || !b.path)
-        goto oom;
-
-    /* The strings every profile has, so they are at fixed places: "" must be 0. */
-    const char *fixed[] = {"", "samples", "count", o.on_cpu ? "cpu" : "wall", "nanoseconds"};
-    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
-        if (rbp_intern(b.strings, fixed[i]) != i) goto oom;
-    for (uint32_t i = 0; i < p->nnames; i++)
-        if (!pp_frame(&b, i)) goto oom;
-
-    st = rbp_children_build(p, &ch);
-    if (st != RBPEEK_OK) goto out;
-    have_children = true;
-    st = rbp_profile_walk(p, &ch, pp_visit, &b);
-    if (st != RBPEEK_OK) goto out;
-
-    /* Pointers into the pools, now that they no longer move. */
-    b.samples = calloc(b.nsamples ? b.nsamples : 1, sizeof *b.samples);
-    sample_ptrs = calloc(b.nsamples ? b.nsamples : 1, sizeof *sample_ptrs);
-    loc_ptrs = calloc(nn, sizeof *loc_ptrs);
-    fn_ptrs = calloc(nn, sizeof *fn_ptrs);
-    if (!b.samples || !sample_ptrs || !loc_ptrs || !fn_ptrs) goto oom;
-    for (size_t i = 0; i < b.nsamples; i++) {
-        PbSample *s = &b.samples[i];
-        perftools__profiles__sample__init(s);
-        size_t end = i + 1 < b.nsamples ? b.loc_off[i + 1] : b.pool_len;
-        s->n_location_id = end - b.loc_off[i];
-        s->location_id = b.loc_pool + b.loc_off[i];
-        s->n_value = 2;
-        s->value = b.values + 2 * i;
-        sample_ptrs[i] = s;
+    rbpeek_status st = pp_alloc(&b);
+    if (st == RBPEEK_OK) st = pp_frames(&b, o.on_cpu);
+    if (st == RBPEEK_OK) st = pp_samples(&b);
+    if (st == RBPEEK_OK) st = pp_program(&b);
+    if (st == RBPEEK_OK) {
+        PbProfile prof;
+        pp_message(&b, &o, &prof);
+        st = pp_write(&b, &prof, path);
     }
-    for (uint32_t i = 0; i < p->nnames; i++) loc_ptrs[i] = &b.locations[i];
-    for (size_t i = 0; i < b.nfunctions; i++) fn_ptrs[i] = &b.functions[i];
-
-    const char *title = rbpeek_profile_meta(p, "title");
-    int64_t title_idx = title ? pp_str(&b, title, strlen(title)) : 0;
-    if (title_idx < 0) goto oom;
-
-    PbValueType types[2], period_type;
-    PbValueType *type_ptrs[2] = {&types[0], &types[1]};
-    for (int i = 0; i < 2; i++) perftools__profiles__value_type__init(&types[i]);
-    perftools__profiles__value_type__init(&period_type);
-    types[0].type = 1;      /* samples */
-    types[0].unit = 2;      /* count */
-    types[1].type = 3;      /* cpu or wall */
-    types[1].unit = 4;      /* nanoseconds */
-    period_type = types[1];
-
-    /* One mapping, the Ruby program, marked as already symbolized, so that
-     * pprof names a main binary and never tries to symbolize addresses. */
-    const char *program = rbpeek_profile_meta(p, "program");
-    int64_t program_idx = pp_str(&b, program ? program : "ruby", strlen(program ? program : "ruby"));
-    if (program_idx < 0) goto oom;
-    Perftools__Profiles__Mapping *mapping = &b.mappings[0];
-    perftools__profiles__mapping__init(mapping);
-    mapping->id = 1;
-    mapping->filename = program_idx;
-    mapping->has_functions = mapping->has_filenames = mapping->has_line_numbers = 1;
-    map_ptrs = calloc(b.nmappings, sizeof *map_ptrs);
-    if (!map_ptrs) goto oom;
-    for (size_t i = 0; i < b.nmappings; i++) map_ptrs[i] = &b.mappings[i];
-
-    PbProfile prof;
-    perftools__profiles__profile__init(&prof);
-    prof.n_mapping = b.nmappings;
-    prof.mapping = map_ptrs;
-    prof.n_sample_type = 2;
-    prof.sample_type = type_ptrs;
-    prof.n_sample = b.nsamples;
-    prof.sample = sample_ptrs;
-    prof.n_location = p->nnames;
-    prof.location = loc_ptrs;
-    prof.n_function = b.nfunctions;
-    prof.function = fn_ptrs;
-    prof.n_string_table = b.strings->nnames;
-    prof.string_table = b.strings->names;
-    prof.time_nanos = o.time_nanos;
-    prof.duration_nanos = o.duration_nanos;
-    prof.period_type = &period_type;
-    prof.period = b.period;
-    prof.default_sample_type = 3;
-    int64_t comment = title_idx;
-    if (title) {
-        prof.n_comment = 1;
-        prof.comment = &comment;
-    }
-
-    size_t len = perftools__profiles__profile__get_packed_size(&prof);
-    packed = malloc(len ? len : 1);
-    if (!packed) goto oom;
-    if (perftools__profiles__profile__pack(&prof, packed) != len) {
-        st = rbp_profile_fail(p, RBPEEK_ERR_IO, "pprof: the profile packed to an unexpected size");
-        goto out;
-    }
-    FILE *f = rbp_profile_open_out(p, path, &st);
-    if (!f) goto out;
-    st = pp_gzip(p, f, packed, len);
-    st = rbp_profile_close_out(p, f, path, st);
-    goto out;
-oom:
-    st = rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "out of memory writing the pprof profile");
-out:
-    if (have_children) rbp_children_free(&ch);
-    free(packed);
-    free(sample_ptrs);
-    free(loc_ptrs);
-    free(fn_ptrs);
-    free(map_ptrs);
     pp_free(&b);
     return st;
 }

@@ -204,9 +204,10 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
      * GVL holders; either way the target is resumed as soon as the stacks
      * that need it stopped are walked, before the rest of the work. */
     bool some = t->cur.deferred || running;
-    rbpeek_status took = rbp_snapshot_take_split(t->session, max, some ? t->held_th : NULL, &t->nheld,
-                                                 t->cur.deferred ? stop_cb : NULL, release_held, t,
-                                                 t->cfg.native ? &t->nat : NULL, &snap);
+    rbp_snapshot_split how = {.held = some ? t->held_th : NULL, .nheld = &t->nheld,
+                              .stop = t->cur.deferred ? stop_cb : NULL, .release = release_held, .ctx = t,
+                              .native = t->cfg.native ? &t->nat : NULL};
+    rbpeek_status took = rbp_snapshot_take_split(t->session, max, &how, &snap);
     if (t->end != RBPEEK_TRACE_RUNNING && took != RBPEEK_OK) return false;
     if (took != RBPEEK_OK) {
         pthread_mutex_lock(&t->lock);

@@ -62,7 +62,7 @@ void rbp_idcache_free(rbp_idcache *c)
 
 bool rbp_is_heap_ptr(const rbpeek_session *s, uint64_t v)
 {
-    return v != 0 && (v & 7) == 0 && v != rbp_qnil(s);
+    return v != 0 && (v & 7) == 0 && !rbp_is_nil(&s->rel, v);
 }
 
 bool rbp_read_field(rbpeek_session *s, uint64_t base, rbp_field_id id, uint64_t *out)

@@ -26,8 +26,6 @@ enum {
 };
 enum { RBP_IMEMO_CREF = 1, RBP_IMEMO_SVAR = 2, RBP_IMEMO_IFUNC = 4, RBP_IMEMO_MENT = 6, RBP_IMEMO_ISEQ = 7 };
 
-/* Qnil of the target's release. */
-static inline uint64_t rbp_qnil(const rbpeek_session *s) { return s->rel.obj.qnil; }
 /* True for a pointer to a heap object (not an immediate, nil or false). */
 bool rbp_is_heap_ptr(const rbpeek_session *s, uint64_t v);
 /* Reads one member (plain integer/pointer up to 8 bytes, or a bitfield) of

@@ -177,178 +177,250 @@ static bool sample_native(rbpeek_session *s, rbpeek_snapshot *snap, size_t i, co
                                     &snap->native[i]);
 }
 
-/* held == NULL: every thread is as `running` says. Else the threads in
- * held[0..*nheld) are walked first as stopped ones, release(ctx) is called,
- * and the others are walked as running ones. stop (optional) is called once
- * the thread list is read, and may change *nheld (see snapshot.h). */
-static rbpeek_status take(rbpeek_session *s, size_t max_frames, bool running, const uint64_t *held,
-                          const size_t *nheld_p, int (*stop)(void *), void (*release)(void *), void *ctx,
-                          bool origins, const rbp_native_source *native, rbpeek_snapshot **out)
-{
-    if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take: no output pointer");
-    *out = NULL;
-    if (!s->attached) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
-    if (!max_frames) max_frames = DEFAULT_MAX_FRAMES;
+/* How take() takes a snapshot. */
+typedef struct take_opts {
+    size_t max_frames;          /* 0: DEFAULT_MAX_FRAMES */
+    bool running;               /* without split.held: every thread may run meanwhile (each walk checked) */
+    bool origins;               /* keep each frame's control frame, for native stacks built after */
+    rbp_snapshot_split split;   /* held threads, stop and release, native stacks (snapshot.h) */
+} take_opts;
 
-    rbp_thread_raw *raw = NULL;
-    size_t n = 0;
-    const char *warning = NULL;
-    rbpeek_status st = rbp_threads_collect(s, &raw, &n, &warning);
-    if (st == RBPEEK_OK && stop) {
-        int how = stop(ctx);
-        if (how < 0) {
-            st = rbp_fail(s, RBPEEK_ERR_STATE, "the target could not be stopped for the sample");
-        } else {
-            bool listed = true;
-            for (size_t k = 0; how == RBP_SPLIT_HELD && nheld_p && k < *nheld_p; k++) {
-                bool found = false;
-                for (size_t i = 0; i < n && !found; i++) found = raw[i].th == held[k];
-                listed = listed && found;
-            }
-            if (how == RBP_SPLIT_ALL || !listed) {
-                /* Everything stopped after all, or a holder the list read
-                 * before did not have (a thread just started): read it
-                 * again, strictly (from after the stop). */
-                if (how == RBP_SPLIT_ALL) held = NULL;
-                free(raw);
-                raw = NULL;
-                bool was = rbp_mem_set_strict(s->mem, how != RBP_SPLIT_ALL);
-                st = rbp_threads_collect(s, &raw, &n, &warning);
-                rbp_mem_set_strict(s->mem, was);
-            }
-        }
+/* One take in progress: what it was asked, the thread list, the snapshot
+ * it fills, and whether the caller's release has been called. */
+typedef struct take_run {
+    rbpeek_session *s;
+    take_opts o;
+    rbp_thread_raw *raw;
+    size_t n;
+    const char *warning;        /* the thread list was cut: said on its last thread */
+    size_t nheld;
+    rbpeek_snapshot *snap;
+    size_t frame_budget;
+    bool released;
+} take_run;
+
+/* The caller's release, exactly once (at the latest when the take ends). */
+static void let_go(take_run *r)
+{
+    if (!r->released && r->o.split.release) r->o.split.release(r->o.split.ctx);
+    r->released = true;
+}
+
+/* Every held thread is in the thread list (a thread just started may not be). */
+static bool held_listed(const take_run *r)
+{
+    for (size_t k = 0; r->o.split.nheld && k < *r->o.split.nheld; k++) {
+        bool found = false;
+        for (size_t i = 0; i < r->n && !found; i++) found = r->raw[i].th == r->o.split.held[k];
+        if (!found) return false;
     }
-    if (st != RBPEEK_OK) {
-        free(raw);
-        if (release) release(ctx);
-        return st;
-    }
-    size_t nheld = nheld_p ? *nheld_p : 0;
-    rbpeek_snapshot *snap = calloc(1, sizeof *snap);
-    if (!snap || !(snap->threads = rbp_arena_alloc(&snap->arena, n * sizeof *snap->threads))) {
-        free(raw);
-        if (snap) rbp_arena_free(&snap->arena);
-        free(snap);
-        if (release) release(ctx);
-        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
-    }
+    return true;
+}
+
+/* The thread list; with a stop callback, the target stopped once it is
+ * read, and the list read again where the stop asks for it. */
+static rbpeek_status read_threads(take_run *r)
+{
+    rbpeek_session *s = r->s;
+    rbpeek_status st = rbp_threads_collect(s, &r->raw, &r->n, &r->warning);
+    if (st != RBPEEK_OK || !r->o.split.stop) return st;
+    int how = r->o.split.stop(r->o.split.ctx);
+    if (how < 0) return rbp_fail(s, RBPEEK_ERR_STATE, "the target could not be stopped for the sample");
+    if (how != RBP_SPLIT_ALL && (how != RBP_SPLIT_HELD || held_listed(r))) return RBPEEK_OK;
+    /* Everything stopped after all, or a holder the list read before did
+     * not have (a thread just started): read it again, strictly (from
+     * after the stop). */
+    if (how == RBP_SPLIT_ALL) r->o.split.held = NULL;
+    free(r->raw);
+    r->raw = NULL;
+    bool was = rbp_mem_set_strict(s->mem, how != RBP_SPLIT_ALL);
+    st = rbp_threads_collect(s, &r->raw, &r->n, &r->warning);
+    rbp_mem_set_strict(s->mem, was);
+    return st;
+}
+
+/* The snapshot, with room for n threads (and their execution contexts,
+ * control frames and native stacks where asked). */
+static rbpeek_status new_snapshot(take_run *r)
+{
+    size_t n = r->n;
+    rbpeek_snapshot *snap = r->snap = calloc(1, sizeof *snap);
+    bool ok = snap && (snap->threads = rbp_arena_alloc(&snap->arena, n * sizeof *snap->threads));
+    if (ok && (r->o.origins || r->o.split.native) && n)
+        ok = (snap->ecs = rbp_arena_alloc(&snap->arena, n * sizeof *snap->ecs)) &&
+             (snap->origins = rbp_arena_alloc(&snap->arena, n * sizeof *snap->origins)) &&
+             (!r->o.split.native || (snap->native = rbp_arena_alloc(&snap->arena, n * sizeof *snap->native)));
+    if (!ok) return rbp_fail(r->s, RBPEEK_ERR_NOMEM, "out of memory");
     snap->nthreads = n;
-    if ((origins || native) && n &&
-        (!(snap->ecs = rbp_arena_alloc(&snap->arena, n * sizeof *snap->ecs)) ||
-         !(snap->origins = rbp_arena_alloc(&snap->arena, n * sizeof *snap->origins)) ||
-         (native && !(snap->native = rbp_arena_alloc(&snap->arena, n * sizeof *snap->native))))) {
-        free(raw);
-        rbpeek_snapshot_free(snap);
-        if (release) release(ctx);
-        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
-    }
-    size_t frame_budget = SNAPSHOT_FRAME_BUDGET;
-    rbpeek_thread *walked = snap->threads;
-    size_t *budget = &frame_budget;
-    if (held) {
-        /* The thread list may come from pages read before the stop (the
-         * caller's fence: rbp_mem_fence); a held thread's own facts and
-         * stack are read strictly, from what was read after it stopped. */
-        bool was = rbp_mem_set_strict(s->mem, true);
-        for (size_t i = 0; i < n; i++) {
-            if (!in_set(held, nheld, raw[i].th)) continue;
-            rbp_thread_raw fresh;
-            rbp_thread_read(s, raw[i].th, &fresh);
-            raw[i].self = fresh.self;
-            raw[i].ec = fresh.ec;
-            raw[i].status = fresh.status;
-            raw[i].to_kill = fresh.to_kill;
-            raw[i].name = fresh.name;
-            raw[i].native_tid = fresh.native_tid;
-            raw[i].pthread_id = fresh.pthread_id;
-            walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, false);
-        }
-        mark_gc(s, snap, raw, n, held, nheld);
-        /* --native asks a thread's registers by its kernel TID: known
-         * before the unwinds, not only at the end (Rubies before 3.1). */
-        if (native) kernel_tids(s, snap, raw, n);
-        /* The held threads' machine stacks: their registers and a copy of
-         * each stack while they are stopped, unwound once they run again
-         * (the unwind is most of a sample's work: native_stack.c). */
-        held_native *hn = native && nheld ? rbp_arena_alloc(&snap->arena, nheld * sizeof *hn) : NULL;
-        size_t nhn = 0;
-        bool nomem = native && nheld && !hn;
-        for (size_t i = 0; hn && !nomem && i < n && nhn < nheld; i++) {
-            if (!in_set(held, nheld, raw[i].th)) continue;
-            hn[nhn].thread = i;
-            nomem = !rbp_native_stack_hold(s, &snap->arena, &snap->threads[i], snap->origins[i], snap->ecs[i], native,
-                                           &hn[nhn].h, &snap->native[i]);
-            nhn++;
-        }
-        rbp_mem_set_strict(s->mem, was);
-        if (release) release(ctx);
-        for (size_t k = 0; k < nhn; k++) {
-            size_t i = hn[k].thread;
-            if (!rbp_native_stack_held(s, &snap->arena, &snap->threads[i], snap->origins[i], snap->ecs[i],
-                                       native->flags, &hn[k].h, nomem ? NULL : &snap->native[i]))
-                nomem = true;
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (in_set(held, nheld, raw[i].th)) continue;
-            walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, true);
-            if (native && !nomem) {
-                snap->threads[i].native_tid = rbp_kernel_tid(s, raw[i].pthread_id, raw[i].native_tid);
-                nomem = !sample_native(s, snap, i, native, false);
-            }
-        }
-        if (nomem) {
-            free(raw);
-            rbpeek_snapshot_free(snap);
-            return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
-        }
-    } else {
-        for (size_t i = 0; i < n; i++) walk_one(s, snap, &raw[i], &walked[i], max_frames, budget, running);
-        mark_gc(s, snap, raw, n, NULL, 0);
-        bool nomem = false;
-        if (native && !running) kernel_tids(s, snap, raw, n);   /* before the unwinds, as above */
-        for (size_t i = 0; native && !running && !nomem && i < n; i++) nomem = !sample_native(s, snap, i, native, true);
-        if (release) release(ctx);
-        if (nomem) {
-            free(raw);
-            rbpeek_snapshot_free(snap);
-            return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
-        }
-    }
-    kernel_tids(s, snap, raw, n);
-    if (warning && n) { /* the list was cut after the last thread: say so there, keeping its own error */
-        rbpeek_thread *last = &snap->threads[n - 1];
-        size_t len = strlen(warning) + (last->error ? strlen(last->error) + 2 : 0) + 1;
-        char *both = rbp_arena_alloc(&snap->arena, len);
-        if (both) snprintf(both, len, "%s%s%s", last->error ? last->error : "", last->error ? "; " : "", warning);
-        last->error = both;
-    }
-    free(raw);
-    *out = snap;
     return RBPEEK_OK;
+}
+
+static bool is_held(const take_run *r, size_t i) { return in_set(r->o.split.held, r->nheld, r->raw[i].th); }
+
+/* The held threads: the thread list may come from pages read before the
+ * stop (the caller's fence: rbp_mem_fence); a held thread's own facts and
+ * stack are read again, from what was read after it stopped (the caller
+ * made reads strict). */
+static void walk_held(take_run *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (!is_held(r, i)) continue;
+        rbp_thread_raw *raw = &r->raw[i], fresh;
+        rbp_thread_read(r->s, raw->th, &fresh);
+        raw->self = fresh.self;
+        raw->ec = fresh.ec;
+        raw->status = fresh.status;
+        raw->to_kill = fresh.to_kill;
+        raw->name = fresh.name;
+        raw->native_tid = fresh.native_tid;
+        raw->pthread_id = fresh.pthread_id;
+        walk_one(r->s, r->snap, raw, &r->snap->threads[i], r->o.max_frames, &r->frame_budget, false);
+    }
+}
+
+/* The held threads' machine stacks: their registers and a copy of each
+ * stack while they are stopped, unwound once they run again (the unwind
+ * is most of a sample's work: native_stack.c). False: out of memory. */
+static bool hold_native(take_run *r, held_native **hn_out, size_t *nhn)
+{
+    rbpeek_snapshot *snap = r->snap;
+    *nhn = 0;
+    if (!r->o.split.native || !r->nheld) return true;
+    held_native *hn = *hn_out = rbp_arena_alloc(&snap->arena, r->nheld * sizeof *hn);
+    if (!hn) return false;
+    for (size_t i = 0; i < r->n && *nhn < r->nheld; i++) {
+        if (!is_held(r, i)) continue;
+        held_native *h = &hn[(*nhn)++];
+        h->thread = i;
+        if (!rbp_native_stack_hold(r->s, &snap->arena, &snap->threads[i], snap->origins[i], snap->ecs[i],
+                                   r->o.split.native, &h->h, &snap->native[i]))
+            return false;
+    }
+    return true;
+}
+
+/* The held stacks unwound from their copies (each hold is let go of, also
+ * after a failure); false once memory ran out. */
+static bool unwind_held(take_run *r, held_native *hn, size_t nhn, bool ok)
+{
+    rbpeek_snapshot *snap = r->snap;
+    for (size_t k = 0; k < nhn; k++) {
+        size_t i = hn[k].thread;
+        if (!rbp_native_stack_held(r->s, &snap->arena, &snap->threads[i], snap->origins[i], snap->ecs[i],
+                                   r->o.split.native->flags, &hn[k].h, ok ? &snap->native[i] : NULL))
+            ok = false;
+    }
+    return ok;
+}
+
+/* The threads that run again: each walk checked against direct reads. */
+static bool walk_others(take_run *r, bool ok)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (is_held(r, i)) continue;
+        walk_one(r->s, r->snap, &r->raw[i], &r->snap->threads[i], r->o.max_frames, &r->frame_budget, true);
+        if (r->o.split.native && ok) {
+            r->snap->threads[i].native_tid = rbp_kernel_tid(r->s, r->raw[i].pthread_id, r->raw[i].native_tid);
+            ok = sample_native(r->s, r->snap, i, r->o.split.native, false);
+        }
+    }
+    return ok;
+}
+
+/* Some threads held (rbp_snapshot_take_split): those walked (and their
+ * machine stacks copied) first, strictly; then released; then the rest. */
+static rbpeek_status walk_split(take_run *r)
+{
+    rbpeek_session *s = r->s;
+    bool was = rbp_mem_set_strict(s->mem, true);
+    walk_held(r);
+    mark_gc(s, r->snap, r->raw, r->n, r->o.split.held, r->nheld);
+    /* --native asks a thread's registers by its kernel TID: known before
+     * the unwinds, not only at the end (Rubies before 3.1). */
+    if (r->o.split.native) kernel_tids(s, r->snap, r->raw, r->n);
+    held_native *hn = NULL;
+    size_t nhn = 0;
+    bool ok = hold_native(r, &hn, &nhn);
+    rbp_mem_set_strict(s->mem, was);
+    let_go(r);
+    ok = unwind_held(r, hn, nhn, ok);
+    ok = walk_others(r, ok);
+    return ok ? RBPEEK_OK : rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+}
+
+/* Every thread as `running` says (held NULL), then released. */
+static rbpeek_status walk_all(take_run *r)
+{
+    rbpeek_session *s = r->s;
+    const rbp_native_source *native = r->o.running ? NULL : r->o.split.native;
+    for (size_t i = 0; i < r->n; i++)
+        walk_one(s, r->snap, &r->raw[i], &r->snap->threads[i], r->o.max_frames, &r->frame_budget, r->o.running);
+    mark_gc(s, r->snap, r->raw, r->n, NULL, 0);
+    bool ok = true;
+    if (native) kernel_tids(s, r->snap, r->raw, r->n);   /* before the unwinds, as in walk_split */
+    for (size_t i = 0; native && ok && i < r->n; i++) ok = sample_native(s, r->snap, i, native, true);
+    let_go(r);
+    return ok ? RBPEEK_OK : rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
+}
+
+/* Each thread's kernel TID, and the cut thread list said on its last
+ * thread, keeping that thread's own error. */
+static void finish(take_run *r)
+{
+    rbpeek_snapshot *snap = r->snap;
+    kernel_tids(r->s, snap, r->raw, r->n);
+    if (!r->warning || !r->n) return;
+    rbpeek_thread *last = &snap->threads[r->n - 1];
+    size_t len = strlen(r->warning) + (last->error ? strlen(last->error) + 2 : 0) + 1;
+    char *both = rbp_arena_alloc(&snap->arena, len);
+    if (both) snprintf(both, len, "%s%s%s", last->error ? last->error : "", last->error ? "; " : "", r->warning);
+    last->error = both;
+}
+
+/* A snapshot as o says: the thread list, then each thread walked (see
+ * rbp_snapshot_take_split for the held ones), then their TIDs. The
+ * caller's release is called exactly once, whatever happens. */
+static rbpeek_status take(rbpeek_session *s, const take_opts *o, rbpeek_snapshot **out)
+{
+    take_run r = {.s = s, .o = *o, .frame_budget = SNAPSHOT_FRAME_BUDGET};
+    if (!r.o.max_frames) r.o.max_frames = DEFAULT_MAX_FRAMES;
+    rbpeek_status st = RBPEEK_OK;
+    if (!s || !out) st = rbp_fail(s, RBPEEK_ERR_ARG, "snapshot_take: no output pointer");
+    else if (!s->attached) st = rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
+    else if (r.o.split.native) st = rbp_native_ready(s);
+    if (out) *out = NULL;
+    if (st == RBPEEK_OK) st = read_threads(&r);
+    r.nheld = r.o.split.nheld ? *r.o.split.nheld : 0;
+    if (st == RBPEEK_OK) st = new_snapshot(&r);
+    if (st == RBPEEK_OK) st = r.o.split.held ? walk_split(&r) : walk_all(&r);
+    let_go(&r);
+    if (st == RBPEEK_OK) {
+        finish(&r);
+        *out = r.snap;
+    } else {
+        rbpeek_snapshot_free(r.snap);
+    }
+    free(r.raw);
+    return st;
 }
 
 rbpeek_status rbpeek_snapshot_take(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, false, NULL, out);
+    take_opts o = {.max_frames = max_frames};
+    return take(s, &o, out);
 }
 
 rbpeek_status rbpeek_snapshot_take_running(rbpeek_session *s, size_t max_frames, rbpeek_snapshot **out)
 {
-    return take(s, max_frames, true, NULL, NULL, NULL, NULL, NULL, false, NULL, out);
+    take_opts o = {.max_frames = max_frames, .running = true};
+    return take(s, &o, out);
 }
 
-rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held,
-                                      const size_t *nheld, int (*stop)(void *), void (*release)(void *), void *ctx,
-                                      const rbp_native_source *native, rbpeek_snapshot **out)
+rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const rbp_snapshot_split *how,
+                                      rbpeek_snapshot **out)
 {
-    if (native) {
-        rbpeek_status st = rbp_native_ready(s);
-        if (st != RBPEEK_OK) {
-            if (release) release(ctx);
-            return st;
-        }
-    }
-    return take(s, max_frames, false, held, nheld, stop, release, ctx, false, native, out);
+    take_opts o = {.max_frames = max_frames, .split = *how};
+    return take(s, &o, out);
 }
 
 /* The TID of each thread: Ruby's own (3.1+), else read from glibc's
@@ -404,7 +476,8 @@ rbpeek_status rbpeek_snapshot_take_native(rbpeek_session *s, size_t max_frames, 
     rbpeek_status st = rbp_native_ready(s);
     if (st != RBPEEK_OK) return st;
     rbpeek_snapshot *snap = NULL;
-    st = take(s, max_frames, false, NULL, NULL, NULL, NULL, NULL, true, NULL, &snap);
+    take_opts o = {.max_frames = max_frames, .origins = true};
+    st = take(s, &o, &snap);
     if (st != RBPEEK_OK) return st;
     int64_t *tids = snap->nthreads ? malloc(snap->nthreads * sizeof *tids) : NULL;
     if (snap->nthreads && (!tids || !(snap->native = rbp_arena_alloc(&snap->arena,

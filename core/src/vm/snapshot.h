@@ -17,6 +17,16 @@
 #define RBP_SPLIT_HELD 0
 #define RBP_SPLIT_ALL 1
 
+/* How rbp_snapshot_take_split takes its snapshot (each member below). */
+typedef struct rbp_snapshot_split {
+    const uint64_t *held;       /* the stopped threads' rb_thread_t, *nheld of them; NULL: every thread stopped */
+    const size_t *nheld;
+    int (*stop)(void *ctx);     /* optional: stops the target once the thread list is read */
+    void (*release)(void *ctx); /* optional: resumes it; called exactly once */
+    void *ctx;
+    const rbp_native_source *native; /* optional: native stacks too, registers from here */
+} rbp_snapshot_split;
+
 /* Walks the threads whose rb_thread_t is in held[0..*nheld) (stopped, each
  * holding its ractor's GVL) as rbpeek_snapshot_take does, together with the
  * thread list; then calls release(ctx), for the caller to resume them; then
@@ -44,8 +54,7 @@
  * stacks copied before release and unwound from the copies after it (a
  * stack deeper than a copy is worth is unwound before), the others'
  * after their walk. */
-rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const uint64_t *held,
-                                      const size_t *nheld, int (*stop)(void *), void (*release)(void *), void *ctx,
-                                      const rbp_native_source *native, rbpeek_snapshot **out);
+rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const rbp_snapshot_split *how,
+                                      rbpeek_snapshot **out);
 
 #endif

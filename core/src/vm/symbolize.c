@@ -121,8 +121,7 @@ static int first_lineno(const rbp_layout *L, const uint8_t *body)
     uint64_t v = rbp_field_extract(L, RBP_L_body_first_lineno, body);
     int64_t line;
     if (L->f[RBP_L_body_first_lineno].size == 8) {
-        if (!(v & 1)) return 0;   /* not a Fixnum */
-        line = (int64_t)v >> 1;
+        if (!rbp_fixnum_get(v, &line)) return 0;
     } else {
         line = (int32_t)(uint32_t)v;
     }

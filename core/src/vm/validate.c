@@ -127,7 +127,7 @@ static bool thread_name_fits(rbpeek_session *s, const rbp_thread_raw *t, size_t 
     for (size_t i = 0; i < nt && i < MAX_THREADS_SETTLED; i++) {
         uint64_t v = 0;
         if (!read_u64(s, t[i].th + (uint64_t)f->offset, &v)) return false;
-        if (v != rbp_qnil(s) && !is_string(s, v)) return false;
+        if (!rbp_is_nil(&s->rel, v) && !is_string(s, v)) return false;
     }
     return true;
 }

@@ -379,7 +379,7 @@ static void test_reference_budget(void)
     rbp_heap h;
     memset(&h, 0, sizeof h);
     h.s = s;
-    h.c.elts_shared = RBP_FL_USER(2);
+    h.c = &s->rel.obj;   /* 3.3: elts_shared is FL_USER2 */
     CU_ASSERT_EQUAL(RBP_HEAP_REF_BUDGET, UINT64_C(256) << 20);
     h.ref_budget = 10;
     uint8_t slot[40] = {0};
