@@ -20,7 +20,7 @@ import json
 import threading
 
 from .commands import registry
-from .commands.base import UsageError, write_file
+from .commands.base import UsageError, json_text, write_file
 from .commands.sessions import Sessions
 from .core import RbpeekError
 from .sampling.procs import command_line, tree
@@ -116,7 +116,7 @@ def run_each(name, pids, follow, argv, stdout, stderr):
                                                        "rbpeek: %s\n" % error if error else ""))
         if err:
             stderr.write(err)
-    text = (json.dumps({"processes": docs}, indent=2, ensure_ascii=False) + "\n") if as_json else "\n".join(chunks)
+    text = json_text({"processes": docs}) if as_json else "\n".join(chunks)
     if path:
         write_file(path, text)
         stderr.write("rbpeek: wrote %s\n" % path)
