@@ -22,12 +22,14 @@ import threading
 from .commands import registry
 from .commands.base import UsageError, json_text, write_file
 from .commands.sessions import Sessions
-from .core import RbpeekError
+from .core import FORMATS, RbpeekError
 from .sampling.procs import command_line, tree
 from .standalone import StandaloneAdapter
 
 PER_PROCESS = ("bt", "threads", "locks", "heap", "gc", "allocs")
 AT_ONCE = ("allocs",)       # these run in every process at the same time
+# the options that write one process's file: heap's dump, allocs' site profiles
+ONE_FILE = ("--dump",) + tuple("--" + f.name for f in FORMATS)
 
 
 def _take_output(argv):
@@ -66,8 +68,7 @@ def run_each(name, pids, follow, argv, stdout, stderr):
     if name not in PER_PROCESS:
         raise UsageError(name, "%s reads one process: give one --pid (several processes: %s and sample)"
                          % (name, ", ".join(PER_PROCESS)))
-    one_file = [a.split("=")[0] for a in argv if a.split("=")[0] in ("--dump", "--folded", "--svg", "--speedscope",
-                                                                     "--pprof")]
+    one_file = [a.split("=")[0] for a in argv if a.split("=")[0] in ONE_FILE]
     if one_file:
         raise UsageError(name, "%s writes one process's file: give one --pid for it" % one_file[0])
     path, argv = _take_output(argv)
