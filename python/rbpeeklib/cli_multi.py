@@ -20,14 +20,16 @@ import json
 import threading
 
 from .commands import registry
-from .commands.base import UsageError, write_file
+from .commands.base import UsageError, json_text, write_file
 from .commands.sessions import Sessions
-from .core import RbpeekError
+from .core import FORMATS, RbpeekError
 from .sampling.procs import command_line, tree
 from .standalone import StandaloneAdapter
 
 PER_PROCESS = ("bt", "threads", "locks", "heap", "gc", "allocs")
 AT_ONCE = ("allocs",)       # these run in every process at the same time
+# the options that write one process's file: heap's dump, allocs' site profiles
+ONE_FILE = ("--dump",) + tuple("--" + f.name for f in FORMATS)
 
 
 def _take_output(argv):
@@ -66,8 +68,7 @@ def run_each(name, pids, follow, argv, stdout, stderr):
     if name not in PER_PROCESS:
         raise UsageError(name, "%s reads one process: give one --pid (several processes: %s and sample)"
                          % (name, ", ".join(PER_PROCESS)))
-    one_file = [a.split("=")[0] for a in argv if a.split("=")[0] in ("--dump", "--folded", "--svg", "--speedscope",
-                                                                     "--pprof")]
+    one_file = [a.split("=")[0] for a in argv if a.split("=")[0] in ONE_FILE]
     if one_file:
         raise UsageError(name, "%s writes one process's file: give one --pid for it" % one_file[0])
     path, argv = _take_output(argv)
@@ -116,7 +117,7 @@ def run_each(name, pids, follow, argv, stdout, stderr):
                                                        "rbpeek: %s\n" % error if error else ""))
         if err:
             stderr.write(err)
-    text = (json.dumps({"processes": docs}, indent=2, ensure_ascii=False) + "\n") if as_json else "\n".join(chunks)
+    text = json_text({"processes": docs}) if as_json else "\n".join(chunks)
     if path:
         write_file(path, text)
         stderr.write("rbpeek: wrote %s\n" % path)

@@ -9,10 +9,20 @@ includes), so that neither drifts unseen:
              an integer of the C type's width, a double), and a matching
              return; and the binding declares no function the header lacks
   structs    every ctypes mirror (a Structure naming its C struct in _c_)
-             has the C struct's size and each member's offset, as a small
-             C program compiled against the header prints them (sizeof,
-             offsetof); and every struct the header's functions take or
-             return by pointer, other than the opaque handles, has a mirror
+             has the C struct's size, each member's offset and each
+             member's type (the C type its ctypes type stands for: width
+             and sign, pointer and what to, array and its length), as a
+             small C program compiled against the header prints them
+             (sizeof, offsetof, __builtin_types_compatible_p); and every
+             struct the header's functions take or return by pointer,
+             other than the opaque handles, has a mirror
+  constants  every constant of cstructs.py has the value of the C constant
+             it copies (the same C program prints them): each enum copied
+             as a list of names (THREAD_STATES, FRAME_KINDS, STOP_MODES,
+             TRACE_ENDS) names every member of its C enum, no more, by its
+             value; the callback types take and return what the header's
+             typedefs do; REGISTER_NAMES is the order rbpeek_regs_fn's
+             comment gives; and a constant this test does not know fails
 
 usage: test_bindings.py
 Exit status: 0 pass, 1 fail, 77 skip (no C compiler).
@@ -49,12 +59,17 @@ def declarations():
     out = []
     for m in re.finditer(r"RBPEEK_API\s+([^;{]*?)\b(rbpeek_\w+)\s*\(([^)]*)\)\s*;", text):
         ret, name, params = m.group(1).strip(), m.group(2), m.group(3).strip()
-        types = [] if params in ("", "void") else [re.sub(r"\s*\b\w+\s*$", "", p.strip()) if not p.strip().endswith("*")
-                                                  else p.strip() for p in params.split(",")]
-        # a parameter "const char *name" -> "const char *"; "int pid" -> "int"
-        types = [t.strip() for t in types]
-        out.append((name, ret, types))
+        out.append((name, ret, param_types(params)))
     return out
+
+
+def param_types(params):
+    """The types of a C parameter list: "const char *name" -> "const char *",
+    "int pid" -> "int"; "void" -> none."""
+    if params in ("", "void"):
+        return []
+    return [(re.sub(r"\s*\b\w+\s*$", "", p.strip()) if not p.strip().endswith("*") else p.strip()).strip()
+            for p in params.split(",")]
 
 
 def c_kind(ctype):
@@ -117,26 +132,93 @@ def mirrors():
             if isinstance(c, type) and issubclass(c, ctypes.Structure) and hasattr(c, "_c_")]
 
 
-def c_layouts(structs):
-    """{struct: {"size": n, member: offset}} from the compiler."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        return None
+def opaque_handles():
+    """The header's opaque handle types (typedef struct X X; with no body)."""
+    text = "".join(open(h).read() for h in HEADERS)
+    return set(re.findall(r"typedef struct (rbpeek_\w+) \1;", text)) - set(re.findall(r"struct (rbpeek_\w+) \{", text))
+
+
+# The C type a ctypes scalar stands for (c_int32 is c_int, c_int64 c_long,
+# c_uint64 and c_size_t c_ulong: x86-64's int32_t, int64_t, uint64_t, size_t).
+C_SCALARS = {ctypes.c_int: "int", ctypes.c_uint: "unsigned int", ctypes.c_long: "long",
+             ctypes.c_ulong: "unsigned long", ctypes.c_double: "double", ctypes.c_ubyte: "unsigned char",
+             ctypes.c_char: "char"}
+
+
+def c_types(ct):
+    """The C types a member of ctypes type ct may have (a pointer's target
+    may be const)."""
+    if ct in C_SCALARS:
+        return [C_SCALARS[ct]]
+    if ct is ctypes.c_char_p:
+        return ["char *", "const char *"]
+    if ct is ctypes.c_void_p:   # void *, or a handle the binding does not look into
+        return [q + t + " *" for t in ["void"] + ["struct " + h for h in sorted(opaque_handles())]
+                for q in ("", "const ")]
+    if issubclass(ct, ctypes._Pointer):
+        target = ct._type_
+        inner = [target._c_] if hasattr(target, "_c_") else c_types(target)
+        return [q + t + " *" for t in inner for q in ("", "const ")]
+    if issubclass(ct, ctypes.Array):
+        return ["%s[%d]" % (t, ct._length_) for t in c_types(ct._type_)]
+    raise ValueError("no C type known for ctypes %r" % ct)
+
+
+def c_declaration(struct, member):
+    """The member's declaration in the header, for a message."""
+    text = re.sub(r"/\*.*?\*/", " ", "".join(open(h).read() for h in HEADERS), flags=re.S)
+    body = re.search(r"struct %s \{(.*?)\} %s;" % (struct, struct), text, re.S)
+    decl = body and re.search(r"([^;{}]*\b%s\s*(\[[^]]*\])?);" % member, body.group(1))
+    return " ".join(decl.group(1).split()) if decl else "?"
+
+
+def c_constants():
+    """The header's constants: enum members and #defines of a number."""
+    text = re.sub(r"/\*.*?\*/", " ", "".join(open(h).read() for h in HEADERS), flags=re.S)
+    enums = re.findall(r"^\s*(RBPEEK_[A-Z0-9_]+)\s*=", text, re.M)
+    defines = re.findall(r"^#define (RBPEEK_[A-Z0-9_]+)\s+[0-9]", text, re.M)
+    return enums + defines
+
+
+def c_program(structs):
+    """A C program that prints, as JSON, each mirror's C size and member
+    offsets, whether each member's C type is the one its ctypes type
+    stands for, and every constant of the header."""
     lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "rbpeek.h"', "int main(void)", "{",
-             '    printf("{");']
+             '    printf("{\\"layouts\\": {");']
     for i, cls in enumerate(structs):
         c = cls._c_
         lines.append('    printf("%s\\"%s\\": {\\"size\\": %%zu", sizeof(%s));' % ("," if i else "", c, c))
         for field in cls._fields_:
             lines.append('    printf(", \\"%s\\": %%zu", offsetof(%s, %s));' % (field[0], c, field[0]))
         lines.append('    printf("}");')
-    lines += ['    printf("}\\n");', "    return 0;", "}"]
+    lines.append('    printf("}, \\"types\\": {");')
+    sep = ""
+    for cls in structs:
+        for name, ct in cls._fields_:
+            member = "__typeof__(((%s *)0)->%s)" % (cls._c_, name)
+            test = " || ".join("__builtin_types_compatible_p(%s, %s)" % (member, t) for t in c_types(ct))
+            lines.append('    printf("%s\\"%s.%s\\": %%d", (int)(%s));' % (sep, cls._c_, name, test))
+            sep = ","
+    lines.append('    printf("}, \\"constants\\": {");')
+    for i, name in enumerate(c_constants()):
+        lines.append('    printf("%s\\"%s\\": %%lld", (long long)(%s));' % ("," if i else "", name, name))
+    lines += ['    printf("}}\\n");', "    return 0;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def c_facts(structs):
+    """{"layouts": {struct: {"size": n, member: offset}}, "types": {"struct.member": 1 if the
+    types agree}, "constants": {name: value}} from the compiler; None without one."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None
     work = tempfile.mkdtemp(prefix="rbpeek-bindings-")
     try:
-        src, exe = os.path.join(work, "layouts.c"), os.path.join(work, "layouts")
+        src, exe = os.path.join(work, "facts.c"), os.path.join(work, "facts")
         with open(src, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        r = subprocess.run([cc, "-std=c11", "-I", os.path.dirname(HEADER), src, "-o", exe], capture_output=True,
+            f.write(c_program(structs))
+        r = subprocess.run([cc, "-std=gnu11", "-I", os.path.dirname(HEADER), src, "-o", exe], capture_output=True,
                            text=True)
         if r.returncode:
             raise SystemExit("FAIL: the mirrors name members the C structs lack:\n" + r.stderr[-3000:])
@@ -159,11 +241,8 @@ def passed_structs():
     return used | {"rbpeek_frame"}
 
 
-def check_structs():
-    structs = mirrors()
-    layouts = c_layouts(structs)
-    if layouts is None:
-        return None, 0
+def check_structs(structs, facts):
+    layouts = facts["layouts"]
     problems = []
     for cls in structs:
         want = layouts[cls._c_]
@@ -175,23 +254,112 @@ def check_structs():
             if got != want[field[0]]:
                 problems.append("%s.%s: ctypes offset %d, C offset %d" % (cls.__name__, field[0], got,
                                                                          want[field[0]]))
+            if not facts["types"]["%s.%s" % (cls._c_, field[0])]:
+                alike = c_types(field[1])
+                problems.append("%s.%s: ctypes %s (C %s%s), but the C member is `%s`"
+                                % (cls.__name__, field[0], field[1].__name__, " or ".join(alike[:2]),
+                                   " or a handle's pointer" if len(alike) > 2 else "", c_declaration(cls._c_, field[0])))
     mirrored = {cls._c_ for cls in structs}
     for name in sorted(passed_structs() - mirrored):
         problems.append("struct %s is passed across the API but has no ctypes mirror in cstructs.py" % name)
     return problems, len(structs)
 
 
+# Each constant of cstructs.py and what it copies from the header: a
+# constant (VALUES), an enum as names by value (ENUMS: the members' names
+# after the prefix, lowercased), an enum's count (COUNTS), a callback type
+# (CALLBACKS), the registers' order (REGISTER_NAMES).
+VALUES = {"FORMAT_TEXT": "RBPEEK_FORMAT_TEXT", "FORMAT_JSON": "RBPEEK_FORMAT_JSON",
+          "NATIVE_LINES": "RBPEEK_NATIVE_LINES", "BT_NATIVE": "RBPEEK_BT_NATIVE", "BT_NATIVE_ALL": "RBPEEK_BT_NATIVE_ALL"}
+ENUMS = {"THREAD_STATES": "RBPEEK_STATE_", "FRAME_KINDS": "RBPEEK_FRAME_", "STOP_MODES": "RBPEEK_STOP_",
+         "TRACE_ENDS": "RBPEEK_TRACE_"}
+COUNTS = {"THREAD_STATES": "RBPEEK_THREAD_STATES"}
+CALLBACKS = {"READ_FN": "rbpeek_read_fn", "LOOKUP_FN": "rbpeek_lookup_fn", "REGS_FN": "rbpeek_regs_fn"}
+
+
+def by_value(v):
+    """An enum as the binding copies it (names in value order, {name:
+    value} or {value: name}) as {value: name}."""
+    if isinstance(v, dict):
+        return {(k if isinstance(k, int) else n): (n if isinstance(k, int) else k) for k, n in v.items()}
+    return dict(enumerate(v))
+
+
+def register_order():
+    """rbpeek_regs_fn's registers in order, as its comment gives them
+    ("N words: rax rdx ... r8-r15 (0-15), rip (16)."), and N."""
+    text = "".join(open(h).read() for h in HEADERS)
+    m = re.search(r"(\d+) words:(.*?)\.\s(?:(?!\*/).)*\*/\s*typedef[^;]*\(\*rbpeek_regs_fn\)", text, re.S)
+    if not m:
+        return None, 0
+    names = []
+    for tok in re.findall(r"\b(r\d+-r\d+|r[a-z]{2}|r\d+)\b", m.group(2)):
+        lo, _, hi = tok.partition("-")
+        names += ["r%d" % i for i in range(int(lo[1:]), int(hi[1:]) + 1)] if hi else [tok]
+    return tuple(names), int(m.group(1))
+
+
+def check_callbacks():
+    text = re.sub(r"/\*.*?\*/", " ", "".join(open(h).read() for h in HEADERS), flags=re.S)
+    problems = []
+    for py, c in CALLBACKS.items():
+        m = re.search(r"typedef\s+([^;(]*?)\s*\(\s*\*\s*%s\s*\)\s*\(([^)]*)\)\s*;" % c, text)
+        if not m:
+            problems.append("%s: the header has no typedef %s" % (py, c))
+            continue
+        fn = getattr(cstructs, py)
+        params = param_types(m.group(2).strip())
+        if c_kind(m.group(1)) != py_kind(fn._restype_):
+            problems.append("%s: returns %s, %s %s" % (py, fn._restype_, c, m.group(1)))
+        if len(params) != len(fn._argtypes_) or any(c_kind(a) != py_kind(b) for a, b in zip(params, fn._argtypes_)):
+            problems.append("%s takes %s, %s takes (%s)" % (py, [t.__name__ for t in fn._argtypes_], c,
+                                                           ", ".join(params)))
+    return problems
+
+
+def check_constants(constants):
+    """Each constant of cstructs.py against the header's (constants: the
+    compiler's values of every RBPEEK_ constant)."""
+    problems = []
+    mine = {k: v for k, v in vars(cstructs).items() if re.fullmatch(r"[A-Z][A-Z0-9_]*", k)}
+    known = set(VALUES) | set(ENUMS) | set(COUNTS) | set(CALLBACKS) | {"REGISTER_NAMES"}
+    for name in sorted(set(mine) - known):
+        problems.append("cstructs.%s: a constant this test does not know: name the C constant it copies "
+                        "(VALUES, ENUMS, ... in test_bindings.py)" % name)
+    for py, c in VALUES.items():
+        if mine.get(py) != constants.get(c):
+            problems.append("cstructs.%s is %r, %s is %r" % (py, mine.get(py), c, constants.get(c)))
+    for py, prefix in ENUMS.items():
+        want = {v: n[len(prefix):].lower() for n, v in constants.items() if n.startswith(prefix)}
+        got = by_value(mine.get(py, ()))
+        if not want or got != want:
+            problems.append("cstructs.%s is %s; the header's %s* are %s" % (py, sorted(got.items()), prefix,
+                                                                           sorted(want.items())))
+    for py, c in COUNTS.items():
+        if len(mine.get(py, ())) != constants.get(c):
+            problems.append("cstructs.%s has %d names, %s is %r" % (py, len(mine.get(py, ())), c, constants.get(c)))
+    order, words = register_order()
+    if order is None or mine.get("REGISTER_NAMES") != order or len(order) != words:
+        problems.append("cstructs.REGISTER_NAMES is %s; rbpeek_regs_fn's comment gives %s (%d words)"
+                        % (mine.get("REGISTER_NAMES"), order, words))
+    return problems + check_callbacks(), len(mine)
+
+
 def main():
     fproblems, nfuncs = check_functions()
-    sproblems, nstructs = check_structs()
-    if sproblems is None:
-        print("skip: no C compiler to print the structs' layouts")
+    structs = mirrors()
+    facts = c_facts(structs)
+    if facts is None:
+        print("skip: no C compiler to print the structs' layouts and the constants")
         return 77
-    for p in fproblems + sproblems:
+    sproblems, nstructs = check_structs(structs, facts)
+    cproblems, nconstants = check_constants(facts["constants"])
+    for p in fproblems + sproblems + cproblems:
         print("FAIL: " + p)
-    if fproblems or sproblems:
+    if fproblems or sproblems or cproblems:
         return 1
-    print("%d functions and %d struct mirrors agree with rbpeek.h" % (nfuncs, nstructs))
+    print("%d functions, %d struct mirrors (%d members: offset and type) and %d constants agree with rbpeek.h"
+          % (nfuncs, nstructs, sum(len(c._fields_) for c in structs), nconstants))
     print("1 passed, 0 failed")
     return 0
 

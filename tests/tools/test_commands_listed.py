@@ -9,9 +9,15 @@ goes"), so none is left out of a list:
             list, in docs/usage.md (`ruby NAME`) and in the man page
             (docs/man/rbpeek.1); no module of the package defines a
             command COMMANDS leaves out
-  formats   each row of python/rbpeeklib/core/formats.py has its writer in
-            rbpeek.h, its option in docs/sampling.md and a section in
-            docs/flamegraph.md, and `ruby sample` takes its option
+  formats   python/rbpeeklib/core/formats.py's table is the one list of
+            formats: rbpeek_profile.h's writers, the `--NAME FILE` rows of
+            docs/sampling.md's options and every list of the formats in
+            the docs (between <!-- formats --> and <!-- /formats -->, or
+            the man page's `.\" formats` lines: README.md, usage.md,
+            flamegraph.md, rbpeek.1, one item a format in the table's
+            order) are its formats, no more, no fewer; each has a section
+            in docs/flamegraph.md, `ruby sample` takes its option, and the
+            command line refuses it with several processes (cli_multi.py)
 
   placement docs/design.md says where a new command and a new output format
             go, and docs/versions.md's "Adding a release" what a new release
@@ -72,21 +78,62 @@ def check_commands():
     return problems, len(names)
 
 
+# Where the docs list the formats: each list stands between these markers
+# (Markdown comments; in the man page, comment lines), one item a format,
+# in the table's order.
+FORMAT_LISTS = re.compile(r"<!-- formats -->(.*?)<!-- /formats -->|^\.\\\" formats\b[^\n]*\n(.*?)\n\.\\\" /formats$",
+                          re.S | re.M)
+LISTED_IN = ("README.md", "docs/usage.md", "docs/flamegraph.md", "docs/sampling.md", "docs/man/rbpeek.1")
+MUST_LIST = ("docs/usage.md", "docs/flamegraph.md", "docs/man/rbpeek.1")
+
+
+def format_lists(names):
+    """Every marked list of the formats against the table's names: each
+    item names its format, as many items as formats."""
+    problems, lists = [], 0
+    for where in LISTED_IN:
+        found = [m.group(1) or m.group(2) for m in FORMAT_LISTS.finditer(read(*where.split("/")))]
+        if not found and where in MUST_LIST:
+            problems.append("%s lists no formats (between <!-- formats --> and <!-- /formats -->)" % where)
+        for text in found:
+            lists += 1
+            items = [i for i in re.split(r",\s*(?:or\s+|and\s+)?|\s+or\s+|\s+and\s+", " ".join(text.split())) if i]
+            named = [i for i, name in zip(items, names) if re.search(r"\b%s\b" % name, i, re.I)]
+            if len(items) != len(names) or len(named) != len(names):
+                problems.append("%s lists the formats as %r; formats.py has %s, in that order"
+                                % (where, items, ", ".join(names)))
+    return problems, lists
+
+
 def check_formats():
+    """formats.py's table is the one list of formats: the C writers, the
+    options `ruby sample` takes and docs/sampling.md's table shows, the
+    flamegraph.md sections and every list in the docs have each of its
+    formats and no other; the command line refuses each format's file
+    with several processes."""
+    from rbpeeklib import cli_multi
     problems = []
+    names = [f.name for f in FORMATS]
     header = read("core", "include", "rbpeek.h") + read("core", "include", "rbpeek_profile.h")
     sampling, flamegraph = read("docs", "sampling.md"), read("docs", "flamegraph.md")
     sample = [c for c in registry.command_classes() if c.name == "sample"][0]
     for f in FORMATS:
         if not re.search(r"RBPEEK_API\s+rbpeek_status\s+%s\s*\(" % f.writer, header):
             problems.append("%s: rbpeek_profile.h declares no %s" % (f.name, f.writer))
-        if "--" + f.name not in sampling:
-            problems.append("%s: docs/sampling.md never names --%s" % (f.name, f.name))
         if not re.search(r"^#+ .*%s" % f.name, flamegraph, re.M | re.I):
             problems.append("%s: docs/flamegraph.md has no section on it" % f.name)
         if "--%s FILE" % f.name not in sample.usage:
             problems.append("%s: `ruby sample --help` does not show --%s FILE" % (f.name, f.name))
-    return problems, len(FORMATS)
+        if "--" + f.name not in cli_multi.ONE_FILE:
+            problems.append("%s: the command line (cli_multi.py) would take --%s FILE with several processes"
+                            % (f.name, f.name))
+    for what, found in (("rbpeek_profile.h's writers", re.findall(r"RBPEEK_API\s+rbpeek_status\s+"
+                                                                  r"rbpeek_profile_write_(\w+)\s*\(", header)),
+                        ("docs/sampling.md's options", re.findall(r"^\| `--(\w+) FILE` \|", sampling, re.M))):
+        if sorted(found) != sorted(names):
+            problems.append("%s are %s; formats.py has %s" % (what, ", ".join(sorted(found)), ", ".join(names)))
+    lp, nlists = format_lists(names)
+    return problems + lp, len(FORMATS), nlists
 
 
 def section(text, title):
@@ -212,14 +259,15 @@ def check_versions():
 
 def main():
     cp, nc = check_commands()
-    fp, nf = check_formats()
+    fp, nf, nlists = check_formats()
     pp = check_placement()
     vp, nv = check_versions()
     for p in cp + fp + pp + vp:
         print("FAIL: " + p)
     if cp or fp or pp or vp:
         return 1
-    print("%d commands and %d output formats are listed where the docs say" % (nc, nf))
+    print("%d commands and %d output formats are listed where the docs say (the formats in %d lists)"
+          % (nc, nf, nlists))
     print("design.md's placement section and versions.md's checklist name files that exist, one step per "
           "group of release facts")
     print("no release version comparison in %d files outside context/release.c and layout/" % nv)

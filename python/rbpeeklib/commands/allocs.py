@@ -18,14 +18,13 @@ virtual machine that accepts the debug registers and never traps), --every
 is refused with its finding, and where they do, with "not built yet".
 """
 
-import json
 import os
 import time
 
 from ..core import FORMATS, RbpeekError, formats, watch_probe
 from ..sampling.signals import pending_stop_signal
 from .alloc_sites import DEFAULT_RATE, check_forwards, run_sites, sites_text
-from .base import Command, live_pid, parse_args, positive_float, write_file
+from .base import Command, json_text, live_pid, parse_args, positive_float, write_file
 
 POLL = 0.1                  # seconds between counter reads and Ctrl-C checks
 PROGRESS_EVERY = 0.25       # seconds between progress lines on a terminal
@@ -131,7 +130,7 @@ See docs/allocations.md.""" % (formats.synopsis(19), DEFAULT_RATE, formats.help_
             end, start, last, t0, t1, failure = self._count(dbg, session, pid, args.duration)
             result = self._result(pid, version, start, last, t0, t1, end, SITES_HOW)
             result["started_at"], result["ended_at"] = self.wall
-        text = json.dumps(result, indent=1) + "\n" if args.json else self._text(result)
+        text = json_text(result) if args.json else self._text(result)
         if written and not args.json:
             text += "Wrote:     %s\n" % ", ".join(written)
         if args.output:

@@ -13,6 +13,7 @@ arguments) are raised as RbpeekError and shown by the plugin as one line.
 """
 
 import argparse
+import re
 
 from ..core import RbpeekError
 
@@ -131,10 +132,25 @@ def evaluate_words(dbg, prog, words):
         raise RbpeekError("ruby %s: %s" % (prog, e))
 
 
+# What the core's JSON writer escapes and Python's json module writes as it
+# is: DEL, and a lone surrogate (a byte that was not UTF-8, decoded with
+# surrogateescape), which no UTF-8 can carry. Outside strings a document
+# is ASCII, so these can only stand inside one.
+_NOT_AS_IS = re.compile("[\x7f\ud800-\udfff]")
+
+
+def _escape(m):
+    return "\\u007f" if m.group() == "\x7f" else "\\ufffd"
+
+
 def json_text(doc):
-    """A command's JSON output: indented, non-ASCII kept, one final newline."""
+    """A document as JSON, as every command writes it: byte for byte the
+    core's writer in the commands' style (base/json.c, RBP_JSON_INDENT1:
+    one space a level, ": " after a key, UTF-8 kept, its escapes: DEL as
+    \\u007f, a byte that is not UTF-8 as \\ufffd), and one final newline.
+    tests/tools/test_json_text.py holds the two together."""
     import json  # deferred: bt's JSON is the core's, and a text output needs none
-    return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+    return _NOT_AS_IS.sub(_escape, json.dumps(doc, ensure_ascii=False, indent=1)) + "\n"
 
 
 def write_file(path, text):

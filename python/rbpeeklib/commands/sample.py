@@ -42,6 +42,30 @@ from .threadview import map_threads
 CORE_HINT = "a core is one moment: 'ruby bt -a' shows its stacks"
 
 
+def _options(p):
+    """The options of `ruby sample` (formats.py's table gives the files')."""
+    p.add_argument("count", nargs="?", type=int, metavar="N")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--rate", type=positive_float, metavar="HZ")
+    g.add_argument("--interval", type=positive_float, metavar="MS")
+    p.add_argument("--duration", type=positive_float, metavar="S")
+    p.add_argument("--threads", choices=("all", "current"), default="all")
+    g2 = p.add_mutually_exclusive_group()
+    g2.add_argument("--on-cpu", action="store_true")
+    g2.add_argument("--idle", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("-o", "--output", metavar="FILE")
+    p.add_argument("--per-thread", action="store_true")
+    for f in FORMATS:
+        p.add_argument("--" + f.name, metavar="FILE")
+    p.add_argument("--max-frames", type=int, default=0)
+    p.add_argument("--via-debugger", action="store_true")
+    p.add_argument("--nonblocking", action="store_true")
+    p.add_argument("--stop-all", action="store_true")
+    p.add_argument("--native", action="store_true")
+    p.add_argument("--subprocesses", action="store_true")
+
+
 class SampleCommand(Command):
     name = "sample"
     summary = "Sampling profiler: stop the target N times a second, record every Ruby stack; flamegraph out."
@@ -105,29 +129,40 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                                                                          formats.defaults_text())
 
     def run(self, dbg, argv):
-        def build(p):
-            p.add_argument("count", nargs="?", type=int, metavar="N")
-            g = p.add_mutually_exclusive_group()
-            g.add_argument("--rate", type=positive_float, metavar="HZ")
-            g.add_argument("--interval", type=positive_float, metavar="MS")
-            p.add_argument("--duration", type=positive_float, metavar="S")
-            p.add_argument("--threads", choices=("all", "current"), default="all")
-            g2 = p.add_mutually_exclusive_group()
-            g2.add_argument("--on-cpu", action="store_true")
-            g2.add_argument("--idle", action="store_true")
-            p.add_argument("--json", action="store_true")
-            p.add_argument("-o", "--output", metavar="FILE")
-            p.add_argument("--per-thread", action="store_true")
-            for f in FORMATS:
-                p.add_argument("--" + f.name, metavar="FILE")
-            p.add_argument("--max-frames", type=int, default=0)
-            p.add_argument("--via-debugger", action="store_true")
-            p.add_argument("--nonblocking", action="store_true")
-            p.add_argument("--stop-all", action="store_true")
-            p.add_argument("--native", action="store_true")
-            p.add_argument("--subprocesses", action="store_true")
+        args = parse_args(self.name, argv, _options)
+        interval = self._check_options(args)
+        processes = getattr(dbg, "processes", None)
+        if processes and (len(processes) > 1 or getattr(dbg, "subprocesses", False)):
+            return self._run_many(dbg, args, interval, processes, dbg.subprocesses,
+                                  self._check_many(args, processes[0]))
+        if args.subprocesses:
+            return self._run_tree(dbg, args, interval)
+        pid, outputs = self._target(dbg, args)
+        session = self.sessions.get(dbg, args)
+        version = session.info()["ruby_version"]
+        opts, only = self._sample_options(dbg, args, session, pid)
+        profile, st = Profile(), Stats()
+        policy, why_not = self._how(dbg, args, pid)
+        # progress(), not write(): lldb shows a command's result only once it ends.
+        dbg.progress(self._announcement(args, pid, version, interval))
+        end, failure = self._sample(dbg, args, session, profile, opts, interval, pid, policy, why_not, st)
+        rate = st.samples / st.elapsed() if st.elapsed() > 0 else 0.0
+        facts = self._label(profile, args, pid, version, interval, rate, st)
+        written = write_outputs(dbg, profile, outputs, facts)
+        tallies = profile.thread_tallies()
+        if args.json:
+            self._write_json(dbg, args, self._json_doc(args, pid, version, st, rate, end, facts, tallies, written),
+                             end)
+        else:
+            dbg.write_result(summary_text(st, profile, pid, version, interval, rate, end, written, args, only,
+                                          states_lines(tallies)), end.startswith("interrupted"))
+        if failure is not None:
+            raise failure if not isinstance(failure, RbpeekError) else RbpeekError(
+                "ruby sample stopped after %d samples: %s" % (st.samples, failure))
 
-        args = parse_args(self.name, argv, build)
+    def _check_options(self, args):
+        """The options' own checks (those of one process and of several);
+        the time between samples."""
         if args.count is not None and args.count <= 0:
             raise UsageError(self.name, "N must be a positive number of samples")
         if args.max_frames < 0:
@@ -141,16 +176,14 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         interval = 1.0 / args.rate if args.rate else (args.interval / 1000.0 if args.interval else 0.01)
         if interval < 1e-5:
             raise UsageError(self.name, "at most 100000 samples per second")
-
         if args.output and not args.json:
             raise UsageError(self.name, "-o writes the --json summary: give --json too (the profiles are "
                                         "written by --%s FILE and the like)" % FORMATS[0].name)
-        processes = getattr(dbg, "processes", None)
-        if processes and (len(processes) > 1 or getattr(dbg, "subprocesses", False)):
-            return self._run_many(dbg, args, interval, processes, dbg.subprocesses,
-                                  self._check_many(args, processes[0]))
-        if args.subprocesses:
-            return self._run_tree(dbg, args, interval)
+        return interval
+
+    def _target(self, dbg, args):
+        """The one process to sample, refused if it cannot be: its pid, and
+        the output files to write."""
         if args.via_debugger and dbg.own_source():
             raise UsageError(self.name, "--via-debugger needs a debugger; without one rbpeek traces the target "
                                         "itself")
@@ -161,10 +194,11 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
             busy = refuse_if_traced(pid)
             if busy:
                 raise RbpeekError(busy)
-        outputs = check_outputs(args, pid)
+        return pid, check_outputs(args, pid)
 
-        session = self.sessions.get(dbg, args)
-        version = session.info()["ruby_version"]
+    def _sample_options(self, dbg, args, session, pid):
+        """Which threads a sample keeps, and how (SampleOptions), and the
+        one thread of --threads current (else None)."""
         opts = SampleOptions()
         opts.per_thread = 1 if args.per_thread else 0
         opts.on_cpu = 1 if args.on_cpu else 0
@@ -175,30 +209,42 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
             only = self._current_thread(dbg, session, pid)
             opts.only_tid = only["native_tid"] or 0
             opts.only_pthread = only["pthread_id"] or 0
-        profile = Profile()
-        st = Stats()
-        limit = args.count
-        what = []
-        if limit:
-            what.append("%d samples" % limit)
-        if args.duration:
-            what.append("%g s" % args.duration)
+        return opts, only
+
+    def _how(self, dbg, args, pid):
+        """How the target is stopped: the debugger's signal policy, and why
+        rbpeek cannot trace it itself (None: it can)."""
         policy = {} if args.via_debugger else dbg.signal_policy()
         why_not = "--via-debugger" if args.via_debugger else (dbg.can_hand_over() or
                                                               pending_stop_signal(policy, pid))
         if why_not is not None and args.nonblocking:
             raise UsageError(self.name, "--nonblocking needs rbpeek to trace the target itself, which it cannot "
                                         "here (%s): run it without --nonblocking" % why_not)
-        # progress(), not write(): lldb shows a command's result only once it ends.
-        dbg.progress("rbpeek: sampling pid %d (Ruby %s) at %s Hz %s; Ctrl-C ends it early\n"
-                     % (pid, version, fmt_rate(1.0 / interval), "for " + " or ".join(what) if what else "until Ctrl-C"))
-        if why_not is None:
-            end, failure = run_traced(dbg, session, profile, opts, args, interval, pid, policy, st)
-        else:
-            st.via = why_not
-            end, failure = run_via_debugger(dbg, session, profile, opts, args, interval, pid, st)
+        return policy, why_not
 
-        rate = st.samples / st.elapsed() if st.elapsed() > 0 else 0.0
+    @staticmethod
+    def _announcement(args, pid, version, interval):
+        """The line that says sampling starts, and until when."""
+        what = []
+        if args.count:
+            what.append("%d samples" % args.count)
+        if args.duration:
+            what.append("%g s" % args.duration)
+        return ("rbpeek: sampling pid %d (Ruby %s) at %s Hz %s; Ctrl-C ends it early\n"
+                % (pid, version, fmt_rate(1.0 / interval), "for " + " or ".join(what) if what else "until Ctrl-C"))
+
+    @staticmethod
+    def _sample(dbg, args, session, profile, opts, interval, pid, policy, why_not, st):
+        """The sampling itself, traced by rbpeek or through the debugger:
+        (how it ended, the failure that ended it or None)."""
+        if why_not is None:
+            return run_traced(dbg, session, profile, opts, args, interval, pid, policy, st)
+        st.via = why_not
+        return run_via_debugger(dbg, session, profile, opts, args, interval, pid, st)
+
+    @staticmethod
+    def _label(profile, args, pid, version, interval, rate, st):
+        """The profile's meta data and title; the facts its writers take."""
         profile.set_meta("ruby_version", version)
         profile.set_meta("pid", pid)
         profile.set_meta("samples", st.samples)
@@ -206,31 +252,25 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         title = "ruby sample: pid %d, Ruby %s, %d samples at %s Hz%s" % (
             pid, version, st.samples, fmt_rate(rate), " (on-CPU)" if args.on_cpu else "")
         profile.set_meta("title", title)
-        facts = {"title": title, "period_s": interval, "on_cpu": args.on_cpu, "duration": st.elapsed(),
-                 "start": time.time() - (time.perf_counter() - st.t_start) if st.t_start else 0.0}
-        written = write_outputs(dbg, profile, outputs, facts)
-        tallies = profile.thread_tallies()
-        if args.json:
-            doc = {"end": end, "samples": st.samples, "duration_s": round(st.elapsed(), 3), "started": facts["start"],
-                   "rate_hz": round(rate, 1), "idle": bool(args.idle), "on_cpu": bool(args.on_cpu),
-                   "processes": [{"pid": pid, "ruby_version": version, "samples": st.samples,
-                                  "states": (process_entries(tallies) or [{"states": {}}])[0]["states"]}],
-                   "threads": thread_entries(tallies), "gc": gc_figures(st), "written": written}
-            if args.output:
-                write_output(dbg, json_text(doc), args.output)
-            else:
-                dbg.write_result(json_text(doc) + "\n", end.startswith("interrupted"))
-            if failure is not None:
-                raise failure if not isinstance(failure, RbpeekError) else RbpeekError(
-                    "ruby sample stopped after %d samples: %s" % (st.samples, failure))
-            return
-        summary = summary_text(st, profile, pid, version, interval, rate, end, written, args, only,
-                               states_lines(tallies))
-        dbg.write_result(summary, end.startswith("interrupted"))
-        if failure is not None:
-            if isinstance(failure, RbpeekError):
-                raise RbpeekError("ruby sample stopped after %d samples: %s" % (st.samples, failure))
-            raise failure
+        return {"title": title, "period_s": interval, "on_cpu": args.on_cpu, "duration": st.elapsed(),
+                "start": time.time() - (time.perf_counter() - st.t_start) if st.t_start else 0.0}
+
+    @staticmethod
+    def _json_doc(args, pid, version, st, rate, end, facts, tallies, written):
+        """The --json summary of one process."""
+        return {"end": end, "samples": st.samples, "duration_s": round(st.elapsed(), 3), "started": facts["start"],
+                "rate_hz": round(rate, 1), "idle": bool(args.idle), "on_cpu": bool(args.on_cpu),
+                "processes": [{"pid": pid, "ruby_version": version, "samples": st.samples,
+                               "states": (process_entries(tallies) or [{"states": {}}])[0]["states"]}],
+                "threads": thread_entries(tallies), "gc": gc_figures(st), "written": written}
+
+    @staticmethod
+    def _write_json(dbg, args, doc, end):
+        """The --json summary to -o FILE, or as the command's result."""
+        if args.output:
+            write_output(dbg, json_text(doc), args.output)
+        else:
+            dbg.write_result(json_text(doc) + "\n", end.startswith("interrupted"))
 
     def _run_tree(self, dbg, args, interval):
         """--subprocesses inside gdb or lldb: the debugger lets go of its

@@ -13,8 +13,8 @@ formats.py   the profile's output formats, one row each (options, help, writer)
 """
 
 from . import formats
-from .cstructs import (BT_NATIVE, BT_NATIVE_ALL, FORMAT_JSON, FORMAT_TEXT, REGISTER_NAMES, STOP_MODES, TRACE_ENDS,
-                       SampleOptions, SampleResult, TraceConfig, TraceStats)
+from .cstructs import (BT_NATIVE, BT_NATIVE_ALL, FORMAT_JSON, FORMAT_TEXT, REGISTER_NAMES, STOP_MODES, THREAD_STATES,
+                       TRACE_ENDS, SampleOptions, SampleResult, TraceConfig, TraceStats)
 from .formats import FORMATS
 from .heap import Census
 from .lib import REPO_ROOT, RbpeekError, lib, library_path, preload, watch_probe
@@ -22,6 +22,6 @@ from .profile import AllocSites, Kicker, Profile, Sampler, Trace, is_allocator
 from .session import Session, Snapshot, resolve_tids
 
 __all__ = ["BT_NATIVE", "BT_NATIVE_ALL", "FORMATS", "FORMAT_JSON", "FORMAT_TEXT", "REGISTER_NAMES", "REPO_ROOT",
-           "STOP_MODES", "TRACE_ENDS", "AllocSites", "Census", "Kicker", "Profile", "RbpeekError",
+           "STOP_MODES", "THREAD_STATES", "TRACE_ENDS", "AllocSites", "Census", "Kicker", "Profile", "RbpeekError",
            "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
            "formats", "is_allocator", "lib", "library_path", "preload", "resolve_tids", "watch_probe"]

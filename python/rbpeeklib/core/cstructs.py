@@ -1,8 +1,9 @@
 """ctypes mirrors of the C API's structs, callback types and constants
 (core/include/rbpeek.h) that the binding passes across, field for field;
 each mirror names its C struct (_c_), and tests/tools/test_bindings.py
-checks its size and every member's offset against the compiler's.
-Nothing here calls into the library."""
+checks its size and every member's offset and type against the
+compiler's, and every constant here against the header's (a new constant
+needs its C name there). Nothing here calls into the library."""
 
 import ctypes
 
@@ -126,7 +127,8 @@ class SampleOptions(ctypes.Structure):
                 ("drop_idle", ctypes.c_int), ("root_frame", ctypes.c_char_p)]
 
 
-# rbpeek_thread_state, in the order of rbpeek_thread_tally.states.
+# rbpeek_thread_state, in the order of rbpeek_thread_tally.states: the
+# names of the states everywhere (the summaries, their JSON, top).
 THREAD_STATES = ("running", "gvl_wait", "blocked", "gc")
 
 

@@ -2,10 +2,13 @@
 (--NAME FILE), its help line, the C writer that writes it
 (rbpeek_profile_write_NAME) with the options struct it takes and how that
 is filled from what the sampler knows, and whether it is written when no
-format is asked for. `ruby sample` builds its options and usage text from
-this table, the sampling report writes the files through it, and the
-binding declares the writers' signatures from it: a new format is a C
-writer (core/src/output/) and one row here."""
+format is asked for. `ruby sample` and `ruby allocs --sites` build their
+options and usage text from this table, the sampling report writes the
+files through it, the binding declares the writers' signatures from it,
+and the command line refuses its options with several processes
+(cli_multi.py): a new format is a C writer (core/src/output/), one row
+here, and its docs (docs/design.md, "Where a new command or output format
+goes"; tests/tools/test_commands_listed.py checks each place has it)."""
 
 import ctypes
 

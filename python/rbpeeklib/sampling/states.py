@@ -4,7 +4,8 @@ or in the GC) as shares per thread and per process, in text and JSON.
 What each state means and how it is decided: docs/sampling.md, "Thread
 states"."""
 
-STATES = ("running", "gvl_wait", "blocked", "gc")
+from ..core import THREAD_STATES as STATES   # the C library's rbpeek_thread_state, in its order
+
 TITLES = {"running": "running", "gvl_wait": "GVL wait", "blocked": "blocked", "gc": "GC"}
 
 
