@@ -172,6 +172,7 @@ typedef enum rbpeek_frame_kind {
     RBPEEK_FRAME_CFUNC = 1,
     RBPEEK_FRAME_NATIVE = 2,    /* a machine frame (native stacks, docs/native.md) */
     RBPEEK_FRAME_GC = 3,        /* the GC at work: "[GC: marking]" ... */
+    RBPEEK_FRAME_JIT = 4,       /* a machine frame of JIT code (YJIT's): native stacks only */
 } rbpeek_frame_kind;
 
 /* One frame, exactly as the target's Thread#backtrace_locations reports it. */
@@ -311,7 +312,9 @@ typedef struct rbpeek_native_frame {
 
 /* One frame of a thread's whole stack: a Ruby frame, a machine frame, a
  * C method's Ruby frame standing at its C function's machine frame (both
- * set), or the GC at work. */
+ * set), the GC at work, or a machine frame of JIT code (kind JIT: native
+ * set, and ruby the Ruby frame whose code it runs where the VM says it,
+ * else NULL; that Ruby frame also stands on its own, further down). */
 typedef struct rbpeek_stack_frame {
     int32_t kind;                       /* rbpeek_frame_kind */
     int32_t internal;                   /* a machine frame of the VM's own call machinery (rb_vm_exec,

@@ -151,6 +151,21 @@ static rbp_frame_desc native_desc(rbp_sample_scratch *s, size_t k, int32_t kind,
                             .native_file = n->file, .native_line = n->line};
 }
 
+/* A machine frame of JIT code in a profile: one frame per Ruby method it
+ * runs, whatever its pc, "[JIT] label (path)", or "[JIT]" where the method
+ * is not known; never a module's. Its label goes to the scratch text. */
+static rbp_frame_desc jit_desc(rbp_sample_scratch *s, size_t k, const rbpeek_frame *runs)
+{
+    s->offsets[k] = s->text.len;
+    rbp_sb_puts(&s->text, "[JIT]");
+    if (runs && runs->label) {
+        rbp_sb_printf(&s->text, " %s", runs->label);
+        if (runs->path) rbp_sb_printf(&s->text, " (%s)", runs->path);
+    }
+    rbp_sb_putn(&s->text, "", 1);
+    return (rbp_frame_desc){.kind = RBPEEK_FRAME_JIT};
+}
+
 /* The Ruby frame f (innermost first in its stack), at its C function's
  * frame n if given. */
 static rbp_frame_desc ruby_desc(const rbpeek_frame *f, const rbpeek_native_frame *n)
@@ -213,7 +228,10 @@ rbp_sample_fate rbp_sample_add_stack(rbpeek_profile *p, const rbpeek_thread *t, 
             const rbpeek_stack_frame *f = &ns->frames[i];
             if (f->internal) continue;
             s->offsets[k] = SIZE_MAX;
-            if (f->ruby) {
+            if (f->kind == RBPEEK_FRAME_JIT) {
+                s->frames[k] = jit_desc(s, k, f->ruby);
+                k++;
+            } else if (f->ruby) {
                 s->frames[k++] = ruby_desc(f->ruby, f->native);
             } else if (f->native) {
                 s->frames[k] = native_desc(s, k, RBPEEK_FRAME_NATIVE, f->native);
