@@ -89,7 +89,9 @@ RBPEEK_API rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *
 /* The core file a reader's memory comes from (a debugger's core): a
  * truncated one is said, as use_core says it, on the warning line and in
  * front of an attach that fails (what is missing, what can still be
- * read). */
+ * read). The memory it holds that maps no file (anonymous mappings: JIT
+ * code among them, which native stacks need) is added to the regions,
+ * which a debugger lists from the core's mapped files only. */
 RBPEEK_API rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const char *core_path);
 
 /* The kernel's list of the target's threads, for a source that is not a
