@@ -89,7 +89,9 @@ RBPEEK_API rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *
 /* The core file a reader's memory comes from (a debugger's core): a
  * truncated one is said, as use_core says it, on the warning line and in
  * front of an attach that fails (what is missing, what can still be
- * read). */
+ * read). The memory it holds that maps no file (anonymous mappings: JIT
+ * code among them, which native stacks need) is added to the regions,
+ * which a debugger lists from the core's mapped files only. */
 RBPEEK_API rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const char *core_path);
 
 /* The kernel's list of the target's threads, for a source that is not a
@@ -172,6 +174,7 @@ typedef enum rbpeek_frame_kind {
     RBPEEK_FRAME_CFUNC = 1,
     RBPEEK_FRAME_NATIVE = 2,    /* a machine frame (native stacks, docs/native.md) */
     RBPEEK_FRAME_GC = 3,        /* the GC at work: "[GC: marking]" ... */
+    RBPEEK_FRAME_JIT = 4,       /* a machine frame of JIT code (YJIT's): native stacks only */
 } rbpeek_frame_kind;
 
 /* One frame, exactly as the target's Thread#backtrace_locations reports it. */
@@ -311,7 +314,9 @@ typedef struct rbpeek_native_frame {
 
 /* One frame of a thread's whole stack: a Ruby frame, a machine frame, a
  * C method's Ruby frame standing at its C function's machine frame (both
- * set), or the GC at work. */
+ * set), the GC at work, or a machine frame of JIT code (kind JIT: native
+ * set, and ruby the Ruby frame whose code it runs where the VM says it,
+ * else NULL; that Ruby frame also stands on its own, further down). */
 typedef struct rbpeek_stack_frame {
     int32_t kind;                       /* rbpeek_frame_kind */
     int32_t internal;                   /* a machine frame of the VM's own call machinery (rb_vm_exec,

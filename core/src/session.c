@@ -187,6 +187,13 @@ rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const char *core_p
     const char *note = src.note ? src.note(src.ctx) : NULL;
     if (note) snprintf(s->core_note, sizeof s->core_note, "%s", note);
     if (src.close) src.close(src.ctx);
+    rbp_region *r = NULL;
+    size_t n = rbp_source_core_regions(core_path, &r), k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].path) r[k++] = r[i];
+        else free(r[i].path);
+    }
+    adopt_regions(s, r, k);
     return RBPEEK_OK;
 }
 

@@ -14,7 +14,11 @@
  *
  * Input: byte 0 = flags (bit 0: the edited ELF is a module and the pc may
  * lie in it; bit 1: source lines; bit 2: drop libc from the modules;
- * bit 3: only rip and rsp known), byte 1 = how many ELF edits follow;
+ * bit 3: only rip and rsp known; bit 4: the input's stack is a JIT region,
+ * a lie (it is data), so that a pc or return address into it is stepped
+ * by YJIT's rules over whatever the stack holds; bit 5: a JIT region that
+ * lies over this executable's code, a module's), byte 1 = how many ELF
+ * edits follow;
  * then 17 registers of 9 bytes (a kind byte and a value, below); then the
  * edits, 8 bytes each (u32 offset into the ELF, u32 value xored into it);
  * the rest is the stack (8-byte words). A register's or a stack word's
@@ -176,6 +180,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512], cut[512];
     rbp_native *n = m ? rbp_native_new(m, err, sizeof err) : NULL;
     if (n && rbp_native_set_regions(n, r, nr, err, sizeof err)) {
+        rbp_uw_range jit[2];
+        size_t njit = 0;
+        if (flags & 16) jit[njit++] = (rbp_uw_range){(uint64_t)g_stack, (uint64_t)g_stack + sizeof g_stack};
+        if (flags & 32) jit[njit++] = (rbp_uw_range){anchor(0) & ~0xfffull, (anchor(0) & ~0xfffull) + 0x10000};
+        rbp_native_set_jit(n, jit, njit);
         uint32_t known = (flags & 8) ? (1u << RBP_UW_REG_RSP) | (1u << RBP_UW_REG_RIP) : RBP_UW_ALL_REGS;
         size_t got = rbp_native_unwind(n, regs, known, MAX_FRAMES, flags & 2, g_out, g_extra, cut, sizeof cut);
         if (got > MAX_FRAMES) abort();

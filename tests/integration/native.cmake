@@ -18,3 +18,15 @@ rbpeek_ruby_test(native test_native.py)
 set(RBPEEK_GC_SHARE_RUBIES ${RBPEEK_TEST_RUBIES})
 list(REMOVE_ITEM RBPEEK_GC_SHARE_RUBIES 3.3.8-static)
 rbpeek_ruby_test(gc_share test_gc_share.py RUN_SERIAL LABEL native RUBIES ${RBPEEK_GC_SHARE_RUBIES})
+
+# The native stack through YJIT's code (test_native_yjit.py): one program
+# under --yjit --yjit-call-threshold=1 per Ruby with YJIT (Debian's ruby3.1,
+# the shared 3.3.8 and 3.4.5; 2.7.4, 3.1.2 and 3.3.8-static are built
+# without it), serving gdb, lldb and the command line, live and on one core.
+set(RBPEEK_YJIT_RUBIES)
+foreach(ruby debian-3.1 3.3.8 3.4.5)
+  if(ruby IN_LIST RBPEEK_TEST_RUBIES)
+    list(APPEND RBPEEK_YJIT_RUBIES ${ruby})
+  endif()
+endforeach()
+rbpeek_ruby_test(native_yjit test_native_yjit.py LABEL native RUBIES ${RBPEEK_YJIT_RUBIES})

@@ -105,6 +105,8 @@ struct rbpeek_session {
     size_t ncore_threads;
     bool core_threads_read;
     uint64_t vm_exec_addr;              /* rb_vm_exec, where the VM runs Ruby frames (0: not found yet) */
+    uint64_t jit_lo[8], jit_hi[8];      /* YJIT's code regions found (vm/native_jit.c), given to the */
+    size_t njit;                        /* unwinder */
     uint64_t gc_objspace;               /* the objspace (vm/gc_state.c): set at boot, never moved; 0 unread */
     bool vm_exec_looked_up;
     uint64_t class_Class;               /* rb_cClass's value (vm/instantiates.c; 0: not found) */

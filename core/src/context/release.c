@@ -54,6 +54,10 @@ static void frame_rules(const rbp_release *r, rbp_frame_rules *f)
     f->fold_rescue_frames = v34;
     f->c_trace_builtins = v34;
     f->internal_as_cfunc = at_least(r, 4, 0);
+    /* 3.1's struct rb_control_frame_struct ends with __bp__ then
+     * jit_return, 3.2 to 4.0's with jit_return (vm_core.h of each tag, read
+     * 2026-11-28); before 3.1 there is none */
+    f->cfp_jit_return = at_least(r, 3, 1);
 }
 
 static void inspect_rules(const rbp_release *r, rbp_inspect_rules *i)

@@ -114,6 +114,8 @@ typedef struct rbp_frame_rules {
     bool fold_rescue_frames;        /* 3.4: a rescue/ensure frame stands for the method frame it runs in */
     bool c_trace_builtins;          /* 3.4: builtins marked c_trace are reported as C methods */
     bool internal_as_cfunc;         /* 4.0: <internal:...> frames are reported as C methods, at their caller */
+    bool cfp_jit_return;            /* 3.1+: a control frame's last word is jit_return, where the JIT code
+                                     * that runs its callee returns to (YJIT's code; vm_core.h) */
 } rbp_frame_rules;
 
 /* method_inspect (proc.c), read for 2.7, 3.1, 3.3 and 3.4. */

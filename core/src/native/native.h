@@ -67,6 +67,7 @@ size_t rbp_native_module_count(const rbp_native *n);
 typedef struct rbp_native_extra {
     uint64_t lo, hi;
     bool local;
+    bool jit;               /* the pc lies in JIT code (rbp_native_set_jit): no module names it */
 } rbp_native_extra;
 
 /* Unwinds from regs (known: a bit per register known), at most max frames
@@ -77,6 +78,12 @@ typedef struct rbp_native_extra {
  * until its regions change or it is freed. */
 size_t rbp_native_unwind(rbp_native *n, const uint64_t regs[RBP_UW_NREGS], uint32_t known, size_t max, bool lines,
                          rbpeek_native_frame *out, rbp_native_extra *extra, char *cut, size_t cutlen);
+
+/* The regions of JIT code (at most RBP_UW_MAX_JIT), as the VM layer finds
+ * them from the VM's state: a frame there is stepped by YJIT's rules and
+ * named by no module. Replaces the last ones; kept across set_regions. */
+void rbp_native_set_jit(rbp_native *n, const rbp_uw_range *ranges, size_t count);
+bool rbp_native_in_jit(const rbp_native *n, uint64_t addr);
 
 /* What n knows of one pc, as rbp_native_unwind names frames. */
 void rbp_native_describe(rbp_native *n, uint64_t pc, bool activation, bool lines, rbpeek_native_frame *out,

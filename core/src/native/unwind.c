@@ -55,6 +55,8 @@ struct rbp_native {
     fnrange *ranges;        /* sorted by lo, not overlapping; emptied when full */
     size_t nranges;
     int pid;                /* a live process's, or 0 */
+    rbp_uw_range jit[RBP_UW_MAX_JIT]; /* the JIT regions the VM layer found */
+    size_t njit;
 };
 
 static long host_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -160,6 +162,18 @@ static void keep_range(rbp_native *n, uint64_t pc, uint64_t at, const pcinfo *pi
     n->nranges++;
 }
 
+/* The module holding addr, or NULL. */
+static const rbp_uw_module *module_of(const rbp_native *n, uint64_t addr)
+{
+    size_t lo = 0, hi = n->nmods;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (n->mods[mid].start <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 && addr < n->mods[lo - 1].end ? &n->mods[lo - 1] : NULL;
+}
+
 static const pcinfo *lookup(rbp_native *n, uint64_t pc, bool activation, bool lines)
 {
     uint64_t key = (pc << 1) | (activation ? 1 : 0);
@@ -167,6 +181,7 @@ static const pcinfo *lookup(rbp_native *n, uint64_t pc, bool activation, bool li
     if (pi && (!lines || pi->lines_done)) return pi;
     uint64_t at = activation ? pc : pc - 1; /* inside the call, not after it (as the backend asks) */
     const fnrange *r = key && !pi && !lines ? range_of(n, at) : NULL;
+    if (r && (r->module < 0 || module_of(n, at) != &n->mods[r->module])) r = NULL; /* never a neighbour's */
     if (r) {
         /* a new pc in a function met before: named as the function */
         if (!(pi = calloc(1, sizeof *pi))) return NULL;
@@ -181,7 +196,8 @@ static const pcinfo *lookup(rbp_native *n, uint64_t pc, bool activation, bool li
         if (!key || !rbp_addrmap_put(&n->cache, key, pi)) return NULL; /* put frees it on failure */
     }
     pi->module = found ? sym.module : -1;
-    if (pi->module >= (int32_t)n->nmods) pi->module = -1;
+    if (pi->module >= (int32_t)n->nmods || (pi->module >= 0 && module_of(n, at) != &n->mods[pi->module]))
+        pi->module = -1; /* a module names only the addresses it holds */
     pi->have_bias = sym.have_bias;
     pi->bias = sym.bias;
     pi->symbol = plain_name(n, sym.symbol);
@@ -215,19 +231,23 @@ void rbp_native_describe(rbp_native *n, uint64_t pc, bool activation, bool lines
     out->function = pi->lo;
     out->file = pi->file;
     out->line = pi->line;
-    if (extra) *extra = (rbp_native_extra){pi->lo, pi->hi, pi->local};
+    if (extra) *extra = (rbp_native_extra){pi->lo, pi->hi, pi->local, false};
+    if (extra) extra->jit = rbp_native_in_jit(n, activation ? pc : pc - 1);
 }
 
-/* The module holding addr, or NULL. */
-static const rbp_uw_module *module_of(const rbp_native *n, uint64_t addr)
+void rbp_native_set_jit(rbp_native *n, const rbp_uw_range *ranges, size_t count)
 {
-    size_t lo = 0, hi = n->nmods;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (n->mods[mid].start <= addr) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo > 0 && addr < n->mods[lo - 1].end ? &n->mods[lo - 1] : NULL;
+    n->njit = 0;
+    for (size_t i = 0; i < count && n->njit < RBP_UW_MAX_JIT; i++)
+        if (ranges[i].start < ranges[i].end) n->jit[n->njit++] = ranges[i];
+    n->ops->set_jit(n->uw, n->jit, n->njit);
+}
+
+bool rbp_native_in_jit(const rbp_native *n, uint64_t addr)
+{
+    for (size_t i = 0; n && i < n->njit; i++)
+        if (n->jit[i].start <= addr && addr < n->jit[i].end) return true;
+    return false;
 }
 
 size_t rbp_native_unwind(rbp_native *n, const uint64_t regs[RBP_UW_NREGS], uint32_t known, size_t max, bool lines,
@@ -240,8 +260,10 @@ size_t rbp_native_unwind(rbp_native *n, const uint64_t regs[RBP_UW_NREGS], uint3
         return 0;
     }
     size_t got = n->ops->unwind(n->uw, regs, known, n->frames, max, cut, cutlen);
-    for (size_t i = 0; i < got; i++)
+    for (size_t i = 0; i < got; i++) {
         rbp_native_describe(n, n->frames[i].pc, n->frames[i].activation, lines, &out[i], extra ? &extra[i] : NULL);
+        if (extra) extra[i].jit = n->frames[i].jit;
+    }
     if (got && cut[0] && (!strncmp(cut, "cannot unwind", 13) || !strncmp(cut, "no CFI", 6))) {
         /* Where the module of the last frame is known not to be usable
          * (its file missing, not the one mapped), that is the reason. */

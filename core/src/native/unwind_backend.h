@@ -23,14 +23,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RBP_UW_ABI 1
+#define RBP_UW_ABI 2
 #define RBP_UW_NREGS 17
+#define RBP_UW_REG_RBX 3
 #define RBP_UW_REG_RBP 6
 #define RBP_UW_REG_RSP 7
+#define RBP_UW_REG_R12 12
+#define RBP_UW_REG_R13 13
+#define RBP_UW_REG_R14 14
+#define RBP_UW_REG_R15 15
 #define RBP_UW_REG_RIP 16
 #define RBP_UW_ALL_REGS ((1u << RBP_UW_NREGS) - 1)
 
 typedef struct rbp_uw rbp_uw;
+
+#define RBP_UW_MAX_JIT 8
 
 /* How the unwinder reads the target: the session's memory (cached). */
 typedef struct rbp_uw_host {
@@ -57,7 +64,16 @@ typedef struct rbp_uw_frame {
     uint64_t pc;
     uint64_t sp;
     uint8_t activation;
+    uint8_t jit;               /* pc lies in a JIT region (set_jit): YJIT's code, stepped by its own rule */
 } rbp_uw_frame;
+
+/* A region of JIT code, [start, end): the VM layer finds it from the VM's
+ * own state (vm/native_stack.c). The frames of code there have no CFI:
+ * they are stepped by what YJIT guarantees of its frames (unwind_dwfl.c's
+ * jit_step), and a pc there is never named by a module. */
+typedef struct rbp_uw_range {
+    uint64_t start, end;
+} rbp_uw_range;
 
 /* What is known of a pc. Strings belong to the backend and stay valid
  * until the next set_modules or close. */
@@ -94,6 +110,9 @@ typedef struct rbp_uw_ops {
     /* Why a module's file could not be used ("" if it could or was not
      * tried yet). */
     const char *(*module_problem)(rbp_uw *u, int32_t module);
+    /* Replaces the JIT regions (copied; at most RBP_UW_MAX_JIT, sorted,
+     * not overlapping a module): kept across set_modules. */
+    void (*set_jit)(rbp_uw *u, const rbp_uw_range *ranges, size_t n);
 } rbp_uw_ops;
 
 /* The one symbol librbpeek-unwind.so exports. */

@@ -19,7 +19,8 @@
  * its C function with that function's place after it, machine frames as
  * "[native] symbol (module) at file:line" (module+0xoffset where no symbol
  * names them; the VM's internal ones only with --native-all), the GC's
- * frame ("[GC: marking]"), then why the machine stack is cut, or what the
+ * frame ("[GC: marking]"), JIT code as "[JIT] label (path) at 0xPC" (the
+ * Ruby method it runs; kind "jit" in JSON), then why the machine stack is cut, or what the
  * merge could not vouch for. A thread the GC runs on shows its GC frame
  * without --native too.
  */
@@ -192,9 +193,28 @@ static void native_where(rbp_strbuf *b, const rbpeek_native_frame *n)
     if (n->file && n->line > 0) rbp_sb_printf(b, " at %s:%d", n->file, (int)n->line);
 }
 
+/* A machine frame of JIT code: "[JIT] label (path) at 0xPC", the Ruby
+ * method whose code it runs, or "[JIT] at 0xPC" where it is not known;
+ * never a module's name. */
+static void text_jit_frame(rbp_strbuf *b, const rbpeek_stack_frame *f)
+{
+    rbp_sb_puts(b, "[JIT] ");
+    if (f->ruby) {
+        rbp_sb_puts(b, f->ruby->label ? f->ruby->label : "?");
+        if (f->ruby->path) rbp_sb_printf(b, " (%s)", f->ruby->path);
+        rbp_sb_puts(b, " ");
+    }
+    rbp_sb_printf(b, "at 0x%llx (YJIT code)", (unsigned long long)f->native->pc);
+}
+
 static void text_stack_frame(bt_ctx *c, rbp_strbuf *b, const rbpeek_stack_frame *f)
 {
     rbp_sb_puts(b, "    ");
+    if (f->kind == RBPEEK_FRAME_JIT && f->native) {
+        text_jit_frame(b, f);
+        rbp_sb_putn(b, "\n", 1);
+        return;
+    }
     if (f->ruby) {
         location_line(c, b, f->ruby);
         if (f->native) { /* a C method at its C function */
@@ -227,6 +247,16 @@ static void json_frame(bt_ctx *c, rbp_json *j, const rbpeek_frame *f);
 
 static void json_stack_frame(bt_ctx *c, rbp_json *j, const rbpeek_stack_frame *f)
 {
+    if (f->kind == RBPEEK_FRAME_JIT && f->native) { /* JIT code: the Ruby method it runs, if known */
+        rbp_json_object(j);
+        rbp_json_kstr(j, "kind", "jit");
+        rbp_json_kstr(j, "label", f->ruby ? f->ruby->label : NULL);
+        rbp_json_kstr(j, "path", f->ruby ? f->ruby->path : NULL);
+        rbp_json_kstr(j, "module", NULL);
+        rbp_json_khex(j, "pc", f->native->pc);
+        rbp_json_object_end(j);
+        return;
+    }
     if (f->ruby && !f->native) {
         json_frame(c, j, f->ruby);
         return;

@@ -96,6 +96,10 @@ static void fg_colour(const char *name, int32_t kind, unsigned *r, unsigned *g, 
         *r = 80 + (h & 0xFF) * 60 / 255;
         *g = 140 + ((h >> 8) & 0xFF) * 60 / 255;
         *b = 205 + ((h >> 16) & 0xFF) * 50 / 255;
+    } else if (kind == RBPEEK_FRAME_JIT) { /* violets */
+        *r = 165 + (h & 0xFF) * 50 / 255;
+        *g = 110 + ((h >> 8) & 0xFF) * 40 / 255;
+        *b = 215 + ((h >> 16) & 0xFF) * 40 / 255;
     } else if (kind == RBPEEK_FRAME_GC) {
         *r = 70 + (h & 0xFF) * 40 / 255;
         *g = 170 + ((h >> 8) & 0xFF) * 50 / 255;
@@ -168,8 +172,8 @@ static int fg_visit(void *vctx, uint32_t node, bool entering)
     fprintf(f, "<g data-x=\"%llu\" data-n=\"%llu\"><title>", (unsigned long long)x,
             (unsigned long long)n->total);
     rbp_xml_write(f, name, SIZE_MAX);
-    fprintf(f, " (%s%llu sample%s, %s%%)</title><rect x=\"", kind == RBPEEK_FRAME_NATIVE ? "native frame, " : "",
-            (unsigned long long)n->total, n->total == 1 ? "" : "s", pct);
+    const char *what = kind == RBPEEK_FRAME_NATIVE ? "native frame, " : kind == RBPEEK_FRAME_JIT ? "JIT frame, " : "";
+    fprintf(f, " (%s%llu sample%s, %s%%)</title><rect x=\"", what, (unsigned long long)n->total, n->total == 1 ? "" : "s", pct);
     fg_num(f, px);
     fputs("\" y=\"", f);
     fg_num(f, py);
@@ -477,14 +481,15 @@ rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path
     }
     fg_fact(f, p, "rate_hz", "", " Hz", &nfacts);
     /* The colours' key, when they are not all Ruby's. */
-    bool native = false, gc = false;
+    bool native = false, gc = false, jit = false;
     for (uint32_t i = 0; i < p->nnames; i++) {
         native |= p->frames[i].d.kind == RBPEEK_FRAME_NATIVE;
         gc |= p->frames[i].d.kind == RBPEEK_FRAME_GC;
+        jit |= p->frames[i].d.kind == RBPEEK_FRAME_JIT;
     }
-    if (native || gc)
-        fprintf(f, "  \xC2\xB7  %s%s%s", native ? "blue: native frames" : "", native && gc ? ", " : "",
-                gc ? "green: the GC" : "");
+    if (native || gc || jit)
+        fprintf(f, "  \xC2\xB7  %s%s%s%s%s", native ? "blue: native frames" : "", native && (gc || jit) ? ", " : "",
+                jit ? "violet: JIT code" : "", jit && gc ? ", " : "", gc ? "green: the GC" : "");
     if (c.raised) {
         char px[48];
         rbp_fmt_fixed(px, sizeof px, c.min_px, 2);

@@ -134,7 +134,10 @@ static const char *base_name(const char *path)
 /* A machine frame in a profile: one frame per function (all its pcs as
  * one), named by its symbol and module, "park_nogvl (native_ext.so)", or
  * where no symbol names it by its module and the function's offset,
- * "libruby.so.3.1+0x18cd50". Its label goes to the scratch text. */
+ * "libruby.so.3.1+0x18cd50"; a pc in no module (anonymous memory, a gap
+ * between modules: code rbpeek does not know) is "[code in no module]",
+ * never a neighbour's nor one frame per pc. Its label goes to the scratch
+ * text. */
 static rbp_frame_desc native_desc(rbp_sample_scratch *s, size_t k, int32_t kind, const rbpeek_native_frame *n)
 {
     uint64_t fn = n->function ? n->function : n->pc;
@@ -144,11 +147,28 @@ static rbp_frame_desc native_desc(rbp_sample_scratch *s, size_t k, int32_t kind,
     else if (n->module)
         rbp_sb_printf(&s->text, "%s+0x%llx", base_name(n->module),
                       (unsigned long long)(n->module_offset - (n->pc - fn)));
-    else
-        rbp_sb_printf(&s->text, "0x%llx", (unsigned long long)fn);
+    else { /* code in no file and no JIT region known: one frame, not one per pc */
+        rbp_sb_puts(&s->text, "[code in no module]");
+        fn = 0;
+    }
     rbp_sb_putn(&s->text, "", 1);
     return (rbp_frame_desc){.kind = kind, .module = n->module, .pc = fn, .symbol = n->symbol,
                             .native_file = n->file, .native_line = n->line};
+}
+
+/* A machine frame of JIT code in a profile: one frame per Ruby method it
+ * runs, whatever its pc, "[JIT] label (path)", or "[JIT]" where the method
+ * is not known; never a module's. Its label goes to the scratch text. */
+static rbp_frame_desc jit_desc(rbp_sample_scratch *s, size_t k, const rbpeek_frame *runs)
+{
+    s->offsets[k] = s->text.len;
+    rbp_sb_puts(&s->text, "[JIT]");
+    if (runs && runs->label) {
+        rbp_sb_printf(&s->text, " %s", runs->label);
+        if (runs->path) rbp_sb_printf(&s->text, " (%s)", runs->path);
+    }
+    rbp_sb_putn(&s->text, "", 1);
+    return (rbp_frame_desc){.kind = RBPEEK_FRAME_JIT};
 }
 
 /* The Ruby frame f (innermost first in its stack), at its C function's
@@ -213,7 +233,10 @@ rbp_sample_fate rbp_sample_add_stack(rbpeek_profile *p, const rbpeek_thread *t, 
             const rbpeek_stack_frame *f = &ns->frames[i];
             if (f->internal) continue;
             s->offsets[k] = SIZE_MAX;
-            if (f->ruby) {
+            if (f->kind == RBPEEK_FRAME_JIT) {
+                s->frames[k] = jit_desc(s, k, f->ruby);
+                k++;
+            } else if (f->ruby) {
                 s->frames[k++] = ruby_desc(f->ruby, f->native);
             } else if (f->native) {
                 s->frames[k] = native_desc(s, k, RBPEEK_FRAME_NATIVE, f->native);

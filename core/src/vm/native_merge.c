@@ -22,8 +22,13 @@
  *    methods at their functions; both keep Ruby's order, since a segment's
  *    C method frames are its innermost.
  *
+ * A machine frame of YJIT's code (the unwinder steps it, native/) runs
+ * Ruby frames of its segment: the innermost, which names it, and those it
+ * called by jumps. It stands where it is on the machine stack, its Ruby
+ * frames just above rb_vm_exec as any segment's.
+ *
  * When the counts do not agree (a thread caught between pushing a FINISH
- * frame and entering vm_exec, an rb_vm_exec inlined away, JIT frames),
+ * frame and entering vm_exec, an rb_vm_exec inlined away),
  * nothing is guessed: the machine frames and the Ruby frames are given
  * apart, with the reason. When the machine stack is cut (its reason is
  * kept), the segments it reached are merged and the Ruby frames of the
@@ -97,9 +102,15 @@ typedef struct builder {
     const char *ruby_module;    /* the module rb_vm_exec lies in */
 } builder;
 
-static void push_native(builder *b, rbpeek_session *s, const rbp_merge_input *in, size_t k)
+/* Machine frame k; runs: the Ruby frame whose code it runs if it is JIT
+ * code (NULL: not known). */
+static void push_native(builder *b, rbpeek_session *s, const rbp_merge_input *in, size_t k, const rbpeek_frame *runs)
 {
     const rbpeek_native_frame *nf = &in->native[k];
+    if (in->extra[k].jit) {
+        b->f[b->n++] = (rbpeek_stack_frame){.kind = RBPEEK_FRAME_JIT, .native = nf, .ruby = runs};
+        return;
+    }
     bool internal = false;
     if (b->ruby_module && nf->module && strcmp(nf->module, b->ruby_module) == 0) {
         const char *sym = nf->symbol;
@@ -131,7 +142,7 @@ static void add_note(rbp_arena *a, const char **note, const char *fmt, const cha
 /* Not merged: the machine frames, then the Ruby frames. */
 static void apart(builder *b, rbpeek_session *s, const rbp_merge_input *in)
 {
-    for (size_t k = 0; k < in->nnative; k++) push_native(b, s, in, k);
+    for (size_t k = 0; k < in->nnative; k++) push_native(b, s, in, k, NULL);
     for (size_t i = 0; i < in->thread->nframes; i++) push_ruby(b, &in->thread->frames[i], NULL);
 }
 
@@ -234,7 +245,7 @@ bool rbp_native_merge(rbpeek_session *s, rbp_arena *a, const rbp_merge_input *in
                 if (in->extra[q].lo == fn[c]) at = q;
             if (at == SIZE_MAX) break;
             /* machine frames newer than it, then the C method at its function */
-            for (; k < at; k++) push_native(&b, s, in, k);
+            for (; k < at; k++) push_native(&b, s, in, k, NULL);
             push_ruby(&b, &t->frames[c], &in->native[at]);
             k = at + 1;
             from = k;
@@ -242,14 +253,19 @@ bool rbp_native_merge(rbpeek_session *s, rbp_arena *a, const rbp_merge_input *in
         if (c < seg_end && fn[c])
             add_note(a, &out->note, "%s: its C function was not found among the machine frames (inlined or "
                      "tail-called); it is shown with its caller", t->frames[c].label ? t->frames[c].label : "?");
-        /* the machinery down to rb_vm_exec, the segment's other Ruby frames
-         * just above it, then rb_vm_exec */
-        for (; k < e; k++) push_native(&b, s, in, k);
+        /* the machinery down to rb_vm_exec (with the JIT code that runs the
+         * segment's innermost Ruby method: its calls between Ruby methods
+         * are jumps, so it runs them all from one machine frame), the
+         * segment's other Ruby frames just above it, then rb_vm_exec */
+        const rbpeek_frame *runs = NULL;
+        for (size_t q = c; q < seg_end && !runs; q++)
+            if (t->frames[q].kind == RBPEEK_FRAME_RUBY) runs = &t->frames[q];
+        for (; k < e; k++) push_native(&b, s, in, k, runs);
         for (; c < seg_end; c++) push_ruby(&b, &t->frames[c], NULL);
-        push_native(&b, s, in, k++);
+        push_native(&b, s, in, k++, NULL);
         i = seg_end;
     }
-    for (; k < in->nnative; k++) push_native(&b, s, in, k);
+    for (; k < in->nnative; k++) push_native(&b, s, in, k, NULL);
     if (i < t->nframes) {
         /* the machine stack was cut before reaching these */
         for (; i < t->nframes; i++) push_ruby(&b, &t->frames[i], NULL);

@@ -32,6 +32,12 @@ typedef struct rbp_merge_input {
  * out->note says why. Never fails but for memory: false then. */
 bool rbp_native_merge(rbpeek_session *s, rbp_arena *a, const rbp_merge_input *in, rbpeek_native_stack *out);
 
+/* native_jit.c: YJIT's code regions that the control frames of ec point
+ * into (their jit_return), added to the session's and given to the
+ * unwinder; forgotten when the regions change. */
+void rbp_native_jit_find(rbpeek_session *s, uint64_t ec);
+void rbp_native_jit_forget(rbpeek_session *s);
+
 /* native_stack.c: makes (or refreshes) the session's unwinder. */
 rbpeek_status rbp_native_ready(rbpeek_session *s);
 

@@ -32,6 +32,7 @@ rbpeek_status rbp_native_ready(rbpeek_session *s)
             return rbp_fail(s, RBPEEK_ERR_UNSUPPORTED, "native stacks: %s", err);
         s->native_stale = false;
         s->vm_exec_looked_up = false;
+        rbp_native_jit_forget(s);
     }
     return RBPEEK_OK;
 }
@@ -151,6 +152,7 @@ bool rbp_native_stack_build(rbpeek_session *s, rbp_arena *a, const rbpeek_thread
     rbp_native_extra *nx = NULL;
     size_t n = 0;
     uint32_t known = rbp_native_thread_regs(s, tid, regs, why, sizeof why);
+    rbp_native_jit_find(s, ec);
     if (known) n = unwind_scratch(s, regs, known, flags, &nf, &nx, why, sizeof why);
     bool ok = finish(s, a, t, origin, ec, nf, nx, n, known, why, false, out);
     scratch_done(s);
@@ -166,6 +168,7 @@ bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thre
     rbp_native_extra *nx = NULL;
     size_t n = 0;
     uint32_t known = 0;
+    rbp_native_jit_find(s, ec);
     for (int attempt = 0; attempt < 2; attempt++) {
         memset(regs, 0, sizeof regs);
         n = 0;
@@ -260,6 +263,7 @@ bool rbp_native_stack_hold(rbpeek_session *s, rbp_arena *a, const rbpeek_thread 
 {
     *h = (rbp_native_held){0};
     char why[512] = "";
+    rbp_native_jit_find(s, ec);
     h->known = src->begin(src->ctx, t, true, 0, h->regs, why, sizeof why);
     /* A held thread's unwind stands whatever it finds (it is stopped, and
      * stays so until the caller lets it go): the source is done with it

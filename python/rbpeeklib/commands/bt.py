@@ -25,7 +25,8 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
   --native           the whole stack: the thread's machine frames (C
                      extensions, libc, the interpreter) with its Ruby frames
                      merged in where the VM runs them, a C method at its C
-                     function; "[native] symbol (module) at file:line" lines
+                     function; "[native] symbol (module) at file:line" lines,
+                     and YJIT's code as "[JIT] method (path) at 0xPC"
                      (docs/native.md). A live process without a debugger is
                      stopped (ptrace) for the moment it takes
   --native-all       --native, with the VM's internal frames (rb_vm_exec,
@@ -34,7 +35,9 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
                      "native_tid", "status", "frames": [{"label", "path",
                      "absolute_path", "lineno", "kind"}]}]}; with --native,
                      frames of kind "native" ({"label": symbol or null,
-                     "module", "pc", "offset", "file", "line"}), "gc", and
+                     "module", "pc", "offset", "file", "line"}), "jit"
+                     ({"label": the Ruby method it runs or null, "path",
+                     "module": null, "pc"}), "gc", and
                      "cfunc" ones standing at their C function with its
                      "symbol", and per thread "native": {"merged", "cut",
                      "note"}

@@ -46,7 +46,7 @@ REGS_FN = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int64, cty
 # the 17 registers rbpeek_regs_fn fills, in their order (rip is DWARF's return address column)
 REGISTER_NAMES = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
                   "r14", "r15", "rip")
-FRAME_KINDS = ("ruby", "cfunc", "native", "gc")
+FRAME_KINDS = ("ruby", "cfunc", "native", "gc", "jit")
 NATIVE_LINES = 1
 BT_NATIVE, BT_NATIVE_ALL = 1, 2   # rbpeek_bt_options.show
 

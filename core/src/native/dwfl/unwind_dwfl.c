@@ -14,7 +14,9 @@
  * set_initial_registers callbacks and lets dwfl_getthread_frames walk;
  * the walk is bounded here, whatever libdwfl does: at most max frames, the
  * stack pointer must grow from frame to frame, a return address must lie
- * in a known module.
+ * in a known module or in a JIT region (set_jit). A frame of JIT code has
+ * no CFI: the walk stops there, the frame is stepped by YJIT's rules
+ * (jit_step.c), and a new walk starts from its caller's registers.
  *
  * Separate debug files are looked for on disk only (build-id under
  * /usr/lib/debug/.build-id, then the .gnu_debuglink beside the file, in
@@ -35,6 +37,7 @@
 
 #include "base/target_file.h"
 #include "native/dwfl/eh_frame_hdr.h"
+#include "native/dwfl/jit_step.h"
 #include "native/unwind_backend.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -63,6 +66,8 @@ struct rbp_uw {
     uint32_t known;
     bool read_failed;
     uint64_t failed_at;
+    rbp_uw_range jit[RBP_UW_MAX_JIT];   /* JIT regions, sorted */
+    size_t njit;
 };
 
 /* -- modules ---------------------------------------------------------------- */
@@ -84,6 +89,37 @@ static int32_t module_index(rbp_uw *u, Dwfl_Module *mod)
     if (!mod || !dwfl_module_info(mod, NULL, &low, NULL, NULL, NULL, NULL, NULL)) return -1;
     uw_module *m = module_at(u, low);
     return m ? (int32_t)(m - u->mods) : -1;
+}
+
+static bool in_module(rbp_uw *u, uint64_t addr)
+{
+    size_t lo = 0, hi = u->nmods;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u->mods[mid].start <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 && addr < u->mods[lo - 1].end;
+}
+
+static bool in_module_cb(void *ctx, uint64_t addr) { return in_module(ctx, addr); }
+
+static bool in_jit(const rbp_uw *u, uint64_t addr)
+{
+    for (size_t i = 0; i < u->njit; i++)
+        if (u->jit[i].start <= addr && addr < u->jit[i].end) return true;
+    return false;
+}
+
+/* The module libdwfl holds at, if at lies in it: libdwfl answers an
+ * address above its last module with that module (Debian's ruby3.1 --yjit
+ * maps its JIT code just above ld.so, whose name the JIT's pcs took). */
+static Dwfl_Module *module_holding(rbp_uw *u, uint64_t at)
+{
+    Dwfl_Module *mod = u->dwfl ? dwfl_addrmodule(u->dwfl, at) : NULL;
+    Dwarf_Addr low = 0, high = 0;
+    if (!mod || !dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL)) return NULL;
+    return low <= at && at < high && in_module(u, at) ? mod : NULL;
 }
 
 static bool read_exact(rbp_uw *u, uint64_t addr, void *buf, size_t len)
@@ -400,17 +436,24 @@ typedef struct walk {
     size_t n, max;
     char *why;
     size_t whylen;
+    size_t first;                   /* this pass's first frame: the thread's, or a JIT frame's caller */
+    bool jit_stop;                  /* the pass stopped at a frame of JIT code, whose registers are: */
+    uint64_t jregs[RBP_UW_NREGS];
+    uint32_t jknown;
 } walk;
 
-static bool in_module(rbp_uw *u, uint64_t addr)
+/* The registers libdwfl knows of a frame. */
+static void frame_regs(Dwfl_Frame *state, uint64_t regs[RBP_UW_NREGS], uint32_t *known)
 {
-    size_t lo = 0, hi = u->nmods;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (u->mods[mid].start <= addr) lo = mid + 1;
-        else hi = mid;
+    *known = 0;
+    memset(regs, 0, RBP_UW_NREGS * sizeof *regs);
+    for (unsigned i = 0; i < RBP_UW_REG_RIP; i++) {
+        Dwarf_Word v;
+        if (dwfl_frame_reg(state, i, &v) == 0) {
+            regs[i] = v;
+            *known |= 1u << i;
+        }
     }
-    return lo > 0 && addr < u->mods[lo - 1].end;
 }
 
 /* Whether the CFI of pc's module covers it. Where it does not, libdwfl
@@ -420,7 +463,7 @@ static bool in_module(rbp_uw *u, uint64_t addr)
 static bool has_cfi(rbp_uw *u, uint64_t pc, bool activation)
 {
     uint64_t at = activation ? pc : pc - 1;
-    Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, at);
+    Dwfl_Module *mod = module_holding(u, at);
     if (!mod) return false;
     Dwarf_CFI *cfi[2];
     Dwarf_Addr biases[2];
@@ -446,35 +489,58 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
         snprintf(w->why, w->whylen, "libdwfl: %s", dwfl_errmsg(-1));
         return DWARF_CB_ABORT;
     }
+    if (w->n > 0 && w->n == w->first)
+        activation = false; /* a JIT frame's caller: its pc is the return address the step verified */
     Dwarf_Word sp = 0;
     bool have_sp = dwfl_frame_reg(state, RBP_UW_REG_RSP, &sp) == 0;
-    if (w->n > 0) {
+    uint64_t at = activation ? pc : pc - 1;
+    if (w->n > w->first) {
         const rbp_uw_frame *prev = &w->out[w->n - 1];
-        uint64_t ret = activation ? pc : pc - 1;
         if (!has_cfi(w->u, prev->pc, prev->activation)) {
             snprintf(w->why, w->whylen, "no CFI covers 0x%llx%s: the frames beyond it cannot be unwound reliably",
                      (unsigned long long)prev->pc, in_module(w->u, prev->activation ? prev->pc : prev->pc - 1)
                                                      ? "" : ", which lies in no mapped file");
             return DWARF_CB_ABORT;
         }
-        if (!in_module(w->u, ret)) {
-            snprintf(w->why, w->whylen, "the return address 0x%llx lies in no mapped file (a damaged stack, "
-                     "or code without CFI such as JIT code)", (unsigned long long)pc);
+        if (!in_module(w->u, at) && !in_jit(w->u, at)) {
+            snprintf(w->why, w->whylen, "the return address 0x%llx lies in no mapped file %s", (unsigned long long)pc,
+                     w->u->njit ? "nor in YJIT's code (a damaged stack, or JIT code rbpeek does not know)"
+                                : "(a damaged stack, or code without CFI such as JIT code)");
             return DWARF_CB_ABORT;
         }
-        if (have_sp && prev->sp && sp <= prev->sp) {
-            snprintf(w->why, w->whylen, "the stack pointer did not grow (0x%llx after 0x%llx): a loop or a "
-                     "damaged stack", (unsigned long long)sp, (unsigned long long)prev->sp);
-            return DWARF_CB_ABORT;
-        }
+    }
+    if (w->n > 0 && have_sp && w->out[w->n - 1].sp && sp <= w->out[w->n - 1].sp) {
+        snprintf(w->why, w->whylen, "the stack pointer did not grow (0x%llx after 0x%llx): a loop or a "
+                 "damaged stack", (unsigned long long)sp, (unsigned long long)w->out[w->n - 1].sp);
+        return DWARF_CB_ABORT;
     }
     if (w->n >= w->max) {
         snprintf(w->why, w->whylen, "cut after %zu native frames", w->max);
         return DWARF_CB_ABORT;
     }
-    w->out[w->n++] = (rbp_uw_frame){.pc = pc, .sp = have_sp ? sp : 0, .activation = activation};
+    bool jit = in_jit(w->u, at);
+    w->out[w->n++] = (rbp_uw_frame){.pc = pc, .sp = have_sp ? sp : 0, .activation = activation, .jit = jit};
     w->u->read_failed = false;
+    if (jit) { /* no CFI: stepped by YJIT's rules, then a new pass */
+        frame_regs(state, w->jregs, &w->jknown);
+        w->jit_stop = true;
+        return DWARF_CB_ABORT;
+    }
     return DWARF_CB_OK;
+}
+
+/* One pass of libdwfl's walk from regs, appending to w. Returns
+ * dwfl_getthread_frames' result. */
+static int walk_pass(rbp_uw *u, walk *w, const uint64_t *regs, uint32_t known)
+{
+    w->first = w->n;
+    w->jit_stop = false;
+    u->regs = regs;
+    u->known = known;
+    u->read_failed = false;
+    int rc = dwfl_getthread_frames(u->dwfl, 1, frame_cb, w);
+    u->regs = NULL;
+    return rc;
 }
 
 static size_t uw_unwind(rbp_uw *u, const uint64_t regs[RBP_UW_NREGS], uint32_t known, rbp_uw_frame *out, size_t max,
@@ -490,11 +556,19 @@ static size_t uw_unwind(rbp_uw *u, const uint64_t regs[RBP_UW_NREGS], uint32_t k
         return 0;
     }
     walk w = {.u = u, .out = out, .max = max, .why = why, .whylen = whylen};
-    u->regs = regs;
-    u->known = known;
-    u->read_failed = false;
-    int rc = dwfl_getthread_frames(u->dwfl, 1, frame_cb, &w);
-    u->regs = NULL;
+    uint64_t cur[RBP_UW_NREGS];
+    memcpy(cur, regs, sizeof cur);
+    int rc = walk_pass(u, &w, cur, known);
+    /* each pass that stops at a JIT frame has added it: bounded by max */
+    while (w.jit_stop && !why[0]) {
+        uint32_t k = 0;
+        if (!rbp_jit_step(&u->host, in_module_cb, u, w.jregs, w.jknown, cur, &k, why, whylen)) return w.n;
+        if (w.n >= max) {
+            snprintf(why, whylen, "cut after %zu native frames", max);
+            return w.n;
+        }
+        rc = walk_pass(u, &w, cur, k);
+    }
     if (rc == 0 && u->read_failed && w.n) {
         /* libdwfl ends the walk quietly when the stack cannot be read: that
          * is a cut, not the stack's end (which CFI marks) */
@@ -520,7 +594,7 @@ static bool uw_symbolize(rbp_uw *u, uint64_t pc, bool activation, bool lines, rb
     out->module = -1;
     if (!u->dwfl) return false;
     uint64_t at = activation ? pc : pc - 1; /* inside the call, not after it */
-    Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, at);
+    Dwfl_Module *mod = in_jit(u, at) ? NULL : module_holding(u, at);
     if (!mod) return false;
     out->module = module_index(u, mod);
     Dwarf_Addr elf_bias = 0;
@@ -574,6 +648,13 @@ static const char *uw_module_problem(rbp_uw *u, int32_t module)
     return m->problem;
 }
 
+static void uw_set_jit(rbp_uw *u, const rbp_uw_range *ranges, size_t n)
+{
+    u->njit = 0;
+    for (size_t i = 0; i < n && u->njit < RBP_UW_MAX_JIT; i++)
+        if (ranges[i].start < ranges[i].end) u->jit[u->njit++] = ranges[i];
+}
+
 static const rbp_uw_ops OPS = {
     .abi = RBP_UW_ABI,
     .version = uw_version,
@@ -583,6 +664,7 @@ static const rbp_uw_ops OPS = {
     .unwind = uw_unwind,
     .symbolize = uw_symbolize,
     .module_problem = uw_module_problem,
+    .set_jit = uw_set_jit,
 };
 
 EXPORT const rbp_uw_ops *rbp_uw_backend(void) { return &OPS; }
