@@ -32,7 +32,7 @@
  *   byte 5  bit 0: a second sample follows, as the tracer's next one
  *           (invalidate, prefetch, the same walk) with the profile kept;
  *           bit 1: then the profile is scaled as `allocs --sites` scales
- *           it, to 2^64 - 1 - (bits 2-7) * 2^20 (what a count of
+ *           it, to 2^64 - 1 - (bits 2-7) (what a count of
  *           allocations read backwards becomes through ctypes), and every
  *           node's total must still be its self plus its children's, with
  *           the root's in `top`'s header (issue 35: they wrapped to 0)
@@ -139,7 +139,7 @@ static void one_sample(sample_run *r, unsigned b0, rbpeek_profile *p, rbp_sample
  * finding). */
 static void scale_huge(rbpeek_profile *p, unsigned b5)
 {
-    uint64_t to = UINT64_MAX - (uint64_t)(b5 >> 2) * (UINT64_C(1) << 20);
+    uint64_t to = UINT64_MAX - (uint64_t)(b5 >> 2); /* within the rounding of the stacks: the sums wrapped */
     if (rbpeek_profile_scale_to(p, to) != RBPEEK_OK) abort();
     for (uint32_t i = 0; i < p->nnodes; i++) {
         unsigned __int128 sum = p->nodes[i].self;

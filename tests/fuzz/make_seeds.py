@@ -226,8 +226,8 @@ def main():
         write("sample", f"stopped-{img}", bytes([0x20 | bit, 0, 0, 0, 0, 1]))
         write("sample", f"nonblocking-{img}", bytes([0x20 | bit, 0xff, 0, 0, 0, 1]))
         write("sample", f"running-{img}", bytes([0x30 | bit, 0, 0, 0, 0, 0]))
-        # ... two samples, then scaled to 2^64 - 1 - 5 * 2^20 (issue 35: the totals wrapped)
-        write("sample", f"scaled-huge-{img}", bytes([0x20 | bit, 0, 0, 0, 0, 1 | 2 | 5 << 2]))
+        # ... two samples, then scaled to 2^64 - 1 (issue 35: the totals wrapped)
+        write("sample", f"scaled-huge-{img}", bytes([0x20 | bit, 0, 0, 0, 0, 1 | 2]))
         # ... four threads held, the others change after the 64th read
         later = b"".join(struct.pack("<IBBHI", 0x80000000 | (i * 7919), 2, 0, 0, 0) for i in range(4))
         write("sample", f"held-changing-{img}", bytes([0x20 | bit, 0x0f, 64, 0, 0, 0]) + later)
