@@ -112,9 +112,14 @@ static uint64_t pp_mapping(pp_build *b, const rbp_pframe *fr)
 }
 
 /* The function of a (name, file, start line), added at its first use: two
- * blocks of one method share a label but not a start. NULL when out of
- * memory. */
-static PbFunction *pp_function(pp_build *b, int64_t name, int64_t file, int32_t start)
+ * blocks of one method share a label but not a start. Its system name is
+ * its name for a machine frame's symbol (pprof demangles those as it
+ * does any binary's), and "" for a Ruby label: pprof takes a name that
+ * differs from its system name as demangled already and shows it whole,
+ * where it would otherwise read a label with "<", ">" or "::" as a C++
+ * name and cut out its "<...>" and "(...)" ("block (2 levels) in <main>"
+ * shown as "block  in "). NULL when out of memory. */
+static PbFunction *pp_function(pp_build *b, int64_t name, int64_t file, int32_t start, bool symbol)
 {
     char key[64];
     int len = snprintf(key, sizeof key, "%lld\x1f%lld\x1f%d", (long long)name, (long long)file, (int)start);
@@ -124,7 +129,8 @@ static PbFunction *pp_function(pp_build *b, int64_t name, int64_t file, int32_t 
         PbFunction *f = &b->functions[b->nfunctions++];
         perftools__profiles__function__init(f);
         f->id = (uint64_t)k + 1;
-        f->name = f->system_name = name;
+        f->name = name;
+        f->system_name = symbol ? name : 0;
         f->filename = file;
         f->start_line = start;
     }
@@ -140,15 +146,16 @@ static bool pp_frame(pp_build *b, uint32_t i)
     const rbp_pframe *fr = rbp_profile_pframe(b->p, i);
     bool placed = rbp_pframe_has_place(fr);
     bool native = fr->d.kind == RBPEEK_FRAME_NATIVE;
-    const char *name = placed ? rbp_pframe_label(fr) : native && *fr->d.symbol ? fr->d.symbol : b->p->names[i];
-    size_t label_len = placed || (native && *fr->d.symbol) ? strlen(name) : b->p->name_lens[i];
+    bool symbol = !placed && native && *fr->d.symbol;
+    const char *name = placed ? rbp_pframe_label(fr) : symbol ? fr->d.symbol : b->p->names[i];
+    size_t label_len = placed || symbol ? strlen(name) : b->p->name_lens[i];
     long line = placed ? fr->d.line : native ? fr->d.native_line : 0;
     int64_t fn_name = pp_str(b, name, label_len);
     int64_t fn_file = placed ? pp_str(b, fr->d.path, fr->path_len)
                       : native && *fr->d.native_file ? pp_str(b, fr->d.native_file, strlen(fr->d.native_file)) : 0;
     if (fn_name < 0 || fn_file < 0) return false;
     int32_t start = rbp_profile_start_line(b->p, i);
-    PbFunction *f = pp_function(b, fn_name, fn_file, start);
+    PbFunction *f = pp_function(b, fn_name, fn_file, start, symbol);
     if (!f) return false;
     /* Without a noted start (stacks that came as names alone: a folded
      * file, a C method), the smallest line the function was seen at. */
