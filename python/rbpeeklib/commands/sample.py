@@ -28,7 +28,7 @@ import time
 from ..core import FORMATS, Profile, SampleOptions, formats
 from ..sampling.multi import MultiRun
 from ..sampling.procs import refuse_if_traced
-from ..sampling.report import check_outputs, summary_text, write_outputs
+from ..sampling.report import check_outputs, native_line, summary_text, write_outputs
 from ..sampling.states import gvl_wait_share, process_entries, states_lines, thread_entries
 from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
@@ -321,6 +321,8 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                      % (profile.total(), "on-CPU only" if args.on_cpu else ("every thread" if args.idle else
                                                                             "idle threads left out"),
                         profile.stack_count(), 100 * gvl, 100 * gc))
+        if args.native:
+            lines.append(native_line(run.native_stats()))
         names = {m.pid: m.label for m in run.members.values()}
         lines.extend(states_lines(tallies, names))
         out = "\n".join(lines) + "\n"
