@@ -349,9 +349,10 @@ SUB_DURATION = 4
 def check_subprocesses(c):
     """rbpeek sample --pid MASTER --subprocesses: the master and its two
     workers from the start, a third forked during the run joins, worker two
-    killed mid-sample leaves; every stack under its own process; idle
-    threads out by default; then bt, threads, locks, heap, gc and allocs
-    grouped by process, and --pid given twice."""
+    killed mid-sample leaves; every stack under its own process, named by
+    the title the process set itself (check_names); idle threads out by
+    default; then bt, threads, locks, heap, gc and allocs grouped by
+    process, and --pid given twice."""
     import subprocess
     pf = c.target
     d = c.path("sub")
@@ -377,7 +378,7 @@ def check_subprocesses(c):
         if sampler.poll() is None:
             sampler.kill()
             sampler.wait()
-    del pf.workers["two"]
+    two_view = pf.workers.pop("two")
     harness.assert_no_traceback(out + err)
     if sampler.returncode != 0:
         raise Failure("rbpeek sample --subprocesses: exit %d:\n%s" % (sampler.returncode, (out + err)[-3000:]))
@@ -401,6 +402,7 @@ def check_subprocesses(c):
         raise Failure("the third worker joined %.3f s after it started (joined_after_s %s)"
                       % (latency, procs[three["pid"]]["joined_after_s"]))
     by_pid = folded_by_pid(folded)
+    check_names([pf.master, two_view] + list(pf.workers.values()), procs, folded)
     for pid, role in want.items():
         mine = by_pid.get(pid, {})
         if role == "master":
@@ -501,6 +503,25 @@ def check_native_stacks(path, pids, what):
     return {pids[p]: got[p] for p in pids}
 
 
+def check_names(views, procs, folded):
+    """Each process is named by the title it set itself, as ps shows it
+    (issue 37: the master's "prefork 1.0 (tcp://127.0.0.1:9292) [app]" was
+    cut at its last '/' to "127.0.0.1:9292) [app]"): the summary's command,
+    its root frame's label, and every stack's root frame in the folded
+    file."""
+    titles = {v["pid"]: v["title"] for v in views}
+    for pid, p in procs.items():
+        want = "%s (pid %d)" % (titles[pid], pid)
+        if p["command"] != titles[pid] or p["label"] != want:
+            raise Failure("pid %d names itself %r; the summary says command %r, label %r"
+                          % (pid, titles[pid], p["command"], p["label"]))
+    with open(folded, encoding="utf-8") as f:
+        roots = {l.split(";", 1)[0] for l in f}
+    bad = roots - {"%s (pid %d)" % (t, p) for p, t in titles.items()}
+    if bad:
+        raise Failure("root frames %s name no process by its title %s" % (sorted(bad), titles))
+
+
 def check_debugger_subprocesses(c):
     """ruby sample --subprocesses --native inside gdb and lldb, attached to
     the master: the master and both workers, each stack under its own
@@ -549,9 +570,12 @@ def check_grouped_commands(c, want, three):
             raise Failure("bt --subprocesses, %s: main thread native_tid %s, not %d"
                           % (role, [t["native_tid"] for t in main], pid))
     text = cli(["bt", "-a", "--pid", str(pf.pid), "--subprocesses"])[0]
-    titles = re.findall(r"^== .* \(pid (\d+)\) ==$", text, re.M)
-    if sorted(int(t) for t in titles) != sorted(alive):
-        raise Failure("bt --subprocesses (text): process titles %s, wanted %s" % (titles, sorted(alive)))
+    titles = re.findall(r"^== (.*) \(pid (\d+)\) ==$", text, re.M)
+    named = {pf.pid: pf.master["title"]}
+    named.update({w["pid"]: w["title"] for w in pf.workers.values()})
+    if sorted((int(p), t) for t, p in titles) != sorted((p, named[p]) for p in alive):
+        raise Failure("bt --subprocesses (text): process titles %s, wanted %s"
+                      % (titles, sorted((named[p], p) for p in alive)))
     one = pf.workers["one"]["pid"]
     doc = json.loads(cli(["bt", "-a", "--json", "--pid", str(one), "--pid", str(three["pid"])])[0])
     if [p["pid"] for p in doc["processes"]] != [one, three["pid"]]:
