@@ -28,8 +28,8 @@ import time
 from ..core import FORMATS, Profile, SampleOptions, formats
 from ..sampling.multi import MultiRun
 from ..sampling.procs import refuse_if_traced
-from ..sampling.report import check_outputs, native_line, summary_text, write_outputs
-from ..sampling.states import gvl_wait_share, process_entries, states_lines, thread_entries
+from ..sampling.report import check_outputs, gc_line, native_line, stacks_line, summary_text, write_outputs
+from ..sampling.states import process_entries, recorded_gvl_wait, states_lines, thread_entries
 from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
 from ..sampling.traced import run_traced
@@ -40,6 +40,15 @@ from .threadview import map_threads
 
 # What a core file offers instead of sampling, for the refusal.
 CORE_HINT = "a core is one moment: 'ruby bt -a' shows its stacks"
+
+
+def stacks_doc(profile, tallies, gc):
+    """--json's "stacks": the stacks recorded (the folded file's sum), and
+    the shares of them the summary's Stacks line gives."""
+    n = profile.total()
+    return {"recorded": n, "distinct": profile.stack_count(),
+            "shares": {"gvl_wait": recorded_gvl_wait(tallies) / float(n) if n else 0.0,
+                       "gc": gc / float(n) if n else 0.0}}
 
 
 class SampleCommand(Command):
@@ -203,8 +212,9 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         profile.set_meta("pid", pid)
         profile.set_meta("samples", st.samples)
         profile.set_meta("rate_hz", fmt_rate(rate))
-        title = "ruby sample: pid %d, Ruby %s, %d samples at %s Hz%s" % (
-            pid, version, st.samples, fmt_rate(rate), " (on-CPU)" if args.on_cpu else "")
+        profile.set_meta("unit", "stacks")
+        title = "ruby sample: pid %d, Ruby %s, %d samples at %s Hz, %d stacks recorded%s" % (
+            pid, version, st.samples, fmt_rate(rate), profile.total(), " (on-CPU)" if args.on_cpu else "")
         profile.set_meta("title", title)
         facts = {"title": title, "period_s": interval, "on_cpu": args.on_cpu, "duration": st.elapsed(),
                  "start": time.time() - (time.perf_counter() - st.t_start) if st.t_start else 0.0}
@@ -213,6 +223,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         if args.json:
             doc = {"end": end, "samples": st.samples, "duration_s": round(st.elapsed(), 3), "started": facts["start"],
                    "rate_hz": round(rate, 1), "idle": bool(args.idle), "on_cpu": bool(args.on_cpu),
+                   "stacks": stacks_doc(profile, tallies, sum(st.gc[1:])),
                    "processes": [{"pid": pid, "ruby_version": version, "samples": st.samples,
                                   "states": (process_entries(tallies) or [{"states": {}}])[0]["states"]}],
                    "threads": thread_entries(tallies), "written": written}
@@ -225,7 +236,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                     "ruby sample stopped after %d samples: %s" % (st.samples, failure))
             return
         summary = summary_text(st, profile, pid, version, interval, rate, end, written, args, only,
-                               states_lines(tallies))
+                               states_lines(tallies), tallies)
         dbg.write_result(summary, end.startswith("interrupted"))
         if failure is not None:
             if isinstance(failure, RbpeekError):
@@ -291,8 +302,9 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         elapsed = run.elapsed()
         samples = sum(m.stats.samples for m in run.members.values())
         versions = sorted({m.version for m in run.members.values()})
-        title = "ruby sample: %d processes (pid %s), Ruby %s, %d samples%s" % (
-            len(run.members), ", ".join(str(p) for p in run.order), ", ".join(versions), samples,
+        profile.set_meta("unit", "stacks")
+        title = "ruby sample: %d process%s (pid %s), Ruby %s, %d samples, %d stacks recorded%s" % (
+            len(run.members), "" if len(run.members) == 1 else "es", ", ".join(str(p) for p in run.order), ", ".join(versions), samples, profile.total(),
             " (on-CPU)" if args.on_cpu else "")
         profile.set_meta("ruby_version", ", ".join(versions))
         profile.set_meta("pid", " ".join(str(p) for p in run.order))
@@ -310,17 +322,19 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                 d["states"] = states.get(d["pid"], {}).get("states", {})
                 d["threads"] = [t for t in threads if t["pid"] == d["pid"]]
             doc = {"end": end, "samples": samples, "duration_s": round(elapsed, 3), "idle": bool(args.idle),
+                   "stacks": stacks_doc(profile, tallies, sum(run.gc_stats().gc[1:])),
                    "started": facts["start"],
                    "on_cpu": bool(args.on_cpu), "processes": procs, "threads": threads,
                    "skipped": [{"pid": p, "why": w} for p, w in sorted(run.skipped.items())], "written": written}
             write_output(dbg, json_text(doc), args.output)
             return
-        gvl, gc = gvl_wait_share(tallies)
+        gc = run.gc_stats()
         lines = ["rbpeek: sampling ended: %s" % end] + run.process_lines()
-        lines.append("Stacks:    %d recorded (%s); %d distinct; GVL wait %.1f%%, GC %.1f%% of thread samples"
-                     % (profile.total(), "on-CPU only" if args.on_cpu else ("every thread" if args.idle else
-                                                                            "idle threads left out"),
-                        profile.stack_count(), 100 * gvl, 100 * gc))
+        lines.append(stacks_line(profile.total(), profile.stack_count(),
+                                 "on-CPU only" if args.on_cpu else ("every thread" if args.idle else
+                                                                    "idle threads left out"),
+                                 recorded_gvl_wait(tallies), sum(gc.gc[1:])))
+        lines.append(gc_line(gc, profile.total()))
         if args.native:
             lines.append(native_line(run.native_stats()))
         names = {m.pid: m.label for m in run.members.values()}

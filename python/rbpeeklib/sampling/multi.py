@@ -248,6 +248,14 @@ class MultiRun:
             lines.append("  skipped %s" % why)
         return lines
 
+    def gc_stats(self):
+        """The stacks every member recorded with the GC at work, by phase
+        (the counts of report.gc_line)."""
+        st = Stats()
+        for m in self.members.values():
+            st.gc = [a + b for a, b in zip(st.gc, m.stats.gc)]
+        return st
+
     def native_stats(self):
         """--native: how every member's native stacks were had, summed (the
         counts of report.native_line)."""

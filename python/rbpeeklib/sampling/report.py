@@ -6,6 +6,7 @@ import os
 import time
 
 from ..core import FORMATS, RbpeekError
+from .states import recorded_gvl_wait, shares_text
 from .stats import fmt_rate
 
 
@@ -85,10 +86,9 @@ def traced_cost_lines(st):
 GC_PHASES = ((1, "marking"), (2, "sweeping"), (3, "compacting"), (4, "phase not told"))
 
 
-def gc_line(st):
-    """The share of the recorded stacks on which the GC was at work, by
-    phase (each such stack ends in its [GC: ...] frame)."""
-    total = st.added_threads
+def gc_line(st, total):
+    """The share of the stacks recorded (total: the profile's) on which the
+    GC was at work, by phase (each such stack ends in its [GC: ...] frame)."""
     gc = sum(st.gc[1:])
     if not total:
         return "GC:        no stacks recorded"
@@ -113,7 +113,14 @@ def native_line(st):
     return "Native:    %s" % ("; ".join(parts) if parts else "every stack merged")
 
 
-def summary_text(st, profile, pid, version, interval, rate, end, written, args, only, state_lines=()):
+def stacks_line(stacks, distinct, scope, gvl_wait, gc):
+    """The summaries' Stacks line: the stacks recorded (the folded file's
+    sum, the flamegraph's root), and what they were doing as shares of
+    them."""
+    return "Stacks:    %d recorded (%s); %d distinct; %s" % (stacks, scope, distinct, shares_text(stacks, gvl_wait, gc))
+
+
+def summary_text(st, profile, pid, version, interval, rate, end, written, args, only, state_lines=(), tallies=()):
     """The text printed when sampling ends: how it ended, the rate, what was
     recorded and skipped, the cost per sample, and the top frames."""
     lines = ["rbpeek: sampling ended: %s" % end,
@@ -124,8 +131,8 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
         scope += ", on-CPU only"
     elif not getattr(args, "idle", False):
         scope += ", idle (blocked) ones left out: --idle keeps them"
-    lines.append("Stacks:    %d recorded (%s); %d distinct"
-                 % (profile.total(), scope, profile.stack_count()))
+    lines.append(stacks_line(profile.total(), profile.stack_count(), scope, recorded_gvl_wait(tallies),
+                             sum(st.gc[1:])))
     skipped = []
     if st.failed_threads:
         skipped.append("%d thread walk%s failed (torn or unreadable stack)"
@@ -137,7 +144,7 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
         skipped.append("%d thread%s did not stop in time (sampled anyway)"
                        % (st.not_stopped, "" if st.not_stopped == 1 else "s"))
     lines.append("Skipped:   %s" % ("; ".join(skipped) if skipped else "none"))
-    lines.append(gc_line(st))
+    lines.append(gc_line(st, profile.total()))
     if getattr(args, "native", False):
         lines.append(native_line(st))
     if args.on_cpu:
@@ -166,3 +173,4 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
     if written:
         out += "rbpeek: wrote %s\n" % ", ".join(written)
     return out
+
