@@ -177,6 +177,8 @@ def check_totals(output, folded, svg):
     file and the SVG count the same stacks, and the GC's share is of them.
     (`rbpeek top`'s header is the Stacks line's text: sampling/states.py,
     checked by unit.py_sampling.)"""
+    if not re.search(r"^Rate:\s+[0-9.]+(-[0-9.]+)? Hz reached", output, re.M):
+        raise Failure("the summary has no Rate line:\n%s" % output[-3000:])
     m, g, s = STACKS_LINE.search(output), GC_LINE.search(output), SAMPLES_LINE.search(output)
     procs = [int(n) for n in PROCESS_LINE.findall(output)]   # several processes: a line each
     if not (m and g and (s or procs)):

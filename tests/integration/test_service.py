@@ -461,6 +461,8 @@ def check_two_pids_native(c, three):
     # 0.5 s: some 50 samples a worker, for a bound of half their stacks
     out, err = cli(["sample", "--pid", str(one), "--pid", str(three["pid"]), "--native", "--duration", "0.5",
                     "--folded", folded])
+    if not re.search(r"^Rate:\s+[0-9.]+(-[0-9.]+)? Hz reached by the 2 processes of the 100 Hz asked", out, re.M):
+        raise Failure("rbpeek sample --pid A --pid B: no Rate line in the summary:\n%s" % out[-3000:])
     if not re.search(r"^Native:\s+registers of \d+ stacks", out, re.M):
         raise Failure("rbpeek sample --pid A --pid B --native: no Native line in the summary:\n%s" % out[-3000:])
     native = check_native_stacks(folded, {one: "one", three["pid"]: "three"}, "rbpeek sample --pid A --pid B --native")

@@ -28,7 +28,8 @@ import time
 from ..core import FORMATS, Profile, SampleOptions, formats
 from ..sampling.multi import MultiRun
 from ..sampling.procs import refuse_if_traced
-from ..sampling.report import check_outputs, gc_line, native_line, stacks_line, summary_text, write_outputs
+from ..sampling.report import (check_outputs, gc_line, native_line, rate_figures, stacks_line, summary_text,
+                               write_outputs)
 from ..sampling.states import process_entries, recorded_gvl_wait, states_lines, thread_entries
 from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
@@ -224,6 +225,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
             doc = {"end": end, "samples": st.samples, "duration_s": round(st.elapsed(), 3), "started": facts["start"],
                    "rate_hz": round(rate, 1), "idle": bool(args.idle), "on_cpu": bool(args.on_cpu),
                    "stacks": stacks_doc(profile, tallies, sum(st.gc[1:])),
+                   "rate": rate_figures(1.0 / interval, [st], len(tallies)).doc(),
                    "processes": [{"pid": pid, "ruby_version": version, "samples": st.samples,
                                   "states": (process_entries(tallies) or [{"states": {}}])[0]["states"]}],
                    "threads": thread_entries(tallies), "written": written}
@@ -323,6 +325,8 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                 d["threads"] = [t for t in threads if t["pid"] == d["pid"]]
             doc = {"end": end, "samples": samples, "duration_s": round(elapsed, 3), "idle": bool(args.idle),
                    "stacks": stacks_doc(profile, tallies, sum(run.gc_stats().gc[1:])),
+                   "rate": rate_figures(1.0 / interval, [m.stats for m in run.members.values()],
+                                        len(tallies)).doc(),
                    "started": facts["start"],
                    "on_cpu": bool(args.on_cpu), "processes": procs, "threads": threads,
                    "skipped": [{"pid": p, "why": w} for p, w in sorted(run.skipped.items())], "written": written}
@@ -330,6 +334,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
             return
         gc = run.gc_stats()
         lines = ["rbpeek: sampling ended: %s" % end] + run.process_lines()
+        lines.append(rate_figures(1.0 / interval, [m.stats for m in run.members.values()], len(tallies)).line())
         lines.append(stacks_line(profile.total(), profile.stack_count(),
                                  "on-CPU only" if args.on_cpu else ("every thread" if args.idle else
                                                                     "idle threads left out"),

@@ -2,6 +2,7 @@
 before sampling starts, written after it ends) and the summary printed at
 the end."""
 
+import math
 import os
 import time
 
@@ -125,7 +126,8 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
     recorded and skipped, the cost per sample, and the top frames."""
     lines = ["rbpeek: sampling ended: %s" % end,
              "Samples:   %d in %.2f s: %s Hz (asked for %s Hz)"
-             % (st.samples, st.elapsed(), fmt_rate(rate), fmt_rate(1.0 / interval))]
+             % (st.samples, st.elapsed(), fmt_rate(rate), fmt_rate(1.0 / interval)),
+             rate_figures(1.0 / interval, [st], len(tallies)).line()]
     scope = "all threads" if args.threads == "all" else "thread %s" % (only.get("dbg_num"))
     if args.on_cpu:
         scope += ", on-CPU only"
@@ -174,3 +176,92 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
         out += "rbpeek: wrote %s\n" % ", ".join(written)
     return out
 
+
+
+# A process's samples in T seconds at R Hz: the tracer draws its gaps at
+# random (exponential, tracer.c), so the count is Poisson, R*T on average
+# with a standard deviation of sqrt(R*T). Fewer than SHORT_SD of them
+# below is a rate that fell short, not chance.
+SHORT_SD = 3.0
+# The sampling threads' own work, in CPUs, from which it is said as a
+# cause of a short rate with several processes: a quarter of the machine.
+NEED_SHARE = 0.25
+
+
+def rate_figures(asked_hz, stats, threads):
+    """The Rate line's figures of a run: each process's Stats."""
+    return RateFigures(asked_hz, [(st.samples, st.elapsed(), st.stop + st.walk + st.resume) for st in stats], threads)
+
+
+class RateFigures:
+    """What the Rate line is made of: the rate asked, each process's
+    (samples, seconds sampled, seconds the sampler was at work on it), the
+    Ruby threads sampled in all, the machine's CPUs and its load average."""
+
+    def __init__(self, asked_hz, procs, threads, cpus=None, load=None):
+        self.asked_hz, self.procs, self.threads = asked_hz, procs, threads
+        self.cpus = cpus or len(os.sched_getaffinity(0))
+        self.load = os.getloadavg()[0] if load is None else load
+
+    def reached(self):
+        return [n / el for n, el, _ in self.procs if el > 0]
+
+    def short(self):
+        """The processes sampled short of the rate asked beyond chance."""
+        out = []
+        for n, el, busy in self.procs:
+            want = self.asked_hz * el
+            if el > 0 and n < want - SHORT_SD * math.sqrt(want):
+                out.append((n, el, busy))
+        return out
+
+    def why(self):
+        """Why the rate fell short, each cause with its figures, and
+        whether a lower rate would keep its schedule (the sampling's own
+        work was a cause)."""
+        short = self.short()
+        if not short:
+            return [], False
+        period = 1.0 / self.asked_hz
+        why = []
+        per_sample = max([busy / n for n, _el, busy in short if n] or [0.0])
+        if per_sample >= 0.5 * period:
+            why.append("each sample kept the sampler busy up to %.2f ms of the %.2f ms period (stopping, walking "
+                       "and resuming: the Cost line)" % (1e3 * per_sample, 1e3 * period))
+        need = sum(self.asked_hz * busy / n for n, _el, busy in self.procs if n)
+        if len(self.procs) > 1 and need >= NEED_SHARE * self.cpus:
+            why.append("%d processes with %d Ruby threads in all: at %s Hz their %d sampling threads needed %.2f "
+                       "of the %d CPUs" % (len(self.procs), self.threads, fmt_rate(self.asked_hz), len(self.procs),
+                                          need, self.cpus))
+        lower = bool(why)
+        if self.load > self.cpus:
+            why.append("the machine was loaded (load average %.1f on %d CPUs): a sampling thread waited for a CPU "
+                       "past its samples' times" % (self.load, self.cpus))
+        if not why:
+            why.append("the sampling thread ran late for no cause seen here (load average %.1f on %d CPUs)"
+                       % (self.load, self.cpus))
+        return why, lower
+
+    def line(self):
+        """The summary's Rate line: the rate reached, and when it fell short
+        of the rate asked (beyond chance), why."""
+        rates = self.reached()
+        if not rates:
+            return "Rate:      no sample taken (asked for %s Hz)" % fmt_rate(self.asked_hz)
+        lo, hi = min(rates), max(rates)
+        got = fmt_rate(lo) if len(rates) == 1 else "%s-%s" % (fmt_rate(lo), fmt_rate(hi))
+        text = "Rate:      %s Hz reached%s of the %s Hz asked" % (
+            got, "" if len(rates) == 1 else " by the %d processes" % len(rates), fmt_rate(self.asked_hz))
+        why, lower = self.why()
+        if not why:
+            return text
+        n = len(self.short())
+        who = "" if len(self.procs) == 1 else " (%d of the processes)" % n
+        return "%s: short%s, as %s%s" % (text, who, "; ".join(why), "; a lower --rate keeps its schedule" if lower
+                                         else "")
+
+    def doc(self):
+        """The same for --json."""
+        return {"asked_hz": self.asked_hz, "reached_hz": [round(r, 1) for r in self.reached()],
+                "short": bool(self.short()), "why": self.why()[0], "load_average": round(self.load, 2),
+                "cpus": self.cpus}

@@ -8,6 +8,9 @@ about the stacks recorded.
             folded file adds up to), whatever the threads seen but not
             recorded (idle ones left out): issue 37, where both divided by
             every thread's samples
+  rate      the Rate line: the rate reached, and when short beyond
+            chance, why (the stops, the processes' sampling threads, the
+            machine's load): issue 37
 
 usage: test_summary.py      (ctest: unit.py_sampling)
 Exit status: 0 pass, 1 fail.
@@ -68,6 +71,41 @@ class Shares(unittest.TestCase):
         # GVL wait 2.3%, GC 1.5%, as both said before.
         self.assertNotIn("2.3%", head + line)
         self.assertNotIn("1.5%", head + line)
+
+
+class Rate(unittest.TestCase):
+    """The Rate line: the rate reached, and when short of the rate asked
+    beyond chance (3 standard deviations of the Poisson count), why."""
+
+    def test_within_chance(self):
+        # 970 samples in 10 s at 100 Hz: 1000 +- 32, chance
+        from rbpeeklib.sampling.report import RateFigures
+        line = RateFigures(100.0, [(970, 10.0, 0.5)], 3, cpus=2, load=0.5).line()
+        self.assertEqual(line, "Rate:      97.0 Hz reached of the 100 Hz asked")
+
+    def test_stops_longer_than_the_period(self):
+        from rbpeeklib.sampling.report import RateFigures
+        line = RateFigures(100.0, [(600, 10.0, 600 * 0.012)], 3, cpus=2, load=0.5).line()
+        self.assertIn("60.0 Hz reached of the 100 Hz asked: short, as each sample kept the sampler busy up to "
+                      "12.00 ms of the 10.00 ms period", line)
+        self.assertTrue(line.endswith("; a lower --rate keeps its schedule"), line)
+
+    def test_load_and_processes(self):
+        # The issue's run: 4 processes at 55-73 Hz, load 14 on 2 CPUs.
+        from rbpeeklib.sampling.report import RateFigures
+        procs = [(550, 10.0, 550 * 0.002), (730, 10.0, 730 * 0.002), (700, 10.0, 1.4), (990, 10.0, 2.0)]
+        f = RateFigures(100.0, procs, 13, cpus=2, load=14.0)
+        line = f.line()
+        self.assertIn("55.0-99.0 Hz reached by the 4 processes of the 100 Hz asked: short (3 of the processes)",
+                      line)
+        self.assertIn("4 processes with 13 Ruby threads in all: at 100 Hz their 4 sampling threads needed 0.80 "
+                      "of the 2 CPUs", line)
+        self.assertIn("the machine was loaded (load average 14.0 on 2 CPUs)", line)
+        self.assertTrue(f.doc()["short"])
+        # Loaded alone: no lower --rate advised, it would not help.
+        line = RateFigures(100.0, [(600, 10.0, 0.6)], 3, cpus=2, load=14.0).line()
+        self.assertNotIn("lower --rate", line)
+        self.assertIn("the machine was loaded", line)
 
 
 if __name__ == "__main__":
