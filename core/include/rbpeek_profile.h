@@ -35,7 +35,11 @@ RBPEEK_API rbpeek_status rbpeek_profile_add_stack(rbpeek_profile *p, const char 
                                        size_t nframes, uint64_t count);
 
 /* Free-form facts shown in titles: "ruby_version", "pid", "rate_hz",
- * "samples", "title". Setting a key again replaces its value. */
+ * "samples", "title"; and "unit", what one count of the profile is (plural,
+ * "stacks": ruby sample's count is one thread's stack at a sample, and a
+ * sample of a process records as many as it has busy threads), which the
+ * SVG's boxes and subtitle then say in place of "samples". Setting a key
+ * again replaces its value. */
 RBPEEK_API rbpeek_status rbpeek_profile_set_meta(rbpeek_profile *p, const char *key, const char *value);
 /* The value of a meta key, or NULL. */
 RBPEEK_API const char *rbpeek_profile_meta(const rbpeek_profile *p, const char *key);
@@ -191,6 +195,11 @@ typedef struct rbpeek_thread_tally {
     int32_t is_main;
     uint64_t samples;           /* samples that saw the thread */
     uint64_t states[RBPEEK_THREAD_STATES]; /* by rbpeek_thread_state */
+    /* Of those, by state, the samples whose stack the profile recorded:
+     * what the folded file and the flamegraph count (a blocked thread is
+     * seen but not recorded when idle threads are dropped; a failed walk
+     * is not recorded). The summaries' shares are of these. */
+    uint64_t recorded[RBPEEK_THREAD_STATES];
 } rbpeek_thread_tally;
 
 RBPEEK_API size_t rbpeek_profile_thread_count(const rbpeek_profile *p);

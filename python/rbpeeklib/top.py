@@ -11,8 +11,9 @@ moment between two (microseconds). The sessions are kept from one period
 to the next. With --subprocesses, children forked meanwhile join at the
 next period; processes that exit leave.
 
-The screen: a header (samples, rate, processes, threads, the share of
-thread samples waiting for the GVL and in GC), then the methods by own
+The screen: a header (samples, rate, processes, threads, the shares of
+the stacks recorded waiting for the GVL and in GC, as `sample`'s summary
+gives them), then the methods by own
 share (the frame was the innermost) or total share (it was on the stack),
 each "label (path)" (with --lines a row per line, "label (path:line)"). Keys: o sorts by own, t by total, space holds
 the screen (sampling goes on), q quits. q and Ctrl-C leave every target
@@ -28,7 +29,7 @@ from .commands.base import UsageError, parse_args, positive_float
 from .commands.sessions import Sessions
 from .core import STOP_MODES, TRACE_ENDS, Profile, RbpeekError, SampleOptions, Trace, TraceConfig
 from .sampling.procs import children, command_line, refuse_if_traced, tree
-from .sampling.states import STATES
+from .sampling.states import STATES, recorded_gvl_wait, shares_text
 from .sampling.stats import fmt_rate
 from .standalone import StandaloneAdapter
 
@@ -36,8 +37,8 @@ USAGE = """rbpeek top --pid PID [--pid PID...] [--subprocesses] [--rate HZ] [--r
            [--idle | --on-cpu]
 
 A live view of the target's Ruby methods, refreshed every --refresh seconds
-(default 1): a header (samples, rate, processes, threads, the share of
-thread samples waiting for the GVL and in GC), then the methods by own
+(default 1): a header (samples, rate, processes, threads, the shares of
+the stacks recorded waiting for the GVL and in GC), then the methods by own
 share (innermost frame) or total share (anywhere on the stack), since the
 start. Idle (blocked) threads are left out unless --idle; --on-cpu keeps
 only threads on a CPU.
@@ -93,11 +94,15 @@ class Source:
 
 class Counts:
     """What the periods collected, kept here: samples per frame (own and
-    total), thread tallies by (pid, tid)."""
+    total), thread tallies by (pid, tid), the stacks recorded and of them
+    those waiting for the GVL and those in the GC (the header's shares, as
+    the summary of `sample` gives them)."""
 
     def __init__(self):
         self.own, self.total = {}, {}
         self.stacks = 0
+        self.gvl_wait = 0
+        self.gc = 0
         self.samples = 0
         self.threads = {}
         self.elapsed = 0.0
@@ -111,18 +116,15 @@ class Counts:
             self.total[name] = self.total.get(name, 0) + total
 
     def add_tallies(self, tallies):
+        self.gvl_wait += recorded_gvl_wait(tallies)
         for t in tallies:
             key = (t["pid"], t["tid"])
             e = self.threads.setdefault(key, dict.fromkeys(STATES, 0))
             for k in STATES:
                 e[k] += t["states"][k]
 
-    def shares(self):
-        n = sum(sum(e.values()) for e in self.threads.values())
-        if not n:
-            return 0.0, 0.0
-        return (sum(e["gvl_wait"] for e in self.threads.values()) / float(n),
-                sum(e["gc"] for e in self.threads.values()) / float(n))
+    def shares_text(self):
+        return shares_text(self.stacks, self.gvl_wait, self.gc)
 
 
 class Top:
@@ -183,6 +185,7 @@ class Top:
                     pass
                 st = tr.stats()
                 self.counts.samples += st.samples
+                self.counts.gc += sum(st.gc[1:5])   # the stacks that end in a [GC: ...] frame
                 if TRACE_ENDS.get(st.end) in ("exited", "exec", "failed", "signal"):
                     src.gone = TRACE_ENDS.get(st.end)
                 tr.close()
@@ -212,13 +215,12 @@ class Top:
 
     def lines(self, width, height):
         c = self.counts
-        gvl, gc = c.shares()
         procs = len(self.sources)
         versions = sorted({s.version for s in self.sources.values()})
         rate = c.samples / c.elapsed / max(1, procs) if c.elapsed else 0.0
-        head = ("rbpeek top: %d samples, %s Hz, %d process%s, %d threads; GVL wait %.1f%%, GC %.1f%%  (Ruby %s)"
-                % (c.samples, fmt_rate(rate), procs, "" if procs == 1 else "es", len(c.threads), 100 * gvl,
-                   100 * gc, ", ".join(versions) or "?"))
+        head = ("rbpeek top: %d samples, %s Hz, %d process%s, %d threads; %s  (Ruby %s)"
+                % (c.samples, fmt_rate(rate), procs, "" if procs == 1 else "es", len(c.threads), c.shares_text(),
+                   ", ".join(versions) or "?"))
         keys = ("sorted by %s%s;  o: own  t: total  space: %s  q: quit"
                 % ("own" if self.by_own else "total", ", HELD" if self.hold else "",
                    "go on" if self.hold else "hold"))

@@ -27,11 +27,12 @@ combination fails naming each that did):
   before anything is written, also when named beside a process it could
   sample (which is let go untraced).
 - subprocesses in the debugger (gdb and lldb live, attached to the
-  master): `ruby sample --subprocesses`: the master and both workers,
-  each worker's samples in its own method; the debugger has its process
-  back after.
+  master): `ruby sample --subprocesses --native`: the master and both
+  workers, each worker's samples in its own method and with its machine
+  frames; the debugger has its process back after.
 - subprocesses (cli live, last: it forks the third worker and kills
-  worker two): see check_subprocesses.
+  worker two): see check_subprocesses; then `--pid A --pid B --native`
+  (machine frames in both workers' stacks).
 """
 
 import contextlib
@@ -348,9 +349,10 @@ SUB_DURATION = 4
 def check_subprocesses(c):
     """rbpeek sample --pid MASTER --subprocesses: the master and its two
     workers from the start, a third forked during the run joins, worker two
-    killed mid-sample leaves; every stack under its own process; idle
-    threads out by default; then bt, threads, locks, heap, gc and allocs
-    grouped by process, and --pid given twice."""
+    killed mid-sample leaves; every stack under its own process, named by
+    the title the process set itself (check_names); idle threads out by
+    default; then bt, threads, locks, heap, gc and allocs grouped by
+    process, and --pid given twice."""
     import subprocess
     pf = c.target
     d = c.path("sub")
@@ -376,7 +378,7 @@ def check_subprocesses(c):
         if sampler.poll() is None:
             sampler.kill()
             sampler.wait()
-    del pf.workers["two"]
+    two_view = pf.workers.pop("two")
     harness.assert_no_traceback(out + err)
     if sampler.returncode != 0:
         raise Failure("rbpeek sample --subprocesses: exit %d:\n%s" % (sampler.returncode, (out + err)[-3000:]))
@@ -400,6 +402,7 @@ def check_subprocesses(c):
         raise Failure("the third worker joined %.3f s after it started (joined_after_s %s)"
                       % (latency, procs[three["pid"]]["joined_after_s"]))
     by_pid = folded_by_pid(folded)
+    check_names([pf.master, two_view] + list(pf.workers.values()), procs, folded)
     for pid, role in want.items():
         mine = by_pid.get(pid, {})
         if role == "master":
@@ -445,18 +448,92 @@ def check_subprocesses(c):
                 "(%s); samples %s" % (len(procs), 1000 * latency, procs[two]["end"],
                                      {want[p]: procs[p]["samples"] for p in want}))
     pf.assert_running()
+    check_two_pids_native(c, three)
     check_grouped_commands(c, want, three)
 
 
+def check_two_pids_native(c, three):
+    """rbpeek sample --pid A --pid B --native: both workers' stacks with
+    their machine frames, and the summary's Native line."""
+    pf = c.target
+    one = pf.workers["one"]["pid"]
+    folded = c.path("two-pids-native.folded")
+    # 0.5 s: some 50 samples a worker, for a bound of half their stacks
+    out, err = cli(["sample", "--pid", str(one), "--pid", str(three["pid"]), "--native", "--duration", "0.5",
+                    "--folded", folded])
+    if not re.search(r"^Rate:\s+[0-9.]+(-[0-9.]+)? Hz reached by the 2 processes of the 100 Hz asked", out, re.M):
+        raise Failure("rbpeek sample --pid A --pid B: no Rate line in the summary:\n%s" % out[-3000:])
+    if not re.search(r"^Native:\s+registers of \d+ stacks", out, re.M):
+        raise Failure("rbpeek sample --pid A --pid B --native: no Native line in the summary:\n%s" % out[-3000:])
+    native = check_native_stacks(folded, {one: "one", three["pid"]: "three"}, "rbpeek sample --pid A --pid B --native")
+    harness.log("sample --pid A --pid B --native: (stacks, with machine frames) %s" % native)
+    pf.assert_running()
+
+
+# A machine frame of libc: every thread's stack starts in it
+# (__libc_start_main, start_thread), so a --native stack that was unwound
+# has one, and a Ruby stack never does (its frames are "label (path:line)").
+LIBC_FRAME = re.compile(r" \(libc\.so\.6\)$")
+
+
+def native_shares(path):
+    """{pid: (stacks, stacks with a libc frame)} of a folded file whose
+    stacks start with a process root frame."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, n = line.rstrip("\n").rsplit(" ", 1)
+            frames = stack.split(";")
+            pid = int(re.search(r" \(pid (\d+)\)$", frames[0]).group(1))
+            all_, machine = out.get(pid, (0, 0))
+            out[pid] = (all_ + int(n), machine + (int(n) if any(LIBC_FRAME.search(fr) for fr in frames[1:]) else 0))
+    return out
+
+
+def check_native_stacks(path, pids, what):
+    """--native with several processes (issue 37: it was dropped without a
+    word): most of each worker's stacks hold machine frames. Not all: a
+    stack whose Ruby frames cannot be placed among its machine frames is
+    recorded with its Ruby frames alone (counted on the summary's Native
+    line)."""
+    got = native_shares(path)
+    for pid, role in pids.items():
+        stacks, machine = got.get(pid, (0, 0))
+        if not stacks or machine < 0.5 * stacks:
+            raise Failure("%s: worker %s (pid %d): %d of %d stacks have a machine frame (libc's)"
+                          % (what, role, pid, machine, stacks))
+    return {pids[p]: got[p] for p in pids}
+
+
+def check_names(views, procs, folded):
+    """Each process is named by the title it set itself, as ps shows it
+    (issue 37: the master's "prefork 1.0 (tcp://127.0.0.1:9292) [app]" was
+    cut at its last '/' to "127.0.0.1:9292) [app]"): the summary's command,
+    its root frame's label, and every stack's root frame in the folded
+    file."""
+    titles = {v["pid"]: v["title"] for v in views}
+    for pid, p in procs.items():
+        want = "%s (pid %d)" % (titles[pid], pid)
+        if p["command"] != titles[pid] or p["label"] != want:
+            raise Failure("pid %d names itself %r; the summary says command %r, label %r"
+                          % (pid, titles[pid], p["command"], p["label"]))
+    with open(folded, encoding="utf-8") as f:
+        roots = {l.split(";", 1)[0] for l in f}
+    bad = roots - {"%s (pid %d)" % (t, p) for p, t in titles.items()}
+    if bad:
+        raise Failure("root frames %s name no process by its title %s" % (sorted(bad), titles))
+
+
 def check_debugger_subprocesses(c):
-    """ruby sample --subprocesses inside gdb and lldb, attached to the
-    master: the master and both workers, each stack under its own process;
-    the debugger has its process back after (the next command reads it),
-    and every process runs, untraced."""
+    """ruby sample --subprocesses --native inside gdb and lldb, attached to
+    the master: the master and both workers, each stack under its own
+    process, the workers' with their machine frames; the debugger has its
+    process back after (the next command reads it), and every process
+    runs, untraced."""
     pf = c.target
     summary, folded = c.path("tree.json"), c.path("tree.folded")
     # 1 s: some 100 samples a worker, for a bound of 10
-    out = debugger(c.debugger, ["ruby sample --subprocesses --duration 1 --json -o %s --folded %s"
+    out = debugger(c.debugger, ["ruby sample --subprocesses --native --duration 1 --json -o %s --folded %s"
                                 % (summary, folded), "ruby threads"], pid=pf.pid)
     doc = harness.read_json(summary)
     procs = {p["pid"]: p for p in doc["processes"]}
@@ -469,12 +546,15 @@ def check_debugger_subprocesses(c):
         if role != "master" and samples_in(by_pid.get(pid, {}), ROLE_METHOD[role]) < 10:
             raise Failure("worker %s (pid %d): %d samples in %s"
                           % (role, pid, samples_in(by_pid.get(pid, {}), ROLE_METHOD[role]), ROLE_METHOD[role]))
+    native = check_native_stacks(folded, {p: r for p, r in want.items() if r != "master"},
+                                 "%s ruby sample --subprocesses --native" % c.debugger)
     # `ruby threads` after the run reads the master again: the debugger took it back.
     rest = after_wrote(out, summary)
     if not re.search(r"^#1 ", rest, re.M):
         raise Failure("the debugger did not have its process back after the run:\n%s" % rest[-2000:])
     pf.assert_running()
-    harness.log("%s: ruby sample --subprocesses: %s" % (c.debugger, {want[p]: procs[p]["samples"] for p in want}))
+    harness.log("%s: ruby sample --subprocesses --native: samples %s; (stacks, with machine frames) %s"
+                % (c.debugger, {want[p]: procs[p]["samples"] for p in want}, native))
 
 
 def check_grouped_commands(c, want, three):
@@ -492,9 +572,12 @@ def check_grouped_commands(c, want, three):
             raise Failure("bt --subprocesses, %s: main thread native_tid %s, not %d"
                           % (role, [t["native_tid"] for t in main], pid))
     text = cli(["bt", "-a", "--pid", str(pf.pid), "--subprocesses"])[0]
-    titles = re.findall(r"^== .* \(pid (\d+)\) ==$", text, re.M)
-    if sorted(int(t) for t in titles) != sorted(alive):
-        raise Failure("bt --subprocesses (text): process titles %s, wanted %s" % (titles, sorted(alive)))
+    titles = re.findall(r"^== (.*) \(pid (\d+)\) ==$", text, re.M)
+    named = {pf.pid: pf.master["title"]}
+    named.update({w["pid"]: w["title"] for w in pf.workers.values()})
+    if sorted((int(p), t) for t, p in titles) != sorted((p, named[p]) for p in alive):
+        raise Failure("bt --subprocesses (text): process titles %s, wanted %s"
+                      % (titles, sorted((named[p], p) for p in alive)))
     one = pf.workers["one"]["pid"]
     doc = json.loads(cli(["bt", "-a", "--json", "--pid", str(one), "--pid", str(three["pid"])])[0])
     if [p["pid"] for p in doc["processes"]] != [one, three["pid"]]:

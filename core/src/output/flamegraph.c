@@ -131,7 +131,16 @@ typedef struct fg_ctx {
     uint32_t shown_depth;   /* deepest level drawn */
     uint64_t shown;         /* boxes drawn */
     uint64_t *xnext;        /* per depth: sample offset of the next child */
+    const char *unit;       /* what one count is, plural: meta "unit", else "samples" */
 } fg_ctx;
+
+/* "N unit" ("1 stack", "7 stacks"): the singular drops a final 's'. */
+static void fg_count(FILE *f, const char *unit, uint64_t n)
+{
+    size_t len = strlen(unit);
+    fprintf(f, "%llu ", (unsigned long long)n);
+    rbp_xml_write(f, unit, n == 1 && len > 1 && unit[len - 1] == 's' ? rbp_utf8_length(unit) - 1 : SIZE_MAX);
+}
 
 static void fg_num(FILE *f, double v)
 {
@@ -173,7 +182,9 @@ static int fg_visit(void *vctx, uint32_t node, bool entering)
             (unsigned long long)n->total);
     rbp_xml_write(f, name, SIZE_MAX);
     const char *what = kind == RBPEEK_FRAME_NATIVE ? "native frame, " : kind == RBPEEK_FRAME_JIT ? "JIT frame, " : "";
-    fprintf(f, " (%s%llu sample%s, %s%%)</title><rect x=\"", what, (unsigned long long)n->total, n->total == 1 ? "" : "s", pct);
+    fprintf(f, " (%s", what);
+    fg_count(f, c->unit, n->total);
+    fprintf(f, ", %s%%)</title><rect x=\"", pct);
     fg_num(f, px);
     fputs("\" y=\"", f);
     fg_num(f, py);
@@ -427,6 +438,8 @@ rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path
     rbpeek_status st = rbp_children_build(p, &ch);
     if (st != RBPEEK_OK) return st;
     fg_ctx c = {.p = p, .width = width, .min_px = min_px, .inverted = opt && opt->inverted};
+    c.unit = rbpeek_profile_meta(p, "unit");
+    if (!c.unit || !*c.unit) c.unit = "samples";
     c.scale = total ? (double)(width - 2 * FG_XPAD) / (double)total : 0;
     c.xnext = calloc((size_t)p->max_depth + 1, sizeof *c.xnext);
     if (!c.xnext) {
@@ -473,11 +486,13 @@ rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path
     int nfacts = 0;
     fg_fact(f, p, "ruby_version", "Ruby ", "", &nfacts);
     fg_fact(f, p, "pid", "pid ", "", &nfacts);
-    if (rbpeek_profile_meta(p, "samples")) {
-        fg_fact(f, p, "samples", "", " samples", &nfacts);
-    } else {
+    /* The samples taken, then what the boxes count (the root's width),
+     * when that is something else: both numbers, each with its word. */
+    bool other_unit = strcmp(c.unit, "samples") != 0;
+    if (rbpeek_profile_meta(p, "samples")) fg_fact(f, p, "samples", "", " samples", &nfacts);
+    if (!rbpeek_profile_meta(p, "samples") || other_unit) {
         if (nfacts++) fputs("  \xC2\xB7  ", f);
-        fprintf(f, "%llu sample%s", (unsigned long long)total, total == 1 ? "" : "s");
+        fg_count(f, c.unit, total);
     }
     fg_fact(f, p, "rate_hz", "", " Hz", &nfacts);
     /* The colours' key, when they are not all Ruby's. */

@@ -125,6 +125,7 @@ typedef struct rbp_tally {
     int32_t is_main;
     uint64_t samples;
     uint64_t states[RBPEEK_THREAD_STATES];
+    uint64_t recorded[RBPEEK_THREAD_STATES];   /* of those, the samples whose stack was recorded */
 } rbp_tally;
 
 /* Children of every node, sorted by frame name (then id), as one flat array:

@@ -199,7 +199,8 @@ rbp_sample_fate rbp_sample_add_stack(rbpeek_profile *p, const rbpeek_thread *t, 
     int pid = opt ? opt->pid : 0;
     long sc = rbp_thread_state_asks_kernel(t) && pid > 0 ? rbp_thread_syscall(pid, tid) : -2;
     rbpeek_thread_state state = rbp_thread_state_of(t, &s->gvl, sc);
-    if (t->status != RBPEEK_THREAD_KILLED && !rbp_tally_add(p, pid, t, tid, state)) return RBP_SAMPLE_NOMEM;
+    size_t slot = SIZE_MAX;   /* a killed thread is not tallied, nor its stack counted as recorded */
+    if (t->status != RBPEEK_THREAD_KILLED && !rbp_tally_add(p, pid, t, tid, state, &slot)) return RBP_SAMPLE_NOMEM;
     if (opt && opt->on_cpu && !on_cpu_given(t, opt, sc, tid_unknown)) return RBP_SAMPLE_FILTERED;
     if (opt && opt->drop_idle && state == RBPEEK_STATE_BLOCKED) return RBP_SAMPLE_FILTERED;
     if (t->error) return RBP_SAMPLE_FAILED;
@@ -267,6 +268,7 @@ rbp_sample_fate rbp_sample_add_stack(rbpeek_profile *p, const rbpeek_thread *t, 
         if (s->offsets[i] != SIZE_MAX) s->frames[i].label = s->text.buf + s->offsets[i];
     if (k == 0) return RBP_SAMPLE_EMPTY;
     if (rbp_profile_add_frames(p, s->frames, k, 1, s->ids) != RBPEEK_OK) return RBP_SAMPLE_NOMEM;
+    rbp_tally_recorded(p, slot, state);
     return RBP_SAMPLE_ADDED;
 }
 

@@ -184,17 +184,25 @@ static rbp_tally *entry(rbpeek_profile *p, int64_t pid, uint64_t addr, int64_t t
     return e;
 }
 
-bool rbp_tally_add(rbpeek_profile *p, int64_t pid, const rbpeek_thread *t, int64_t tid, rbpeek_thread_state st)
+bool rbp_tally_add(rbpeek_profile *p, int64_t pid, const rbpeek_thread *t, int64_t tid, rbpeek_thread_state st,
+                   size_t *slot)
 {
     /* Where the last sample's thread of the same index was: most samples
      * see the same threads in the same order. */
     static _Thread_local size_t hint;
+    *slot = SIZE_MAX;
     rbp_tally *e = entry(p, pid, t->thread_addr, tid, t->name, t->is_main, hint);
     if (!e) return p->ntally >= TALLY_MAX;   /* beyond the cap: not an error */
-    hint = (size_t)(e - p->tally) + 1;
+    *slot = (size_t)(e - p->tally);
+    hint = *slot + 1;
     e->samples++;
     e->states[st]++;
     return true;
+}
+
+void rbp_tally_recorded(rbpeek_profile *p, size_t slot, rbpeek_thread_state st)
+{
+    if (slot < p->ntally) p->tally[slot].recorded[st]++;
 }
 
 size_t rbpeek_profile_thread_count(const rbpeek_profile *p)
@@ -209,6 +217,7 @@ rbpeek_status rbpeek_profile_thread_tally(const rbpeek_profile *p, size_t i, rbp
     *out = (rbpeek_thread_tally){.pid = e->pid, .tid = e->tid, .name = e->name, .is_main = e->is_main,
                                  .samples = e->samples};
     memcpy(out->states, e->states, sizeof out->states);
+    memcpy(out->recorded, e->recorded, sizeof out->recorded);
     return RBPEEK_OK;
 }
 
@@ -223,7 +232,10 @@ rbpeek_status rbp_tally_merge(rbpeek_profile *dst, const rbpeek_profile *src)
             return rbp_profile_fail(dst, RBPEEK_ERR_NOMEM, "merge: out of memory");
         }
         e->samples += s->samples;
-        for (int k = 0; k < RBPEEK_THREAD_STATES; k++) e->states[k] += s->states[k];
+        for (int k = 0; k < RBPEEK_THREAD_STATES; k++) {
+            e->states[k] += s->states[k];
+            e->recorded[k] += s->recorded[k];
+        }
     }
     return RBPEEK_OK;
 }

@@ -44,8 +44,14 @@ rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_vi
 bool rbp_thread_state_blocked(const rbpeek_thread *t, int pid, int64_t tid);
 
 /* Counts one sample of thread t in state st in p's tally (pid: the
- * process). False when out of memory. */
-bool rbp_tally_add(rbpeek_profile *p, int64_t pid, const rbpeek_thread *t, int64_t tid, rbpeek_thread_state st);
+ * process); *slot is its entry for rbp_tally_recorded (SIZE_MAX past the
+ * tally's cap). False when out of memory. */
+bool rbp_tally_add(rbpeek_profile *p, int64_t pid, const rbpeek_thread *t, int64_t tid, rbpeek_thread_state st,
+                   size_t *slot);
+
+/* Counts the sample just tallied in slot, in state st, as recorded: its
+ * stack went into the profile. */
+void rbp_tally_recorded(rbpeek_profile *p, size_t slot, rbpeek_thread_state st);
 
 /* Adds src's tally to dst's (rbpeek_profile_merge). */
 rbpeek_status rbp_tally_merge(rbpeek_profile *dst, const rbpeek_profile *src);

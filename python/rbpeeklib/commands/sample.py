@@ -28,8 +28,9 @@ import time
 from ..core import FORMATS, Profile, SampleOptions, formats
 from ..sampling.multi import MultiRun
 from ..sampling.procs import refuse_if_traced
-from ..sampling.report import check_outputs, gc_figures, summary_text, write_outputs
-from ..sampling.states import gvl_wait_share, process_entries, states_lines, thread_entries
+from ..sampling.report import (check_outputs, gc_figures, gc_line, native_line, rate_figures, stacks_line,
+                               summary_text, write_outputs)
+from ..sampling.states import process_entries, recorded_gvl_wait, states_lines, thread_entries
 from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
 from ..sampling.traced import run_traced
@@ -64,6 +65,15 @@ def _options(p):
     p.add_argument("--stop-all", action="store_true")
     p.add_argument("--native", action="store_true")
     p.add_argument("--subprocesses", action="store_true")
+
+
+def stacks_doc(profile, tallies, gc):
+    """--json's "stacks": the stacks recorded (the folded file's sum), and
+    the shares of them the summary's Stacks line gives."""
+    n = profile.total()
+    return {"recorded": n, "distinct": profile.stack_count(),
+            "shares": {"gvl_wait": recorded_gvl_wait(tallies) / float(n) if n else 0.0,
+                       "gc": gc / float(n) if n else 0.0}}
 
 
 class SampleCommand(Command):
@@ -151,11 +161,11 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         written = write_outputs(dbg, profile, outputs, facts)
         tallies = profile.thread_tallies()
         if args.json:
-            self._write_json(dbg, args, self._json_doc(args, pid, version, st, rate, end, facts, tallies, written),
-                             end)
+            self._write_json(dbg, args, self._json_doc(args, pid, version, st, rate, end, facts, tallies, written,
+                                                       profile, interval), end)
         else:
             dbg.write_result(summary_text(st, profile, pid, version, interval, rate, end, written, args, only,
-                                          states_lines(tallies)), end.startswith("interrupted"))
+                                          states_lines(tallies), tallies), end.startswith("interrupted"))
         if failure is not None:
             raise failure if not isinstance(failure, RbpeekError) else RbpeekError(
                 "ruby sample stopped after %d samples: %s" % (st.samples, failure))
@@ -249,20 +259,23 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         profile.set_meta("pid", pid)
         profile.set_meta("samples", st.samples)
         profile.set_meta("rate_hz", fmt_rate(rate))
-        title = "ruby sample: pid %d, Ruby %s, %d samples at %s Hz%s" % (
-            pid, version, st.samples, fmt_rate(rate), " (on-CPU)" if args.on_cpu else "")
+        profile.set_meta("unit", "stacks")
+        title = "ruby sample: pid %d, Ruby %s, %d samples at %s Hz, %d stacks recorded%s" % (
+            pid, version, st.samples, fmt_rate(rate), profile.total(), " (on-CPU)" if args.on_cpu else "")
         profile.set_meta("title", title)
         return {"title": title, "period_s": interval, "on_cpu": args.on_cpu, "duration": st.elapsed(),
                 "start": time.time() - (time.perf_counter() - st.t_start) if st.t_start else 0.0}
 
     @staticmethod
-    def _json_doc(args, pid, version, st, rate, end, facts, tallies, written):
+    def _json_doc(args, pid, version, st, rate, end, facts, tallies, written, profile, interval):
         """The --json summary of one process."""
         return {"end": end, "samples": st.samples, "duration_s": round(st.elapsed(), 3), "started": facts["start"],
                 "rate_hz": round(rate, 1), "idle": bool(args.idle), "on_cpu": bool(args.on_cpu),
+                "stacks": stacks_doc(profile, tallies, sum(st.gc[1:])),
+                "rate": rate_figures(1.0 / interval, [st], len(tallies)).doc(),
                 "processes": [{"pid": pid, "ruby_version": version, "samples": st.samples,
                                "states": (process_entries(tallies) or [{"states": {}}])[0]["states"]}],
-                "threads": thread_entries(tallies), "gc": gc_figures(st), "written": written}
+                "threads": thread_entries(tallies), "gc": gc_figures(st, profile.total()), "written": written}
 
     @staticmethod
     def _write_json(dbg, args, doc, end):
@@ -331,8 +344,9 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
         elapsed = run.elapsed()
         samples = sum(m.stats.samples for m in run.members.values())
         versions = sorted({m.version for m in run.members.values()})
-        title = "ruby sample: %d processes (pid %s), Ruby %s, %d samples%s" % (
-            len(run.members), ", ".join(str(p) for p in run.order), ", ".join(versions), samples,
+        profile.set_meta("unit", "stacks")
+        title = "ruby sample: %d process%s (pid %s), Ruby %s, %d samples, %d stacks recorded%s" % (
+            len(run.members), "" if len(run.members) == 1 else "es", ", ".join(str(p) for p in run.order), ", ".join(versions), samples, profile.total(),
             " (on-CPU)" if args.on_cpu else "")
         profile.set_meta("ruby_version", ", ".join(versions))
         profile.set_meta("pid", " ".join(str(p) for p in run.order))
@@ -350,17 +364,24 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                 d["states"] = states.get(d["pid"], {}).get("states", {})
                 d["threads"] = [t for t in threads if t["pid"] == d["pid"]]
             doc = {"end": end, "samples": samples, "duration_s": round(elapsed, 3), "idle": bool(args.idle),
+                   "stacks": stacks_doc(profile, tallies, sum(run.gc_stats().gc[1:])),
+                   "rate": rate_figures(1.0 / interval, [m.stats for m in run.members.values()],
+                                        len(tallies)).doc(),
                    "started": facts["start"],
                    "on_cpu": bool(args.on_cpu), "processes": procs, "threads": threads,
                    "skipped": [{"pid": p, "why": w} for p, w in sorted(run.skipped.items())], "written": written}
             write_output(dbg, json_text(doc), args.output)
             return
-        gvl, gc = gvl_wait_share(tallies)
+        gc = run.gc_stats()
         lines = ["rbpeek: sampling ended: %s" % end] + run.process_lines()
-        lines.append("Stacks:    %d recorded (%s); %d distinct; GVL wait %.1f%%, GC %.1f%% of thread samples"
-                     % (profile.total(), "on-CPU only" if args.on_cpu else ("every thread" if args.idle else
-                                                                            "idle threads left out"),
-                        profile.stack_count(), 100 * gvl, 100 * gc))
+        lines.append(rate_figures(1.0 / interval, [m.stats for m in run.members.values()], len(tallies)).line())
+        lines.append(stacks_line(profile.total(), profile.stack_count(),
+                                 "on-CPU only" if args.on_cpu else ("every thread" if args.idle else
+                                                                    "idle threads left out"),
+                                 recorded_gvl_wait(tallies), sum(gc.gc[1:])))
+        lines.append(gc_line(gc, profile.total()))
+        if args.native:
+            lines.append(native_line(run.native_stats()))
         names = {m.pid: m.label for m in run.members.values()}
         lines.extend(states_lines(tallies, names))
         out = "\n".join(lines) + "\n"

@@ -136,7 +136,7 @@ class ThreadTally(ctypes.Structure):
     """rbpeek_thread_tally: one thread the samples saw, and its states."""
     _c_ = "rbpeek_thread_tally"
     _fields_ = [("pid", ctypes.c_int64), ("tid", ctypes.c_int64), ("name", ctypes.c_char_p), ("is_main", ctypes.c_int32),
-                ("samples", ctypes.c_uint64), ("states", ctypes.c_uint64 * 4)]
+                ("samples", ctypes.c_uint64), ("states", ctypes.c_uint64 * 4), ("recorded", ctypes.c_uint64 * 4)]
 
 
 class FrameCount(ctypes.Structure):

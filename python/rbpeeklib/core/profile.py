@@ -38,7 +38,9 @@ class Profile(Owned):
 
     def thread_tallies(self):
         """Every thread the samples saw: dicts of pid, tid, name, main,
-        samples and states (running, gvl_wait, blocked, gc: sample counts)."""
+        samples, states (running, gvl_wait, blocked, gc: sample counts) and
+        recorded (of those, by state, the samples whose stack the profile
+        recorded)."""
         L = lib()
         out = []
         t = ThreadTally()
@@ -46,7 +48,8 @@ class Profile(Owned):
             if L.rbpeek_profile_thread_tally(self._h, i, ctypes.byref(t)) != 0:
                 break
             out.append({"pid": t.pid, "tid": t.tid, "name": decode(t.name) or None, "main": bool(t.is_main),
-                        "samples": t.samples, "states": dict(zip(THREAD_STATES, list(t.states)))})
+                        "samples": t.samples, "states": dict(zip(THREAD_STATES, list(t.states))),
+                        "recorded": dict(zip(THREAD_STATES, list(t.recorded)))})
         return out
 
     def top(self, by_self, n):

@@ -92,6 +92,7 @@ class MultiRun:
         cfg.max_frames = a.max_frames
         cfg.seed = random.getrandbits(63) | 1
         cfg.stop_mode = STOP_MODES[stop_mode(a)]
+        cfg.native = 1 if a.native else 0
         for num in range(1, 65):   # as a process runs untraced: every signal delivered, none stops sampling
             cfg.pass_signals[num] = 1
         return cfg
@@ -246,6 +247,26 @@ class MultiRun:
         for pid, why in sorted(self.skipped.items()):
             lines.append("  skipped %s" % why)
         return lines
+
+    def gc_stats(self):
+        """The stacks every member recorded with the GC at work, by phase
+        (the counts of report.gc_line)."""
+        st = Stats()
+        for m in self.members.values():
+            st.gc = [a + b for a, b in zip(st.gc, m.stats.gc)]
+        return st
+
+    def native_stats(self):
+        """--native: how every member's native stacks were had, summed (the
+        counts of report.native_line)."""
+        st = Stats()
+        ways = [0, 0, 0, 0]
+        for m in self.members.values():
+            st.unmerged += m.stats.unmerged
+            for k, v in enumerate(m.stats.native_ways or ()):
+                ways[k] += v
+        st.native_ways = tuple(ways)
+        return st
 
     def _joined_text(self):
         later = sum(1 for m in self.members.values() if m.joined_at)

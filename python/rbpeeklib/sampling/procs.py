@@ -50,10 +50,32 @@ def _short_word(w, keep=24):
     return ".../" + w.rstrip("/").rsplit("/", 1)[1]
 
 
+def _is_program_path(pid, word):
+    """Whether argv[0] is the path of a file, as exec left it ("/usr/bin/ruby",
+    "./bin/puma"), rather than a title the program set for itself ($0 =
+    "puma 5.6.5 (tcp://127.0.0.1:9292) [app]", setproctitle), which names
+    no file. The path is looked up as the process sees it: from its root
+    (a container's) or its working directory."""
+    if "/" not in word:
+        return False
+    try:
+        return os.path.exists("/proc/%d/%s/%s" % (pid, "root" if word.startswith("/") else "cwd", word.lstrip("/")))
+    except (OSError, ValueError):
+        return False
+
+
 def command_line(pid, width=60):
-    """pid's command line, shortened to at most width characters (the
-    program's name, long paths among the arguments to their last part, then
-    cut in the middle), its comm when it has none, or None when it is gone."""
+    """pid's command line as `ps` shows it, shortened to at most width
+    characters (a program's path to its name, long paths among the
+    arguments to their last part, then cut in the middle), its comm when it
+    has none, or None when it is gone.
+
+    A title the program set for itself is what its users know it by, as
+    `ps`, `top -c` and `pgrep -f` show it (puma's "puma 5.6.5
+    (tcp://127.0.0.1:9292) [app]", "puma: cluster worker 0: 4242 [app]"):
+    it is kept whole, never taken for a path ('/' in a URL). Only an
+    argv[0] that is a file's path becomes its last part. Not comm: it is
+    the executable's name cut to 15 bytes ("ruby3.1" for every worker)."""
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
             words = [w.decode("utf-8", "replace") for w in f.read().split(b"\0") if w]
@@ -65,7 +87,8 @@ def command_line(pid, width=60):
                 return "[%s]" % f.read().strip()
         except OSError:
             return None
-    words[0] = os.path.basename(words[0])
+    if _is_program_path(pid, words[0]):
+        words[0] = os.path.basename(words[0].rstrip("/")) or words[0]
     text = " ".join(words)
     # Long paths first, then every path: a script's own path (python3
     # /work/x/tools/rbpeek) is as short as 24 characters and would otherwise

@@ -2,10 +2,12 @@
 before sampling starts, written after it ends) and the summary printed at
 the end."""
 
+import math
 import os
 import time
 
 from ..core import FORMATS, RbpeekError
+from .states import recorded_gvl_wait, shares_text
 from .stats import fmt_rate
 
 
@@ -103,14 +105,16 @@ def wilson(k, n, z=Z90):
     return max(0.0, c - h), min(1.0, c + h)
 
 
-def gc_figures(st):
+def gc_figures(st, total=None):
     """The GC's figures of a run, for the summary and its JSON: its share of
-    the recorded stacks (each such stack ends in its [GC: ...] frame), by
-    phase; and its share of the CPU time of the thread it runs on, from the
+    the stacks recorded (total: the profile's, which the folded file and
+    the SVG's root count; the run's own stacks when not given; each such
+    stack ends in its [GC: ...] frame), by phase; and its share of the CPU time of the thread it runs on, from the
     samples that found the GVL's holder on a CPU (None where no sample could
     tell: nothing stopped, or a debugger's own stops), with its 90% interval
     (docs/sampling.md, "The GC's share of the CPU time")."""
-    total = st.added_threads
+    if total is None:
+        total = st.added_threads
     gc = sum(st.gc[1:])
     doc = {"stacks": total, "stacks_in_gc": gc,
            "share_of_stacks": round(float(gc) / total, 4) if total else None,
@@ -123,9 +127,9 @@ def gc_figures(st):
     return doc
 
 
-def gc_line(st):
+def gc_line(st, total=None):
     """The GC's figures as the summary's line (gc_figures)."""
-    f = gc_figures(st)
+    f = gc_figures(st, total)
     total, gc = f["stacks"], f["stacks_in_gc"]
     if not total:
         return "GC:        no stacks recorded"
@@ -160,19 +164,27 @@ def native_line(st):
     return "Native:    %s" % ("; ".join(parts) if parts else "every stack merged")
 
 
-def summary_text(st, profile, pid, version, interval, rate, end, written, args, only, state_lines=()):
+def stacks_line(stacks, distinct, scope, gvl_wait, gc):
+    """The summaries' Stacks line: the stacks recorded (the folded file's
+    sum, the flamegraph's root), and what they were doing as shares of
+    them."""
+    return "Stacks:    %d recorded (%s); %d distinct; %s" % (stacks, scope, distinct, shares_text(stacks, gvl_wait, gc))
+
+
+def summary_text(st, profile, pid, version, interval, rate, end, written, args, only, state_lines=(), tallies=()):
     """The text printed when sampling ends: how it ended, the rate, what was
     recorded and skipped, the cost per sample, and the top frames."""
     lines = ["rbpeek: sampling ended: %s" % end,
              "Samples:   %d in %.2f s: %s Hz (asked for %s Hz)"
-             % (st.samples, st.elapsed(), fmt_rate(rate), fmt_rate(1.0 / interval))]
+             % (st.samples, st.elapsed(), fmt_rate(rate), fmt_rate(1.0 / interval)),
+             rate_figures(1.0 / interval, [st], len(tallies)).line()]
     scope = "all threads" if args.threads == "all" else "thread %s" % (only.get("dbg_num"))
     if args.on_cpu:
         scope += ", on-CPU only"
     elif not getattr(args, "idle", False):
         scope += ", idle (blocked) ones left out: --idle keeps them"
-    lines.append("Stacks:    %d recorded (%s); %d distinct"
-                 % (profile.total(), scope, profile.stack_count()))
+    lines.append(stacks_line(profile.total(), profile.stack_count(), scope, recorded_gvl_wait(tallies),
+                             sum(st.gc[1:])))
     skipped = []
     if st.failed_threads:
         skipped.append("%d thread walk%s failed (torn or unreadable stack)"
@@ -184,7 +196,7 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
         skipped.append("%d thread%s did not stop in time (sampled anyway)"
                        % (st.not_stopped, "" if st.not_stopped == 1 else "s"))
     lines.append("Skipped:   %s" % ("; ".join(skipped) if skipped else "none"))
-    lines.append(gc_line(st))
+    lines.append(gc_line(st, profile.total()))
     if getattr(args, "native", False):
         lines.append(native_line(st))
     if args.on_cpu:
@@ -213,3 +225,93 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
     if written:
         out += "rbpeek: wrote %s\n" % ", ".join(written)
     return out
+
+
+
+# A process's samples in T seconds at R Hz: the tracer draws its gaps at
+# random (exponential, tracer.c), so the count is Poisson, R*T on average
+# with a standard deviation of sqrt(R*T). Fewer than SHORT_SD of them
+# below is a rate that fell short, not chance.
+SHORT_SD = 3.0
+# The sampling threads' own work, in CPUs, from which it is said as a
+# cause of a short rate with several processes: a quarter of the machine.
+NEED_SHARE = 0.25
+
+
+def rate_figures(asked_hz, stats, threads):
+    """The Rate line's figures of a run: each process's Stats."""
+    return RateFigures(asked_hz, [(st.samples, st.elapsed(), st.stop + st.walk + st.resume) for st in stats], threads)
+
+
+class RateFigures:
+    """What the Rate line is made of: the rate asked, each process's
+    (samples, seconds sampled, seconds the sampler was at work on it), the
+    Ruby threads sampled in all, the machine's CPUs and its load average."""
+
+    def __init__(self, asked_hz, procs, threads, cpus=None, load=None):
+        self.asked_hz, self.procs, self.threads = asked_hz, procs, threads
+        self.cpus = cpus or len(os.sched_getaffinity(0))
+        self.load = os.getloadavg()[0] if load is None else load
+
+    def reached(self):
+        return [n / el for n, el, _ in self.procs if el > 0]
+
+    def short(self):
+        """The processes sampled short of the rate asked beyond chance."""
+        out = []
+        for n, el, busy in self.procs:
+            want = self.asked_hz * el
+            if el > 0 and n < want - SHORT_SD * math.sqrt(want):
+                out.append((n, el, busy))
+        return out
+
+    def why(self):
+        """Why the rate fell short, each cause with its figures, and
+        whether a lower rate would keep its schedule (the sampling's own
+        work was a cause)."""
+        short = self.short()
+        if not short:
+            return [], False
+        period = 1.0 / self.asked_hz
+        why = []
+        per_sample = max([busy / n for n, _el, busy in short if n] or [0.0])
+        if per_sample >= 0.5 * period:
+            why.append("each sample kept the sampler busy up to %.2f ms of the %.2f ms period (stopping, walking "
+                       "and resuming: the Cost line)" % (1e3 * per_sample, 1e3 * period))
+        need = sum(self.asked_hz * busy / n for n, _el, busy in self.procs if n)
+        if len(self.procs) > 1 and need >= NEED_SHARE * self.cpus:
+            why.append("%d processes with %d Ruby threads in all: at %s Hz their %d sampling threads needed %.2f "
+                       "of the %d CPUs" % (len(self.procs), self.threads, fmt_rate(self.asked_hz), len(self.procs),
+                                          need, self.cpus))
+        lower = bool(why)
+        if self.load > self.cpus:
+            why.append("the machine was loaded (load average %.1f on %d CPUs): a sampling thread waited for a CPU "
+                       "past its samples' times" % (self.load, self.cpus))
+        if not why:
+            why.append("the sampling thread ran late for no cause seen here (load average %.1f on %d CPUs)"
+                       % (self.load, self.cpus))
+        return why, lower
+
+    def line(self):
+        """The summary's Rate line: the rate reached, and when it fell short
+        of the rate asked (beyond chance), why."""
+        rates = self.reached()
+        if not rates:
+            return "Rate:      no sample taken (asked for %s Hz)" % fmt_rate(self.asked_hz)
+        lo, hi = min(rates), max(rates)
+        got = fmt_rate(lo) if len(rates) == 1 else "%s-%s" % (fmt_rate(lo), fmt_rate(hi))
+        text = "Rate:      %s Hz reached%s of the %s Hz asked" % (
+            got, "" if len(rates) == 1 else " by the %d processes" % len(rates), fmt_rate(self.asked_hz))
+        why, lower = self.why()
+        if not why:
+            return text
+        n = len(self.short())
+        who = "" if len(self.procs) == 1 else " (%d of the processes)" % n
+        return "%s: short%s, as %s%s" % (text, who, "; ".join(why), "; a lower --rate keeps its schedule" if lower
+                                         else "")
+
+    def doc(self):
+        """The same for --json."""
+        return {"asked_hz": self.asked_hz, "reached_hz": [round(r, 1) for r in self.reached()],
+                "short": bool(self.short()), "why": self.why()[0], "load_average": round(self.load, 2),
+                "cpus": self.cpus}

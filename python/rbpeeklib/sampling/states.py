@@ -67,10 +67,20 @@ def states_lines(tallies, names=None, max_threads=40):
     return lines
 
 
-def gvl_wait_share(tallies):
-    """The share of all thread samples waiting for the GVL, and in GC."""
-    n = sum(t["samples"] for t in tallies)
-    if not n:
-        return 0.0, 0.0
-    return (sum(t["states"]["gvl_wait"] for t in tallies) / float(n),
-            sum(t["states"]["gc"] for t in tallies) / float(n))
+def recorded_gvl_wait(tallies):
+    """The stacks recorded of threads waiting for the GVL: the tally's
+    count of the samples whose stack the profile recorded (one blocked
+    thread left out is seen, not recorded)."""
+    return sum(t["recorded"]["gvl_wait"] for t in tallies)
+
+
+def shares_text(stacks, gvl_wait, gc):
+    """What the stacks recorded were doing, as the summaries and top's
+    header say it. The denominator of every share is the stacks recorded:
+    one per thread kept at each sample (idle ones are left out by
+    default), what the folded file's counts add up to and the flamegraph's
+    root is as wide as; gc is the stacks that end in a [GC: ...] frame."""
+    if not stacks:
+        return "no stacks recorded"
+    return ("GVL wait %.1f%%, GC %.1f%% of the %d stacks recorded"
+            % (100.0 * gvl_wait / stacks, 100.0 * gc / stacks, stacks))

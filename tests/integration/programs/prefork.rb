@@ -12,8 +12,10 @@
 #
 #   ruby prefork.rb OUT_DIR
 #
-# Each process records its own view in OUT_DIR/<role>.json: its pid, its
-# parent's, Thread.main's native_thread_id as Ruby keeps it (3.1+; in 3.1
+# Each process names itself as puma does, by a title set with $0 that
+# holds '/' and spaces ("prefork 1.0 (tcp://127.0.0.1:9292) [app]",
+# "prefork: cluster worker one: MASTER [app]"), and records its own view
+# in OUT_DIR/<role>.json: that title (Ruby's $0), its pid, its parent's, Thread.main's native_thread_id as Ruby keeps it (3.1+; in 3.1
 # and 3.2 a forked child's main thread keeps its parent's), its threads'
 # names, and its CPU time per method (thread CPU clock) in <role>.cpu, a
 # line "REALTIME SECONDS" every 50 ms. OUT_DIR/ready appears once the
@@ -33,7 +35,7 @@ end
 
 def record(role, extra = {})
   main_tid = Thread.main.respond_to?(:native_thread_id) ? Thread.main.native_thread_id : nil
-  doc = {"role" => role, "pid" => Process.pid, "ppid" => Process.ppid, "ruby_version" => RUBY_VERSION,
+  doc = {"role" => role, "title" => $0, "pid" => Process.pid, "ppid" => Process.ppid, "ruby_version" => RUBY_VERSION,
          "time" => Time.now.to_f,
          "ruby_main_native_tid" => main_tid,
          "threads" => Thread.list.map { |t| {"name" => t.name, "main" => t == Thread.main} }}.merge(extra)
@@ -59,6 +61,7 @@ def work_three; spin(60_000); end
 def master_tick; spin(20_000); end
 
 def worker(role, method_name, master)
+  $0 = "prefork: cluster worker #{role}: #{master} [app]"
   parked = Thread.new { sleep }
   parked.name = "#{role}-parked"
   # A name longer than any column (`ruby threads` must keep its columns).
@@ -94,6 +97,7 @@ def worker(role, method_name, master)
   end
 end
 
+$0 = "prefork 1.0 (tcp://127.0.0.1:9292) [app]"
 master = Process.pid
 pids = {}
 pids["one"] = fork { worker("one", :work_one, master) }

@@ -309,6 +309,20 @@ static void test_geometry_and_title(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(svg, "inverted: true"));
     free(svg);
 
+    /* A unit (ruby sample's "stacks": 2 samples of two threads recorded 4
+     * stacks): the subtitle gives both counts, each with its word, and the
+     * boxes count in the unit, so the root's count is the subtitle's. */
+    rbpeek_profile_set_meta(p, "samples", "2");
+    rbpeek_profile_set_meta(p, "unit", "stacks");
+    svg = svg_of(p, "unit.svg", NULL, &len);
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "pid 4242  \xC2\xB7  2 samples  \xC2\xB7  4 stacks  \xC2\xB7  99 Hz"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "<title>all (4 stacks, 100.00%)</title>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "<title>b (1 stack, 25.00%)</title>"));
+    CU_ASSERT_PTR_NULL(strstr(svg, "samples, "));
+    free(svg);
+    rbpeek_profile_set_meta(p, "samples", "4");
+    rbpeek_profile_set_meta(p, "unit", "");
+
     /* Width is clamped; the title falls back. */
     rbpeek_profile *q = rbpeek_profile_new();
     add1(q, "x", NULL, NULL, 1);

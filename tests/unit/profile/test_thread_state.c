@@ -189,6 +189,22 @@ static void test_states(void)
     CU_ASSERT_EQUAL(rbpeek_profile_thread_tally(p, 3, &tt), RBPEEK_OK);
     CU_ASSERT_EQUAL(tt.samples, 4);
     CU_ASSERT_EQUAL(tt.states[RBPEEK_STATE_BLOCKED], 4);
+    /* Recorded: what the profile holds. The sleeping thread's 3 samples
+     * left out by drop_idle are seen, not recorded; every thread's
+     * recorded samples add up to the profile's total (the summaries'
+     * denominator, the folded file's sum). */
+    CU_ASSERT_EQUAL(tt.recorded[RBPEEK_STATE_BLOCKED], 1);
+    uint64_t recorded = 0;
+    for (size_t i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(rbpeek_profile_thread_tally(p, i, &tt), RBPEEK_OK);
+        for (int k = 0; k < RBPEEK_THREAD_STATES; k++) recorded += tt.recorded[k];
+    }
+    CU_ASSERT_EQUAL(rbpeek_profile_thread_tally(p, 0, &tt), RBPEEK_OK);
+    CU_ASSERT_EQUAL(tt.recorded[RBPEEK_STATE_RUNNING], 3);
+    CU_ASSERT_EQUAL(rbpeek_profile_thread_tally(p, 1, &tt), RBPEEK_OK);
+    CU_ASSERT_EQUAL(tt.recorded[RBPEEK_STATE_GVL_WAIT], 3);
+    CU_ASSERT_EQUAL(recorded, rbpeek_profile_total(p));
+    CU_ASSERT_EQUAL(recorded, 10);
     CU_ASSERT_EQUAL(rbpeek_profile_thread_tally(p, 4, &tt), RBPEEK_ERR_ARG);
     char *text = folded(p);
     CU_ASSERT_STRING_EQUAL(text, "ruby w.rb (pid 7);<main> (/app/w.rb:9);Object#work (/app/w.rb:4) 10\n");
@@ -261,6 +277,7 @@ static void test_merge(void)
     CU_ASSERT_EQUAL(t.tid, 11);
     CU_ASSERT_EQUAL(t.samples, 3);
     CU_ASSERT_EQUAL(t.states[RBPEEK_STATE_BLOCKED], 3);
+    CU_ASSERT_EQUAL(t.recorded[RBPEEK_STATE_BLOCKED], 3);   /* kept: no drop_idle */
     rbpeek_profile_free(a);
     rbpeek_profile_free(b);
     rbpeek_profile_free(all);
