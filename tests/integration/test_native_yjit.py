@@ -162,7 +162,8 @@ def check_sample(c, maps):
         for line in f:
             frames, _, n = line.rstrip("\n").rpartition(" ")
             stacks.append((frames.split(";"), int(n)))
-    hot = [(fr, n) for fr, n in stacks if any(x.startswith("hot_leaf (") for x in fr)]
+    # 3.4 qualifies its labels (Object#hot_leaf): the method's name ends the label
+    hot = [(fr, n) for fr, n in stacks if any(x.split(" (")[0].split("#")[-1] == "hot_leaf" for x in fr)]
     total = sum(n for _, n in stacks)
     nhot = sum(n for _, n in hot)
     if total < 80 or nhot < 0.8 * total:
@@ -181,7 +182,8 @@ def check_sample(c, maps):
                 mod, _, off = x.partition("+0x")
                 if mod not in sizes or int(off, 16) >= sizes[mod]:
                     raise Failure("%s: %s names a module that cannot hold it" % (who, x))
-    jit = sum(n for fr, n in hot if any(x.startswith("[JIT] hot_leaf (") for x in fr))
+    jit = sum(n for fr, n in hot if any(x.startswith("[JIT] ") and x[6:].split(" (")[0].split("#")[-1] == "hot_leaf"
+                                        for x in fr))
     if jit < 0.8 * nhot:
         raise Failure("%s: %d of %d samples in the loop have a [JIT] hot_leaf frame" % (who, jit, nhot))
     names = {x for fr, _ in stacks for x in fr if x.startswith("[JIT]")}
