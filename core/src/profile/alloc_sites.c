@@ -37,17 +37,15 @@
  * is added) has not moved since its previous sample is dropped and
  * counted (not_run): samples then fall on the thread's own running time.
  */
-#include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rbpeek.h"
 #include "base/json.h"
 #include "base/strbuf.h"
 #include "profile/alloc_sites.h"
+#include "profile/schedstat.h"
 #include "profile/profile.h"
 
 #define RAN_SLOTS 64   /* threads whose CPU time is remembered (the GVL holders) */
@@ -217,16 +215,9 @@ static uint32_t site_of(const rbpeek_profile *p, const uint32_t *ids, size_t n)
  * (true when it cannot be told: no pid, no TID, no schedstat). */
 static bool ran_since(rbpeek_alloc_sites *a, int pid, int64_t tid)
 {
-    if (pid <= 0 || tid <= 0) return true;
-    char path[96], buf[128];
-    snprintf(path, sizeof path, "/proc/%d/task/%" PRId64 "/schedstat", pid, tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return true;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return true;
-    buf[n] = '\0';
-    uint64_t run_ns = strtoull(buf, NULL, 10);
+    rbp_schedstat st;
+    if (pid <= 0 || tid <= 0 || tid > INT32_MAX || !rbp_schedstat_read(pid, (pid_t)tid, &st)) return true;
+    uint64_t run_ns = st.run_ns;
     size_t k = 0;
     while (k < a->nran && a->ran[k].tid != tid) k++;
     if (k == a->nran) {

@@ -229,9 +229,6 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
     }
     pthread_mutex_lock(&t->lock);
     if (!running) count_on_cpu(t, snap);
-    pthread_mutex_unlock(&t->lock);
-    rbpeek_snapshot_free(snap);
-    pthread_mutex_lock(&t->lock);
     t->stats.samples++;
     if (st != RBPEEK_OK) {
         snprintf(t->stats.message, sizeof t->stats.message, "%s", rbpeek_profile_error(t->profile));
@@ -246,6 +243,7 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
     t->stats.filtered += res.filtered;
     t->stats.tid_unknown += res.tid_unknown;
     pthread_mutex_unlock(&t->lock);
+    rbpeek_snapshot_free(snap);
     return true;
 }
 
