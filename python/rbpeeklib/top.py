@@ -29,8 +29,9 @@ from .commands.base import UsageError, parse_args, positive_float
 from .commands.sessions import Sessions
 from .core import STOP_MODES, TRACE_ENDS, Profile, RbpeekError, SampleOptions, Trace, TraceConfig
 from .sampling.procs import children, command_line, refuse_if_traced, tree
+from .sampling.report import gc_cpu_short
 from .sampling.states import STATES, recorded_gvl_wait, shares_text
-from .sampling.stats import fmt_rate
+from .sampling.stats import Stats, fmt_rate
 from .standalone import StandaloneAdapter
 
 USAGE = """rbpeek top --pid PID [--pid PID...] [--subprocesses] [--rate HZ] [--refresh S] [--lines]
@@ -102,7 +103,7 @@ class Counts:
         self.own, self.total = {}, {}
         self.stacks = 0
         self.gvl_wait = 0
-        self.gc = 0
+        self.gc = Stats()    # the GC's counts of every period (Stats.add_gc)
         self.samples = 0
         self.threads = {}
         self.elapsed = 0.0
@@ -124,7 +125,7 @@ class Counts:
                 e[k] += t["states"][k]
 
     def shares_text(self):
-        return shares_text(self.stacks, self.gvl_wait, self.gc)
+        return shares_text(self.stacks, self.gvl_wait, sum(self.gc.gc[1:]))
 
 
 class Top:
@@ -185,7 +186,7 @@ class Top:
                     pass
                 st = tr.stats()
                 self.counts.samples += st.samples
-                self.counts.gc += sum(st.gc[1:5])   # the stacks that end in a [GC: ...] frame
+                self.counts.gc.add_gc(st)   # the stacks that end in a [GC: ...] frame, and the on-CPU samples
                 if TRACE_ENDS.get(st.end) in ("exited", "exec", "failed", "signal"):
                     src.gone = TRACE_ENDS.get(st.end)
                 tr.close()
@@ -227,7 +228,8 @@ class Top:
         who = ", ".join(s.label for s in list(self.sources.values())[:3])
         if len(self.sources) > 3:
             who += ", ... (%d more)" % (len(self.sources) - 3)
-        out = [head, keys, who or "(no process left)", "",
+        out = [head, gc_cpu_short(c.gc) or "GC: no sample found a GVL's holder on a CPU yet", keys,
+               who or "(no process left)", "",
                "  %%Own  %%Total  %7s  %7s  Method (path%s)" % ("Own(s)", "Total(s)", ":line" if self.args.lines else "")]
         n = c.stacks or 1
         period = 1.0 / self.args.rate

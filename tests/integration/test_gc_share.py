@@ -56,6 +56,12 @@ Over each window:
     the folded file and the GC line, and its share on the Stacks line of
     the same denominator (check_totals); on the command line also through
     the summary of several processes (`--subprocesses`, 400 samples);
+  - the same share through the summary of several processes
+    (`--subprocesses`, PROCESS_SAMPLES at RATE) and through the --json
+    summary (`gc.cpu`) at 100 Hz, the default rate (JSON_SAMPLES), each
+    within the bound of its own samples; the JSON's stacks in the GC are
+    the folded file's. (`rbpeek top`'s header sums the same counts:
+    Stats.add_gc, unit.py_sampling);
   - with --native: at least 90% of the stacks' registers come from the
     held thread's stop, and at most 5% of the stacks are left unmerged
     (the held thread's machine stack is copied while it is stopped and
@@ -79,6 +85,8 @@ from harness import Failure
 # fails by chance about once in fifty suite runs. Every front end samples
 # through rbpeek's tracer, 2,000 at 400 Hz: 5 s.
 SAMPLES, RATE = 2000, 400
+PROCESS_SAMPLES = 800              # --subprocesses: 2 s
+JSON_SAMPLES, JSON_RATE = 800, 100  # --json at the default rate: 8 s
 BOUND_Z = 3.29
 MIN_ON_CPU = 400
 MIN_CPU_SHARE = 0.9   # 2.7: of a CPU, for its wall time to stand for its CPU time
@@ -176,6 +184,7 @@ STACKS_LINE = re.compile(r"^Stacks:\s+(\d+) recorded \(.*\); \d+ distinct; GVL w
                          r"the (\d+) stacks recorded$", re.M)
 GC_LINE = re.compile(r"^GC:\s+([0-9.]+)% of the stacks \((\d+) of (\d+)\)", re.M)
 SAMPLES_LINE = re.compile(r"^Samples:\s+(\d+) in ", re.M)
+PROCESS_RATE = re.compile(r"^  .* \(pid \d+\):(?: joined after [0-9.]+ s,)? (\d+) samples at ([0-9.]+) Hz", re.M)
 PROCESS_LINE = re.compile(r"^  .* \(pid \d+\):(?: joined after [0-9.]+ s,)? (\d+) samples at ", re.M)
 
 
@@ -223,22 +232,41 @@ def check_totals(output, folded, svg):
 def check_share(c, native):
     what = "%s sample%s" % (c.name, " --native" if native else "")
     total, gc, on_alloc, output, t0, t1, n = sample(c, native)
-    in_flag, stat, flag, on_cpu = program_shares(gc_log(os.path.join(c.target.workdir, "gc.log")), t0, t1)
     if total < n * 0.9:
         raise Failure("%s: only %d samples of the main thread, of %d" % (what, total, n))
-    with open(os.path.join(c.target.workdir, "cpu_measure"), encoding="utf-8") as f:
-        stat_known = f.read().strip() == "GC.stat(:time)"
     summary = next((ln for ln in output.splitlines() if ln.startswith("GC:")), "")
+    compare_cpu_share(c, what, text_cpu_share(what, summary), t0, t1,
+                      "%.1f%% of the %d stacks; %d of %d GC samples on the allocating method"
+                      % (100.0 * gc / total, total, on_alloc, gc))
+    if gc == 0 or on_alloc < ON_ALLOCATING * gc:
+        raise Failure("%s: only %d of %d GC samples sit on the allocating method" % (what, on_alloc, gc))
+    if native:
+        check_native_line(what, output, n)
+
+
+def text_cpu_share(what, summary):
+    """The GC line's share of the CPU time: (share %, 90% low, high, samples on a CPU)."""
     m = CPU_SHARE.search(summary)
     if not m:
         raise Failure("%s: the GC line gives no share of the CPU time:\n%s" % (what, summary))
-    got, lo, hi, k = float(m.group(1)), float(m.group(2)), float(m.group(3)), int(m.group(4))
-    harness.log("  %s: the GC %.1f%% of the CPU time (90%%: %.1f-%.1f%%, %d samples on a CPU), %.1f%% of the %d "
-                "stacks; the program: %.1f%% of its main thread's CPU time inside the GC's flag, %s, %.1f%% of "
-                "its wall time by the flag, with %.0f%% of a CPU; %d of %d GC samples on the allocating method"
-                % (what, got, lo, hi, k, 100.0 * gc / total, total, in_flag,
-                   "%.1f%% by GC.stat(:time)" % stat if stat_known else "no GC.stat(:time)", flag, 100 * on_cpu,
-                   on_alloc, gc))
+    return float(m.group(1)), float(m.group(2)), float(m.group(3)), int(m.group(4))
+
+
+def compare_cpu_share(c, what, figure, t0, t1, also=""):
+    """The GC's share of the CPU time a run gives (figure: share %, its 90%
+    interval, the samples on a CPU it rests on) against the program's own
+    measure over the run's window t0-t1, within BOUND_Z standard errors of
+    that many samples (the module's text says which measure, and when it
+    skips)."""
+    got, lo, hi, k = figure
+    in_flag, stat, flag, on_cpu = program_shares(gc_log(os.path.join(c.target.workdir, "gc.log")), t0, t1)
+    with open(os.path.join(c.target.workdir, "cpu_measure"), encoding="utf-8") as f:
+        stat_known = f.read().strip() == "GC.stat(:time)"
+    harness.log("  %s: the GC %.1f%% of the CPU time (90%%: %.1f-%.1f%%, %d samples on a CPU)%s; the program: "
+                "%.1f%% of its main thread's CPU time inside the GC's flag, %s, %.1f%% of its wall time by the "
+                "flag, with %.0f%% of a CPU"
+                % (what, got, lo, hi, k, ", " + also if also else "", in_flag,
+                   "%.1f%% by GC.stat(:time)" % stat if stat_known else "no GC.stat(:time)", flag, 100 * on_cpu))
     if k < MIN_ON_CPU:
         raise harness.SkipTest("%s: only %d samples found the program on a CPU (it had %.0f%% of one: the machine is "
                                "overloaded): too few to judge the share" % (what, k, 100 * on_cpu))
@@ -256,10 +284,6 @@ def check_share(c, native):
         raise Failure("%s: the GC's share of the CPU time is %.1f%% (90%%: %.1f-%.1f%%, %d samples on a CPU), the "
                       "program's own measure %.1f%%: more than %.1f points (%.2f standard errors) apart"
                       % (what, got, lo, hi, k, in_flag, bound, BOUND_Z))
-    if gc == 0 or on_alloc < ON_ALLOCATING * gc:
-        raise Failure("%s: only %d of %d GC samples sit on the allocating method" % (what, on_alloc, gc))
-    if native:
-        check_native_line(what, output, n)
 
 
 def check_native_line(what, output, n):
@@ -278,20 +302,77 @@ def check_native_line(what, output, n):
 
 
 def check_totals_of_processes(c):
-    """The same totals through the summary of several processes
-    (--subprocesses, here of a process with no child): its shares were of
-    every thread's samples, idle ones included, and this program's
-    GC-flag thread is idle (blocked) at most samples."""
+    """The same totals, and the GC's share of the CPU time, through the
+    summary of several processes (--subprocesses, here of a process with
+    no child): its shares were of every thread's samples, idle ones
+    included, and this program's GC-flag thread is idle (blocked) at most
+    samples. PROCESS_SAMPLES at RATE: the counts are compared exactly,
+    whatever their number; the share within the bound of its samples."""
     folded, svg = c.path("tree.folded"), c.path("tree.svg")
-    # 400 samples: the counts are compared exactly, whatever their number
-    out, err = harness.cli(["sample", "--pid", str(c.target.pid), "--subprocesses", "400", "--rate", str(RATE),
-                            "--folded", folded, "--svg", svg])
+    t0 = time.monotonic()
+    out, err = harness.cli(["sample", "--pid", str(c.target.pid), "--subprocesses", str(PROCESS_SAMPLES), "--rate",
+                            str(RATE), "--folded", folded, "--svg", svg])
+    t1 = time.monotonic()
     check_totals(out + err, folded, svg)
+    summary = next((ln for ln in (out + err).splitlines() if ln.startswith("GC:")), "")
+    what = "cli sample --subprocesses"
+    compare_cpu_share(c, what, text_cpu_share(what, summary), *window(out + err, folded, t0, t1))
+
+
+def check_json_at_100hz(c):
+    """The --json summary's GC figures (`gc`: the stacks in the GC, their
+    share, the share of the CPU time with its interval) at 100 Hz, the
+    command line's default rate: the stacks as the folded file counts
+    them, and the share of the CPU time within the bound of its samples of
+    the program's own measure."""
+    folded, doc_path = c.path("json.folded"), c.path("summary.json")
+    what = "cli sample --json at %d Hz" % JSON_RATE
+    harness.cli(["sample", "--pid", str(c.target.pid), str(JSON_SAMPLES), "--rate", str(JSON_RATE), "--folded",
+                 folded, "--json", "-o", doc_path])
+    doc = harness.read_json(doc_path)
+    gc = doc.get("gc") or {}
+    lines = [l.rstrip("\n").rpartition(" ") for l in open(folded, encoding="utf-8")]
+    total = sum(int(n) for _st, _, n in lines)
+    in_gc = sum(int(n) for st, _, n in lines if st.split(";")[-1].startswith("[GC"))
+    if (gc.get("stacks"), gc.get("stacks_in_gc")) != (total, in_gc):
+        raise Failure("%s: the JSON's gc says %s stacks, %s in the GC; the folded file %d and %d"
+                      % (what, gc.get("stacks"), gc.get("stacks_in_gc"), total, in_gc))
+    cpu = gc.get("cpu")
+    if not cpu or cpu.get("samples", 0) <= 0 or len(cpu.get("interval90", ())) != 2:
+        raise Failure("%s: the JSON's gc has no share of the CPU time: %s" % (what, gc))
+    lo, hi = cpu["interval90"]
+    if not lo <= cpu["share"] <= hi or cpu["in_gc"] > cpu["samples"]:
+        raise Failure("%s: the JSON's share of the CPU time is not within its own interval: %s" % (what, cpu))
+    # the window: the loop's own time, ending when the folded file was written
+    t1 = time.monotonic() - (time.time() - os.stat(folded).st_mtime)
+    compare_cpu_share(c, what, (100.0 * cpu["share"], 100.0 * lo, 100.0 * hi, cpu["samples"]),
+                      t1 - doc["duration_s"], t1)
+
+
+def window(output, folded, t0, t1):
+    """A run's sampling window in time.monotonic(): the loop's own time (the
+    summary's), ending when the folded file was written; t0-t1 where the
+    summary does not say."""
+    end = time.monotonic() - (time.time() - os.stat(folded).st_mtime)
+    m = SUMMARY.search(output)
+    if m:
+        return end - float(m.group(1)), end
+    m = PROCESS_RATE.search(output)   # several processes: each one's samples at the rate it reached
+    if m and float(m.group(2)) > 0:
+        return end - int(m.group(1)) / float(m.group(2)), end
+    return t0, t1
 
 
 def check(c):
-    if c.debugger == "cli":   # first: a share check skips the rest on an overloaded machine
-        check_totals_of_processes(c)
+    if c.debugger == "cli":
+        # Each skips (logged) alone on an overloaded machine: the main
+        # comparison below still runs, and skips the combination if it too
+        # has too few samples on a CPU.
+        for step in (check_totals_of_processes, check_json_at_100hz):
+            try:
+                step(c)
+            except harness.SkipTest as e:
+                harness.log("  skipped: %s" % e)
     check_share(c, False)
     if c.debugger == "cli":
         check_share(c, True)

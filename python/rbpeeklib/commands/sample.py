@@ -365,6 +365,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                 d["threads"] = [t for t in threads if t["pid"] == d["pid"]]
             doc = {"end": end, "samples": samples, "duration_s": round(elapsed, 3), "idle": bool(args.idle),
                    "stacks": stacks_doc(profile, tallies, sum(run.gc_stats().gc[1:])),
+                   "gc": gc_figures(run.gc_stats(), profile.total()),
                    "rate": rate_figures(1.0 / interval, [m.stats for m in run.members.values()],
                                         len(tallies)).doc(),
                    "started": facts["start"],

@@ -249,11 +249,12 @@ class MultiRun:
         return lines
 
     def gc_stats(self):
-        """The stacks every member recorded with the GC at work, by phase
-        (the counts of report.gc_line)."""
+        """The GC's counts of every member summed (those of report.gc_line):
+        the stacks recorded with the GC at work, by phase, and the samples
+        that found a GVL's holder on a CPU."""
         st = Stats()
         for m in self.members.values():
-            st.gc = [a + b for a, b in zip(st.gc, m.stats.gc)]
+            st.add_gc(m.stats)
         return st
 
     def native_stats(self):

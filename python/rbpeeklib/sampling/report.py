@@ -149,6 +149,17 @@ def gc_line(st, total=None):
                                                                of_cpu)
 
 
+def gc_cpu_short(st):
+    """The GC's share of the CPU time of the thread it runs on, in short, for
+    `top`'s header (gc_figures; "" where no sample could tell)."""
+    cpu = gc_figures(st, 0)["cpu"]
+    if not cpu:
+        return ""
+    lo, hi = cpu["interval90"]
+    return "GC %.1f%% of its thread's CPU time (90%%: %.1f-%.1f%%, %d samples on a CPU)" % (
+        100.0 * cpu["share"], 100.0 * lo, 100.0 * hi, cpu["samples"])
+
+
 def native_line(st):
     """How the native stacks were had (traced) and what could not be merged."""
     parts = []

@@ -86,6 +86,15 @@ class Stats:
         if ts.message:
             self.last_error = ts.message.decode("utf-8", "replace")
 
+    def add_gc(self, other):
+        """Adds another run's GC counts (by phase, and those of the samples
+        that found the GVL's holder on a CPU) to these: the figures of
+        several processes, or of `top`'s periods, are of their sums."""
+        self.gc = [a + b for a, b in zip(self.gc, other.gc)]
+        self.cpu_samples += other.cpu_samples
+        self.cpu_gc += other.cpu_gc
+        self.cpu_waited += other.cpu_waited
+
     def note_error(self, msg):
         self.last_error = msg
 

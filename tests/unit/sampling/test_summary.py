@@ -8,6 +8,8 @@ about the stacks recorded.
             folded file adds up to), whatever the threads seen but not
             recorded (idle ones left out): issue 37, where both divided by
             every thread's samples
+  gc cpu    the GC's share of the CPU time: summed over processes and
+            top's periods, the same figure in the summary and top's header
   rate      the Rate line: the rate reached, and when short beyond
             chance, why (the stops, the processes' sampling threads, the
             machine's load): issue 37
@@ -22,7 +24,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 
-from rbpeeklib.sampling.report import stacks_line  # noqa: E402
+from rbpeeklib.sampling.report import gc_cpu_short, gc_figures, gc_line, stacks_line  # noqa: E402
+from rbpeeklib.sampling.stats import Stats  # noqa: E402
 from rbpeeklib.sampling.states import STATES, recorded_gvl_wait, shares_text  # noqa: E402
 from rbpeeklib.top import Counts, Top  # noqa: E402
 
@@ -57,7 +60,8 @@ class Shares(unittest.TestCase):
     def test_summary_and_top_agree(self):
         line = stacks_line(self.STACKS, 31, "idle threads left out", recorded_gvl_wait(self.TALLIES), self.GC)
         c = Counts()
-        c.stacks, c.gc, c.samples, c.elapsed = self.STACKS, self.GC, 617, 6.2
+        c.stacks, c.samples, c.elapsed = self.STACKS, 617, 6.2
+        c.gc.gc[1] = self.GC
         c.add_tallies(self.TALLIES)
         top = Top.__new__(Top)
         top.args, top.sources, top.counts, top.by_own, top.hold = Args(), {}, c, True, False
@@ -71,6 +75,45 @@ class Shares(unittest.TestCase):
         # GVL wait 2.3%, GC 1.5%, as both said before.
         self.assertNotIn("2.3%", head + line)
         self.assertNotIn("1.5%", head + line)
+
+
+class GcCpu(unittest.TestCase):
+    """The GC's share of the CPU time of the thread it runs on: the sample
+    summary of one process, of several (their counts summed) and `top`'s
+    header (its periods' counts summed) give one figure from one place
+    (report.gc_figures)."""
+
+    @staticmethod
+    def run_stats(gc, on_cpu, in_gc, waited):
+        st = Stats()
+        st.gc[1] = gc
+        st.cpu_samples, st.cpu_gc, st.cpu_waited = on_cpu, in_gc, waited
+        return st
+
+    def test_summed(self):
+        a, b = self.run_stats(10, 300, 120, 5), self.run_stats(6, 100, 40, 1)
+        total = Stats()
+        total.add_gc(a)
+        total.add_gc(b)
+        self.assertEqual((total.gc[1], total.cpu_samples, total.cpu_gc, total.cpu_waited), (16, 400, 160, 6))
+        doc = gc_figures(total, 100)
+        self.assertEqual(doc["cpu"]["share"], 0.4)
+        lo, hi = doc["cpu"]["interval90"]
+        # Wilson's 90% interval of 160/400: +-4.0 points
+        self.assertAlmostEqual(lo, 0.3603, places=3)
+        self.assertAlmostEqual(hi, 0.4410, places=3)
+        self.assertIn("40.0% of the CPU time of the thread it runs on (90%: 36.0-44.1%, from the 400 samples",
+                      gc_line(total, 100))
+
+    def test_top_header(self):
+        c = Counts()
+        c.stacks, c.samples, c.elapsed = 400, 400, 4.0
+        c.gc.add_gc(self.run_stats(16, 400, 160, 6))
+        top = Top.__new__(Top)
+        top.args, top.sources, top.counts, top.by_own, top.hold = Args(), {}, c, True, False
+        second = top.lines(400, 10)[1]
+        self.assertEqual(second, "GC 40.0% of its thread's CPU time (90%: 36.0-44.1%, 400 samples on a CPU)")
+        self.assertEqual(gc_cpu_short(Stats()), "")
 
 
 class Rate(unittest.TestCase):
