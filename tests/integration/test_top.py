@@ -7,7 +7,9 @@ beta (about 76/24) and logs the split it measures itself. `rbpeek top
 --pid` runs in a tmux pane: the screen must refresh (the sample count in
 its header grows between two captures), rank alpha above beta by own
 share, with alpha's share of the two within 10 points of the program's
-own measure over the same time; 't' sorts by total (the header says so,
+own measure over the same time, and give the GC's share of the CPU time
+with its interval on its second line (its value is judged by
+it.gc_share); 't' sorts by total (the header says so,
 and <main> comes first), space holds the screen (two captures more than a
 refresh period apart are the same) and space again lets it go on; 'q'
 quits, and a second run ends by Ctrl-C: each time top exits with status 0
@@ -133,6 +135,10 @@ def test(spec, workdir):
             t1 = time.time()
             n1 = header_samples(first)
             second = wait_screen("a refresh", samples_past(n1))
+            gc = re.search(r"^GC ([0-9.]+)% of its thread's CPU time \(90%: ([0-9.]+)-([0-9.]+)%, (\d+) samples on a "
+                           r"CPU\)", first, re.M)
+            if not gc or not float(gc.group(2)) <= float(gc.group(1)) <= float(gc.group(3)) or int(gc.group(4)) < 1:
+                raise Failure("top's second line does not give the GC's share of the CPU time:\n%s" % first)
             shares = own_shares(first)
             a, b = shares.get("alpha", 0.0), shares.get("beta", 0.0)
             if not a > b > 0:
