@@ -119,12 +119,23 @@ def gc_figures(st, total=None):
     doc = {"stacks": total, "stacks_in_gc": gc,
            "share_of_stacks": round(float(gc) / total, 4) if total else None,
            "phases": {name: st.gc[k] for k, name in GC_PHASES if st.gc[k]}, "cpu": None}
-    n = getattr(st, "cpu_samples", 0)
+    n, waited = getattr(st, "cpu_samples", 0), getattr(st, "cpu_waited", 0)
     if n:
         lo, hi = wilson(st.cpu_gc, n)
         doc["cpu"] = {"samples": n, "in_gc": st.cpu_gc, "share": round(float(st.cpu_gc) / n, 4),
-                      "interval90": [round(lo, 4), round(hi, 4)], "preempted": st.cpu_waited}
+                      "interval90": [round(lo, 4), round(hi, 4)], "preempted": waited}
+    elif waited:
+        # Every sample found the holder preempted (a machine so loaded that
+        # the program waits for a CPU most of the time): no share to give.
+        doc["cpu"] = {"samples": 0, "in_gc": 0, "share": None, "interval90": None, "preempted": waited}
     return doc
+
+
+def gc_cpu_unknown(cpu):
+    """Why the GC's share of the CPU time is not given, where every sample
+    found the GVL's holder preempted."""
+    return ("its share of the CPU time not known: none of the samples found the GVL's holder on a CPU, %d found it "
+            "preempted (the machine is loaded)" % cpu["preempted"])
 
 
 def gc_line(st, total=None):
@@ -134,7 +145,9 @@ def gc_line(st, total=None):
     if not total:
         return "GC:        no stacks recorded"
     cpu = f["cpu"]
-    if cpu:
+    if cpu and not cpu["samples"]:
+        of_cpu = "; " + gc_cpu_unknown(cpu)
+    elif cpu:
         lo, hi = cpu["interval90"]
         of_cpu = ("; %.1f%% of the CPU time of the thread it runs on (90%%: %.1f-%.1f%%, from the %d samples that "
                   "found it on a CPU%s)" % (100.0 * cpu["share"], 100.0 * lo, 100.0 * hi, cpu["samples"],
@@ -155,6 +168,8 @@ def gc_cpu_short(st):
     cpu = gc_figures(st, 0)["cpu"]
     if not cpu:
         return ""
+    if not cpu["samples"]:
+        return "GC: " + gc_cpu_unknown(cpu)
     lo, hi = cpu["interval90"]
     return "GC %.1f%% of its thread's CPU time (90%%: %.1f-%.1f%%, %d samples on a CPU)" % (
         100.0 * cpu["share"], 100.0 * lo, 100.0 * hi, cpu["samples"])

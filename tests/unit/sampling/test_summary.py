@@ -114,6 +114,12 @@ class GcCpu(unittest.TestCase):
         second = top.lines(400, 10)[1]
         self.assertEqual(second, "GC 40.0% of its thread's CPU time (90%: 36.0-44.1%, 400 samples on a CPU)")
         self.assertEqual(gc_cpu_short(Stats()), "")
+        loaded = self.run_stats(16, 0, 0, 400)
+        self.assertEqual(gc_figures(loaded, 100)["cpu"],
+                         {"samples": 0, "in_gc": 0, "share": None, "interval90": None, "preempted": 400})
+        self.assertIn("its share of the CPU time not known: none of the samples found the GVL's holder on a CPU, 400 "
+                      "found it preempted", gc_line(loaded, 100))
+        self.assertTrue(gc_cpu_short(loaded).startswith("GC: its share of the CPU time not known"))
 
 
 class Rate(unittest.TestCase):
