@@ -1,0 +1,202 @@
+"""Benchmark: the whole stack of a YJIT process (not a test; prints a table).
+
+    python3 tests/bench/bench_native_yjit.py [--ruby 3.4.5] [--threads 16] [--seconds 6] [--repeat 3]
+                                            [--runs 8] [--debuggers gdb,lldb]
+
+The figures issue 36 asks of JIT code (docs/performance.md, "YJIT"):
+
+  1. `rbpeek sample --native` at 100 Hz of a program under `--yjit
+     --yjit-call-threshold=1` whose THREADS threads compute in JIT-compiled
+     methods, sharing the GVL: the program's own iterations per second
+     while sampled, against the same process in the SECONDS before the
+     sampler started and after it ended (the mean of the two: a shared
+     machine's speed drifts). The target must keep 98% of its speed. The
+     run's summary must say every stack was merged and none cut.
+  2. `ruby bt --native` of a thread parked in `sleep` called from JIT code,
+     in gdb and lldb attached once: the first, and the median of the next
+     RUNS (warm: the modules and the JIT region's bounds known, the memory
+     cache dropped as every command does). Must be under 10 ms warm. The
+     stack must be merged whole (not cut), JIT frames in it.
+
+Each figure of 1 is the median of REPEAT fresh processes. The load average
+is printed with the figures: on a shared machine the program's own
+throughput moves by tens of percent as other jobs come and go.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import benchlib  # noqa: E402
+import harness  # noqa: E402
+
+YJIT = ["--yjit", "--yjit-call-threshold=1"]
+
+# THREADS threads add to a counter each; whichever holds the GVL logs the
+# sum every 50 ms with the time (a logger thread of its own would wait
+# for the GVL behind all of them).
+WORKERS = """
+OUT = ARGV[0]
+N = Integer(ARGV[1])
+COUNTS = Array.new(N, 0)
+LOG = File.open(File.join(OUT, "iterations.log"), "a")
+$next = 0.0
+
+def step(x, i)
+  (x * 31 + i) & 0xffff
+end
+
+def work(slot)
+  x = 0
+  loop do
+    200.times { |i| x = step(x, i) }
+    COUNTS[slot] += 1
+    t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    if t >= $next
+      $next = t + 0.05
+      LOG.syswrite("%.6f %d\\n" % [t, COUNTS.sum])
+    end
+  end
+end
+
+threads = N.times.map { |k| Thread.new { work(k) } }
+File.write(File.join(OUT, "ready"), Process.pid.to_s)
+threads.each(&:join)
+"""
+
+# A thread parked in sleep four JIT-compiled methods deep.
+PARKED = """
+def d1; d2; end
+def d2; d3; end
+def d3; d4; end
+def d4
+  File.write(File.join(ARGV[0], "ready"), Process.pid.to_s)
+  sleep
+end
+Thread.new { d1 }.join
+"""
+
+
+def rate_between(rows, t0, t1):
+    inside = [r for r in rows if t0 <= r[0] <= t1]
+    if len(inside) < 3:
+        return None
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
+def read_rows(workdir):
+    rows = []
+    with open(os.path.join(workdir, "iterations.log")) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 2:
+                rows.append((float(parts[0]), int(parts[1])))
+    return rows
+
+
+def one_speed_run(ruby, threads, seconds):
+    """(speed while sampled / speed around it, the summary's Native line)."""
+    workdir = tempfile.mkdtemp(prefix="rbpeek-bench-yjit-")
+    prog = os.path.join(workdir, "workers.rb")
+    with open(prog, "w") as f:
+        f.write(WORKERS)
+    proc = benchlib.launch([ruby] + YJIT + [prog, workdir, str(threads)], workdir)
+    try:
+        time.sleep(1.0 + seconds)   # warmed: every method compiled, then the "before" window
+        t_start = time.monotonic()
+        r = subprocess.run([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(proc.pid), "--native",
+                            "--rate", "100", "--duration", str(seconds), "--folded", os.path.join(workdir, "out.folded")],
+                           capture_output=True, text=True, timeout=120 + seconds)
+        t_end = time.monotonic()
+        time.sleep(seconds)
+        rows = read_rows(workdir)
+    finally:
+        proc.kill()
+        proc.wait()
+    if r.returncode != 0:
+        raise SystemExit("rbpeek sample failed:\n" + (r.stdout + r.stderr)[-2000:])
+    text = r.stdout + r.stderr
+    # The sampled window: the loop's own time, ending at the command's end
+    m = re.search(r"^Samples:\s+\d+ in ([0-9.]+) s", text, re.M)
+    s1 = t_end - 0.3
+    s0 = s1 - float(m.group(1)) if m else t_start
+    before = rate_between(rows, s0 - seconds, s0 - 0.1)
+    during = rate_between(rows, s0 + 0.2, s1)
+    after = rate_between(rows, t_end + 0.2, t_end + seconds)
+    if not (before and during and after):
+        raise SystemExit("the program's log does not cover the run")
+    native = re.search(r"^Native:.*$", text, re.M)
+    return during / ((before + after) / 2.0), native.group(0) if native else "(no Native line)"
+
+
+def bt_times(ruby, debugger, runs):
+    """(first, warm median) seconds of `ruby bt -a --native` in debugger,
+    whether the parked thread's stack was merged whole, its JIT frames."""
+    workdir = tempfile.mkdtemp(prefix="rbpeek-bench-yjit-")
+    prog = os.path.join(workdir, "parked.rb")
+    with open(prog, "w") as f:
+        f.write(PARKED)
+    proc = benchlib.launch([ruby] + YJIT + [prog, workdir], workdir, settle=0.2)
+    try:
+        out_json = os.path.join(workdir, "bt.json")
+        cmd = benchlib.timer(debugger, "ruby bt -a --native -o /dev/null")
+        _rc, out = harness.run_debugger(debugger, [cmd] * (runs + 1) + ["ruby bt -a --native --json -o " + out_json],
+                                        pid=proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    times = [float(x) for x in re.findall(r"BENCH ([0-9.]+)", out)]
+    if len(times) != runs + 1 or not os.path.exists(out_json):
+        raise SystemExit("%s: the benchmark run failed:\n%s" % (debugger, out[-3000:]))
+    with open(out_json) as f:
+        threads = json.load(f)["threads"]
+    parked = next((t for t in threads if any(fr.get("label") in ("Object#d4", "d4") for fr in t["frames"])), None)
+    if parked is None:
+        raise SystemExit("%s: no thread with d4 in %s" % (debugger, out_json))
+    native = parked.get("native") or {}
+    jit = sum(1 for fr in parked["frames"] if fr.get("kind") == "jit")
+    return times[0], statistics.median(times[1:]), bool(native.get("merged")) and not native.get("cut"), jit
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ruby", default="3.4.5")
+    ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--seconds", type=float, default=6.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--debuggers", default="gdb,lldb")
+    args = ap.parse_args()
+    ruby = harness.ruby_binary(args.ruby)
+    print("Ruby %s with %s; load average before: %s" % (args.ruby, " ".join(YJIT), benchlib_load()))
+    speeds = []
+    for k in range(args.repeat):
+        speed, native = one_speed_run(ruby, args.threads, args.seconds)
+        speeds.append(speed)
+        print("  sample --native, 100 Hz, %d threads, run %d: %.1f%% of its speed; %s (load %s)"
+              % (args.threads, k + 1, 100 * speed, native, benchlib_load()))
+    print("sample --native at 100 Hz: the target kept %.1f%% of its speed (median of %d; %.1f-%.1f%%)"
+          % (100 * statistics.median(speeds), len(speeds), 100 * min(speeds), 100 * max(speeds)))
+    for dbg in args.debuggers.split(","):
+        first, warm, whole, jit = bt_times(ruby, dbg, args.runs)
+        print("%s bt -a --native of a thread parked from JIT code: first %.1f ms, warm %.1f ms (median of %d); "
+              "stack %s, %d JIT frames (load %s)"
+              % (dbg, 1000 * first, 1000 * warm, args.runs, "merged whole" if whole else "NOT whole", jit,
+                 benchlib_load()))
+
+
+def benchlib_load():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+if __name__ == "__main__":
+    main()
