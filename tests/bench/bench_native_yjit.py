@@ -102,7 +102,7 @@ def read_rows(workdir):
     return rows
 
 
-def one_speed_run(ruby, threads, seconds):
+def one_speed_run(ruby, threads, seconds, native=True):
     """(speed while sampled / speed around it, the summary's Native line)."""
     workdir = tempfile.mkdtemp(prefix="rbpeek-bench-yjit-")
     prog = os.path.join(workdir, "workers.rb")
@@ -112,7 +112,7 @@ def one_speed_run(ruby, threads, seconds):
     try:
         time.sleep(1.0 + seconds)   # warmed: every method compiled, then the "before" window
         t_start = time.monotonic()
-        r = subprocess.run([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(proc.pid), "--native",
+        r = subprocess.run([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(proc.pid)] + (["--native"] if native else []) + [
                             "--rate", "100", "--duration", str(seconds), "--folded", os.path.join(workdir, "out.folded")],
                            capture_output=True, text=True, timeout=120 + seconds)
         t_end = time.monotonic()
@@ -174,6 +174,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--debuggers", default="gdb,lldb")
+    ap.add_argument("--plain", action="store_true", help="also sample without --native, for comparison")
     args = ap.parse_args()
     ruby = harness.ruby_binary(args.ruby)
     print("Ruby %s with %s; load average before: %s" % (args.ruby, " ".join(YJIT), benchlib_load()))
@@ -185,7 +186,12 @@ def main():
               % (args.threads, k + 1, 100 * speed, native, benchlib_load()))
     print("sample --native at 100 Hz: the target kept %.1f%% of its speed (median of %d; %.1f-%.1f%%)"
           % (100 * statistics.median(speeds), len(speeds), 100 * min(speeds), 100 * max(speeds)))
-    for dbg in args.debuggers.split(","):
+    if args.plain:
+        plain = [one_speed_run(ruby, args.threads, args.seconds, native=False)[0] for _ in range(args.repeat)]
+        print("sample without --native at 100 Hz: the target kept %.1f%% of its speed (median of %d; %.1f-%.1f%%), "
+              "load %s" % (100 * statistics.median(plain), len(plain), 100 * min(plain), 100 * max(plain),
+                           benchlib_load()))
+    for dbg in [d for d in args.debuggers.split(",") if d]:
         first, warm, whole, jit = bt_times(ruby, dbg, args.runs)
         print("%s bt -a --native of a thread parked from JIT code: first %.1f ms, warm %.1f ms (median of %d); "
               "stack %s, %d JIT frames (load %s)"

@@ -94,13 +94,41 @@ def log(msg):
               end="" if prefix else "\n", flush=True)
 
 
+# A Ruby of the matrix named with this suffix ("3.4.5+yjit") is the same
+# Ruby with YJIT on, every method compiled at its first call, in every
+# program the test starts (RUBYOPT, as production Rails sets it): so that
+# each capability shown for the interpreter is shown for JIT code too.
+YJIT_SUFFIX = "+yjit"
+YJIT_RUBYOPT = "--yjit --yjit-call-threshold=1"
+
+
 def ruby_binary(spec):
     """A Ruby from the test matrix: 'debian-3.1' is Debian's stripped
-    package; anything else is a build under $RBPEEK_RUBIES."""
+    package; anything else is a build under $RBPEEK_RUBIES. A spec ending
+    in YJIT_SUFFIX turns YJIT on for the programs started from here on
+    (RUBYOPT in this process's environment, which they inherit)."""
+    if spec.endswith(YJIT_SUFFIX):
+        spec = spec[:-len(YJIT_SUFFIX)]
+        opts = os.environ.get("RUBYOPT", "")
+        if YJIT_RUBYOPT not in opts:
+            os.environ["RUBYOPT"] = (opts + " " + YJIT_RUBYOPT).strip()
     if spec == "debian-3.1":
-        return "/usr/bin/ruby3.1"
-    root = os.environ.get("RBPEEK_RUBIES", "/var/cache/rbpeek/rubies")
-    return os.path.join(root, spec, "bin", "ruby")
+        ruby = "/usr/bin/ruby3.1"
+    else:
+        ruby = os.path.join(os.environ.get("RBPEEK_RUBIES", "/var/cache/rbpeek/rubies"), spec, "bin", "ruby")
+    if YJIT_RUBYOPT in os.environ.get("RUBYOPT", "") and os.path.exists(ruby):
+        yjit_on(ruby)
+    return ruby
+
+
+def yjit_on(ruby):
+    """Fails unless ruby runs with YJIT on under this RUBYOPT: a +yjit test
+    that interpreted would pass for the wrong reason."""
+    r = subprocess.run([ruby, "-e", "exit(defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? ? 0 : 3)"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise Failure("%s does not run with YJIT on under RUBYOPT=%r: %s"
+                      % (ruby, os.environ.get("RUBYOPT"), (r.stdout + r.stderr).strip()[-300:] or "YJIT off"))
 
 
 class Target:

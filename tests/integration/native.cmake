@@ -23,10 +23,4 @@ rbpeek_ruby_test(gc_share test_gc_share.py RUN_SERIAL LABEL native RUBIES ${RBPE
 # under --yjit --yjit-call-threshold=1 per Ruby with YJIT (Debian's ruby3.1,
 # the shared 3.3.8 and 3.4.5; 2.7.4, 3.1.2 and 3.3.8-static are built
 # without it), serving gdb, lldb and the command line, live and on one core.
-set(RBPEEK_YJIT_RUBIES)
-foreach(ruby debian-3.1 3.3.8 3.4.5)
-  if(ruby IN_LIST RBPEEK_TEST_RUBIES)
-    list(APPEND RBPEEK_YJIT_RUBIES ${ruby})
-  endif()
-endforeach()
 rbpeek_ruby_test(native_yjit test_native_yjit.py LABEL native RUBIES ${RBPEEK_YJIT_RUBIES})
