@@ -184,21 +184,23 @@ bool rbp_native_merge(rbpeek_session *s, rbp_arena *a, const rbp_merge_input *in
      * builtin or a 4.0 internal frame reported as a C method is an iseq
      * run by the VM like any Ruby frame). */
     uint64_t *fn = t->nframes ? rbp_arena_alloc(a, t->nframes * sizeof *fn) : NULL;
+    bool *iseq = t->nframes ? rbp_arena_alloc(a, t->nframes * sizeof *iseq) : NULL;
     size_t ep_budget = RBP_EP_HOPS_BUDGET(nraw);
     bool origin_ok = in->origin != NULL || t->nframes == 0;
-    for (size_t i = 0; fn && origin_ok && i < t->nframes; i++) {
+    for (size_t i = 0; fn && iseq && origin_ok && i < t->nframes; i++) {
         uint32_t j = in->origin[i];
         if (j >= nraw || (i && j < in->origin[i - 1])) {
             origin_ok = false;
             break;
         }
+        iseq[i] = cf.frames[j].iseq != 0;
         if (t->frames[i].kind == RBPEEK_FRAME_CFUNC && !cf.frames[j].iseq)
             fn[i] = cfunc_of(s, cf.frames[j].ep, &ep_budget);
     }
 
     /* The rb_vm_exec frames, innermost first. */
     size_t *entry = rbp_arena_alloc(a, (in->nnative + 1) * sizeof *entry), nentry = 0;
-    if (!entry || (t->nframes && !fn)) {
+    if (!entry || (t->nframes && (!fn || !iseq))) {
         rbp_cframes_free(&cf);
         return false;
     }
@@ -254,12 +256,14 @@ bool rbp_native_merge(rbpeek_session *s, rbp_arena *a, const rbp_merge_input *in
             add_note(a, &out->note, "%s: its C function was not found among the machine frames (inlined or "
                      "tail-called); it is shown with its caller", t->frames[c].label ? t->frames[c].label : "?");
         /* the machinery down to rb_vm_exec (with the JIT code that runs the
-         * segment's innermost Ruby method: its calls between Ruby methods
-         * are jumps, so it runs them all from one machine frame), the
-         * segment's other Ruby frames just above it, then rb_vm_exec */
+         * segment's innermost method with an iseq: its calls between Ruby
+         * methods are jumps, so it runs them all from one machine frame; a
+         * builtin Ruby reports as a C method, 3.4's Array#each under YJIT,
+         * is such a method), the segment's other Ruby frames just above
+         * it, then rb_vm_exec */
         const rbpeek_frame *runs = NULL;
         for (size_t q = c; q < seg_end && !runs; q++)
-            if (t->frames[q].kind == RBPEEK_FRAME_RUBY) runs = &t->frames[q];
+            if (t->frames[q].kind == RBPEEK_FRAME_RUBY || (origin_ok && iseq[q])) runs = &t->frames[q];
         for (; k < e; k++) push_native(&b, s, in, k, runs);
         for (; c < seg_end; c++) push_ruby(&b, &t->frames[c], NULL);
         push_native(&b, s, in, k++, NULL);
