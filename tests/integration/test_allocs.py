@@ -45,7 +45,10 @@ U_DEBUGREG = 848   # offsetof(struct user, u_debugreg) on x86-64
 
 
 def text_pages(pid):
-    """{(start, end, path): sha256} of every r-x mapping's bytes."""
+    """{(start, end, path): sha256} of every r-x mapping's bytes, of a
+    file: where a debugger's breakpoint would be (the allocators, in
+    libruby or ruby). Not anonymous ones: under YJIT the JIT writes its
+    code there and flips the pages between writable and executable."""
     out = {}
     with open("/proc/%d/maps" % pid) as maps, open("/proc/%d/mem" % pid, "rb", buffering=0) as mem:
         for line in maps:
@@ -53,8 +56,8 @@ def text_pages(pid):
             if len(parts) < 2 or parts[1][:3] != "r-x":
                 continue
             start, end = (int(x, 16) for x in parts[0].split("-"))
-            if start >= 0xffffffffff600000:   # vsyscall: not readable this way
-                continue
+            if start >= 0xffffffffff600000 or len(parts) < 6 or not parts[5].startswith("/"):
+                continue   # vsyscall (not readable this way), anonymous (JIT code)
             try:
                 mem.seek(start)
                 data = mem.read(end - start)
