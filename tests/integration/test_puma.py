@@ -4,6 +4,8 @@ workers, 4 threads each) serving a Sinatra app (programs/puma_app) on
 second in all, for the run), on Debian's ruby3.1.
 
     test_puma.py          it.puma
+    test_puma.py yjit     it.puma.yjit: the same under RUBYOPT=--yjit, as a
+                          new user ran it, sampled with --native (Machine)
 
 - `rbpeek sample --pid MASTER --subprocesses`: the master and every
   worker, each stack under its own process; a third worker added during
@@ -99,14 +101,45 @@ def tracer_of(pid):
         return tid
 
 
-def test(workdir):
+class Machine:
+    """yjit (--native, the new user's RUBYOPT=--yjit): the machine frames of
+    the stacks that run App#crunch. Each stack must start at its thread's
+    start (libc's, or the executable's _start), hold JIT code named by a
+    Ruby method ([JIT] ...) in most, and no frame may be named by the
+    dynamic loader at an offset (JIT code once took its name: issue 36)."""
+
+    def __init__(self):
+        self.stacks = self.whole = self.jit = 0
+        self.loader = []
+
+    def add(self, frames, n):
+        self.stacks += n
+        if frames and (frames[0].endswith("(libc.so.6)") or frames[0].startswith("_start ")):
+            self.whole += n
+        if any(f.startswith("[JIT] ") for f in frames):
+            self.jit += n
+        self.loader += [f for f in frames if re.match(r"ld-linux[^ ]*\+0x", f)]
+
+    def check(self):
+        if not self.stacks:
+            raise Failure("--native: no stack ran App#crunch")
+        if self.whole < 0.95 * self.stacks or self.jit < 0.5 * self.stacks or self.loader:
+            raise Failure("--native under YJIT: of %d stacks running App#crunch, %d start at their thread's start, %d "
+                          "hold JIT code; frames named by the loader: %s"
+                          % (self.stacks, self.whole, self.jit, sorted(set(self.loader))[:5]))
+        harness.log("puma --yjit: %d stacks ran App#crunch, %d whole to their thread's start, %d through JIT code"
+                    % (self.stacks, self.whole, self.jit))
+
+
+def test(workdir, yjit=False):
     if not (os.path.exists(PUMA) and os.path.exists(RUBY)):
         raise harness.SkipTest("Debian's puma is not installed (apt-get install puma ruby-sinatra)")
     port = free_port()
     log = open(os.path.join(workdir, "puma.log"), "w")
     master = subprocess.Popen([RUBY, PUMA, "-w", "2", "-t", "4:4", "-b", "tcp://127.0.0.1:%d" % port,
                                "--tag", "rbpeek-app", APP], stdout=log, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True)
+                              stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True,
+                              env=dict(os.environ, RUBYOPT="--yjit") if yjit else None)
     try:
         deadline = time.time() + 120
         while True:
@@ -124,7 +157,7 @@ def test(workdir):
             time.sleep(1.0)
             sampler = subprocess.Popen([sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(master.pid),
                                         "--subprocesses", "--duration", "8", "--per-thread", "--json", "-o", summary,
-                                        "--folded", folded], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        "--folded", folded] + (["--native"] if yjit else []), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        text=True, cwd=workdir)
             try:
                 deadline = time.time() + 60
@@ -154,7 +187,7 @@ def test(workdir):
             raise Failure("processes not sampled: %s (sampled %s)" % (missing, sorted(procs)))
         if not procs[third[0]]["joined_after_s"] > 0:
             raise Failure("the added worker did not join during the run: %s" % procs[third[0]])
-        crunch, per_tid = {}, {}
+        crunch, per_tid, machine = {}, {}, Machine()
         with open(folded) as f:
             for line in f:
                 stack, n = line.rstrip("\n").rsplit(" ", 1)
@@ -167,6 +200,7 @@ def test(workdir):
                 per_tid[int(t.group(1))] = per_tid.get(int(t.group(1)), 0) + int(n)
                 if any(f.startswith("App#crunch") or f.startswith("crunch ") for f in frames):
                     crunch[pid] = crunch.get(pid, 0) + int(n)
+                    machine.add(frames[2:], int(n))
         # Idle threads left out: a thread's stacks are at most its samples
         # that were not blocked (puma's idle pool threads: none at all).
         idle = 0
@@ -197,6 +231,8 @@ def test(workdir):
                 raise Failure("pid %d left traced" % p)
         if get(port, "/wait") != b"ok":
             raise Failure("the server no longer serves")
+        if yjit:
+            machine.check()
         gvl = {w: round(procs[w]["states"]["gvl_wait"], 3) for w in workers}
         harness.log("puma: master %d, workers %s, added %s (joined after %.2f s); %d requests served meanwhile; "
                     "crunch samples %s; GVL wait by worker %s"
@@ -210,4 +246,4 @@ def test(workdir):
 
 
 if __name__ == "__main__":
-    harness.main(test)
+    harness.main(lambda wd: test(wd, yjit=sys.argv[1:] == ["yjit"]))

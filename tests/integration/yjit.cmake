@@ -21,3 +21,6 @@ rbpeek_yjit_test(gc_share test_gc_share.py 3.4.5 RUN_SERIAL LABEL native)  # the
 rbpeek_yjit_test(service test_service.py debian-3.1)              # workers, --subprocesses (the new user's puma)
 rbpeek_yjit_test(alloc_sites test_alloc_sites.py 3.3.8 LABEL allocs)         # allocation sites
 rbpeek_yjit_test(sample_other test_sample.py 3.4.5 LABEL sample ARGS other)  # sample: --on-cpu, --duration, Ctrl-C
+# The new user's clustered puma under RUBYOPT=--yjit on Debian's ruby3.1,
+# sampled with --subprocesses --native: whole stacks through JIT code.
+rbpeek_plain_test(puma.yjit test_puma.py yjit)
