@@ -359,6 +359,15 @@ class _RubyCommand:
 
 def __lldb_init_module(debugger, internal_dict):
     module = __name__
+    # lldb's default loads every module's symbol table and indexes the
+    # DWARF of each that has some (libc with libc6-dbg) as it attaches,
+    # before anything needs them: 0.2-0.3 CPU s of a puma worker's attach,
+    # several wall seconds under load (docs/performance.md). Loaded lazily,
+    # only what a command asks for is read; rbpeek asks for nothing (it reads
+    # the ELF images itself), and lldb's own commands get the same answers.
+    # Applies to the attaches after this import (from ~/.lldbinit, or -O);
+    # `settings set target.preload-symbols true` after it restores lldb's.
+    debugger.HandleCommand("settings set target.preload-symbols false")
     debugger.HandleCommand('command container add -h "%s" ruby'
                            % "Inspect a CRuby process or core file without running code in it.")
     for cmd in registry.all_commands(_SESSIONS):

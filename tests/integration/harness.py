@@ -256,19 +256,25 @@ def gcore(pid, workdir):
     return path
 
 
-def debugger_argv(debugger, commands, pid=None, exe=None, core=None):
+def debugger_argv(debugger, commands, pid=None, exe=None, core=None, plugin_first=False):
     """gdb or lldb-16 in batch mode, attached to pid (or on core, with exe),
-    with the plugin loaded and the given `ruby ...` commands."""
+    with the plugin loaded and the given `ruby ...` commands. plugin_first:
+    the plugin loaded before the attach, as ~/.gdbinit or ~/.lldbinit load
+    it (the lldb plugin then has lldb load symbols lazily)."""
     if debugger == "gdb":
         argv = ["gdb", "-q", "-nx", "-batch", "-iex", "set index-cache directory " + os.path.join(INDEX_CACHE, "gdb"),
-                "-iex", "set index-cache enabled on", "-ex", "set pagination off", "-ex", "set confirm off"]
+                "-iex", "set index-cache enabled on"]
+        if plugin_first:
+            argv += ["-iex", "source " + GDB_PLUGIN]
+        argv += ["-ex", "set pagination off", "-ex", "set confirm off"]
         if pid:
             argv += ["-p", str(pid)]
         elif exe:
             argv += [exe, core]
         else:  # a core alone: the debugger has no binaries, so no symbols
             argv += ["-c", core]
-        argv += ["-ex", "source " + GDB_PLUGIN]
+        if not plugin_first:
+            argv += ["-ex", "source " + GDB_PLUGIN]
         for c in commands:
             argv += ["-ex", c]
     elif debugger == "lldb":
@@ -280,11 +286,14 @@ def debugger_argv(debugger, commands, pid=None, exe=None, core=None):
         argv += ["-O", "settings set plugin.process.gdb-remote.packet-timeout 30",
                  "-O", "settings set symbols.enable-lldb-index-cache true",
                  "-O", "settings set symbols.lldb-index-cache-path " + os.path.join(INDEX_CACHE, "lldb")]
+        if plugin_first:
+            argv += ["-O", "command script import " + LLDB_PLUGIN]
         if pid:
             argv += ["-p", str(pid)]
         else:
             argv += ["-c", core] + ([exe] if exe else [])
-        argv += ["-o", "command script import " + LLDB_PLUGIN]
+        if not plugin_first:
+            argv += ["-o", "command script import " + LLDB_PLUGIN]
         for c in commands:
             argv += ["-o", c]
     else:
@@ -301,10 +310,11 @@ def front_end_env():
     return env
 
 
-def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300):
+def run_debugger(debugger, commands, pid=None, exe=None, core=None, timeout=300, plugin_first=False):
     """Runs gdb or lldb-16 in batch mode with the plugin loaded and the given
-    `ruby ...` commands. Returns (returncode, combined output)."""
-    r = subprocess.run(debugger_argv(debugger, commands, pid, exe, core), capture_output=True, text=True,
+    `ruby ...` commands (plugin_first: debugger_argv). Returns (returncode,
+    combined output)."""
+    r = subprocess.run(debugger_argv(debugger, commands, pid, exe, core, plugin_first), capture_output=True, text=True,
                        timeout=timeout, stdin=subprocess.DEVNULL, env=front_end_env(), errors="replace")
     return r.returncode, r.stdout + r.stderr
 

@@ -9,7 +9,8 @@ the core, and the command line (`rbpeek bt --pid`, `--core` with and
 without `--exe`). Every recorded thread must be found, and every frame's
 label, path, absolute_path and line number must be equal, in order.
 Live, the debuggers also walk with the version's built-in table and show
-the selected thread alone; gdb also opens the core with no binaries (ELF
+the selected thread alone, and lldb also runs with the plugin imported
+before the attach (its symbols then loaded lazily); gdb also opens the core with no binaries (ELF
 symbols only); the command line also runs threads, locks and info. The
 target must be left running.
 """
@@ -86,6 +87,26 @@ def check_selected_thread(c, name="deep"):
     harness.log("ruby bt on the selected thread (%d, %r): identical" % (num, name))
 
 
+def check_plugin_first(c, expected):
+    """lldb with the plugin imported before the attach (~/.lldbinit, -O):
+    the plugin has turned target.preload-symbols off, so lldb attached
+    without loading every module's symbols (docs/performance.md); the
+    backtraces must be the same."""
+    if c.debugger != "lldb":
+        return
+    out_json = c.path("rbpeek-plugin-first.json")
+    rc, output = harness.run_debugger(c.debugger, ["settings show target.preload-symbols",
+                                                   "ruby bt -a --json -o " + out_json],
+                                      pid=c.target.pid, plugin_first=True)
+    harness.assert_no_traceback(output)
+    if "target.preload-symbols (boolean) = false" not in output:
+        raise Failure("lldb still preloads symbols after the plugin's import:\n" + output[-2000:])
+    if not os.path.exists(out_json):
+        raise Failure("plugin imported before the attach: no JSON written:\n" + output[-3000:])
+    compare(expected, harness.read_json(out_json))
+    harness.log("plugin imported before the attach (lldb's symbols loaded lazily): identical too")
+
+
 def check_debugger(c):
     expected = c.target.expected()
     out_json = c.path("rbpeek.json")
@@ -117,6 +138,7 @@ def check_debugger(c):
     n = compare(expected, actual)
     if c.live:
         check_selected_thread(c)
+        check_plugin_first(c, expected)
     if os.path.exists(table_json):
         compare(expected, harness.read_json(table_json))
         harness.log("built-in table layouts/%s.layout: identical too" % version)

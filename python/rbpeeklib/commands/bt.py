@@ -48,7 +48,8 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
                      in JSON "locals": {name: inspect}, "self", "owner"
   --depth N, --max-length N   the limits of those values (as for `ruby p`)
   --stats            after the output, one line: frames walked, time taken,
-                     and reads that reached the memory source
+                     and reads that reached the memory source; on the first
+                     command of a target, the time opening rbpeek's session
   --vm ADDR          use this rb_vm_t address instead of discovering it
   --layout FILE      use this struct layout (see rbpeek-layoutgen); --layout
                      dwarf: the target's own DWARF, not the built-in table
@@ -86,7 +87,7 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
         stats = session.read_stats()
         write_output(dbg, text, args.output)
         if args.stats:
-            self._print_stats(dbg, threads, walked, stats)
+            self._print_stats(dbg, threads, walked, stats, self.sessions.opened_in)
 
     @staticmethod
     def _snapshot(dbg, session, max_frames, native):
@@ -108,12 +109,15 @@ way the target Ruby prints its own backtraces. Nothing runs in the target.
         return session.snapshot_native(max_frames)
 
     @staticmethod
-    def _print_stats(dbg, threads, walked, stats):
+    def _print_stats(dbg, threads, walked, stats, opened_in):
         frames = sum(t["nframes"] for t in threads) or 1
+        # The first command of a target also opened rbpeek's session
+        # (symbols, layout, VM: docs/performance.md's first `ruby bt`).
+        opened = "; session opened in %.1f ms" % (opened_in * 1e3) if opened_in is not None else ""
         dbg.write("rbpeek: walked %d threads, %d frames in %.1f ms (%.2f us/frame); %d reads reached the memory "
-                  "source (%.3f/frame, %d KiB), %d cache requests\n"
+                  "source (%.3f/frame, %d KiB), %d cache requests%s\n"
                   % (len(threads), frames, walked * 1e3, walked * 1e6 / frames, stats["source_reads"],
-                     stats["source_reads"] / frames, stats["source_bytes"] // 1024, stats["requests"]))
+                     stats["source_reads"] / frames, stats["source_bytes"] // 1024, stats["requests"], opened))
 
     @staticmethod
     def _selected(dbg, threads):

@@ -3,6 +3,7 @@ every command, and made from the target options (--vm, --layout,
 --ruby-version) of the command that asks for it."""
 
 import os
+import time
 
 from ..core import RbpeekError, Session
 
@@ -19,8 +20,12 @@ class Sessions:
         self._key = None
         self._session = None
         self._reads_pid = False
+        # Seconds the last get() took to open a new session (None: it reused
+        # one), for `ruby bt --stats`: the first command's share of attaching.
+        self.opened_in = None
 
     def get(self, dbg, args):
+        self.opened_in = None
         key = (dbg.target_key(), args.vm, args.layout, args.ruby_version)
         if key[0] is None:
             raise RbpeekError("no process or core file to inspect: attach to a Ruby process or load a core first")
@@ -30,6 +35,7 @@ class Sessions:
                 self._session.set_kernel_tids(_kernel_tids(dbg))
             return self._session
         self._session = None
+        started = time.perf_counter()
         s = Session()
         own = dbg.own_source()
         pid = dbg.live_pid()
@@ -83,6 +89,7 @@ class Sessions:
         if warning:
             dbg.warn("rbpeek: warning: %s\n" % warning)
         self._session, self._key, self._reads_pid = s, key, used_pid
+        self.opened_in = time.perf_counter() - started
         return s
 
     def drop(self):
