@@ -204,7 +204,7 @@ static void test_builtin(void)
         CU_ASSERT_TRUE(rbp_has(&l, RBP_L_ec_cfp));
         CU_ASSERT_TRUE(rbp_has(&l, RBP_L_th_status) && l.f[RBP_L_th_status].bit_size == 2);
         bool exact = false;
-        CU_ASSERT_EQUAL(rbp_builtin_layout_find(ver, &exact), (long)i);
+        CU_ASSERT_EQUAL(rbp_builtin_layout_find(ver, RBP_MACHINE_DEFAULT, &exact), (long)i);
         CU_ASSERT_TRUE(exact);
         /* Another patch release of the same minor falls back to this one
          * (unless another table of that minor is nearer). */
@@ -212,7 +212,7 @@ static void test_builtin(void)
         if (sscanf(ver, "%d.%d.%d", &maj, &min, &pat) == 3) {
             char other[32];
             snprintf(other, sizeof other, "%d.%d.%d", maj, min, pat + 1000);
-            long j = rbp_builtin_layout_find(other, &exact);
+            long j = rbp_builtin_layout_find(other, RBP_MACHINE_DEFAULT, &exact);
             CU_ASSERT(j >= 0);
             CU_ASSERT_FALSE(exact);
             if (j >= 0) CU_ASSERT_STRING_NOT_EQUAL(rbp_builtin_layout_version((size_t)j), "");
@@ -221,10 +221,10 @@ static void test_builtin(void)
     CU_ASSERT_PTR_NULL(rbp_builtin_layout_version(n));
     CU_ASSERT_PTR_NULL(rbp_builtin_layout_text(n));
     bool exact = true;
-    CU_ASSERT_EQUAL(rbp_builtin_layout_find("1.8.7", &exact), -1);
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find("1.8.7", RBP_MACHINE_DEFAULT, &exact), -1);
     CU_ASSERT_FALSE(exact);
-    CU_ASSERT_EQUAL(rbp_builtin_layout_find("garbage", &exact), -1);
-    CU_ASSERT_EQUAL(rbp_builtin_layout_find(NULL, &exact), -1);
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find("garbage", RBP_MACHINE_DEFAULT, &exact), -1);
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find(NULL, RBP_MACHINE_DEFAULT, &exact), -1);
 }
 
 /* Issue #12, defects 3 and 4, and their class: a layout whose members do
