@@ -6,11 +6,12 @@
  * from: a core's ELF header (use_core, set_core_file, add_core_regions),
  * the debugger's architecture (set_arch), the ELF header of a Ruby image
  * mapped (attach), and again at attach when a caller ignored the first
- * refusal. The fixtures are the first 64 bytes of real arm64 files (issue
- * 39): qemu-aarch64-core.ehdr of the core qemu-aarch64 wrote of Debian's
- * arm64 ruby3.1 (3.1.2) on SIGQUIT, libruby-3.1-arm64.ehdr of Debian's
- * arm64 libruby-3.1.so.3.1.2. An x86-64 target is not refused, and the
- * mapping of debuggers' names is checked with the names gdb and lldb gave.
+ * refusal. The fixtures are ELF headers made here as those of the real
+ * arm64 files of issue 39 read (the core qemu-aarch64 wrote of Debian's
+ * arm64 ruby3.1 on SIGQUIT: ET_CORE, EM_AARCH64; Debian's arm64
+ * libruby-3.1.so.3.1.2: ET_DYN, EM_AARCH64); it.arch_refusal reads the
+ * real ones. An x86-64 target is not refused, and the mapping of
+ * debuggers' names is checked with the names gdb and lldb gave.
  */
 #include "cu_main.h"
 #include "fixture_files.h"
@@ -22,22 +23,31 @@
 #include "context/context.h"
 #include "memory/machine.h"
 
-static char *fixture(const char *name, size_t *len)
+/* A 64-byte ELF header of an arm64 file of type type (ET_CORE, ET_DYN). */
+static char *arm64_header(uint16_t type, size_t *len)
 {
-    const char *src = getenv("RBPEEK_SOURCE_DIR");
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/tests/unit/fixtures/%s", src ? src : ".", name);
-    char *data = slurp(path, len);
-    CU_ASSERT_FATAL(data != NULL && *len == 64);
-    return data;
+    Elf64_Ehdr *eh = calloc(1, sizeof *eh);
+    CU_ASSERT_FATAL(eh != NULL);
+    memcpy(eh->e_ident, ELFMAG, SELFMAG);
+    eh->e_ident[EI_CLASS] = ELFCLASS64;
+    eh->e_ident[EI_DATA] = ELFDATA2LSB;
+    eh->e_ident[EI_VERSION] = EV_CURRENT;
+    eh->e_type = type;
+    eh->e_machine = EM_AARCH64;
+    eh->e_version = EV_CURRENT;
+    eh->e_phoff = sizeof *eh;
+    eh->e_ehsize = sizeof *eh;
+    eh->e_phentsize = sizeof(Elf64_Phdr);
+    *len = sizeof *eh;
+    return (char *)eh;
 }
 
-/* The fixture's bytes in a file of its own (a core to open). */
-static void fixture_file(const char *name, char *path, size_t cap)
+/* An arm64 core's header in a file of its own (a core to open). */
+static void core_file(char *path, size_t cap)
 {
     size_t len;
-    char *data = fixture(name, &len);
-    tmp_path(path, cap, "machine", name);
+    char *data = arm64_header(ET_CORE, &len);
+    tmp_path(path, cap, "machine", "arm64.core");
     FILE *f = fopen(path, "wb");
     CU_ASSERT_FATAL(f != NULL);
     CU_ASSERT_FATAL(fwrite(data, 1, len, f) == len);
@@ -84,7 +94,7 @@ static void test_names(void)
 static void test_header(void)
 {
     size_t len;
-    char *core = fixture("qemu-aarch64-core.ehdr", &len);
+    char *core = arm64_header(ET_CORE, &len);
     uint16_t m = 0;
     CU_ASSERT_TRUE(rbp_elf_header_machine(core, len, &m));
     CU_ASSERT_EQUAL(m, EM_AARCH64);
@@ -103,7 +113,7 @@ static void test_header(void)
 static void test_use_core(void)
 {
     char path[PATH_MAX];
-    fixture_file("qemu-aarch64-core.ehdr", path, sizeof path);
+    core_file(path, sizeof path);
     rbpeek_session *s = rbpeek_session_new();
     CU_ASSERT_EQUAL(rbpeek_session_use_core(s, path), RBPEEK_ERR_UNSUPPORTED);
     assert_refusal(s, "the core's ELF header");
@@ -121,7 +131,7 @@ static long no_memory(void *ctx, uint64_t addr, void *buf, size_t len)
 static void test_debugger_core(void)
 {
     char path[PATH_MAX];
-    fixture_file("qemu-aarch64-core.ehdr", path, sizeof path);
+    core_file(path, sizeof path);
     rbpeek_session *s = rbpeek_session_new();
     CU_ASSERT_EQUAL(rbpeek_session_use_reader(s, no_memory, NULL), RBPEEK_OK);
     CU_ASSERT_EQUAL(rbpeek_session_add_core_regions(s, path), RBPEEK_ERR_UNSUPPORTED);
@@ -170,7 +180,7 @@ static long image_memory(void *ctx, uint64_t addr, void *buf, size_t len)
 static void test_mapped_image(void)
 {
     size_t len;
-    char *hdr = fixture("libruby-3.1-arm64.ehdr", &len);
+    char *hdr = arm64_header(ET_DYN, &len);
     image_header = hdr;
     const char *lib = "/nonexistent/usr/lib/aarch64-linux-gnu/libruby-3.1.so.3.1.2";
     rbpeek_session *s = rbpeek_session_new();
