@@ -25,6 +25,11 @@
 
 rbpeek_status rbp_discover_machine(rbpeek_session *s)
 {
+    /* One Ruby image of a machine rbpeek reads outvotes others: a process
+     * that maps an arm64 libruby as data is not an arm64 Ruby. An emulator
+     * of an arm64 Ruby maps only arm64 ones. */
+    char foreign[200] = "", ours[200] = "";
+    uint16_t foreign_m = RBP_MACHINE_UNKNOWN, ours_m = RBP_MACHINE_UNKNOWN;
     for (size_t i = 0; i < s->nregions; i++) {
         const rbp_region *r = &s->regions[i];
         if (!r->path || r->file_offset != 0 || !rbp_is_ruby_image_path(r->path)) continue;
@@ -35,11 +40,13 @@ rbpeek_status rbp_discover_machine(rbpeek_session *s)
         if (!(rbp_mem_read(s->mem, r->start, h, sizeof h) && rbp_elf_header_machine(h, sizeof h, &m)) &&
             !rbp_file_machine(r->path, &m))
             continue;
-        char how[200];
-        snprintf(how, sizeof how, "the ELF header of %s", r->path);
-        rbp_machine_establish(s, m, how);
+        bool read = rbp_machine_read(m);
+        if (read ? ours_m : foreign_m) continue;
+        snprintf(read ? ours : foreign, sizeof ours, "the ELF header of %s", r->path);
+        *(read ? &ours_m : &foreign_m) = m;
     }
-    return rbp_machine_verdict(s);
+    if (ours_m) return rbp_machine_establish(s, ours_m, ours);
+    return rbp_machine_establish(s, foreign_m, foreign);
 }
 
 static bool parse_version(rbpeek_session *s, const char *v)

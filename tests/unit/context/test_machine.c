@@ -165,15 +165,21 @@ static void test_set_arch(void)
 /* Memory holding an arm64 libruby's ELF header at its load address: an
  * emulator's process, read by pid or through a debugger. */
 #define IMAGE_BASE 0x5502880000ull
+#define RUBY_BASE 0x5501000000ull
 static const char *image_header;
+static char ruby_header[64];   /* a ruby executable's, when its machine is set */
 
 static long image_memory(void *ctx, uint64_t addr, void *buf, size_t len)
 {
     (void)ctx;
-    if (addr < IMAGE_BASE || addr - IMAGE_BASE >= 64) return -1;
-    size_t n = 64 - (size_t)(addr - IMAGE_BASE);
+    const char *src = NULL;
+    uint64_t base = 0;
+    if (addr >= IMAGE_BASE && addr - IMAGE_BASE < 64) src = image_header, base = IMAGE_BASE;
+    if (addr >= RUBY_BASE && addr - RUBY_BASE < 64 && ruby_header[18]) src = ruby_header, base = RUBY_BASE;
+    if (!src) return -1;
+    size_t n = 64 - (size_t)(addr - base);
     if (n > len) n = len;
-    memcpy(buf, image_header + (addr - IMAGE_BASE), n);
+    memcpy(buf, src + (addr - base), n);
     return (long)n;
 }
 
@@ -188,6 +194,17 @@ static void test_mapped_image(void)
     CU_ASSERT_EQUAL(rbpeek_session_add_region(s, IMAGE_BASE, IMAGE_BASE + 0x36f000, 0, lib), RBPEEK_OK);
     CU_ASSERT_EQUAL(rbpeek_session_attach(s), RBPEEK_ERR_UNSUPPORTED);
     assert_refusal(s, "the ELF header of /nonexistent/usr/lib/aarch64-linux-gnu/libruby-3.1.so.3.1.2");
+    /* beside an x86-64 ruby executable, an arm64 libruby mapped (as data) is outvoted */
+    memcpy(ruby_header, hdr, sizeof ruby_header);
+    ruby_header[18] = EM_X86_64;
+    CU_ASSERT_EQUAL(rbpeek_session_use_reader(s, image_memory, NULL), RBPEEK_OK);
+    CU_ASSERT_EQUAL(rbpeek_session_add_region(s, RUBY_BASE, RUBY_BASE + 0x1000, 0, "/nonexistent/usr/bin/ruby"),
+                    RBPEEK_OK);
+    CU_ASSERT_NOT_EQUAL(rbpeek_session_attach(s), RBPEEK_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NULL(strstr(rbpeek_session_error(s), "aarch64"));
+    rbpeek_session_free(s);
+    memset(ruby_header, 0, sizeof ruby_header);
+    s = rbpeek_session_new();
     /* the same image as x86-64's: not refused for its machine (no Ruby in it, though) */
     hdr[18] = EM_X86_64;
     CU_ASSERT_EQUAL(rbpeek_session_use_reader(s, image_memory, NULL), RBPEEK_OK);
