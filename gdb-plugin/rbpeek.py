@@ -71,6 +71,16 @@ class GdbAdapter(DebuggerAdapter):
                 return inf.pid
         return None
 
+    def architecture(self):
+        try:
+            return self._inferior().architecture().name()
+        except (gdb.error, RuntimeError, AttributeError):
+            pass
+        try:   # no frame yet, or a gdb without Inferior.architecture
+            return gdb.selected_frame().architecture().name()
+        except (gdb.error, RuntimeError, AttributeError):
+            return None
+
     def read_memory(self, addr, size):
         return self._inferior().read_memory(addr, size).tobytes()
 

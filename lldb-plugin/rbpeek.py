@@ -51,6 +51,10 @@ class LldbAdapter(DebuggerAdapter):
                 return pid
         return None
 
+    def architecture(self):
+        triple = self.target.GetTriple() if self.target.IsValid() else None
+        return triple or None
+
     def read_memory(self, addr, size):
         err = lldb.SBError()
         data = self.process.ReadMemory(addr, size, err)

@@ -83,7 +83,10 @@ RBPEEK_API rbpeek_status rbpeek_session_use_reader(rbpeek_session *s, rbpeek_rea
  * allowed to, e.g. as its ptrace tracer). */
 RBPEEK_API rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid);
 /* Reads an ELF core file. File-backed segments that the core does not
- * contain are read from the mapped files named in the core's NT_FILE note. */
+ * contain are read from the mapped files named in the core's NT_FILE note.
+ * A core of an architecture rbpeek does not read (an arm64 core) is
+ * refused with RBPEEK_ERR_UNSUPPORTED and one line naming it; so is it by
+ * set_core_file and add_core_regions. */
 RBPEEK_API rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path);
 
 /* The core file a reader's memory comes from (a debugger's core): a
@@ -101,6 +104,14 @@ RBPEEK_API rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const c
  * have (a forked child's main thread keeps its parent's in Ruby's record).
  * Replaces the list given before; n 0 drops it. */
 RBPEEK_API rbpeek_status rbpeek_session_set_kernel_tids(rbpeek_session *s, const int64_t *tids, size_t n);
+
+/* The target's architecture as the debugger names it (gdb's
+ * "i386:x86-64" or "aarch64", lldb's triple "x86_64-pc-linux-gnu"). One
+ * rbpeek does not read is refused here and again at attach, with
+ * RBPEEK_ERR_UNSUPPORTED and one line naming it: rbpeek reads x86-64
+ * targets only. A name the core does not know says nothing. Call it after
+ * use_reader/use_pid/use_core, which start a new target. */
+RBPEEK_API rbpeek_status rbpeek_session_set_arch(rbpeek_session *s, const char *debugger_arch);
 
 /* Symbol lookup. Optional: without it (or when it fails) symbols are taken
  * from the dynamic symbol tables of the ELF images mapped in the target. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "memory/elf_symbols.h"
+#include "memory/machine.h"
 #include "native/native.h"
 #include "vm/discover.h"
 #include "vm/kernel_tid.h"
@@ -122,9 +123,26 @@ static rbpeek_status set_source(rbpeek_session *s, rbp_source src)
     return RBPEEK_OK;
 }
 
+/* A new target: what was said of the last one's machine is not its. */
+static void forget_machine(rbpeek_session *s)
+{
+    s->machine = RBP_MACHINE_UNKNOWN;
+    s->machine_how[0] = '\0';
+}
+
+/* A core's machine, from its ELF header, before anything else reads it:
+ * an arm64 core is refused as such, not as a malformed one. */
+static rbpeek_status core_machine(rbpeek_session *s, const char *core_path)
+{
+    uint16_t m;
+    if (!rbp_file_machine(core_path, &m)) return RBPEEK_OK;   /* the core's reader says what is wrong */
+    return rbp_machine_establish(s, m, "the core's ELF header");
+}
+
 rbpeek_status rbpeek_session_use_reader(rbpeek_session *s, rbpeek_read_fn fn, void *ctx)
 {
     if (!s || !fn) return rbp_fail(s, RBPEEK_ERR_ARG, "use_reader: no read function given");
+    forget_machine(s);
     return set_source(s, (rbp_source){.read = fn, .ctx = ctx, .kind = "callback"});
 }
 
@@ -140,6 +158,7 @@ static void adopt_regions(rbpeek_session *s, rbp_region *r, size_t n)
 rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid)
 {
     if (!s || pid <= 0) return rbp_fail(s, RBPEEK_ERR_ARG, "use_pid: invalid pid %d", pid);
+    forget_machine(s);
     rbp_source src;
     char err[256];
     if (!rbp_source_proc(pid, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
@@ -155,6 +174,9 @@ rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid)
 rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path)
 {
     if (!s || !core_path) return rbp_fail(s, RBPEEK_ERR_ARG, "use_core: no core file given");
+    forget_machine(s);
+    rbpeek_status mst = core_machine(s, core_path);
+    if (mst != RBPEEK_OK) return mst;
     rbp_source src;
     char err[256];
     if (!rbp_source_core(core_path, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
@@ -170,6 +192,8 @@ rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path)
 rbpeek_status rbpeek_session_add_core_regions(rbpeek_session *s, const char *core_path)
 {
     if (!s || !core_path) return rbp_fail(s, RBPEEK_ERR_ARG, "add_core_regions: no core file given");
+    rbpeek_status mst = core_machine(s, core_path);
+    if (mst != RBPEEK_OK) return mst;
     rbp_region *r = NULL;
     size_t n = rbp_source_core_regions(core_path, &r);
     if (!n) return rbp_fail(s, RBPEEK_ERR_IO, "%s lists no mapped files (not an ELF core?)", core_path);
@@ -181,6 +205,8 @@ rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const char *core_p
 {
     if (!s || !core_path) return rbp_fail(s, RBPEEK_ERR_ARG, "set_core_file: no core file given");
     s->core_note[0] = '\0';
+    rbpeek_status mst = core_machine(s, core_path);
+    if (mst != RBPEEK_OK) return mst;
     rbp_source src;
     char err[256];
     if (!rbp_source_core(core_path, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
@@ -202,6 +228,14 @@ rbpeek_status rbpeek_session_set_kernel_tids(rbpeek_session *s, const int64_t *t
     if (!s || (n && !tids)) return rbp_fail(s, RBPEEK_ERR_ARG, "set_kernel_tids: no list given");
     if (!rbp_kernel_tids_set(s, tids, n)) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     return RBPEEK_OK;
+}
+
+rbpeek_status rbpeek_session_set_arch(rbpeek_session *s, const char *debugger_arch)
+{
+    if (!s || !debugger_arch) return rbp_fail(s, RBPEEK_ERR_ARG, "set_arch: no architecture given");
+    char how[200];
+    snprintf(how, sizeof how, "the debugger's architecture %s", debugger_arch);
+    return rbp_machine_establish(s, rbp_machine_from_debugger(debugger_arch), how);
 }
 
 rbpeek_status rbpeek_session_use_lookup(rbpeek_session *s, rbpeek_lookup_fn fn, void *ctx)
@@ -324,7 +358,11 @@ rbpeek_status rbpeek_session_attach(rbpeek_session *s)
     s->vm_exec_looked_up = false;
     s->instantiates_looked_up = false;
 
-    rbpeek_status st = rbp_discover_version(s);
+    /* The target's machine first: a table of another architecture can
+     * validate by chance and print garbage. */
+    rbpeek_status st = rbp_discover_machine(s);
+    if (st != RBPEEK_OK) return st;
+    st = rbp_discover_version(s);
     /* Each layout candidate in turn, until one the target validates: a
      * refusal (NO_LAYOUT) moves on to the next; any other failure is the
      * target's, whatever the layout. */

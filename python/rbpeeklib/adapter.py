@@ -24,6 +24,12 @@ class DebuggerAdapter:
         None under a debugger."""
         return None
 
+    def architecture(self):
+        """The target's architecture as the debugger names it (gdb's
+        "i386:x86-64", "aarch64"; lldb's triple), or None. The core judges
+        it: this adapter knows no list of architectures."""
+        return None
+
     def read_memory(self, addr, size):
         """bytes of target memory; raises on unreadable memory."""
         raise NotImplementedError

@@ -50,6 +50,12 @@ struct rbpeek_session {
     char **debug_files;
     size_t ndebug_files;
 
+    /* The target's ELF machine (memory/machine.h; 0 while no source has
+     * said) and which source said it ("the core's ELF header"...):
+     * context/machine.c records and judges it. */
+    uint16_t machine;
+    char machine_how[200];
+
     /* Facts found by attach. */
     bool attached;
     char ruby_version[32];      /* the version in use (--ruby-version, if given) */
@@ -123,6 +129,16 @@ void rbp_warn(rbpeek_session *s, const char *fmt, ...) __attribute__((format(pri
  * one (memory/: files a core names that are not regular files). A line
  * already on the warning line is not added again. */
 rbp_warnsink rbp_session_warnsink(rbpeek_session *s);
+
+/* The target's machine (context/machine.c): a source (how: "the core's
+ * ELF header", "the debugger (aarch64)"...) says it is m, which is kept
+ * unless a machine rbpeek does not read was said before; returns the
+ * verdict. rbp_machine_verdict: RBPEEK_OK, or RBPEEK_ERR_UNSUPPORTED with
+ * the one-line refusal of a machine rbpeek does not read. The machine the
+ * layout must be made for: the target's, x86-64 while none is known. */
+rbpeek_status rbp_machine_establish(rbpeek_session *s, uint16_t m, const char *how);
+rbpeek_status rbp_machine_verdict(rbpeek_session *s);
+uint16_t rbp_machine_of_target(const rbpeek_session *s);
 
 /* The label quoting of the target's backtraces. */
 static inline const rbp_label_quotes *rbp_release_quotes(const rbpeek_session *s) { return &s->rel.frames.quotes; }

@@ -5,6 +5,8 @@
  */
 #include "layout/layout.h"
 
+#include "memory/machine.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +55,7 @@ rbp_field_id rbp_field_by_name(const char *name)
 void rbp_layout_clear(rbp_layout *l)
 {
     memset(l, 0, sizeof *l);
+    l->machine = RBP_MACHINE_DEFAULT;
     l->nsources = 1; /* group 0: members of no named source */
     for (int i = 0; i < RBP_L_COUNT; i++)
         l->f[i] = (rbp_field){.offset = -1, .size = 0, .bit_offset = 0, .bit_size = 0};
@@ -186,6 +189,17 @@ int rbp_layout_parse(rbp_layout *out, const char *text, char *err, size_t errlen
             }
             continue;
         }
+        if (strcmp(name, "machine") == 0) {
+            /* Never guessed: a layout of a machine this rbpeek cannot name
+             * must not be read as x86-64's. */
+            char m[32] = "";
+            if (sscanf(line, "%*s %31s", m) != 1 || !(out->machine = rbp_machine_by_name(m))) {
+                set_err(err, errlen, "line %d: 'machine' needs a machine this rbpeek knows (x86-64, aarch64, ...), not '%s'",
+                        lineno, m);
+                return -1;
+            }
+            continue;
+        }
         if (strcmp(name, "source") == 0) {
             const char *what = line + strspn(line, " \t") + strlen("source");
             what += strspn(what, " \t");
@@ -254,6 +268,8 @@ char *rbp_layout_format(const rbp_layout *l, const char *comment)
     n += (size_t)snprintf(buf + n, cap - n, "# rbpeek layout (fields: core/src/layout/layout_fields.def)\n");
     if (comment) n += (size_t)snprintf(buf + n, cap - n, "# %s\n", comment);
     if (l->ruby_version[0]) n += (size_t)snprintf(buf + n, cap - n, "ruby %s\n", l->ruby_version);
+    if (l->machine != RBP_MACHINE_DEFAULT && rbp_machine_name(l->machine))
+        n += (size_t)snprintf(buf + n, cap - n, "machine %s\n", rbp_machine_name(l->machine));
     for (int g = 0; g < l->nsources && n < cap; g++) {
         if (g > 0) n += (size_t)snprintf(buf + n, cap - n, "source %s\n", l->sources[g]);
         for (int i = 0; i < RBP_L_COUNT && n < cap; i++)
@@ -273,13 +289,25 @@ size_t rbp_builtin_layout_count(void) { return rbp_builtin_count; }
 const char *rbp_builtin_layout_version(size_t i) { return i < rbp_builtin_count ? rbp_builtin_versions[i] : NULL; }
 const char *rbp_builtin_layout_text(size_t i) { return i < rbp_builtin_count ? rbp_builtin_texts[i] : NULL; }
 
+uint16_t rbp_builtin_layout_machine(size_t i)
+{
+    /* One line of the table's text, looked for at each line's start. */
+    for (const char *p = rbp_builtin_layout_text(i); p && *p;) {
+        char name[32];
+        if (strncmp(p, "machine ", 8) == 0 && sscanf(p + 8, "%31s", name) == 1) return rbp_machine_by_name(name);
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    return RBP_MACHINE_DEFAULT;
+}
+
 static bool parse_version(const char *v, int *maj, int *min, int *pat)
 {
     *pat = 0;
     return v && sscanf(v, "%d.%d.%d", maj, min, pat) >= 2;
 }
 
-long rbp_builtin_layout_find(const char *version, bool *exact)
+long rbp_builtin_layout_find(const char *version, uint16_t machine, bool *exact)
 {
     int maj, min, pat;
     if (exact) *exact = false;
@@ -289,7 +317,7 @@ long rbp_builtin_layout_find(const char *version, bool *exact)
     for (size_t i = 0; i < rbp_builtin_count; i++) {
         int bmaj, bmin, bpat;
         if (!parse_version(rbp_builtin_versions[i], &bmaj, &bmin, &bpat)) continue;
-        if (bmaj != maj || bmin != min) continue;
+        if (bmaj != maj || bmin != min || rbp_builtin_layout_machine(i) != machine) continue;
         int dist = abs(bpat - pat);
         if (dist < best_dist) {
             best_dist = dist;

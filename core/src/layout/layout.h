@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memory/machine.h"
+
 typedef enum rbp_field_id {
 #define RBP_FIELD(id, type, member) RBP_L_##id,
 #define RBP_SIZE(id, type) RBP_L_##id,
@@ -48,6 +50,9 @@ typedef struct rbp_layout_alt {
 
 typedef struct rbp_layout {
     char ruby_version[32];   /* the version the layout was made for, or "" */
+    uint16_t machine;        /* the ELF machine it was made for (memory/machine.h): a
+                              * "machine NAME" line, the DWARF file's header; x86-64
+                              * (RBP_MACHINE_DEFAULT) for a file without the line */
     rbp_field f[RBP_L_COUNT];
     char sources[RBP_LAYOUT_MAX_SOURCES][64];   /* sources[0] is "" */
     uint8_t nsources;
@@ -64,7 +69,7 @@ bool rbp_field_is_size(rbp_field_id id);
 /* Looks a field up by its name; returns RBP_L_COUNT when unknown. */
 rbp_field_id rbp_field_by_name(const char *name);
 
-/* Marks every field absent. */
+/* Marks every field absent; the machine is x86-64's until said. */
 void rbp_layout_clear(rbp_layout *l);
 
 static inline bool rbp_has(const rbp_layout *l, rbp_field_id id)
@@ -92,7 +97,8 @@ bool rbp_layout_check(const rbp_layout *l, char *why, size_t n);
 uint64_t rbp_field_extract(const rbp_layout *l, rbp_field_id id, const uint8_t *base);
 
 /* Text format, one field per line: "<name> <offset> <size> [<bit_offset> <bit_size>]",
- * plus a "ruby <version>" line, "source <words>" lines that open a group of
+ * plus a "ruby <version>" line, a "machine <name>" line (x86-64 when
+ * absent; written only for another), "source <words>" lines that open a group of
  * members from one source, and "alt <field> <offset> <size> [...]" lines
  * that give a member's alternative placement; '#' starts a comment. Unknown names are
  * ignored (a newer file on an older rbpeek). Returns 0 on success, else -1
@@ -105,9 +111,11 @@ char *rbp_layout_format(const rbp_layout *l, const char *comment);
 size_t rbp_builtin_layout_count(void);
 const char *rbp_builtin_layout_version(size_t i);
 const char *rbp_builtin_layout_text(size_t i);
-/* Finds the built-in table for version: the exact one, else the nearest
- * patch release of the same major.minor (*exact set to false). Returns the
- * index or -1. */
-long rbp_builtin_layout_find(const char *version, bool *exact);
+/* The ELF machine table i was made for (its "machine" line, else x86-64). */
+uint16_t rbp_builtin_layout_machine(size_t i);
+/* Finds the built-in table of machine for version: the exact one, else
+ * the nearest patch release of the same major.minor (*exact set to
+ * false). Returns the index or -1 (no table of that machine). */
+long rbp_builtin_layout_find(const char *version, uint16_t machine, bool *exact);
 
 #endif

@@ -12,6 +12,7 @@
  * DWARF from a strange compiler must give "absent" fields, never a crash.
  */
 #include "layout/layout_dwarf.h"
+#include "memory/machine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -262,5 +263,9 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
         return -1;
     }
     read_ruby_version(elf_path, out->ruby_version, sizeof out->ruby_version);
+    /* The DWARF's structs are its own architecture's (a debug file's
+     * header names it as the binary's does). */
+    uint16_t m;
+    if (rbp_file_machine(elf_path, &m)) out->machine = m;
     return 0;
 }

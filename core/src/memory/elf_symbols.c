@@ -32,6 +32,7 @@
 #include "memory/elf_symbols.h"
 
 #include "base/target_file.h"
+#include "memory/machine.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -123,10 +124,12 @@ static int image_fd(elf_image *im)
     return im->fd;
 }
 
+/* An image of a machine rbpeek does not read is not parsed: the session
+ * refused such a target at attach, in one line (context/machine.c). */
 static bool ehdr_ok(const Elf64_Ehdr *eh)
 {
     return memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
-           eh->e_ident[EI_DATA] == ELFDATA2LSB && eh->e_machine == EM_X86_64 &&
+           eh->e_ident[EI_DATA] == ELFDATA2LSB && rbp_machine_read(eh->e_machine) &&
            (eh->e_type == ET_DYN || eh->e_type == ET_EXEC) && eh->e_phentsize == sizeof(Elf64_Phdr) &&
            eh->e_phnum > 0 && eh->e_phnum <= MAX_PHNUM;
 }

@@ -14,6 +14,7 @@
 #include "vm/discover.h"
 
 #include "layout/layout_dwarf.h"
+#include "memory/machine.h"
 #include "vm/discover_scan.h"
 #include "vm/robject.h"
 #include "vm/validate.h"
@@ -21,6 +22,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+rbpeek_status rbp_discover_machine(rbpeek_session *s)
+{
+    /* One Ruby image of a machine rbpeek reads outvotes others: a process
+     * that maps an arm64 libruby as data is not an arm64 Ruby. An emulator
+     * of an arm64 Ruby maps only arm64 ones. */
+    char foreign[200] = "", ours[200] = "";
+    uint16_t foreign_m = RBP_MACHINE_UNKNOWN, ours_m = RBP_MACHINE_UNKNOWN;
+    for (size_t i = 0; i < s->nregions; i++) {
+        const rbp_region *r = &s->regions[i];
+        if (!r->path || r->file_offset != 0 || !rbp_is_ruby_image_path(r->path)) continue;
+        /* The header in memory is the image mapped; the file's serves a
+         * core that left the page out. */
+        unsigned char h[20];
+        uint16_t m;
+        if (!(rbp_mem_read(s->mem, r->start, h, sizeof h) && rbp_elf_header_machine(h, sizeof h, &m)) &&
+            !rbp_file_machine(r->path, &m))
+            continue;
+        bool read = rbp_machine_read(m);
+        if (read ? ours_m : foreign_m) continue;
+        snprintf(read ? ours : foreign, sizeof ours, "the ELF header of %s", r->path);
+        *(read ? &ours_m : &foreign_m) = m;
+    }
+    if (ours_m) return rbp_machine_establish(s, ours_m, ours);
+    return rbp_machine_establish(s, foreign_m, foreign);
+}
 
 static bool parse_version(rbpeek_session *s, const char *v)
 {
@@ -97,8 +124,18 @@ static const char *layout_missing(const rbp_layout *l)
 /* The one gate every layout passes, from a file, DWARF or a built-in table:
  * it has what the walker needs, and every member lies where it can be read
  * (layout.c's bounds check). False with why set to "<source> ...". */
-static bool layout_usable(const rbp_layout *l, const char *source, char *why, size_t whylen)
+static bool layout_usable(const rbpeek_session *s, const rbp_layout *l, const char *source, char *why,
+                          size_t whylen)
 {
+    /* A table is chosen for the target's architecture: another's structs
+     * differ after the first pthread or jmp_buf member. */
+    uint16_t target = rbp_machine_of_target(s);
+    if (l->machine != target) {
+        const char *lm = rbp_machine_name(l->machine), *tm = rbp_machine_name(target);
+        snprintf(why, whylen, "%s was made for %s (ELF machine %u), the target is %s (ELF machine %u)", source,
+                 lm ? lm : "another machine", l->machine, tm ? tm : "another machine", target);
+        return false;
+    }
     const char *missing = layout_missing(l);
     if (missing) {
         snprintf(why, whylen, "%s lacks %s", source, missing);
@@ -120,7 +157,7 @@ static bool try_layout_text(rbpeek_session *s, const char *text, const char *sou
         snprintf(why, whylen, "%s: %s", source, err);
         return false;
     }
-    if (!layout_usable(&l, source, why, whylen)) return false;
+    if (!layout_usable(s, &l, source, why, whylen)) return false;
     s->layout = l;
     snprintf(s->layout_source, sizeof s->layout_source, "%s", source);
     return true;
@@ -164,7 +201,7 @@ static bool try_dwarf(rbpeek_session *s, const char *path, char *why, size_t why
     }
     char source[600];
     snprintf(source, sizeof source, "DWARF of %s", path);
-    if (!layout_usable(&l, source, why, whylen)) return false;
+    if (!layout_usable(s, &l, source, why, whylen)) return false;
     s->layout = l;
     snprintf(s->layout_source, sizeof s->layout_source, "dwarf:%s", path);
     return true;
@@ -221,7 +258,7 @@ rbpeek_status rbp_discover_layout_next(rbpeek_session *s, rbp_layout_try *it, rb
             if (!ok) return rbp_fail(s, RBPEEK_ERR_NO_LAYOUT, "unusable layout file: %s", why);
             return RBPEEK_OK;
         }
-        it->table = rbp_builtin_layout_find(s->ruby_version, &it->exact);
+        it->table = rbp_builtin_layout_find(s->ruby_version, rbp_machine_of_target(s), &it->exact);
     }
     /* The release's own table first (exact and validated against the
      * target: no DWARF to parse), unless DWARF was asked for. */

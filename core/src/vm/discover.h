@@ -1,5 +1,6 @@
 /*
- * Attach-time discovery, in order: which Ruby version the target runs,
+ * Attach-time discovery, in order: which architecture the target is
+ * (refused unless rbpeek reads it), which Ruby version it runs,
  * which struct layout describes it, and where its VM is. Each step records
  * how it got its answer (for `ruby info`) and fails with one line that says
  * what to try.
@@ -9,6 +10,11 @@
 
 #include "context/context.h"
 
+/* The target's machine: what the caller said (a core's header, the
+ * debugger), then the ELF headers of the Ruby images mapped (libruby, a
+ * ruby executable: an emulator's process maps arm64 ones); refused in one
+ * line when rbpeek does not read it (context/machine.c). */
+rbpeek_status rbp_discover_machine(rbpeek_session *s);
 rbpeek_status rbp_discover_version(rbpeek_session *s);
 
 /* Where rbp_discover_layout_next is in its candidates; zeroed to start. */

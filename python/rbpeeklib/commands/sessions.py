@@ -52,6 +52,10 @@ class Sessions:
             raise RbpeekError("cannot read the memory of process %d: %s" % (pid, s.error()))
         if not used_pid and not own:
             s.use_reader(dbg.read_memory)
+        arch = dbg.architecture()
+        if arch:
+            s.set_arch(arch)   # an architecture rbpeek does not read is refused here, in one line
+        if not used_pid and not own:
             for start, end, offset, path in dbg.regions():
                 s.add_region(start, end, offset, path)
             core = dbg.core_file()

@@ -66,6 +66,7 @@ def signatures():
         "rbpeek_session_use_lookup": (st, [vp, LOOKUP_FN, vp]),
         "rbpeek_session_set_kernel_tids": (st, [vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t]),
         "rbpeek_session_set_core_file": (st, [vp, cp]),
+        "rbpeek_session_set_arch": (st, [vp, cp]),
         "rbpeek_session_add_region": (st, [vp, u64, u64, u64, cp]),
         "rbpeek_session_add_core_regions": (st, [vp, cp]),
         "rbpeek_session_set_vm": (st, [vp, u64]),

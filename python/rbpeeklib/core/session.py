@@ -242,6 +242,11 @@ class Session(Owned):
         """The core file the debugger reads: a truncated one is said."""
         self._check(lib().rbpeek_session_set_core_file(self._h, path.encode()))
 
+    def set_arch(self, name):
+        """The target's architecture as the debugger names it; the core
+        refuses one it does not read (RbpeekError, one line)."""
+        self._check(lib().rbpeek_session_set_arch(self._h, name.encode()))
+
     def add_region(self, start, end, offset, path):
         lib().rbpeek_session_add_region(self._h, start, end, offset, path.encode() if path else None)
 

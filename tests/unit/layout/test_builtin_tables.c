@@ -38,7 +38,7 @@ static void test_every_release_has_a_table(void)
             char v[16];
             snprintf(v, sizeof v, "%s.%d", LINES[i].line, p);
             bool exact = false;
-            long idx = rbp_builtin_layout_find(v, &exact);
+            long idx = rbp_builtin_layout_find(v, RBP_MACHINE_DEFAULT, &exact);
             if (idx < 0 || !exact) fprintf(stderr, "no built-in table for Ruby %s\n", v);
             CU_ASSERT(idx >= 0 && exact);
             want++;
@@ -117,7 +117,7 @@ static void test_facts_equal_dwarf(void)
         CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&dwarf, text, err, sizeof err), 0);
         free(text);
         bool exact = false;
-        long idx = rbp_builtin_layout_find(BUILT[b], &exact);
+        long idx = rbp_builtin_layout_find(BUILT[b], RBP_MACHINE_DEFAULT, &exact);
         CU_ASSERT_FATAL(idx >= 0 && exact);
         CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&facts, rbp_builtin_layout_text((size_t)idx), err, sizeof err), 0);
         int compared = 0, differ = 0;

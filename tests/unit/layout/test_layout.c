@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "cu_main.h"
+
+#include <elf.h>
 #include "layout/layout.h"
 
 static void test_metadata(void)
@@ -204,7 +206,7 @@ static void test_builtin(void)
         CU_ASSERT_TRUE(rbp_has(&l, RBP_L_ec_cfp));
         CU_ASSERT_TRUE(rbp_has(&l, RBP_L_th_status) && l.f[RBP_L_th_status].bit_size == 2);
         bool exact = false;
-        CU_ASSERT_EQUAL(rbp_builtin_layout_find(ver, &exact), (long)i);
+        CU_ASSERT_EQUAL(rbp_builtin_layout_find(ver, RBP_MACHINE_DEFAULT, &exact), (long)i);
         CU_ASSERT_TRUE(exact);
         /* Another patch release of the same minor falls back to this one
          * (unless another table of that minor is nearer). */
@@ -212,7 +214,7 @@ static void test_builtin(void)
         if (sscanf(ver, "%d.%d.%d", &maj, &min, &pat) == 3) {
             char other[32];
             snprintf(other, sizeof other, "%d.%d.%d", maj, min, pat + 1000);
-            long j = rbp_builtin_layout_find(other, &exact);
+            long j = rbp_builtin_layout_find(other, RBP_MACHINE_DEFAULT, &exact);
             CU_ASSERT(j >= 0);
             CU_ASSERT_FALSE(exact);
             if (j >= 0) CU_ASSERT_STRING_NOT_EQUAL(rbp_builtin_layout_version((size_t)j), "");
@@ -221,10 +223,10 @@ static void test_builtin(void)
     CU_ASSERT_PTR_NULL(rbp_builtin_layout_version(n));
     CU_ASSERT_PTR_NULL(rbp_builtin_layout_text(n));
     bool exact = true;
-    CU_ASSERT_EQUAL(rbp_builtin_layout_find("1.8.7", &exact), -1);
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find("1.8.7", RBP_MACHINE_DEFAULT, &exact), -1);
     CU_ASSERT_FALSE(exact);
-    CU_ASSERT_EQUAL(rbp_builtin_layout_find("garbage", &exact), -1);
-    CU_ASSERT_EQUAL(rbp_builtin_layout_find(NULL, &exact), -1);
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find("garbage", RBP_MACHINE_DEFAULT, &exact), -1);
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find(NULL, RBP_MACHINE_DEFAULT, &exact), -1);
 }
 
 /* Issue #12, defects 3 and 4, and their class: a layout whose members do
@@ -270,6 +272,40 @@ static void test_bounds_check(void)
     }
 }
 
+/* A layout carries the machine it was made for: x86-64 without a
+ * "machine" line (every table and file before it), the line's machine
+ * otherwise, written back only when it is not x86-64; a machine this
+ * rbpeek cannot name is an error, never read as x86-64; no built-in table
+ * is aarch64's yet. */
+static void test_machine(void)
+{
+    rbp_layout l;
+    char err[256] = "";
+    CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&l, "ruby 3.1.2\ncfp_pc 0 8\n", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(l.machine, EM_X86_64);
+    char *text = rbp_layout_format(&l, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NULL(strstr(text, "machine"));
+    free(text);
+    CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&l, "ruby 3.1.2\nmachine aarch64\ncfp_pc 0 8\n", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(l.machine, EM_AARCH64);
+    text = rbp_layout_format(&l, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nruby 3.1.2\nmachine aarch64\n"));
+    rbp_layout again;
+    CU_ASSERT_EQUAL(rbp_layout_parse(&again, text, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(again.machine, EM_AARCH64);
+    free(text);
+    CU_ASSERT_EQUAL(rbp_layout_parse(&l, "machine vax\ncfp_pc 0 8\n", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "line 1: 'machine' needs a machine this rbpeek knows"));
+    CU_ASSERT_EQUAL(rbp_layout_parse(&l, "machine\ncfp_pc 0 8\n", err, sizeof err), -1);
+    bool exact;
+    for (size_t i = 0; i < rbp_builtin_layout_count(); i++)
+        CU_ASSERT_EQUAL(rbp_builtin_layout_machine(i), EM_X86_64);
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find("3.1.2", EM_AARCH64, &exact), -1);
+    CU_ASSERT_TRUE(rbp_builtin_layout_find("3.1.2", EM_X86_64, &exact) >= 0 && exact);
+}
+
 static const rbp_cu_test tests[] = {
     {"bounds check: members where they can be read", test_bounds_check},
     {"field metadata", test_metadata},
@@ -278,6 +314,7 @@ static const rbp_cu_test tests[] = {
     {"format/parse round trip", test_round_trip},
     {"field extraction", test_extract},
     {"built-in tables", test_builtin},
+    {"the machine a layout was made for", test_machine},
     {NULL, NULL},
 };
 

@@ -304,7 +304,7 @@ static void test_corrupted_cores(void)
 static void expect_layout_refused(const char *line, const char *field)
 {
     bool exact = false;
-    long idx = rbp_builtin_layout_find(g_version, &exact);
+    long idx = rbp_builtin_layout_find(g_version, RBP_MACHINE_DEFAULT, &exact);
     CU_ASSERT_FATAL(idx >= 0);
     char path[700];
     snprintf(path, sizeof path, "%s/bad.layout", g_dir);
