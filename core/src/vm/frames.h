@@ -26,6 +26,9 @@ typedef struct rbp_cframes {
     uint64_t vm_stack;    /* the VM stack's start ... */
     uint64_t cfp;         /* ... and the current frame: values live in between */
     rbp_scratch *room;    /* where frames lives */
+    /* The innermost frame's members that say whether a JIT runs it or is
+     * pushing it (frames.c): 0 where the release has none. */
+    uint64_t top_sp, top_bp, top_jit_return;
 } rbp_cframes;
 
 /* Reads at most max control frames of the execution context ec in one read,
