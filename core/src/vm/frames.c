@@ -283,7 +283,7 @@ static int internal_frame(walk *w, const rbp_iseq_info *in, uint64_t pc, const r
         w->n -= w->borrowing;
         w->borrowing = 0;
     }
-    bool unknown = stale_line(w);
+    bool unknown = !pc || stale_line(w);
     int lineno = unknown ? 0 : rbp_iseq_lineno(w->s, in, pc);
     const char *path = arena_str(w->a, in->path), *abspath = arena_str(w->a, in->abspath);
     const char *label = cme ? rbp_cfunc_label(w->s, cme) : rbp_iseq_frame_label(w->s, in, owner);
@@ -373,10 +373,30 @@ static bool half_pushed(walk *w, const rbp_cframe *f)
     return bad;
 }
 
+#define VM_FRAME_MAGIC_BLOCK 0x22220001u
+#define VM_FRAME_FLAG_CFRAME 0x0080u
+
+/* Whether f, an innermost frame with an iseq and no pc, is a method's or a
+ * block's that JIT code runs (jit_return set; the interpreter's pushes
+ * clear it). 3.1's C YJIT runs such frames with pc 0 for long stretches
+ * (measured: 1,077 of 1,800 samples of a JIT loop on Debian's ruby3.1):
+ * Ruby's rule (no pc, not shown) would drop the frame that is running
+ * and show its caller as the innermost. Shown, its line unknown. A frame
+ * whose slot still holds another frame's members was told by half_pushed
+ * before. */
+static bool jit_frame_without_pc(walk *w, const rbp_cframe *f)
+{
+    uint64_t flags = 0;
+    if (w->raw != 0 || !w->cf->top_jit_return || !rbp_mem_u64(w->s->mem, f->ep, &flags)) return false;
+    uint32_t magic = (uint32_t)flags & VM_FRAME_MAGIC_MASK;
+    return (magic == VM_FRAME_MAGIC_METHOD || magic == VM_FRAME_MAGIC_BLOCK) && !(flags & VM_FRAME_FLAG_CFRAME);
+}
+
 /* A control frame with an iseq. */
 static int ruby_frame(walk *w, const rbp_cframe *f)
 {
-    if (!f->pc) return W_NEXT;
+    bool no_pc = !f->pc;
+    if (no_pc && !jit_frame_without_pc(w, f)) return W_NEXT;
     const rbp_iseq_info *in = rbp_iseq_get(w->s, f->iseq);
     if (!in) return W_NEXT; /* an ifunc or unreadable iseq: Ruby would not show it either */
     if (folded_into_rescue(w, in)) return W_NEXT;
@@ -388,7 +408,7 @@ static int ruby_frame(walk *w, const rbp_cframe *f)
     if (c_trace_builtin(w, in, have_cme)) return emit_cfunc(w, rbp_cfunc_label(w->s, &cme), NULL, NULL, 0);
     /* Copy iseq strings before computing the label: a cache clear inside
      * the label computation must not leave us dangling. */
-    bool unknown = stale_line(w);
+    bool unknown = no_pc || stale_line(w);
     int lineno = unknown ? 0 : rbp_iseq_lineno(w->s, in, f->pc);
     const char *path = arena_str(w->a, in->path), *abspath = arena_str(w->a, in->abspath);
     uint64_t iseq_addr = in->iseq;

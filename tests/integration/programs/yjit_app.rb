@@ -45,12 +45,13 @@ def hot_leaf(n)
   s
 end
 HOT_LAST = __LINE__ - 2
+HOT_CALL = File.readlines(__FILE__).index { |l| l.include?("# HOT_" + "CALL") } + 1
 
 def compute
   hot_leaf(10)   # compiled before it is sampled
   loop do
     if File.exist?(BUSY)
-      hot_leaf(2_000_000)
+      hot_leaf(2_000_000)   # HOT_CALL
     else
       sleep 0.01
     end
@@ -119,7 +120,7 @@ Thread.new do
   end
   yjit = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? ? "true" : "false"
   File.write(File.join(OUT, "expected.json"),
-             %({"ruby_version": #{json_str(RUBY_VERSION)}, "yjit": #{yjit}, "hot": [#{HOT_FIRST}, #{HOT_LAST}],\n) +
+             %({"ruby_version": #{json_str(RUBY_VERSION)}, "yjit": #{yjit}, "hot": [#{HOT_FIRST}, #{HOT_LAST}], "hot_call": #{HOT_CALL},\n) +
              %( "threads": [#{docs.join(",\n")}]}\n))
   File.write(File.join(OUT, "ready"), Process.pid.to_s)
   sleep

@@ -581,10 +581,56 @@ static void test_half_pushed_frame_is_left_out(void)
     image_free(&im);
 }
 
+/* 3.1's C YJIT runs a frame with pc 0 for long stretches: the innermost
+ * frame with jit_return set whose environment says method or block is
+ * shown, its line unknown, not dropped for its missing pc (its caller
+ * would read as the innermost); without jit_return it is dropped as Ruby
+ * drops it, and a frame with the C frame flag is never taken for one. */
+static void test_jit_frame_without_pc_is_shown(void)
+{
+    image im = {0};
+    uint8_t *frames;
+    uint64_t ec = build_jit(&im, 0x7f0000001000, 0x7f0000002000, &frames);
+    uint8_t *ep0 = frames - (STACK_SIZE - 3 * CFP) + 0x80;   /* the innermost frame's environment */
+    put64(frames + 0, 0);                                       /* no pc */
+    rbpeek_session *s = jit_session(&im, 3, 1, "3.1.2");
+    set_field(&s->layout, RBP_L_cfp_bp, JIT_BP, 8);
+    rbp_arena a;
+    memset(&a, 0, sizeof a);
+    rbpeek_thread t;
+    walk(s, ec, &a, &t);   /* no frame magic: not a frame JIT code runs, dropped */
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 1);
+    expect(&t.frames[0], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 9);
+    for (int magic = 0; magic < 2; magic++) {
+        put64(ep0, (magic ? 0x22220001u : 0x11110001u) | 0x2);
+        rbp_mem_refresh(s->mem);
+        walk(s, ec, &a, &t);
+        CU_ASSERT_EQUAL_FATAL(t.nframes, 2);
+        CU_ASSERT_STRING_EQUAL(t.frames[0].label, "m");
+        CU_ASSERT_EQUAL(t.frames[0].lineno, 0);
+        CU_ASSERT_EQUAL(t.frames[0].lineno_unknown, 1);
+        expect(&t.frames[1], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 9);
+        CU_ASSERT_EQUAL(t.frames[1].lineno_unknown, 0);
+    }
+    put64(ep0, 0x11110001u | 0x80 | 0x2);   /* a C frame's flag */
+    rbp_mem_refresh(s->mem);
+    walk(s, ec, &a, &t);
+    CU_ASSERT_EQUAL(t.nframes, 1);
+    put64(ep0, 0x11110001u | 0x2);
+    put64(frames + JIT_RETURN, 0);                      /* the interpreter's push */
+    rbp_mem_refresh(s->mem);
+    walk(s, ec, &a, &t);
+    CU_ASSERT_EQUAL(t.nframes, 1);
+    rbp_arena_free(&a);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test tests[] = {
     {"YJIT: the frame its code runs has no line; older frames keep theirs", test_jit_running_frame_has_no_line},
     {"an interpreted innermost frame keeps its line", test_interpreted_frame_keeps_its_line},
     {"a frame caught half pushed is left out, and said", test_half_pushed_frame_is_left_out},
+    {"3.1's YJIT: a frame its code runs without a pc is shown, its line unknown", test_jit_frame_without_pc_is_shown},
     {"3.4: a label survives the iseq cache clearing itself", test_label_survives_a_full_iseq_cache},
     {"a snapshot's budget of control frames cuts walks and says so", test_frame_budget},
     {"3.4: the frames' environment chains share one budget", test_environment_chains_share_a_budget},
