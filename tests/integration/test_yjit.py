@@ -6,9 +6,10 @@ whose every method is compiled before it runs (issue 36).
 RUBY is a matrix name built with YJIT (3.3.8 and 3.4.5 of the matrix, and
 Debian's ruby3.1, whose YJIT is the C one). programs/yjit_app.rb runs
 under `--yjit --yjit-call-threshold=1` (RUBY+yjit: harness.ruby_binary)
-and must say YJIT is on. Its threads park in Queue#pop and sleep called from JIT-compiled methods, one computes
-in a JIT-compiled loop with no calls in its body (hot_leaf), one
-allocates; both compute only while sampled.
+and must say YJIT is on. Its threads park in Queue#pop and sleep called
+from JIT-compiled methods, one computes in a JIT-compiled loop with no
+calls in its body (hot_leaf), one allocates; both compute only while
+sampled.
 
 - bt (gdb and lldb, live and on the core; the command line, --pid and
   --core): the parked threads' frames equal their own backtrace_locations,
