@@ -213,6 +213,7 @@ typedef struct walk {
     const rbp_cframes *cf;
     uint64_t ec;
     const char *half_pushed;   /* why the innermost control frame was left out, or NULL */
+    int32_t saved_line;        /* rbp_frames_walk_origin's *saved_line */
 } walk;
 
 enum { W_NEXT, W_STOP };
@@ -289,6 +290,7 @@ static int internal_frame(walk *w, const rbp_iseq_info *in, uint64_t pc, const r
     const char *label = cme ? rbp_cfunc_label(w->s, cme) : rbp_iseq_frame_label(w->s, in, owner);
     int r = emit_cfunc(w, label, path, abspath, lineno);
     if (r != W_STOP) w->p[w->n - 1].f.lineno_unknown = unknown;
+    if (r != W_STOP && unknown && pc && w->n == 1) w->saved_line = rbp_iseq_lineno(w->s, in, pc);
     return r;
 }
 
@@ -418,6 +420,7 @@ static int ruby_frame(walk *w, const rbp_cframe *f)
     rbpeek_frame *e = &w->p[w->n - 1].f;
     e->first_lineno = first;
     e->lineno_unknown = unknown;
+    if (unknown && !no_pc && w->n == 1) w->saved_line = rbp_iseq_lineno(w->s, in, f->pc);
     e->self = f->self; /* for its locals (ruby bt --locals) */
     e->ep = f->ep;
     w->borrowing = 0;
@@ -482,13 +485,15 @@ static const char *read_budgeted(rbpeek_session *s, uint64_t ec, rbpeek_thread *
 const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
                                    rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark)
 {
-    return rbp_frames_walk_origin(s, ec, max_frames, a, out, raw_budget, mark, NULL);
+    return rbp_frames_walk_origin(s, ec, max_frames, a, out, raw_budget, mark, NULL, NULL);
 }
 
 const char *rbp_frames_walk_origin(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
-                                   rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark, uint32_t **origin)
+                                   rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark, uint32_t **origin,
+                                   int32_t *saved_line)
 {
     if (origin) *origin = NULL;
+    if (saved_line) *saved_line = 0;
     rbp_cframes cf;
     if (raw_budget && *raw_budget == 0) {
         out->truncated = 1;
@@ -535,6 +540,7 @@ const char *rbp_frames_walk_origin(rbpeek_session *s, uint64_t ec, size_t max_fr
     for (size_t i = 0; i < w.n; i++) frames[i] = w.p[i].f;
     out->frames = frames;
     out->nframes = w.n;
+    if (saved_line) *saved_line = w.saved_line;
     if (origin && w.n && (*origin = rbp_arena_alloc(a, w.n * sizeof **origin)))
         for (size_t i = 0; i < w.n; i++) (*origin)[i] = w.p[i].raw;
 done:
