@@ -203,6 +203,9 @@ typedef struct rbpeek_frame {
     uint64_t instantiates;      /* a thread's innermost frame, when a C frame of Class#new,
                                  * Class#allocate, a Struct class's new or Array.new: the class whose
                                  * instance it allocates (its self); else 0 (and on every other frame) */
+    int32_t lineno_unknown;     /* 1: the line is not known and lineno is 0: JIT code (YJIT) is running
+                                 * this frame, and the pc Ruby keeps for it is stale, so the line it
+                                 * gives would not be true (docs/versions.md); else 0 */
 } rbpeek_frame;
 
 /* The GC at work on a thread (rbpeek_thread.gc): its phase, as the

@@ -24,3 +24,12 @@ rbpeek_yjit_test(sample_other test_sample.py 3.4.5 LABEL sample ARGS other)  # s
 # The new user's clustered puma under RUBYOPT=--yjit on Debian's ruby3.1,
 # sampled with --subprocesses --native: whole stacks through JIT code.
 rbpeek_plain_test(puma.yjit test_puma.py yjit)
+
+# The Ruby side of JIT code itself (test_yjit.py), on all three: `ruby bt`
+# of threads parked from JIT-compiled code against their own
+# backtrace_locations, and `sample` of a JIT-compiled loop (no stale line,
+# no half-pushed frame, no running frame left out). The test turns YJIT
+# on through the +yjit spec (harness.ruby_binary).
+if(RBPEEK_YJIT_RUBIES)
+  rbpeek_ruby_test(yjit test_yjit.py RUBIES ${RBPEEK_YJIT_RUBIES})
+endif()

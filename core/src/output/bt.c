@@ -79,12 +79,30 @@ static void put_line_number(rbp_strbuf *b, int32_t n)
 static void location_line(bt_ctx *c, rbp_strbuf *b, const rbpeek_frame *f)
 {
     rbp_sb_puts(b, f->path ? f->path : nil_path_text(c));
-    if (f->lineno) put_line_number(b, f->lineno);
+    if (f->lineno_unknown) rbp_sb_putn(b, ":?", 2);
+    else if (f->lineno) put_line_number(b, f->lineno);
     const rbp_label_quotes *q = rbp_release_quotes(c->s);
     rbp_sb_putn(b, ":in ", 4);
     rbp_sb_puts(b, q->open);
     rbp_sb_puts(b, f->label ? f->label : "");
     rbp_sb_puts(b, q->close);
+}
+
+/* Said where a frame's line is not known (rbpeek_frame.lineno_unknown). */
+#define LINE_UNKNOWN_NOTE "line not known: YJIT's code is running this frame, and Ruby does not keep its line " \
+                          "while it does (docs/versions.md)"
+
+/* "lineno" (null where it is not known, with the note). */
+static void json_lineno(rbp_json *j, const rbpeek_frame *f)
+{
+    rbp_json_key(j, "lineno");
+    if (f->lineno_unknown) rbp_json_null(j);
+    else rbp_json_i64(j, f->lineno);
+}
+
+static void json_line_note(rbp_json *j, const rbpeek_frame *f)
+{
+    if (f->lineno_unknown) rbp_json_kstr(j, "note", LINE_UNKNOWN_NOTE);
 }
 
 typedef struct frame_kind {
@@ -266,10 +284,11 @@ static void json_stack_frame(bt_ctx *c, rbp_json *j, const rbpeek_stack_frame *f
         rbp_json_kstr(j, "label", f->ruby->label);
         rbp_json_kstr(j, "path", f->ruby->path);
         rbp_json_kstr(j, "absolute_path", f->ruby->absolute_path);
-        rbp_json_ki64(j, "lineno", f->ruby->lineno);
+        json_lineno(j, f->ruby);
         rbp_json_kstr(j, "kind", "cfunc");
         rbp_json_kstr(j, "symbol", f->native->symbol);
         json_native_place(j, f->native);
+        json_line_note(j, f->ruby);
     } else if (f->native) {
         rbp_json_kstr(j, "kind", "native");
         rbp_json_kstr(j, "label", f->native->symbol);
@@ -348,6 +367,8 @@ static void text_thread(bt_ctx *c, rbp_strbuf *b, size_t index)
     rbp_sb_puts(b, "):\n");
     size_t shown_frames = shown_count(c, t);
     const rbpeek_native_stack *ns = native_of(c, index);
+    bool unknown = false;
+    for (size_t i = 0; i < t->nframes; i++) unknown |= t->frames[i].lineno_unknown && shown(c, &t->frames[i]);
     if (ns) {
         for (size_t i = 0; i < ns->nframes; i++)
             if (stack_shown(c, &ns->frames[i])) text_stack_frame(c, b, &ns->frames[i]);
@@ -366,6 +387,7 @@ static void text_thread(bt_ctx *c, rbp_strbuf *b, size_t index)
             if (c->opt && c->opt->locals) text_locals(c, b, f);
         }
     }
+    if (unknown) rbp_sb_puts(b, "    (?: " LINE_UNKNOWN_NOTE ")\n");
     if (t->truncated) rbp_sb_printf(b, "    ... (cut at %zu frames; use --max-frames)\n", shown_frames);
     if (t->error) rbp_sb_printf(b, "    (walk stopped early: %s)\n", t->error);
 }
@@ -378,8 +400,9 @@ static void json_frame(bt_ctx *c, rbp_json *j, const rbpeek_frame *f)
     rbp_json_kstr(j, "label", f->label);
     rbp_json_kstr(j, "path", f->path);
     rbp_json_kstr(j, "absolute_path", f->absolute_path);
-    rbp_json_ki64(j, "lineno", f->lineno);
+    json_lineno(j, f);
     rbp_json_kstr(j, "kind", kind_of(f)->name);
+    json_line_note(j, f);
     if (c->opt && c->opt->locals) {
         rbp_frame_locals l;
         frame_locals(c, f, &l);

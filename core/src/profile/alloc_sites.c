@@ -46,6 +46,7 @@
 #include "base/strbuf.h"
 #include "profile/alloc_sites.h"
 #include "profile/schedstat.h"
+#include "vm/snapshot.h"
 #include "profile/profile.h"
 
 #define RAN_SLOTS 64   /* threads whose CPU time is remembered (the GVL holders) */
@@ -68,6 +69,8 @@ struct rbpeek_alloc_sites {
     rbp_sample_scratch scratch;
     typed *typed;               /* open addressing on (site, class) */
     size_t tcap, tused;
+    rbpeek_frame *frames;       /* a sample's frames with its saved line (with_saved_line) */
+    size_t fcap;
 };
 
 static const char *const ALLOCATOR[] = {
@@ -105,6 +108,7 @@ void rbpeek_alloc_sites_free(rbpeek_alloc_sites *a)
     if (!a) return;
     free(a->count);
     free(a->typed);
+    free(a->frames);
     rbp_sample_scratch_free(&a->scratch);
     free(a);
 }
@@ -232,9 +236,30 @@ static bool ran_since(rbpeek_alloc_sites *a, int pid, int64_t tid)
     return ran;
 }
 
+/* t with its first frame at saved_line (rbp_snapshot_saved_line), in
+ * *copy; false only out of memory. A frame YJIT's code runs has no known
+ * line (vm/frames.c), but in the allocator its pc is exact: YJIT saves the
+ * pc before every call that may allocate (jit_prepare_call_with_gc, 3.1's
+ * jit_prepare_routine_call), as allocation tracing needs. */
+static bool with_saved_line(rbpeek_alloc_sites *a, const rbpeek_thread *t, int32_t saved_line, rbpeek_thread *copy)
+{
+    if (t->nframes > a->fcap) {
+        rbpeek_frame *f = realloc(a->frames, t->nframes * sizeof *f);
+        if (!f) return false;
+        a->frames = f;
+        a->fcap = t->nframes;
+    }
+    memcpy(a->frames, t->frames, t->nframes * sizeof *a->frames);
+    a->frames[0].lineno = saved_line;
+    a->frames[0].lineno_unknown = 0;
+    *copy = *t;
+    copy->frames = a->frames;
+    return true;
+}
+
 rbp_sample_fate rbp_alloc_sites_add_thread(rbpeek_alloc_sites *a, rbpeek_profile *p, const rbpeek_thread *t,
                                            const rbpeek_native_stack *ns, const rbpeek_sample_options *opt,
-                                           bool *tid_unknown)
+                                           int32_t saved_line, bool *tid_unknown)
 {
     *tid_unknown = false;
     a->p = p;
@@ -253,6 +278,11 @@ rbp_sample_fate rbp_alloc_sites_add_thread(rbpeek_alloc_sites *a, rbpeek_profile
     if (in <= 0) {
         if (gc) a->st.gc_elsewhere++;
         return RBP_SAMPLE_FILTERED;
+    }
+    rbpeek_thread copy;
+    if (saved_line > 0 && t->nframes && t->frames[0].lineno_unknown) {
+        if (!with_saved_line(a, t, saved_line, &copy)) return RBP_SAMPLE_NOMEM;
+        t = &copy;
     }
     rbp_sample_fate fate = rbp_sample_add_thread(p, t, opt, &a->scratch, tid_unknown);
     if (fate != RBP_SAMPLE_ADDED) return fate;
@@ -282,7 +312,8 @@ rbpeek_status rbpeek_alloc_sites_add_snapshot(rbpeek_alloc_sites *a, rbpeek_prof
         const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
         if (!t) continue;
         bool unknown = false;
-        switch (rbp_alloc_sites_add_thread(a, p, t, rbpeek_snapshot_native(snap, i), opt, &unknown)) {
+        switch (rbp_alloc_sites_add_thread(a, p, t, rbpeek_snapshot_native(snap, i), opt, rbp_snapshot_saved_line(snap, i),
+                                           &unknown)) {
         case RBP_SAMPLE_ADDED: r.added++; break;
         case RBP_SAMPLE_FAILED: r.failed++; break;
         case RBP_SAMPLE_FILTERED: r.filtered++; break;
@@ -376,7 +407,8 @@ rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_
         if (*f->d.path) rbp_json_str(&j, f->d.path);
         else rbp_json_null(&j);
         rbp_json_key(&j, "lineno");
-        rbp_json_i64(&j, f->d.line);
+        if (f->d.kind == RBP_PF_RUBY && f->d.line == 0) rbp_json_null(&j);   /* not known: JIT code ran it */
+        else rbp_json_i64(&j, f->d.line);
         rbp_json_key(&j, "kind");
         rbp_json_str(&j, f->d.kind == RBP_PF_CFUNC ? "cfunc" : "ruby");
         rbp_json_key(&j, "samples");

@@ -26,6 +26,9 @@ typedef struct rbp_cframes {
     uint64_t vm_stack;    /* the VM stack's start ... */
     uint64_t cfp;         /* ... and the current frame: values live in between */
     rbp_scratch *room;    /* where frames lives */
+    /* The innermost frame's members that say whether a JIT runs it or is
+     * pushing it (frames.c): 0 where the release has none. */
+    uint64_t top_sp, top_bp, top_jit_return;
 } rbp_cframes;
 
 /* Reads at most max control frames of the execution context ec in one read,
@@ -68,8 +71,14 @@ const char *rbp_frames_walk_marked(rbpeek_session *s, uint64_t ec, size_t max_fr
 /* rbp_frames_walk_marked, also giving (in a) for each frame reported the
  * index of the control frame it comes from among those rbp_cframes_read
  * reads (innermost 0): the native merge (native_merge.c) places frames
- * by their control frames' flags. *origin is NULL when no frame is. */
+ * by their control frames' flags. *origin is NULL when no frame is.
+ * *saved_line (when given): where the first frame's line is not known
+ * because JIT code runs it (lineno_unknown), the line of the pc the VM
+ * holds for it, else 0. That pc is exact only where the JIT saved it, as
+ * YJIT does before every call that may allocate (allocation sites:
+ * profile/alloc_sites.c); elsewhere it is stale. */
 const char *rbp_frames_walk_origin(rbpeek_session *s, uint64_t ec, size_t max_frames, rbp_arena *a,
-                                   rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark, uint32_t **origin);
+                                   rbpeek_thread *out, size_t *raw_budget, rbp_stack_mark *mark, uint32_t **origin,
+                                   int32_t *saved_line);
 
 #endif

@@ -50,6 +50,7 @@ struct rbpeek_snapshot {
      * execution context and its frames' control frames, then the stacks. */
     uint64_t *ecs;
     uint32_t **origins;
+    int32_t *saved_lines;   /* each thread's rbp_frames_walk_origin *saved_line */
     rbpeek_native_stack *native;
 };
 
@@ -102,7 +103,8 @@ static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_
     size_t idx = (size_t)(t - snap->threads);
     uint32_t **origin = snap->origins ? &snap->origins[idx] : NULL;
     if (snap->ecs) snap->ecs[idx] = r->ec;
-    const char *err = rbp_frames_walk_origin(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen, origin);
+    int32_t *saved = snap->saved_lines ? &snap->saved_lines[idx] : NULL;
+    const char *err = rbp_frames_walk_origin(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen, origin, saved);
     for (int attempt = 0; running && attempt < 2; attempt++) {
         uint64_t ec = 0;
         if (read_mark_direct(s, r->th, &ec, &now) && ec == r->ec && mark_equal(&seen, &now)) break;
@@ -113,7 +115,7 @@ static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_
             t->nframes = 0;
             t->frames = NULL;
             t->truncated = 0;
-            err = rbp_frames_walk_origin(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen, origin);
+            err = rbp_frames_walk_origin(s, r->ec, max_frames, &snap->arena, t, frame_budget, &seen, origin, saved);
         } else {
             t->torn = 1;
             err = "its stack changed while it was read (torn)";
@@ -249,8 +251,10 @@ static rbpeek_status new_snapshot(take_run *r)
     if (ok && (r->o.origins || r->o.split.native) && n)
         ok = (snap->ecs = rbp_arena_alloc(&snap->arena, n * sizeof *snap->ecs)) &&
              (snap->origins = rbp_arena_alloc(&snap->arena, n * sizeof *snap->origins)) &&
+             (snap->saved_lines = rbp_arena_alloc(&snap->arena, n * sizeof *snap->saved_lines)) &&
              (!r->o.split.native || (snap->native = rbp_arena_alloc(&snap->arena, n * sizeof *snap->native)));
     if (!ok) return rbp_fail(r->s, RBPEEK_ERR_NOMEM, "out of memory");
+    if (snap->saved_lines) memset(snap->saved_lines, 0, n * sizeof *snap->saved_lines);
     snap->nthreads = n;
     return RBPEEK_OK;
 }
@@ -503,6 +507,11 @@ rbpeek_status rbpeek_snapshot_take_native(rbpeek_session *s, size_t max_frames, 
 const rbpeek_native_stack *rbpeek_snapshot_native(const rbpeek_snapshot *snap, size_t index)
 {
     return snap && snap->native && index < snap->nthreads ? &snap->native[index] : NULL;
+}
+
+int32_t rbp_snapshot_saved_line(const rbpeek_snapshot *snap, size_t index)
+{
+    return snap && snap->saved_lines && index < snap->nthreads ? snap->saved_lines[index] : 0;
 }
 
 void rbpeek_snapshot_free(rbpeek_snapshot *snap)

@@ -57,4 +57,9 @@ typedef struct rbp_snapshot_split {
 rbpeek_status rbp_snapshot_take_split(rbpeek_session *s, size_t max_frames, const rbp_snapshot_split *how,
                                       rbpeek_snapshot **out);
 
+/* Thread index's saved line (rbp_frames_walk_origin), read while the
+ * thread was stopped: 0 where its first frame's line is known, or was not
+ * walked, or the snapshot keeps no control frames (only native ones do). */
+int32_t rbp_snapshot_saved_line(const rbpeek_snapshot *snap, size_t index);
+
 #endif

@@ -208,15 +208,16 @@ static void holder_ids(rbpeek_session *s, uint64_t th, rbp_gvl_holder *h)
     h->native_tid = rbp_kernel_tid(s, h->pthread_id, h->native_tid);
 }
 
-bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t *n)
+/* The rb_thread_t holding each ractor's GVL (0 where it is free), as
+ * rbp_gvl_holders says. */
+static bool gvl_owners(rbpeek_session *s, uint64_t *out, size_t max, size_t *n)
 {
     const rbp_layout *L = &s->layout;
     *n = 0;
-    uint64_t owner = 0;
     if (!rbp_has(L, RBP_L_vm_ractor_set)) {
-        if (!rbp_has(L, RBP_L_vm_gvl_owner) || max < 1 || !rbp_read_field(s, s->vm, RBP_L_vm_gvl_owner, &owner))
+        if (!rbp_has(L, RBP_L_vm_gvl_owner) || max < 1 || !rbp_read_field(s, s->vm, RBP_L_vm_gvl_owner, &out[0]))
             return false;
-        holder_ids(s, owner, &out[(*n)++]);
+        *n = 1;
         return true;
     }
     rbp_field_id field;
@@ -227,10 +228,35 @@ bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t 
     list_walk rw = ractor_walk(s, max + 1);
     uint64_t r;
     while ((r = list_next(s, &rw, &warning)) != 0) {
-        if (*n >= max || !rbp_read_field(s, r, field, &owner)) return false;
-        holder_ids(s, owner, &out[(*n)++]);
+        if (*n >= max || !rbp_read_field(s, r, field, &out[*n])) return false;
+        (*n)++;
     }
     return !warning && *n > 0;
+}
+
+bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t *n)
+{
+    uint64_t th[64];
+    size_t k = 0;
+    *n = 0;
+    if (!gvl_owners(s, th, max < 64 ? max : 64, &k)) return false;
+    for (size_t i = 0; i < k; i++) holder_ids(s, th[i], &out[i]);
+    *n = k;
+    return true;
+}
+
+int rbp_ec_holds_gvl(rbpeek_session *s, uint64_t ec)
+{
+    uint64_t th[64];
+    size_t k = 0;
+    if (!ec || !gvl_owners(s, th, 64, &k)) return -1;
+    for (size_t i = 0; i < k; i++) {
+        uint64_t its = 0;
+        if (!th[i]) continue;
+        if (!rbp_read_field(s, th[i], RBP_L_th_ec, &its)) return -1;
+        if (its == ec) return 1;
+    }
+    return 0;
 }
 
 bool rbp_ractor_cache_counts(rbpeek_session *s, uint64_t *per_heap, size_t nheaps)

@@ -51,6 +51,12 @@ typedef struct rbp_gvl_holder {
  * max ractors: the caller cannot know who may run Ruby code. */
 bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t *n);
 
+/* Whether the thread whose current execution context is ec holds its
+ * ractor's GVL (is the one that may be running Ruby code, or JIT code, right
+ * now): 1 yes, 0 no, -1 not known (no GVL owner in this layout, a read
+ * failed, more than 64 ractors). */
+int rbp_ec_holds_gvl(rbpeek_session *s, uint64_t ec);
+
 /* Allocations not yet in the heaps' counters: from 4.0 each Ractor counts
  * what it allocates in its newobj cache, one count per heap, and adds them
  * to the heap's total_allocated_objects at the next GC. Adds every Ractor's

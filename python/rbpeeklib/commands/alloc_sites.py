@@ -49,8 +49,10 @@ def fmt_count(n):
 
 
 def _where(s):
-    if s["path"] and s["lineno"] > 0:
+    if s["path"] and s["lineno"]:
         return "%s:%d" % (s["path"], s["lineno"])
+    if s["path"] and s["lineno"] is None:   # not known: JIT code ran the frame, and saved no pc
+        return "%s:?" % s["path"]
     return s["path"] or "?"
 
 

@@ -16,7 +16,7 @@ class Frame(ctypes.Structure):
     _fields_ = [("label", ctypes.c_char_p), ("path", ctypes.c_char_p), ("absolute_path", ctypes.c_char_p),
                 ("lineno", ctypes.c_int32), ("kind", ctypes.c_int32), ("iseq", ctypes.c_uint64),
                 ("first_lineno", ctypes.c_int32), ("self", ctypes.c_uint64), ("ep", ctypes.c_uint64),
-                ("instantiates", ctypes.c_uint64)]
+                ("instantiates", ctypes.c_uint64), ("lineno_unknown", ctypes.c_int32)]
 
 
 class Thread(ctypes.Structure):

@@ -38,7 +38,8 @@ class Snapshot(Owned):
                  "nframes": t.nframes}
             if frames:
                 d["frames"] = [{"label": decode(f.label), "path": decode(f.path),
-                                "absolute_path": decode(f.absolute_path), "lineno": f.lineno,
+                                "absolute_path": decode(f.absolute_path),
+                                "lineno": None if f.lineno_unknown else f.lineno,
                                 "kind": "cfunc" if f.kind == 1 else "ruby"}
                                for f in (t.frames[j] for j in range(t.nframes))]
             out.append(d)
@@ -131,7 +132,8 @@ class Snapshot(Owned):
             ruby = None
             if f.ruby:
                 r = f.ruby.contents
-                ruby = {"label": decode(r.label), "path": decode(r.path), "lineno": r.lineno}
+                ruby = {"label": decode(r.label), "path": decode(r.path),
+                        "lineno": None if r.lineno_unknown else r.lineno}
             frames.append({"kind": FRAME_KINDS[f.kind] if 0 <= f.kind < len(FRAME_KINDS) else "?",
                            "internal": bool(f.internal), "ruby": ruby,
                            "native": native(f.native.contents) if f.native else None, "label": decode(f.label)})

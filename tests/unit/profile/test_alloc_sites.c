@@ -93,7 +93,7 @@ static rbp_sample_fate judge(rbpeek_alloc_sites *a, rbpeek_profile *p, const cha
     build(&b, syms, count, merged);
     rbpeek_thread t = thread_of();
     bool unknown;
-    return rbp_alloc_sites_add_thread(a, p, &t, &b.ns, NULL, &unknown);
+    return rbp_alloc_sites_add_thread(a, p, &t, &b.ns, NULL, 0, &unknown);
 }
 
 #define JUDGE(a, p, merged, ...)                                                                         \
@@ -139,7 +139,7 @@ static void test_judge(void)
     /* no machine frames */
     rbpeek_thread t = thread_of();
     bool unknown;
-    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, NULL, NULL, &unknown), RBP_SAMPLE_FILTERED);
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, NULL, NULL, 0, &unknown), RBP_SAMPLE_FILTERED);
 
     rbpeek_alloc_sites_stats st;
     rbpeek_alloc_sites_get_stats(a, &st);
@@ -294,15 +294,15 @@ static void test_not_run(void)
     rbpeek_thread t = thread_of();
     t.native_tid = parked_tid;
     bool unknown;
-    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_ADDED);
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, 0, &unknown), RBP_SAMPLE_ADDED);
     /* the parked thread has not run since: the same sample again, dropped */
-    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_FILTERED);
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, 0, &unknown), RBP_SAMPLE_FILTERED);
     /* this thread runs: kept each time */
     t.native_tid = gettid();
-    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_ADDED);
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, 0, &unknown), RBP_SAMPLE_ADDED);
     for (volatile int i = 0; i < 5000000; i++) {}
     usleep(1000);   /* switched out: the kernel adds up its CPU time (a sampled thread is, by its stop) */
-    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, &unknown), RBP_SAMPLE_ADDED);
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, &opt, 0, &unknown), RBP_SAMPLE_ADDED);
     rbpeek_alloc_sites_stats st;
     rbpeek_alloc_sites_get_stats(a, &st);
     CU_ASSERT_EQUAL(st.not_run, 1);
@@ -395,9 +395,42 @@ static void test_scale_huge(void)
     rbpeek_profile_free(p);
 }
 
+/* A Ruby frame YJIT's code runs allocating itself (putstring, newarray):
+ * its line is not known to the walk, but YJIT saved its pc before the
+ * call into the allocator, so the site takes the saved line; with none
+ * (0) the frame stays as the walk gave it. */
+static void test_saved_line(void)
+{
+    rbpeek_alloc_sites *a = rbpeek_alloc_sites_new();
+    rbpeek_profile *p = rbpeek_profile_new();
+    rbpeek_frame frames[2] = {STRINGS[1], STRINGS[2]};
+    frames[0].lineno = 0;
+    frames[0].lineno_unknown = 1;
+    const rbpeek_frame *was = RUBY;
+    RUBY = frames;
+    built b;
+    const char *syms[] = {"rb_ec_str_resurrect", "rb_wb_protected_newobj_of", "R0", "R1"};
+    build(&b, syms, 4, 1);
+    rbpeek_thread t = thread_of();
+    t.nframes = 2;
+    bool unknown;
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, NULL, 6, &unknown), RBP_SAMPLE_ADDED);
+    CU_ASSERT_EQUAL(rbp_alloc_sites_add_thread(a, p, &t, &b.ns, NULL, 0, &unknown), RBP_SAMPLE_ADDED);
+    CU_ASSERT_EQUAL(frames[0].lineno_unknown, 1);   /* the snapshot's frames are not changed */
+    char *json = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_alloc_sites_json(a, p, &json), RBPEEK_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "{\"label\":\"site_a\",\"path\":\"t.rb\",\"lineno\":6,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "{\"label\":\"site_a\",\"path\":\"t.rb\",\"lineno\":null,"));
+    rbpeek_free(json);
+    RUBY = was;
+    rbpeek_profile_free(p);
+    rbpeek_alloc_sites_free(a);
+}
+
 static const rbp_cu_test TESTS[] = {
     {"allocator names", test_names},
     {"judging stacks", test_judge},
+    {"a frame JIT code runs: the site at the line YJIT saved", test_saved_line},
     {"a site in Class#new, with its class", test_typed},
     {"a site making many classes", test_typed_many},
     {"the (site, class) pairs at their bound", test_typed_full},

@@ -138,6 +138,16 @@ static void walk(rbpeek_session *s, uint64_t ec, rbp_arena *a, rbpeek_thread *t)
     CU_ASSERT_PTR_NULL(err);
 }
 
+/* The walk of a stack whose innermost frame was caught being pushed: it is
+ * left out, and the walk says so. */
+static void walk_half_pushed(rbpeek_session *s, uint64_t ec, rbp_arena *a, rbpeek_thread *t)
+{
+    memset(t, 0, sizeof *t);
+    const char *err = rbp_frames_walk(s, ec, 100, a, t, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "being pushed"));
+}
+
 static void expect(const rbpeek_frame *f, int kind, const char *label, const char *path, int line)
 {
     CU_ASSERT_EQUAL(f->kind, kind);
@@ -154,7 +164,7 @@ static void test_internal_frames_40(void)
     rbp_arena a;
     memset(&a, 0, sizeof a);
     rbpeek_thread t;
-    walk(s, ec, &a, &t);
+    walk_half_pushed(s, ec, &a, &t);
     CU_ASSERT_EQUAL_FATAL(t.nframes, 3);
     /* the four newer frames collapse into the oldest internal one, at its caller's line */
     expect(&t.frames[0], RBPEEK_FRAME_CFUNC, "fetch_values", "t.rb", 7);
@@ -174,16 +184,17 @@ static void test_internal_frames_34(void)
     rbp_arena a;
     memset(&a, 0, sizeof a);
     rbpeek_thread t;
-    walk(s, ec, &a, &t);
+    walk_half_pushed(s, ec, &a, &t);
     /* 3.4 shows internal frames where they are; C frames take the location
-     * of the next Ruby frame below them */
-    CU_ASSERT_EQUAL_FATAL(t.nframes, 6);
-    expect(&t.frames[0], RBPEEK_FRAME_CFUNC, "<unknown C method>", "<internal:array>", 211);
-    expect(&t.frames[1], RBPEEK_FRAME_RUBY, "block in fetch_values", "<internal:array>", 211);
-    expect(&t.frames[2], RBPEEK_FRAME_CFUNC, "<unknown C method>", "<internal:array>", 211);
-    expect(&t.frames[3], RBPEEK_FRAME_RUBY, "fetch_values", "<internal:array>", 211);
-    expect(&t.frames[4], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 7);
-    expect(&t.frames[5], RBPEEK_FRAME_RUBY, "<top (required)>", "<internal:gem_prelude>", 3);
+     * of the next Ruby frame below them. The innermost C frame has no
+     * method entry: a frame caught being pushed, left out (the older one
+     * without one stays, as "<unknown C method>") */
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 5);
+    expect(&t.frames[0], RBPEEK_FRAME_RUBY, "block in fetch_values", "<internal:array>", 211);
+    expect(&t.frames[1], RBPEEK_FRAME_CFUNC, "<unknown C method>", "<internal:array>", 211);
+    expect(&t.frames[2], RBPEEK_FRAME_RUBY, "fetch_values", "<internal:array>", 211);
+    expect(&t.frames[3], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 7);
+    expect(&t.frames[4], RBPEEK_FRAME_RUBY, "<top (required)>", "<internal:gem_prelude>", 3);
     rbp_arena_free(&a);
     rbpeek_session_free(s);
     image_free(&im);
@@ -314,11 +325,14 @@ static void test_frame_budget(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(err);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "not walked"));
     CU_ASSERT_EQUAL(t.nframes, 0);
-    /* a budget that suffices changes nothing */
+    /* a budget that suffices changes nothing (the innermost C frame has no
+     * method entry: the walk leaves it out as one being pushed) */
     budget = 1000;
     memset(&t, 0, sizeof t);
-    CU_ASSERT_PTR_NULL(rbp_frames_walk(s, ec, 100, &a, &t, &budget));
-    CU_ASSERT_EQUAL(t.nframes, 6);
+    err = rbp_frames_walk(s, ec, 100, &a, &t, &budget);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "being pushed"));
+    CU_ASSERT_EQUAL(t.nframes, 5);
     CU_ASSERT_EQUAL(budget, 1000 - 6);
     rbp_arena_free(&a);
     rbpeek_session_free(s);
@@ -422,7 +436,201 @@ static void test_label_survives_a_full_iseq_cache(void)
     image_free(&im);
 }
 
+/* --- frames run or pushed by a JIT --------------------------------------- */
+
+enum { JIT_SP = 8, JIT_BP = 40, JIT_RETURN = 48 }; /* members of the fixture's 56-byte control frame */
+
+/* Two Ruby frames, m (line 5) called from <main> (line 9), each with an
+ * environment of its own on the VM stack (ep, with __bp__ one word above
+ * it, as a push leaves them); jit[i] is frame i's jit_return. */
+static uint64_t build_jit(image *im, uint64_t jit0, uint64_t jit1, uint8_t **stack_out)
+{
+    uint8_t *stack = add_region(im, STACK, STACK_SIZE);
+    objs = add_region(im, OBJS, 0x4000);
+    next_obj = OBJS;
+    uint64_t pcs[2], iseqs[2];
+    iseqs[0] = iseq(RBP_ISEQ_METHOD, "t.rb", "m", 5, &pcs[0]);
+    iseqs[1] = iseq(RBP_ISEQ_MAIN, "t.rb", "<main>", 9, &pcs[1]);
+    uint64_t eps[2] = {STACK + 0x80, STACK + 0x40}, jit[2] = {jit0, jit1};
+    uint64_t cfp0 = STACK + STACK_SIZE - 3 * CFP;
+    for (int i = 0; i < 2; i++) {
+        put64(stack + (eps[i] - STACK), 0x2);   /* VM_ENV_FLAG_LOCAL, no frame magic */
+        uint8_t *f = stack + (cfp0 - STACK) + (size_t)i * CFP;
+        put64(f + 0, pcs[i]);
+        put64(f + JIT_SP, eps[i] + 8);
+        put64(f + 16, iseqs[i]);
+        put64(f + 32, eps[i]);
+        put64(f + JIT_BP, eps[i] + 8);
+        put64(f + JIT_RETURN, jit[i]);
+    }
+    uint64_t ec = alloc_obj(24);
+    put64(objs + (ec - OBJS), STACK);
+    put64(objs + (ec - OBJS) + 8, STACK_SIZE / 8);
+    put64(objs + (ec - OBJS) + 16, cfp0);
+    if (stack_out) *stack_out = stack + (cfp0 - STACK);
+    return ec;
+}
+
+static rbpeek_session *jit_session(image *im, int major, int minor, const char *version)
+{
+    rbpeek_session *s = session(im, major, minor, version);
+    set_field(&s->layout, RBP_L_cfp_sp, JIT_SP, 8);
+    set_field(&s->layout, RBP_L_cfp_jit_return, JIT_RETURN, 8);
+    return s;
+}
+
+/* The GVL's holder as Ruby before 3.0 records it (vm->gvl.owner): a thread
+ * whose ec is holder_ec. */
+static void gvl_held_by(rbpeek_session *s, uint64_t holder_ec)
+{
+    uint64_t vm = alloc_obj(16), th = alloc_obj(16);
+    put64(objs + (vm - OBJS), th);
+    put64(objs + (th - OBJS) + 8, holder_ec);
+    s->vm = vm;
+    set_field(&s->layout, RBP_L_vm_gvl_owner, 0, 8);
+    set_field(&s->layout, RBP_L_th_ec, 8, 8);
+}
+
+/* YJIT does not write a frame's pc while its code runs the frame: the
+ * innermost frame with jit_return set, on the thread that holds the GVL
+ * (or where the holder is not known), has no known line; the older frame,
+ * which called out with its pc saved, keeps its own. */
+static void test_jit_running_frame_has_no_line(void)
+{
+    image im = {0};
+    uint64_t ec = build_jit(&im, 0x7f0000001000, 0x7f0000002000, NULL);
+    rbpeek_session *s = jit_session(&im, 3, 4, "3.4.5");
+    rbp_arena a;
+    memset(&a, 0, sizeof a);
+    rbpeek_thread t;
+    walk(s, ec, &a, &t);   /* no GVL owner in the layout: not trusted */
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 2);
+    CU_ASSERT_EQUAL(t.frames[0].lineno_unknown, 1);
+    CU_ASSERT_EQUAL(t.frames[0].lineno, 0);
+    CU_ASSERT_STRING_EQUAL(t.frames[0].label, "m");
+    expect(&t.frames[1], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 9);
+    CU_ASSERT_EQUAL(t.frames[1].lineno_unknown, 0);
+    gvl_held_by(s, ec);    /* it runs */
+    rbp_mem_refresh(s->mem);
+    walk(s, ec, &a, &t);
+    CU_ASSERT_EQUAL(t.frames[0].lineno_unknown, 1);
+    gvl_held_by(s, ec + 0x1000);   /* another thread runs: this one left its JIT code through a call */
+    rbp_mem_refresh(s->mem);
+    walk(s, ec, &a, &t);
+    CU_ASSERT_EQUAL(t.frames[0].lineno_unknown, 0);
+    expect(&t.frames[0], RBPEEK_FRAME_RUBY, "m", "t.rb", 5);
+    rbp_arena_free(&a);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
+/* Without jit_return on the innermost frame (the interpreter runs it; the
+ * Ruby has no such member) every line is the pc's. */
+static void test_interpreted_frame_keeps_its_line(void)
+{
+    image im = {0};
+    uint64_t ec = build_jit(&im, 0, 0x7f0000002000, NULL);
+    rbpeek_session *s = jit_session(&im, 3, 4, "3.4.5");
+    rbp_arena a;
+    memset(&a, 0, sizeof a);
+    rbpeek_thread t;
+    walk(s, ec, &a, &t);
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 2);
+    expect(&t.frames[0], RBPEEK_FRAME_RUBY, "m", "t.rb", 5);
+    CU_ASSERT_EQUAL(t.frames[0].lineno_unknown, 0);
+    rbp_arena_free(&a);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
+/* 3.1's YJIT lowers ec->cfp before it writes the frame: caught between
+ * the two, the innermost slot still holds an older frame's ep while
+ * __bp__ is already the new frame's. It is left out, and said. */
+static void test_half_pushed_frame_is_left_out(void)
+{
+    image im = {0};
+    uint8_t *frames;
+    uint64_t ec = build_jit(&im, 0, 0, &frames);
+    rbpeek_session *s = jit_session(&im, 3, 1, "3.1.2");
+    set_field(&s->layout, RBP_L_cfp_bp, JIT_BP, 8);
+    rbp_arena a;
+    memset(&a, 0, sizeof a);
+    rbpeek_thread t;
+    walk(s, ec, &a, &t);   /* pushed whole: both frames */
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 2);
+    put64(frames + JIT_BP, STACK + 0xa8);   /* the new frame's __bp__, the old ep */
+    rbp_mem_refresh(s->mem);
+    walk_half_pushed(s, ec, &a, &t);
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 1);
+    expect(&t.frames[0], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 9);
+    /* the slot of a C method's frame, its iseq written, its ep not yet:
+     * no method entry there either */
+    put64(frames + 16, 0);
+    put64(frames + 0, 0);
+    rbp_mem_refresh(s->mem);
+    walk_half_pushed(s, ec, &a, &t);
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 1);
+    /* 3.3+ has no __bp__; a C frame without a method entry is told all the same */
+    rbpeek_session_free(s);
+    s = jit_session(&im, 3, 4, "3.4.5");
+    walk_half_pushed(s, ec, &a, &t);
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 1);
+    expect(&t.frames[0], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 9);
+    rbp_arena_free(&a);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
+/* 3.1's C YJIT runs a frame with pc 0 for long stretches: the innermost
+ * frame with jit_return set whose environment says method or block is
+ * shown, its line unknown, not dropped for its missing pc (its caller
+ * would read as the innermost); without jit_return it is dropped as Ruby
+ * drops it, and a frame with the C frame flag is never taken for one. */
+static void test_jit_frame_without_pc_is_shown(void)
+{
+    image im = {0};
+    uint8_t *frames;
+    uint64_t ec = build_jit(&im, 0x7f0000001000, 0x7f0000002000, &frames);
+    uint8_t *ep0 = frames - (STACK_SIZE - 3 * CFP) + 0x80;   /* the innermost frame's environment */
+    put64(frames + 0, 0);                                       /* no pc */
+    rbpeek_session *s = jit_session(&im, 3, 1, "3.1.2");
+    set_field(&s->layout, RBP_L_cfp_bp, JIT_BP, 8);
+    rbp_arena a;
+    memset(&a, 0, sizeof a);
+    rbpeek_thread t;
+    walk(s, ec, &a, &t);   /* no frame magic: not a frame JIT code runs, dropped */
+    CU_ASSERT_EQUAL_FATAL(t.nframes, 1);
+    expect(&t.frames[0], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 9);
+    for (int magic = 0; magic < 2; magic++) {
+        put64(ep0, (magic ? 0x22220001u : 0x11110001u) | 0x2);
+        rbp_mem_refresh(s->mem);
+        walk(s, ec, &a, &t);
+        CU_ASSERT_EQUAL_FATAL(t.nframes, 2);
+        CU_ASSERT_STRING_EQUAL(t.frames[0].label, "m");
+        CU_ASSERT_EQUAL(t.frames[0].lineno, 0);
+        CU_ASSERT_EQUAL(t.frames[0].lineno_unknown, 1);
+        expect(&t.frames[1], RBPEEK_FRAME_RUBY, "<main>", "t.rb", 9);
+        CU_ASSERT_EQUAL(t.frames[1].lineno_unknown, 0);
+    }
+    put64(ep0, 0x11110001u | 0x80 | 0x2);   /* a C frame's flag */
+    rbp_mem_refresh(s->mem);
+    walk(s, ec, &a, &t);
+    CU_ASSERT_EQUAL(t.nframes, 1);
+    put64(ep0, 0x11110001u | 0x2);
+    put64(frames + JIT_RETURN, 0);                      /* the interpreter's push */
+    rbp_mem_refresh(s->mem);
+    walk(s, ec, &a, &t);
+    CU_ASSERT_EQUAL(t.nframes, 1);
+    rbp_arena_free(&a);
+    rbpeek_session_free(s);
+    image_free(&im);
+}
+
 static const rbp_cu_test tests[] = {
+    {"YJIT: the frame its code runs has no line; older frames keep theirs", test_jit_running_frame_has_no_line},
+    {"an interpreted innermost frame keeps its line", test_interpreted_frame_keeps_its_line},
+    {"a frame caught half pushed is left out, and said", test_half_pushed_frame_is_left_out},
+    {"3.1's YJIT: a frame its code runs without a pc is shown, its line unknown", test_jit_frame_without_pc_is_shown},
     {"3.4: a label survives the iseq cache clearing itself", test_label_survives_a_full_iseq_cache},
     {"a snapshot's budget of control frames cuts walks and says so", test_frame_budget},
     {"3.4: the frames' environment chains share one budget", test_environment_chains_share_a_budget},
