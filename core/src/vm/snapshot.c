@@ -144,7 +144,20 @@ static bool in_set(const uint64_t *set, size_t n, uint64_t v)
     return false;
 }
 
-/* Each thread's kernel TID (kernel_tid.c), Ruby's own record kept beside
+/* A thread's kernel TID (kernel_tid.c). Where that finds none for Ruby's
+ * main thread of a live process, it is the thread-group leader, whose TID
+ * is the pid: the initial thread, or in a forked child the thread that
+ * forked (3.1 keeps the parent's TID there, and a child just forked has no
+ * other thread to calibrate the descriptor's offset on: puma's new worker
+ * was named "Thread main" without its TID in a sample right after TTIN). */
+static int64_t thread_tid(rbpeek_session *s, const rbp_thread_raw *r)
+{
+    int64_t tid = rbp_kernel_tid(s, r->pthread_id, r->native_tid);
+    if (tid <= 0 && r->is_main && r->ractor_index == 0 && s->pid > 0) tid = s->pid;
+    return tid;
+}
+
+/* Each thread's kernel TID (thread_tid), Ruby's own record kept beside
  * it; after the walks, so that a held thread waits for none of it. */
 static void kernel_tids(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *raw, size_t n)
 {
@@ -160,7 +173,7 @@ static void kernel_tids(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thre
     }
     for (size_t i = 0; i < n; i++) {
         snap->threads[i].ruby_tid = raw[i].native_tid;
-        snap->threads[i].native_tid = rbp_kernel_tid(s, raw[i].pthread_id, raw[i].native_tid);
+        snap->threads[i].native_tid = thread_tid(s, &raw[i]);
     }
 }
 
@@ -324,7 +337,7 @@ static bool walk_others(take_run *r, bool ok)
         if (is_held(r, i)) continue;
         walk_one(r->s, r->snap, &r->raw[i], &r->snap->threads[i], r->o.max_frames, &r->frame_budget, true);
         if (r->o.split.native && ok) {
-            r->snap->threads[i].native_tid = rbp_kernel_tid(r->s, r->raw[i].pthread_id, r->raw[i].native_tid);
+            r->snap->threads[i].native_tid = thread_tid(r->s, &r->raw[i]);
             ok = sample_native(r->s, r->snap, i, r->o.split.native, false);
         }
     }
