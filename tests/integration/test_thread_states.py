@@ -4,35 +4,44 @@ and the program's own CPU clocks.
     test_thread_states.py RUBY [COMBO...]     it.thread_states.<ruby>; e.g. 3.4.5 cli.live
 
 programs/gvl_contention.rb: 4 CPU-bound threads contend for the GVL (on
-any machine each holds it about a quarter of the time and waits for it the
-rest); 4 threads are blocked in sleep, Queue#pop, Mutex#lock and a pipe's
-read. While `sample --json` (the command line, and `ruby sample` in gdb,
-live) samples it, this script reads the kernel's view of every one of the
-target's threads, as often as it can (/proc/PID/task/TID/stat and
-syscall, each thread found by the name Ruby gave its native thread): a
-CPU-bound thread is in `futex` exactly while it sleeps waiting for the GVL
-(it makes no other blocking call), and runs or is runnable while it holds
-it. So over the sampled window:
+any machine each holds it about a sixth of the time and waits for it the
+rest); a "napper" sleeps 1 ms and a "reader" reads a byte of /dev/zero in a
+loop, each waiting for the GVL after every call; 4 threads are blocked in
+sleep, Queue#pop, Mutex#lock and a pipe's read. While `sample --json` (the
+command line, and `ruby sample` in gdb and lldb, live; the command line
+again under --yjit where the Ruby has YJIT) samples it, this script reads
+the kernel's view of every one of the target's threads, as often as it can
+(/proc/PID/task/TID/stat and syscall, each thread found by the name Ruby
+gave its native thread): a CPU-bound thread is in `futex` exactly while it
+sleeps waiting for the GVL (it makes no other blocking call), and runs or
+is runnable while it holds it. So over the sampled window:
 
-- each CPU-bound thread's `gvl_wait` share is its share of polls in futex,
-  and `running` (with `gc`: it holds the GVL) the rest; both within the
-  bound below, and running + gc + gvl_wait within it of 1;
+- each CPU-bound thread's `gvl_wait` share is its share of the time in
+  futex, and `running` (with `gc`: it holds the GVL) the rest; both within
+  the bound below, and running + gc + gvl_wait within it of 1;
 - its own CPU clock (logged by the program) is no more than its running
   share: a thread on a CPU holds the GVL (on a quiet machine the two are
   equal; on a loaded one the kernel runs others while it holds it);
 - the 4 CPU-bound threads hold one GVL: their running shares add up to at
   most 1;
+- the napper and the reader are `blocked` no more than they sleep by their
+  own count (check_waiters): Ruby calls them "sleep" until they hold the
+  GVL again, and the kernel sees them in futex either way;
 - each blocked thread is `blocked` in every sample;
 - each sample of a thread in gvl_wait names itself: the folded stacks of a
-  CPU-bound thread end in `[GVL wait]` in exactly its gvl_wait samples, and
-  the frame is in the SVG, the speedscope file and the pprof profile.
+  CPU-bound thread, the napper and the reader end in `[GVL wait]` in
+  exactly their gvl_wait samples, and the frame is in the SVG, the
+  speedscope file and the pprof profile.
 
 The bound: both shares are proportions, the sampler's of its samples of
 the thread (n_s) and the poller's of its polls (n_k); three standard
 errors of their difference, 3 * sqrt(p(1-p) * (1/n_s + 1/n_k)), p the
-kernel's share. That treats every sample as an independent draw, which
-overstates the error of periodic samples of states that last a GVL time
-slice (100 ms); at 200 Hz for 4 s on a quiet machine it is about 5 points.
+kernel's share: about 7 points at 4 s and the 140-200 Hz a loaded
+machine reaches. That treats every sample as an independent draw; the
+states last a GVL time slice (100 ms), and on a loaded machine both the
+sampler and this poller wait for a CPU now and then, so a slice can be
+seen more by one than by the other: each poll counts for the time to the
+next (KernelView.futex_share), but the sampler's samples count one each.
 By default the blocked threads are absent from the profile, with --idle
 present.
 """
@@ -41,6 +50,7 @@ import gzip
 import math
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -49,17 +59,19 @@ import harness
 from harness import Failure
 import matrix
 
-DURATION = 4.0
-RATE = 200
+DURATION = 6.0
+RATE = 100
 Z = 3.0
 SYS_FUTEX = "202"   # x86-64
 GVL_WAIT = "[GVL wait]"
+NAP_S = 0.001    # the napper's naps (programs/gvl_contention.rb)
+WAKE_S = 0.005   # the most a nap's end may wait for a CPU on a loaded machine
 
 
 class KernelView:
     """Polls the kernel's state of the target's named threads from start()
-    to stop(): per thread, the times of its polls and whether it was asleep
-    in futex at each."""
+    to stop(), all of them in each round: per round its time, whether each
+    thread was asleep in futex, and how many were stopped (t or T)."""
 
     def __init__(self, pid, names):
         self.pid, self.names = pid, set(names)
@@ -75,7 +87,7 @@ class KernelView:
         missing = self.names - set(self.tids)
         if missing:
             raise Failure("the kernel lists no thread named %s in pid %d" % (sorted(missing), pid))
-        self.polls = {name: [] for name in self.tids}
+        self.rounds = []   # (time, {name: asleep in futex}, threads stopped)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -89,6 +101,8 @@ class KernelView:
 
     def _run(self):
         while not self._stop.is_set():
+            t = time.time()
+            futex, stopped = {}, 0
             for name, tid in self.tids.items():
                 try:
                     state, call = self._state(tid)
@@ -96,7 +110,9 @@ class KernelView:
                     continue
                 # asleep in futex: 'S' (or stopped by the sampler, 't', while
                 # in it: the syscall file still names it)
-                self.polls[name].append((time.time(), call == SYS_FUTEX and state != "R"))
+                futex[name] = call == SYS_FUTEX and state != "R"
+                stopped += state in "tT"
+            self.rounds.append((t, futex, stopped))
             time.sleep(0.002)
 
     def start(self):
@@ -107,23 +123,66 @@ class KernelView:
         self._stop.set()
         self._thread.join()
 
-    def futex_share(self, name, t0, t1):
-        inside = [f for t, f in self.polls[name] if t0 <= t < t1]
-        return (sum(inside) / float(len(inside)) if inside else None), len(inside)
+    def sampled(self, t0, t1):
+        """The rounds of the command's window [t0, t1). A round that found
+        every thread stopped counts for nothing (futex_share): in a debugger
+        the target is stopped before and after the hand-over to the tracer,
+        when no sample is taken (its GVL holder seen on a CPU all along)."""
+        return [r for r in self.rounds if t0 <= r[0] < t1]
+
+    def futex_share(self, name, rounds):
+        """The share of the rounds' time the thread spent asleep in futex,
+        each round standing for the time to the next (on a loaded machine
+        this poller waits for a CPU too, and a round taken late must not
+        count for less time than it stood for), but a round that found every
+        thread stopped counts for nothing (the whole process held, at a
+        sample when the GVL changed hands, or by the debugger), and the
+        number of rounds that count."""
+        n = len(self.tids)
+        polls = [(t, f.get(name), stopped < n) for t, f, stopped in rounds]
+        total = asleep = 0.0
+        counted = 0
+        for (ta, fa, live), (tb, _, _) in zip(polls, polls[1:]):
+            if not live or fa is None:
+                continue
+            counted += 1
+            total += tb - ta
+            asleep += (tb - ta) if fa else 0.0
+        return (asleep / total if total else None), counted
+
+
+LOGGED = {"5": "napper", "6": "reader"}   # the program's numbers of the threads other than cpu-N
 
 
 def read_log(target):
     """The program's log: per CPU-bound thread, its CPU clock readings
-    [(wall, cpu)] and its naps [(from, to)]."""
+    [(wall, cpu)], under "napper" its count of naps [(wall, count)], and
+    per thread its idle naps [(from, to)]."""
     readings, naps = {}, {}
     with open(os.path.join(target.workdir, "cpu.log")) as f:
         for line in f:
             parts = line.split()
             if len(parts) == 4 and parts[0] == "cpu":
                 readings.setdefault("cpu-" + parts[1], []).append((float(parts[2]), float(parts[3])))
+            elif len(parts) == 3 and parts[0] == "naps":
+                readings.setdefault("napper", []).append((float(parts[1]), int(parts[2])))
             elif len(parts) == 4 and parts[0] == "nap":
-                naps.setdefault("cpu-" + parts[1], []).append((float(parts[2]), float(parts[3])))
+                name = LOGGED.get(parts[1], "cpu-" + parts[1])
+                naps.setdefault(name, []).append((float(parts[2]), float(parts[3])))
     return readings, naps
+
+
+def await_log(target, names, t, timeout=20.0):
+    """Until the program's log has a reading past t of each of names (the
+    main thread writes it when it gets the GVL, which under this contention
+    can take a second or more)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        readings, _ = read_log(target)
+        if all(readings.get(n) and readings[n][-1][0] >= t for n in names):
+            return
+        time.sleep(0.1)
+    raise Failure("the program's log has no reading of %s after the run's end (%s)" % (names, target.workdir))
 
 
 def cpu_share(readings, t0, t1):
@@ -157,6 +216,54 @@ def folded_by_thread(path):
     return out
 
 
+def check_frames(name, t, per_thread, problems):
+    """Its folded stacks end in [GVL wait] in exactly its gvl_wait samples."""
+    total, waits = per_thread.get(name, (0, 0))
+    n_s = t["samples"]
+    n_wait = int(round(t["states"]["gvl_wait"] * n_s))
+    # the summary tallies every sample; a stack torn while read is left out
+    # of the stacks (counted): those may be any state
+    dropped = n_s - total
+    if dropped < 0 or not n_wait - dropped <= waits <= n_wait:
+        problems.append("%s: %d of its %d folded samples end in %s; the summary counts %d samples, %d in GVL wait"
+                        % (name, waits, total, GVL_WAIT, n_s, n_wait))
+
+
+def count_at(readings, t):
+    before = [n for w, n in readings if w <= t]
+    return before[-1] if before else 0
+
+
+def check_waiters(threads, exp, readings, t0, t1, per_thread, problems, lines):
+    """The napper and the reader: between calls that release the GVL for
+    a moment (a 1 ms sleep; a read of /dev/zero, which returns at once) each
+    waits for the GVL, Ruby's status still "sleep" until it holds it. So
+    `blocked` is at most the napper's time asleep (its naps begun in the
+    window, each 1 ms and up to WAKE_S more until the kernel runs it again
+    on a loaded machine: while that lasts it is not yet queued for the GVL)
+    and the reader's read (nothing), within three standard errors of n
+    samples. Reading a thread back from a sleep as blocked made it
+    blocked 100% of the time for its 0.1% asleep (issue 35)."""
+    for name in exp.get("waiters", []):
+        t = threads.get(name)
+        if t is None or t["samples"] < 50:
+            problems.append("%s: %s samples" % (name, t and t["samples"]))
+            continue
+        st, n_s = t["states"], t["samples"]
+        naps = count_at(readings.get("napper", []), t1) - count_at(readings.get("napper", []), t0) + 1 \
+            if name == "napper" else 0
+        asleep = min(1.0, naps * (NAP_S + WAKE_S) / (t1 - t0))
+        p = min(max(asleep, 0.05), 0.95)
+        b = Z * math.sqrt(p * (1 - p) / n_s)
+        lines.append("%s running %.3f gc %.3f GVL wait %.3f blocked %.3f (%d samples); asleep at most %.3f "
+                     "(%d naps); bound %.3f" % (name, st["running"], st["gc"], st["gvl_wait"], st["blocked"], n_s,
+                                                asleep, naps, b))
+        if st["blocked"] > asleep + b:
+            problems.append("%s: blocked %.3f, but asleep at most %.3f of the time (bound %.3f): the rest it waits "
+                            "for the GVL" % (name, st["blocked"], asleep, b))
+        check_frames(name, t, per_thread, problems)
+
+
 def check_doc(doc, exp, kernel, log, folded, where):
     t0 = doc["started"]
     t1 = t0 + doc["duration_s"]
@@ -164,6 +271,14 @@ def check_doc(doc, exp, kernel, log, folded, where):
     readings, naps = log
     per_thread = folded_by_thread(folded)
     problems, lines, held_sum, bounds = [], [], 0.0, []
+    rounds = kernel.sampled(t0, t1)
+    if rounds:
+        n = len(kernel.tids)
+        live = [r for r in rounds if r[2] < n]
+        gaps = [b[0] - a[0] for a, b in zip(rounds, rounds[1:])]
+        lines.append("kernel read %d times in %.3f-%.3f s of the command's %.3f s, %d with every thread stopped; "
+                     "longest gap %.0f ms" % (len(rounds), rounds[0][0] - t0, rounds[-1][0] - t0, t1 - t0,
+                                              len(rounds) - len(live), 1000 * max(gaps or [0])))
     for name in exp["cpu"]:
         t = threads.get(name)
         if t is None or t["samples"] < 50:
@@ -173,7 +288,7 @@ def check_doc(doc, exp, kernel, log, folded, where):
         if napped:
             problems.append("%s napped in the sampled window (%s): the program did not compute" % (name, napped))
             continue
-        waited, n_k = kernel.futex_share(name, t0, t1)
+        waited, n_k = kernel.futex_share(name, rounds)
         if waited is None or n_k < 50:
             problems.append("%s: the kernel was read %d times in the window" % (name, n_k))
             continue
@@ -202,14 +317,8 @@ def check_doc(doc, exp, kernel, log, folded, where):
         elif cpu > held + b:
             problems.append("%s: on a CPU %.3f of the time by its own clock, but running only %.3f (bound %.3f)"
                             % (name, cpu, held, b))
-        total, waits = per_thread.get(name, (0, 0))
-        n_wait = int(round(st["gvl_wait"] * n_s))
-        # the summary tallies every sample; a stack torn while read is
-        # left out of the stacks (counted): those may be any state
-        dropped = n_s - total
-        if dropped < 0 or not n_wait - dropped <= waits <= n_wait:
-            problems.append("%s: %d of its %d folded samples end in %s; the summary counts %d samples, %d in GVL wait"
-                            % (name, waits, total, GVL_WAIT, n_s, n_wait))
+        check_frames(name, t, per_thread, problems)
+    check_waiters(threads, exp, readings, t0, t1, per_thread, problems, lines)
     if bounds and held_sum > 1 + sum(bounds):
         problems.append("the CPU-bound threads hold one GVL, but their running shares add up to %.3f" % held_sum)
     for name in exp["blocked"]:
@@ -247,7 +356,7 @@ def check_formats(c):
 STARTED = "rbpeek: sampling pid"
 
 
-def sample(c, args, out_path, kernel=None):
+def sample(c, args, out_path, kernel=None, logged=()):
     """`sample ARGS` on the live target in c's front end (the command line
     or the debugger), the target computing from 0.5 s before the run to its
     end, the kernel read meanwhile; the output."""
@@ -263,7 +372,8 @@ def sample(c, args, out_path, kernel=None):
         finally:
             if kernel:
                 kernel.stop()
-        time.sleep(0.1)   # the log's last lines, past the window's end
+        if logged:   # the log's last lines, past the window's end
+            await_log(c.target, logged, time.time())
     harness.assert_no_traceback(out)
     return out
 
@@ -275,7 +385,7 @@ def check(c):
     kernel = KernelView(c.target.pid, exp["cpu"] + exp["blocked"])
     sample(c, ["--duration", "%g" % DURATION, "--rate", str(RATE), "--per-thread", "--json", "-o", summary,
                "--folded", folded, "--svg", c.path("states.svg"), "--speedscope", c.path("states.speedscope.json"),
-               "--pprof", c.path("states.pb.gz")], c.path("sample.out"), kernel)
+               "--pprof", c.path("states.pb.gz")], c.path("sample.out"), kernel, exp["cpu"] + ["napper"])
     doc = harness.read_json(summary)
     check_doc(doc, exp, kernel, read_log(c.target), folded, "%s sample --json" % c.name)
     check_presence(folded, exp, False, c.name)
@@ -286,9 +396,20 @@ def check(c):
         check_presence(idle, exp, True, "cli sample --idle")
 
 
+def has_yjit(ruby):
+    rc = subprocess.run([ruby, "--yjit", "-e", "exit(defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? ? 0 : 3)"],
+                        capture_output=True, timeout=60)
+    return rc.returncode == 0
+
+
 def test(spec, only, workdir):
     m = matrix.Matrix(spec, workdir, only)
-    m.run("gvl_contention.rb", check, combos=[("cli", "live"), ("gdb", "live")])
+    m.run("gvl_contention.rb", check, combos=[("cli", "live"), ("gdb", "live"), ("lldb", "live")])
+    # Under YJIT the waits are the same (the GVL is the scheduler's, not
+    # the JIT's), the stacks' leaves JIT code's: the same checks.
+    if has_yjit(m.ruby):
+        m.run(lambda: m.start("gvl_contention.rb", name="gvl_contention-yjit", env={"RUBYOPT": "--yjit"}), check,
+              combos=[("cli", "live")], label="--yjit")
     m.finish()
 
 
