@@ -3,7 +3,7 @@
 # releases it ("napper": sleep 1 ms; "reader": a 1-byte read of /dev/zero);
 # 4 threads are blocked: in sleep, Queue#pop, Mutex#lock and a pipe's read.
 # Each CPU-bound thread reads its own CPU clock (CLOCK_THREAD_CPUTIME_ID)
-# with the wall-clock time every 2 ms it runs, which the main thread logs;
+# with the wall-clock time every 0.5 ms it runs, which the main thread logs;
 # the napper counts its naps; the test reads the kernel's view of each
 # thread itself (test_thread_states.py).
 #
@@ -54,10 +54,11 @@ def crunch(n)
     idle(i)
     spin(2_000)
     now = Time.now.to_f
-    next if now - last < 0.002
-    # Every 2 ms it runs: the GVL's time slices (100 ms) and the test's
-    # window (4 s) are read to within that. The main thread takes the
-    # array's entries from the front (Array#shift and #<< under the GVL).
+    next if now - last < 0.0005
+    # Every 0.5 ms it runs: when it began and stopped running Ruby code
+    # (the test's measure of when it held the GVL) is read to within that.
+    # The main thread takes the array's entries from the front (Array#shift
+    # and #<< under the GVL).
     $readings[i] << [now, Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)]
     last = now
   end
