@@ -8,8 +8,8 @@ any machine each holds it about a sixth of the time and waits for it the
 rest); a "napper" sleeps 1 ms and a "reader" reads a byte of /dev/zero in a
 loop, each waiting for the GVL after every call; 4 threads are blocked in
 sleep, Queue#pop, Mutex#lock and a pipe's read. While `sample --json` (the
-command line, and `ruby sample` in gdb and lldb, live; the command line
-again under --yjit where the Ruby has YJIT) samples it, this script reads
+command line, and `ruby sample` in gdb and lldb, live; "RUBY+yjit" runs
+it all under YJIT, harness.ruby_binary) samples it, this script reads
 the kernel's view of every one of the target's threads, as often as it can
 (/proc/PID/task/TID/stat and syscall, each thread found by the name Ruby
 gave its native thread): a CPU-bound thread is in `futex` exactly while it
@@ -51,7 +51,6 @@ import gzip
 import math
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -450,20 +449,9 @@ def check(c):
         check_presence(idle, exp, True, "cli sample --idle")
 
 
-def has_yjit(ruby):
-    rc = subprocess.run([ruby, "--yjit", "-e", "exit(defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? ? 0 : 3)"],
-                        capture_output=True, timeout=60)
-    return rc.returncode == 0
-
-
 def test(spec, only, workdir):
     m = matrix.Matrix(spec, workdir, only)
     m.run("gvl_contention.rb", check, combos=[("cli", "live"), ("gdb", "live"), ("lldb", "live")])
-    # Under YJIT the waits are the same (the GVL is the scheduler's, not
-    # the JIT's), the stacks' leaves JIT code's: the same checks.
-    if has_yjit(m.ruby):
-        m.run(lambda: m.start("gvl_contention.rb", name="gvl_contention-yjit", env={"RUBYOPT": "--yjit"}), check,
-              combos=[("cli", "live")], label="--yjit")
     m.finish()
 
 
