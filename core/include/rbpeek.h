@@ -267,6 +267,7 @@ typedef enum rbpeek_gvl_role {
     RBPEEK_GVL_HOLDS = 1,       /* it holds its ractor's GVL */
     RBPEEK_GVL_QUEUED = 2,      /* it waits in the GVL's queue */
     RBPEEK_GVL_NONE = 3,        /* neither */
+    RBPEEK_GVL_NOT_QUEUED = 4,  /* not in the queue; the holder not read (the GVL free or changing hands) */
 } rbpeek_gvl_role;
 
 typedef enum rbpeek_thread_status {

@@ -152,10 +152,12 @@ class KernelView:
           and any wait for a CPU after, and gives it up at its next time on
           a CPU (its time slice ended meanwhile; schedstat's time on a CPU
           grows), on its way to the futex;
-        - before 3.2 (handed false), from its wake-up to its next Ruby code:
-          the GVL's release wakes a waiter, which takes the GVL (gvl.owner)
-          once it gets a CPU. From 3.2 the releasing thread names the next
-          holder (sched.running) before it wakes it: it holds it."""
+        - before 3.2 (handed false), from its wake-up to its next time on a
+          CPU: the GVL's release wakes a waiter, which takes the GVL
+          (gvl.owner) once it gets a CPU (its first Ruby code may come much
+          later on a machine that gives it 2% of a CPU). From 3.2 the
+          releasing thread names the next holder (sched.running) before it
+          wakes it: it holds it."""
         n = len(self.tids)
         polls = [(t, f.get(name, (None, None)), stopped < n) for t, f, stopped in rounds]
         gave_up = [False] * len(polls)
@@ -182,11 +184,14 @@ class KernelView:
             i = j
         total = waited = 0.0
         counted = 0
-        slept = None   # the last round it was seen asleep in futex
-        for i, ((ta, (fa, _), live), (tb, _, _)) in enumerate(zip(polls, polls[1:])):
+        slept = None   # its time on a CPU when last seen asleep in futex
+        for i, ((ta, (fa, cpu), live), (tb, _, _)) in enumerate(zip(polls, polls[1:])):
             if fa:
-                slept = ta
-            wait = bool(fa) or gave_up[i] or (not handed and slept is not None and not runs_between(ran, slept, ta))
+                slept = cpu
+            # woken, and not yet on a CPU since (before 3.2 it takes the GVL
+            # there, in microseconds, or finds it held and sleeps again)
+            woken = not handed and not fa and slept is not None and cpu is not None and cpu == slept
+            wait = bool(fa) or gave_up[i] or woken
             if not live or fa is None:
                 continue
             counted += 1

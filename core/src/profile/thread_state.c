@@ -125,6 +125,8 @@ rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_vi
      * milliseconds). */
     if (t->gvl == RBPEEK_GVL_HOLDS) return RBPEEK_STATE_RUNNING;
     if (t->gvl == RBPEEK_GVL_NONE) return RBPEEK_STATE_GVL_WAIT;
+    /* Not queued, the holder not read (RBPEEK_GVL_NOT_QUEUED) or nothing
+     * read: the holder as the caller knows it, else the kernel. */
     if (gvl && gvl->known) return holds_gvl(t, gvl) ? RBPEEK_STATE_RUNNING : RBPEEK_STATE_GVL_WAIT;
     /* The holder not known: a runnable thread on a futex waits for the GVL.
      * In any other system call it holds the GVL there (a blocking region

@@ -141,19 +141,21 @@ static void mark_gc(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_r
 /* Each thread's part in its ractor's GVL (rbpeek_thread.gvl): who holds
  * it, who waits in its queue. Read with the GC's state, while the holders
  * are stopped: a queue then only grows (only a holder takes a thread out
- * of it), so a waiter read is a waiter at the stop. */
+ * of it), so a waiter read is a waiter at the stop. With no holder read
+ * (the GVL free, changing hands) the queue still says who waits. */
 static void mark_gvl(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *raw, size_t n)
 {
     rbp_gvl_holder h[RBP_MARK_HOLDERS];
     size_t nh = 0, nq = 0;
     uint64_t *queued = n ? rbp_arena_alloc(&snap->arena, n * sizeof *queued) : NULL;
-    if (!queued || !rbp_gvl_holders(s, h, RBP_MARK_HOLDERS, &nh) || !rbp_gvl_waiters(s, queued, n, &nq)) return;
+    if (!queued || !rbp_gvl_waiters(s, queued, n, &nq)) return;
+    bool held = rbp_gvl_holders(s, h, RBP_MARK_HOLDERS, &nh);
     for (size_t i = 0; i < n; i++) {
-        int32_t role = RBPEEK_GVL_NONE;
-        for (size_t k = 0; k < nh && role == RBPEEK_GVL_NONE; k++)
+        int32_t role = held ? RBPEEK_GVL_NONE : RBPEEK_GVL_NOT_QUEUED;
+        for (size_t k = 0; held && k < nh && role == RBPEEK_GVL_NONE; k++)
             if (h[k].th == raw[i].th) role = RBPEEK_GVL_HOLDS;
-        for (size_t k = 0; k < nq && role == RBPEEK_GVL_NONE; k++)
-            if (queued[k] == raw[i].th) role = RBPEEK_GVL_QUEUED;
+        for (size_t k = 0; k < nq; k++)
+            if (queued[k] == raw[i].th && role != RBPEEK_GVL_HOLDS) role = RBPEEK_GVL_QUEUED;
         snap->threads[i].gvl = role;
     }
 }

@@ -179,6 +179,12 @@ static void test_states(void)
     CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &gvl, SYS_futex), RBPEEK_STATE_BLOCKED);
     q.status = RBPEEK_THREAD_RUNNABLE;
     CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, -1), RBPEEK_STATE_GVL_WAIT);   /* handing it over */
+    q.gvl = RBPEEK_GVL_NOT_QUEUED;   /* the GVL changing hands: the queue still read */
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, SYS_futex), RBPEEK_STATE_GVL_WAIT);
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, -1), RBPEEK_STATE_RUNNING);
+    q.status = RBPEEK_THREAD_STOPPED;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &gvl, SYS_futex), RBPEEK_STATE_BLOCKED);   /* not queued: its IO is on */
+    q.status = RBPEEK_THREAD_RUNNABLE;
     q.gvl = RBPEEK_GVL_HOLDS;
     CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, SYS_futex), RBPEEK_STATE_RUNNING);
     q.gc = RBPEEK_GC_SWEEPING;
