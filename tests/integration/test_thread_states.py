@@ -173,8 +173,10 @@ class KernelView:
                 j -= 1
             # rounds j+1 .. i-1: no Ruby code between them and the sleep;
             # the way out begins after the first of them the CPU time grew
+            # (from round j itself when that is a sleep: woken, it ran no
+            # Ruby code before it slept again, as 2.7-3.1's timer waiter)
             grew = None
-            for k in range(j + 2, i):
+            for k in range(j + 1 if polls[j][1][0] else j + 2, i):
                 a, b = polls[k - 1][1][1], polls[k][1][1]
                 if a is not None and b is not None and b > a:
                     grew = k - 1
