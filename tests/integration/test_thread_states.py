@@ -36,9 +36,9 @@ is runnable while it holds it. So over the sampled window:
 The bound: both shares are proportions, the sampler's of its samples of
 the thread (n_s) and the poller's of its polls (n_k); three standard
 errors of their difference, 3 * sqrt(p(1-p) * (1/n_s + 1/n_k)), p the
-kernel's share: about 7 points at 4 s and the 140-200 Hz a loaded
-machine reaches. That treats every sample as an independent draw; the
-states last a GVL time slice (100 ms), and on a loaded machine both the
+kernel's share (about 7 points at 6 s and 100 Hz), plus the share of the
+window the poller did not see (KernelView.blind). That treats every
+sample as an independent draw; the states last a GVL time slice (100 ms), and on a loaded machine both the
 sampler and this poller wait for a CPU now and then, so a slice can be
 seen more by one than by the other: each poll counts for the time to the
 next (KernelView.waiting_share), but the sampler's samples count one each.
@@ -66,6 +66,7 @@ SYS_FUTEX = "202"   # x86-64
 GVL_WAIT = "[GVL wait]"
 NAP_S = 0.001    # the napper's naps (programs/gvl_contention.rb)
 WAKE_S = 0.005   # the most a nap's end may wait for a CPU on a loaded machine
+GAP_S = 0.02     # a gap between the poller's rounds it sees through (a fifth of a time slice)
 
 
 class KernelView:
@@ -125,6 +126,16 @@ class KernelView:
     def stop(self):
         self._stop.set()
         self._thread.join()
+
+    def blind(self, rounds):
+        """The share of the rounds' time this poller did not see: the part
+        of each gap between rounds past GAP_S (it waited for a CPU, on a
+        loaded machine for up to a third of a second). A state can change
+        unseen there, a GVL time slice lasting 100 ms: the kernel's share
+        is known to within that, whatever the number of rounds."""
+        gaps = [b[0] - a[0] for a, b in zip(rounds, rounds[1:])]
+        total = sum(gaps)
+        return sum(max(0.0, g - GAP_S) for g in gaps) / total if total else 0.0
 
     def sampled(self, t0, t1):
         """The rounds of the command's window [t0, t1). A round that found
@@ -331,13 +342,15 @@ def check_doc(doc, exp, kernel, log, folded, where):
     per_thread = folded_by_thread(folded)
     problems, lines, held_sum, bounds = [], [], 0.0, []
     rounds = kernel.sampled(t0, t1)
+    blind = kernel.blind(rounds)
     if rounds:
         n = len(kernel.tids)
         live = [r for r in rounds if r[2] < n]
         gaps = [b[0] - a[0] for a, b in zip(rounds, rounds[1:])]
         lines.append("kernel read %d times in %.3f-%.3f s of the command's %.3f s, %d with every thread stopped; "
-                     "longest gap %.0f ms" % (len(rounds), rounds[0][0] - t0, rounds[-1][0] - t0, t1 - t0,
-                                              len(rounds) - len(live), 1000 * max(gaps or [0])))
+                     "longest gap %.0f ms; unseen %.3f of the time (added to each bound)"
+                     % (len(rounds), rounds[0][0] - t0, rounds[-1][0] - t0, t1 - t0, len(rounds) - len(live),
+                        1000 * max(gaps or [0]), blind))
     for name in exp["cpu"]:
         t = threads.get(name)
         if t is None or t["samples"] < 50:
@@ -355,7 +368,7 @@ def check_doc(doc, exp, kernel, log, folded, where):
         n_s = t["samples"]
         st = t["states"]
         held = st["running"] + st["gc"]
-        b = bound(waited, n_s, n_k)
+        b = bound(waited, n_s, n_k) + blind
         bounds.append(b)
         held_sum += held
         cpu = cpu_share(readings.get(name, []), t0, t1)
@@ -424,7 +437,13 @@ def sample(c, args, out_path, kernel=None, logged=()):
         argv = [sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(c.target.pid)] + args
     else:
         argv = harness.debugger_argv(c.debugger, [" ".join(["ruby sample"] + args)], c.target.pid)
+    busy = time.time()
     with c.target.computing(settle=0.5):
+        if logged:
+            # every thread logged is back from its naps (under this
+            # contention one back from its last 10 ms nap waits for the GVL
+            # up to a second before it computes: a nap in the window)
+            await_log(c.target, logged, busy)
         if kernel:
             kernel.start()
         try:
