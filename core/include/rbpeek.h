@@ -186,6 +186,7 @@ typedef enum rbpeek_frame_kind {
     RBPEEK_FRAME_NATIVE = 2,    /* a machine frame (native stacks, docs/native.md) */
     RBPEEK_FRAME_GC = 3,        /* the GC at work: "[GC: marking]" ... */
     RBPEEK_FRAME_JIT = 4,       /* a machine frame of JIT code (YJIT's): native stacks only */
+    RBPEEK_FRAME_GVL = 5,       /* a profile's leaf: the thread waited for the GVL, "[GVL wait]" */
 } rbpeek_frame_kind;
 
 /* One frame, exactly as the target's Thread#backtrace_locations reports it. */
@@ -221,6 +222,10 @@ typedef enum rbpeek_gc_phase {
 /* The label of a GC frame: "[GC: marking]" ... "[GC]"; NULL for NONE. */
 RBPEEK_API const char *rbpeek_gc_phase_label(int32_t phase);
 
+/* The label of the frame a profile puts on top of the stack of a thread
+ * sampled waiting for the GVL: "[GVL wait]". */
+RBPEEK_API const char *rbpeek_gvl_wait_label(void);
+
 typedef struct rbpeek_thread {
     const char *name;           /* NULL when the thread has no name */
     int32_t is_main;
@@ -247,7 +252,23 @@ typedef struct rbpeek_thread {
                                  * numbers its threads by that namespace */
     int32_t gc;                 /* rbpeek_gc_phase: the GC runs on this thread (it holds the GVL
                                  * and the objspace says a GC step is running) */
+    int32_t gvl;                /* rbpeek_gvl_role: its ractor's GVL, as Ruby's scheduler records
+                                 * it at the snapshot */
 } rbpeek_thread;
+
+/* A thread and its ractor's GVL (rbpeek_thread.gvl), as Ruby's scheduler
+ * records it: the holder (gvl.owner, sched.running) and the queue of the
+ * threads waiting for it (gvl.waitq before 3.2, the scheduler's readyq
+ * from 3.2). A thread in the queue waits for the GVL whatever its status
+ * says: back from a blocking region (IO, an extension's work) or from a
+ * sleep, it is still "sleep" for Ruby until it holds the GVL again. */
+typedef enum rbpeek_gvl_role {
+    RBPEEK_GVL_UNKNOWN = 0,     /* not read: this Ruby's layout names no queue, or it was damaged */
+    RBPEEK_GVL_HOLDS = 1,       /* it holds its ractor's GVL */
+    RBPEEK_GVL_QUEUED = 2,      /* it waits in the GVL's queue */
+    RBPEEK_GVL_NONE = 3,        /* neither */
+    RBPEEK_GVL_NOT_QUEUED = 4,  /* not in the queue; the holder not read (the GVL free or changing hands) */
+} rbpeek_gvl_role;
 
 typedef enum rbpeek_thread_status {
     RBPEEK_THREAD_RUNNABLE = 0,

@@ -6,8 +6,9 @@ rbpeek_ruby_test(service test_service.py)
 foreach(dbg ${RBPEEK_TEST_DEBUGGERS})
   rbpeek_plain_test(plugin_help.${dbg} test_plugin_help.py ${dbg})
 endforeach()
-# Thread states (running, GVL wait, blocked) against a program that
-# measures its own GVL waits (test_thread_states.py).
+# Thread states (running, GVL wait, blocked) and [GVL wait] frames against
+# the kernel's view of each thread and the program's own clocks and counts
+# (test_thread_states.py).
 rbpeek_ruby_test(thread_states test_thread_states.py LABEL service)
 # `rbpeek top` in a tmux pane: refresh, ranking, keys, Ctrl-C (test_top.py).
 rbpeek_ruby_test(top test_top.py LABEL service RUBIES 2.7.4 3.4.5 debian-3.1)

@@ -104,6 +104,8 @@ static void fg_colour(const char *name, int32_t kind, unsigned *r, unsigned *g, 
         *r = 70 + (h & 0xFF) * 40 / 255;
         *g = 170 + ((h >> 8) & 0xFF) * 50 / 255;
         *b = 70 + ((h >> 16) & 0xFF) * 40 / 255;
+    } else if (kind == RBPEEK_FRAME_GVL) {   /* a wait, not work: grey */
+        *r = *g = *b = 175 + (h & 0xFF) * 30 / 255;
     } else {
         *r = 205 + (h & 0xFF) * 50 / 255;
         *g = 60 + ((h >> 8) & 0xFF) * 170 / 255;
@@ -496,15 +498,15 @@ rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path
     }
     fg_fact(f, p, "rate_hz", "", " Hz", &nfacts);
     /* The colours' key, when they are not all Ruby's. */
-    bool native = false, gc = false, jit = false;
-    for (uint32_t i = 0; i < p->nnames; i++) {
-        native |= p->frames[i].d.kind == RBPEEK_FRAME_NATIVE;
-        gc |= p->frames[i].d.kind == RBPEEK_FRAME_GC;
-        jit |= p->frames[i].d.kind == RBPEEK_FRAME_JIT;
-    }
-    if (native || gc || jit)
-        fprintf(f, "  \xC2\xB7  %s%s%s%s%s", native ? "blue: native frames" : "", native && (gc || jit) ? ", " : "",
-                jit ? "violet: JIT code" : "", jit && gc ? ", " : "", gc ? "green: the GC" : "");
+    bool seen[RBPEEK_FRAME_GVL + 1] = {false};
+    for (uint32_t i = 0; i < p->nnames; i++)
+        if (p->frames[i].d.kind >= 0 && p->frames[i].d.kind <= RBPEEK_FRAME_GVL) seen[p->frames[i].d.kind] = true;
+    static const struct { int kind; const char *key; } keys[] = {
+        {RBPEEK_FRAME_NATIVE, "blue: native frames"}, {RBPEEK_FRAME_JIT, "violet: JIT code"},
+        {RBPEEK_FRAME_GC, "green: the GC"}, {RBPEEK_FRAME_GVL, "grey: waiting for the GVL"}};
+    int nkeys = 0;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        if (seen[keys[k].kind]) fprintf(f, "%s%s", nkeys++ ? ", " : "  \xC2\xB7  ", keys[k].key);
     if (c.raised) {
         char px[48];
         rbp_fmt_fixed(px, sizeof px, c.min_px, 2);

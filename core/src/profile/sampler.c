@@ -215,7 +215,12 @@ rbp_sample_fate rbp_sample_add_stack(rbpeek_profile *p, const rbpeek_thread *t, 
     bool per_thread = opt && opt->per_thread;
     bool root = opt && opt->root_frame && *opt->root_frame;
     const char *gc_label = ns ? NULL : rbpeek_gc_phase_label(t->gc);
-    size_t n = (ns ? ns->nframes : t->nframes + (gc_label ? 1 : 0)) + (per_thread ? 1 : 0) + (root ? 1 : 0);
+    /* A wait for the GVL names itself, on top of the line that waits (a
+     * thread back from IO, or handing the GVL over): waiting never reads
+     * as the work of the method it waits in. */
+    bool gvl_wait = state == RBPEEK_STATE_GVL_WAIT;
+    size_t n = (ns ? ns->nframes : t->nframes + (gc_label ? 1 : 0)) + (gvl_wait ? 1 : 0) + (per_thread ? 1 : 0) +
+               (root ? 1 : 0);
     if (!scratch_reserve(s, n)) return RBP_SAMPLE_NOMEM;
     s->text.len = 0;
     size_t k = 0;
@@ -257,6 +262,10 @@ rbp_sample_fate rbp_sample_add_stack(rbpeek_profile *p, const rbpeek_thread *t, 
             s->frames[k++] = (rbp_frame_desc){.kind = RBPEEK_FRAME_GC, .label = gc_label};
             *gc = t->gc;
         }
+    }
+    if (gvl_wait) {
+        s->offsets[k] = SIZE_MAX;
+        s->frames[k++] = (rbp_frame_desc){.kind = RBPEEK_FRAME_GVL, .label = rbpeek_gvl_wait_label()};
     }
     if (s->text.oom) {
         /* strbuf's failure is sticky; start the next sample afresh. */

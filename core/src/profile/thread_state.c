@@ -2,30 +2,26 @@
  * Thread states in samples: what each thread was doing when a sample
  * stopped the target, and the profile's tally of them per thread.
  *
- * Ruby's own status says whether a thread is runnable at all: sleep,
- * Mutex#lock, Queue#pop, ConditionVariable#wait, join and Thread.stop
- * all leave it "sleep" (STOPPED or STOPPED_FOREVER): BLOCKED. A runnable
- * thread holds its ractor's GVL (RUNNING; GC when the process was
- * collecting garbage), or does not. One that does not is either waiting
- * for the GVL, or in a blocking region without it (IO, or native code of
- * an extension). Ruby records the waiters in structures that changed with
- * every release (the GVL's wait queue, 3.3's scheduler's ready queue), but
- * a blocking region (IO, an extension's work without the GVL) makes a
- * thread "stopped" for Ruby until it holds the GVL again. So where the
- * holder is known, a runnable thread that does not hold it waits for it
- * (on its futex, or on a CPU taking it over). Where the holder is not
- * known the kernel tells: every Ruby from 2.7 waits for the GVL in
- * pthread_cond_wait, a futex system call: GVL_WAIT in futex, RUNNING
- * anywhere else (IO that blocks does so in a blocking region, where Ruby
- * says "stopped").
+ * Ruby's scheduler records both ends of the GVL (the snapshot reads them:
+ * rbpeek_thread.gvl): its holder, and the queue of the threads waiting for
+ * it (gvl.waitq before 3.2, the thread scheduler's readyq from 3.2, M:N
+ * threads included). A queued thread waits for the GVL (GVL_WAIT) whatever
+ * its status: back from a blocking region (IO, an extension's work without
+ * the GVL) or from a sleep, Ruby still calls it "stopped" until it holds
+ * the GVL again. Otherwise Ruby's status says whether it is runnable at
+ * all: sleep, Mutex#lock, Queue#pop, ConditionVariable#wait, join, a read
+ * and Thread.stop leave it "sleep" (STOPPED or STOPPED_FOREVER): BLOCKED.
+ * A runnable thread holds its ractor's GVL (RUNNING; GC when the process
+ * was collecting garbage) or waits for it (GVL_WAIT: queued, yielding it,
+ * or taking it over).
  *
- * A thread back from a blocking region (IO#write done, an extension's
- * work done) waits for the GVL with Ruby's status still "stopped" (the
- * region's), in the C method that released it; sleep, Mutex, Queue, CV,
- * join and Thread.stop wait on a futex too, but in their own methods. So a
- * stopped thread on a futex whose innermost frame is a C method other than
- * those is GVL_WAIT.
- *
+ * Where the queue could not be read (a layout without it, a damaged list)
+ * the kernel tells: every Ruby from 2.7 waits for the GVL in
+ * pthread_cond_wait, a futex system call. A runnable thread not known to
+ * hold the GVL is GVL_WAIT in futex, RUNNING anywhere else; a stopped
+ * thread on a futex whose innermost frame is a C method other than sleep,
+ * Mutex, Queue, CV, join and Thread.stop (which wait on futexes too, in
+ * their own methods) is back from a blocking region: GVL_WAIT.
  *
  * The tally is a flat array searched linearly: a process has tens of
  * threads, and a sample finds each at the index it had the last time.
@@ -100,11 +96,16 @@ bool rbp_thread_state_blocked(const rbpeek_thread *t, int pid, int64_t tid)
 
 rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_view *gvl, long syscall)
 {
+    /* Queued for the GVL by Ruby's scheduler: it waits for it, whatever
+     * its status (back from IO or a sleep it is "stopped" until it holds
+     * the GVL again; under M:N no kernel thread of its own waits). */
+    if (t->gvl == RBPEEK_GVL_QUEUED) return RBPEEK_STATE_GVL_WAIT;
     if (t->status != RBPEEK_THREAD_RUNNABLE) {
-        /* A thread in a blocking region (IO, an extension's work without the
-         * GVL) is "stopped" for Ruby until it holds the GVL again: once the
-         * work is done it waits for the GVL on a futex, in the C method that
-         * released it. */
+        /* Not queued: its sleep, Mutex, Queue, IO or join is still on. */
+        if (t->gvl != RBPEEK_GVL_UNKNOWN) return RBPEEK_STATE_BLOCKED;
+        /* The queue not read: a thread back from a blocking region (IO,
+         * an extension's work without the GVL) waits for the GVL on a
+         * futex, in the C method that released it. */
 #ifdef SYS_futex
         if (t->status == RBPEEK_THREAD_STOPPED && syscall == SYS_futex && t->nframes && t->frames &&
             t->frames[0].kind == RBPEEK_FRAME_CFUNC && !sleeping_method(t->frames[0].label))
@@ -117,24 +118,30 @@ rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_vi
      * of the GVL; only a runnable thread can be it (a forked child's GVL
      * record can name a parked thread). */
     if (t->gc != RBPEEK_GC_NONE) return RBPEEK_STATE_GC;
-    if (gvl && gvl->known) {
-        if (holds_gvl(t, gvl)) return RBPEEK_STATE_RUNNING;
-        /* Runnable for Ruby (a blocking region would have made it
-         * "stopped") and not the holder: it waits for the GVL, on its
-         * futex or on a CPU taking it over (a hand-over on a loaded
-         * machine lasts milliseconds). */
-        return RBPEEK_STATE_GVL_WAIT;
-    }
-    /* The holder not known (a loop through the debugger): a runnable
-     * thread on a futex waits for the GVL. In any other system call it
-     * holds the GVL there (a blocking region would have made it "stopped"):
-     * the GC's mmap and madvise, a write Ruby makes without releasing it.
-     * Counting it blocked dropped a third of an allocating thread's samples
-     * (it.gc_share, lldb --via-debugger). */
+    /* Runnable for Ruby (a blocking region would have made it "stopped")
+     * and not the holder: it waits for the GVL, in the queue, or yielding
+     * it (2.7 to 3.1 wait for the next holder to take it over), or on a
+     * CPU taking it over (a hand-over on a loaded machine lasts
+     * milliseconds). */
+    if (t->gvl == RBPEEK_GVL_HOLDS) return RBPEEK_STATE_RUNNING;
+    if (t->gvl == RBPEEK_GVL_NONE) return RBPEEK_STATE_GVL_WAIT;
+    /* Not queued, the holder not read (RBPEEK_GVL_NOT_QUEUED) or nothing
+     * read: the holder as the caller knows it, else the kernel. */
+    if (gvl && gvl->known) return holds_gvl(t, gvl) ? RBPEEK_STATE_RUNNING : RBPEEK_STATE_GVL_WAIT;
+    /* The holder not known: a runnable thread on a futex waits for the GVL.
+     * In any other system call it holds the GVL there (a blocking region
+     * would have made it "stopped"): the GC's mmap and madvise, a write
+     * Ruby makes without releasing it. Counting it blocked dropped a third
+     * of an allocating thread's samples (it.gc_share, lldb --via-debugger). */
 #ifdef SYS_futex
     if (syscall == SYS_futex) return RBPEEK_STATE_GVL_WAIT;
 #endif
     return RBPEEK_STATE_RUNNING;
+}
+
+const char *rbpeek_gvl_wait_label(void)
+{
+    return "[GVL wait]";
 }
 
 static rbp_tally *find(rbpeek_profile *p, int64_t pid, uint64_t addr, int64_t tid, size_t hint)

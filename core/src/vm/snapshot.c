@@ -37,6 +37,7 @@
 #include "vm/threads.h"
 
 #define DEFAULT_MAX_FRAMES 100000
+#define RBP_MARK_HOLDERS 64   /* ractors whose GVL holder a snapshot marks; more: none is marked */
 /* Control frames one snapshot reads over all its threads (threads x frames
  * is a pairwise walk): 8 Mi frames is 500 threads each at the deepest
  * stack Ruby's default 1 MiB VM stack holds, and at most ~512 MiB read. */
@@ -135,6 +136,28 @@ static void mark_gc(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_r
     uint64_t th = held && nheld == 1 ? held[0] : rbp_gc_thread(s, &g);
     for (size_t i = 0; th && i < n; i++)
         if (raw[i].th == th) snap->threads[i].gc = rbp_gc_phase(&g);
+}
+
+/* Each thread's part in its ractor's GVL (rbpeek_thread.gvl): who holds
+ * it, who waits in its queue. Read with the GC's state, while the holders
+ * are stopped: a queue then only grows (only a holder takes a thread out
+ * of it), so a waiter read is a waiter at the stop. With no holder read
+ * (the GVL free, changing hands) the queue still says who waits. */
+static void mark_gvl(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *raw, size_t n)
+{
+    rbp_gvl_holder h[RBP_MARK_HOLDERS];
+    size_t nh = 0, nq = 0;
+    uint64_t *queued = n ? rbp_arena_alloc(&snap->arena, n * sizeof *queued) : NULL;
+    if (!queued || !rbp_gvl_waiters(s, queued, n, &nq)) return;
+    bool held = rbp_gvl_holders(s, h, RBP_MARK_HOLDERS, &nh);
+    for (size_t i = 0; i < n; i++) {
+        int32_t role = held ? RBPEEK_GVL_NONE : RBPEEK_GVL_NOT_QUEUED;
+        for (size_t k = 0; held && k < nh && role == RBPEEK_GVL_NONE; k++)
+            if (h[k].th == raw[i].th) role = RBPEEK_GVL_HOLDS;
+        for (size_t k = 0; k < nq; k++)
+            if (queued[k] == raw[i].th && role != RBPEEK_GVL_HOLDS) role = RBPEEK_GVL_QUEUED;
+        snap->threads[i].gvl = role;
+    }
 }
 
 static bool in_set(const uint64_t *set, size_t n, uint64_t v)
@@ -352,6 +375,7 @@ static rbpeek_status walk_split(take_run *r)
     bool was = rbp_mem_set_strict(s->mem, true);
     walk_held(r);
     mark_gc(s, r->snap, r->raw, r->n, r->o.split.held, r->nheld);
+    mark_gvl(s, r->snap, r->raw, r->n);
     /* --native asks a thread's registers by its kernel TID: known before
      * the unwinds, not only at the end (Rubies before 3.1). */
     if (r->o.split.native) kernel_tids(s, r->snap, r->raw, r->n);
@@ -373,6 +397,7 @@ static rbpeek_status walk_all(take_run *r)
     for (size_t i = 0; i < r->n; i++)
         walk_one(s, r->snap, &r->raw[i], &r->snap->threads[i], r->o.max_frames, &r->frame_budget, r->o.running);
     mark_gc(s, r->snap, r->raw, r->n, NULL, 0);
+    mark_gvl(s, r->snap, r->raw, r->n);
     bool ok = true;
     if (native) kernel_tids(s, r->snap, r->raw, r->n);   /* before the unwinds, as in walk_split */
     for (size_t i = 0; native && ok && i < r->n; i++) ok = sample_native(s, r->snap, i, native, true);

@@ -259,6 +259,48 @@ int rbp_ec_holds_gvl(rbpeek_session *s, uint64_t ec)
     return 0;
 }
 
+/* One queue of GVL waiters: a ccan list whose nodes sit at node_off in
+ * each waiting rb_thread_t. False when it loops, is cut or is longer than
+ * the room left in out. */
+static bool queue_waiters(rbpeek_session *s, uint64_t head, int32_t node_off, uint64_t *out, size_t max, size_t *n)
+{
+    const char *warning = NULL;
+    list_walk w = list_start(head, node_off, max + 1);
+    uint64_t th;
+    while ((th = list_next(s, &w, &warning)) != 0) {
+        if (*n >= max) return false;
+        out[(*n)++] = th;
+    }
+    return !warning;
+}
+
+bool rbp_gvl_waiters(rbpeek_session *s, uint64_t *out, size_t max, size_t *n)
+{
+    const rbp_layout *L = &s->layout;
+    *n = 0;
+    if (!rbp_has(L, RBP_L_vm_ractor_set)) {
+        if (!rbp_has(L, RBP_L_vm_gvl_waitq) || !rbp_has(L, RBP_L_th_gvl_node)) return false;
+        return queue_waiters(s, s->vm + (uint64_t)rbp_off(L, RBP_L_vm_gvl_waitq), rbp_off(L, RBP_L_th_gvl_node), out,
+                             max, n);
+    }
+    rbp_field_id queue, node;
+    if (rbp_has(L, RBP_L_ractor_sched_readyq) && rbp_has(L, RBP_L_th_readyq_node)) {   /* 3.2+ */
+        queue = RBP_L_ractor_sched_readyq;
+        node = RBP_L_th_readyq_node;
+    } else if (rbp_has(L, RBP_L_ractor_gvl_waitq) && rbp_has(L, RBP_L_th_gvl_node)) {  /* 3.0, 3.1 */
+        queue = RBP_L_ractor_gvl_waitq;
+        node = RBP_L_th_gvl_node;
+    } else {
+        return false;
+    }
+    const char *warning = NULL;
+    list_walk rw = ractor_walk(s, MAX_RACTORS);
+    uint64_t r;
+    while ((r = list_next(s, &rw, &warning)) != 0)
+        if (!queue_waiters(s, r + (uint64_t)rbp_off(L, queue), rbp_off(L, node), out, max, n)) return false;
+    return !warning;
+}
+
 bool rbp_ractor_cache_counts(rbpeek_session *s, uint64_t *per_heap, size_t nheaps)
 {
     const rbp_layout *L = &s->layout;

@@ -57,6 +57,18 @@ bool rbp_gvl_holders(rbpeek_session *s, rbp_gvl_holder *out, size_t max, size_t 
  * failed, more than 64 ractors). */
 int rbp_ec_holds_gvl(rbpeek_session *s, uint64_t ec);
 
+/* The threads waiting for a GVL, as Ruby's scheduler queues them: a thread
+ * that asks for a held GVL links itself into a queue until it is handed
+ * the GVL (thread_pthread.c: gvl_acquire_common's vm->gvl.waitq before 3.0,
+ * the ractor's threads.gvl.waitq in 3.0 and 3.1; from 3.2 the ractor's
+ * thread scheduler's readyq, M:N threads included). Whatever Ruby's status
+ * says: a thread back from a blocking region (IO, an extension's work) or
+ * from a sleep waits in the queue while its status is still "stopped".
+ * Fills out[0..*n) with their rb_thread_t, at most max. False when this
+ * Ruby's layout names no queue, or a queue loops, is cut or holds more
+ * than max: the caller cannot tell the waiters. */
+bool rbp_gvl_waiters(rbpeek_session *s, uint64_t *out, size_t max, size_t *n);
+
 /* Allocations not yet in the heaps' counters: from 4.0 each Ractor counts
  * what it allocates in its newobj cache, one count per heap, and adds them
  * to the heap's total_allocated_objects at the next GC. Adds every Ractor's

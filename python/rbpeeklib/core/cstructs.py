@@ -26,7 +26,8 @@ class Thread(ctypes.Structure):
                 ("thread_value", ctypes.c_uint64), ("ractor_addr", ctypes.c_uint64), ("ractor_index", ctypes.c_int32),
                 ("truncated", ctypes.c_int32), ("error", ctypes.c_char_p), ("nframes", ctypes.c_size_t),
                 ("frames", ctypes.POINTER(Frame)), ("torn", ctypes.c_int32),
-                ("retried", ctypes.c_int32), ("ruby_tid", ctypes.c_int64), ("gc", ctypes.c_int32)]
+                ("retried", ctypes.c_int32), ("ruby_tid", ctypes.c_int64), ("gc", ctypes.c_int32),
+                ("gvl", ctypes.c_int32)]
 
 
 class BtOptions(ctypes.Structure):
@@ -46,7 +47,7 @@ REGS_FN = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int64, cty
 # the 17 registers rbpeek_regs_fn fills, in their order (rip is DWARF's return address column)
 REGISTER_NAMES = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
                   "r14", "r15", "rip")
-FRAME_KINDS = ("ruby", "cfunc", "native", "gc", "jit")
+FRAME_KINDS = ("ruby", "cfunc", "native", "gc", "jit", "gvl")
 NATIVE_LINES = 1
 BT_NATIVE, BT_NATIVE_ALL = 1, 2   # rbpeek_bt_options.show
 

@@ -103,6 +103,7 @@ def signatures():
     sigs["rbpeek_snapshot_take_native"] = (st, [vp, ctypes.c_size_t, ctypes.c_uint32, ctypes.POINTER(vp)])
     sigs["rbpeek_snapshot_native"] = (ctypes.POINTER(NativeStack), [vp, ctypes.c_size_t])
     sigs["rbpeek_gc_phase_label"] = (cp, [ctypes.c_int32])
+    sigs["rbpeek_gvl_wait_label"] = (cp, [])
     # --- threads and locks ---
     sigs["rbpeek_locks_render_json"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_void_p)])
     # --- heap ---

@@ -158,6 +158,39 @@ static void test_states(void)
     rbp_gvl_view none = {0};
     CU_ASSERT_EQUAL(rbp_thread_state_of(&waiting, &none, -2), RBPEEK_STATE_RUNNING);
 
+    /* Ruby's scheduler's word (rbpeek_thread.gvl) over the kernel's and the
+     * frames': queued for the GVL it waits, whatever its status (back from
+     * IO#write or a sleep, still "stopped"; under M:N on no futex of its
+     * own); a stopped thread not queued is blocked even on a futex in a C
+     * method; a runnable one holds it or waits for it. */
+    rbpeek_thread q = thread_of(spin_tid, 0x7000, RBPEEK_THREAD_STOPPED);
+    q.frames = IO_WRITE;
+    q.nframes = 1;
+    q.gvl = RBPEEK_GVL_QUEUED;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, -1), RBPEEK_STATE_GVL_WAIT);
+    CU_ASSERT_FALSE(rbp_thread_state_blocked(&q, pid, spin_tid));
+    q.frames = SLEEP;
+    q.status = RBPEEK_THREAD_STOPPED_FOREVER;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &gvl, SYS_futex), RBPEEK_STATE_GVL_WAIT);
+    q.gvl = RBPEEK_GVL_NONE;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &gvl, SYS_futex), RBPEEK_STATE_BLOCKED);
+    q.status = RBPEEK_THREAD_STOPPED;
+    q.frames = IO_WRITE;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &gvl, SYS_futex), RBPEEK_STATE_BLOCKED);
+    q.status = RBPEEK_THREAD_RUNNABLE;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, -1), RBPEEK_STATE_GVL_WAIT);   /* handing it over */
+    q.gvl = RBPEEK_GVL_NOT_QUEUED;   /* the GVL changing hands: the queue still read */
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, SYS_futex), RBPEEK_STATE_GVL_WAIT);
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, -1), RBPEEK_STATE_RUNNING);
+    q.status = RBPEEK_THREAD_STOPPED;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &gvl, SYS_futex), RBPEEK_STATE_BLOCKED);   /* not queued: its IO is on */
+    q.status = RBPEEK_THREAD_RUNNABLE;
+    q.gvl = RBPEEK_GVL_HOLDS;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, SYS_futex), RBPEEK_STATE_RUNNING);
+    q.gc = RBPEEK_GC_SWEEPING;
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, -1), RBPEEK_STATE_GC);
+    CU_ASSERT_STRING_EQUAL(rbpeek_gvl_wait_label(), "[GVL wait]");
+
     /* Through the sampler: each thread tallied, the blocked ones left out
      * with drop_idle, every stack under the process's root frame. */
     rbpeek_profile *p = rbpeek_profile_new();
@@ -207,7 +240,9 @@ static void test_states(void)
     CU_ASSERT_EQUAL(recorded, 10);
     CU_ASSERT_EQUAL(rbpeek_profile_thread_tally(p, 4, &tt), RBPEEK_ERR_ARG);
     char *text = folded(p);
-    CU_ASSERT_STRING_EQUAL(text, "ruby w.rb (pid 7);<main> (/app/w.rb:9);Object#work (/app/w.rb:4) 10\n");
+    /* a wait for the GVL names itself on top of the line that waits */
+    CU_ASSERT_STRING_EQUAL(text, "ruby w.rb (pid 7);<main> (/app/w.rb:9);Object#work (/app/w.rb:4) 4\n"
+                                 "ruby w.rb (pid 7);<main> (/app/w.rb:9);Object#work (/app/w.rb:4);[GVL wait] 6\n");
     free(text);
     rbp_sample_scratch_free(&s);
     rbpeek_profile_free(p);
