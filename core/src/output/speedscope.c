@@ -222,7 +222,8 @@ static void ss_group_name(const rbp_ss_ctx *c, bool grouped, const char *title, 
 }
 
 /* One "sampled" profile of the group in c (its samples counted first, for
- * its endValue): its samples and weights, each on a line of its own. */
+ * its endValue): its samples (pass 0) and weights (pass 1), each on a line
+ * of its own. */
 static rbpeek_status ss_write_profile(rbp_ss_ctx *c, const rbp_children *ch, const rbp_strbuf *name, bool first)
 {
     rbp_json *j = &c->j;
@@ -238,17 +239,11 @@ static rbpeek_status ss_write_profile(rbp_ss_ctx *c, const rbp_children *ch, con
     rbp_json_kstr(j, "unit", "none");
     rbp_json_ku64(j, "startValue", 0);
     rbp_json_ku64(j, "endValue", c->total);
-    rbp_json_ws(j, "\n");
-    rbp_json_key(j, "samples");
-    rbp_json_array(j);
-    c->pass = 0;
-    st = rbp_profile_walk(c->p, ch, rbp_ss_visit, c);
-    rbp_json_array_end(j);
-    if (st == RBPEEK_OK) {
+    for (int pass = 0; pass < 2 && st == RBPEEK_OK; pass++) {
         rbp_json_ws(j, "\n");
-        rbp_json_key(j, "weights");
+        rbp_json_key(j, pass == 0 ? "samples" : "weights");
         rbp_json_array(j);
-        c->pass = 1;
+        c->pass = pass;
         st = rbp_profile_walk(c->p, ch, rbp_ss_visit, c);
         rbp_json_array_end(j);
     }
