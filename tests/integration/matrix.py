@@ -95,6 +95,28 @@ class Combo:
             return ["--pid", str(self.target.pid)]
         return ["--core", self.core, "--exe", self.ruby]
 
+    def run_commands(self, who, commands, written=()):
+        """Runs `ruby ...` commands here: in the debugger all at once, on the
+        command line each as `rbpeek COMMAND <where> ...`, failing on an exit
+        status other than 0; neither may print a traceback, and each path of
+        written must exist after. The debugger's output ("" on the command
+        line)."""
+        output = ""
+        if self.debugger == "cli":
+            for cmd in commands:
+                words = cmd.split()[1:]   # "bt -a --native ...", the command first
+                rc, out, err = harness.run_cli(words[:1] + self.where() + words[1:])
+                harness.assert_no_traceback(out + err)
+                if rc != 0:
+                    raise Failure("%s: rbpeek %s: exit %d: %s" % (who, cmd, rc, err[-2000:]))
+        else:
+            _rc, output = self.run_debugger(commands)
+            harness.assert_no_traceback(output)
+        for path in written:
+            if not os.path.exists(path):
+                raise Failure("%s: %s was not written:\n%s" % (who, path, output[-3000:]))
+        return output
+
 
 class Matrix:
     def __init__(self, ruby_spec, workdir, only=()):

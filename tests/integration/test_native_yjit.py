@@ -106,20 +106,7 @@ def check(c):
     who = c.name
     outs = {k: c.path(k) for k in ("native.json", "native.txt")}
     cmds = ["ruby bt -a --native --json -o " + outs["native.json"], "ruby bt -a --native -o " + outs["native.txt"]]
-    output = ""
-    if c.debugger == "cli":
-        for cmd in cmds:
-            words = cmd.split()[1:]
-            rc, out, err = harness.run_cli(words[:1] + c.where() + words[1:])
-            harness.assert_no_traceback(out + err)
-            if rc != 0:
-                raise Failure("%s: rbpeek %s: exit %d: %s" % (who, cmd, rc, err[-2000:]))
-    else:
-        rc, output = c.run_debugger(cmds)
-        harness.assert_no_traceback(output)
-    for path in outs.values():
-        if not os.path.exists(path):
-            raise Failure("%s: %s was not written:\n%s" % (who, path, output[-3000:]))
+    c.run_commands(who, cmds, outs.values())
     expected = c.target.expected()
     maps = maps_of(c.target.pid)
     with open(outs["native.json"], encoding="utf-8") as f:

@@ -487,12 +487,8 @@ rbpeek_status rbpeek_heap_census(rbpeek_session *s, rbpeek_census **out)
     if (!s || !out) return rbp_fail(s, RBPEEK_ERR_ARG, "heap census: no session or no output");
     *out = NULL;
     rbp_heap h;
-    rbpeek_status st = rbp_heap_open(s, &h);
+    rbpeek_status st = rbp_heap_open_checked(s, &h);
     if (st != RBPEEK_OK) return st;
-    if ((st = rbp_heap_check_decoders(&h)) != RBPEEK_OK) {
-        rbp_heap_close(&h);
-        return st;
-    }
     rbpeek_census *c = rbp_census_new(s->ruby_version);
     if (!c) {
         rbp_heap_close(&h);

@@ -178,6 +178,93 @@ bool rbp_heap_page_table_read(rbpeek_session *s, uint64_t objspace, uint64_t *ta
            rbp_mem_u64(s->mem, objspace + (uint64_t)rbp_off(L, RBP_L_objspace_pages_allocated), count);
 }
 
+/* The objspace and its heap page table (*table, *count pages), checked
+ * for plausibility: an error (a misfit of the layout) when there is none. */
+static rbpeek_status heap_page_table(rbp_heap *h, rbp_field_id osf, uint32_t default_slot, uint64_t *table,
+                                     uint64_t *count)
+{
+    rbpeek_session *s = h->s;
+    char why[160];
+    if (!rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(&s->layout, osf), &h->objspace) ||
+        !rbp_is_heap_ptr(s, h->objspace))
+        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the objspace pointer of the VM at 0x%llx",
+                        (unsigned long long)s->vm);
+    if (!rbp_heap_page_table_read(s, h->objspace, table, count))
+        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page table of the objspace at 0x%llx",
+                        (unsigned long long)h->objspace);
+    if (!s->rel.gc.pages_darray) {
+        if (!table_holds_pages(h, *table, *count, default_slot))
+            find_page_table(h, default_slot, table, count); /* else the checks below refuse the layout */
+        if (!*table) {
+            snprintf(why, sizeof why, "heap: no heap page table in the objspace at 0x%llx",
+                     (unsigned long long)h->objspace);
+            return rbp_layout_misfit(s, why);
+        }
+    }
+    if (*count == 0 || *count > MAX_PAGES) {
+        /* The page table and its count are read from members no stack walk
+         * touched: a count like this says the GC's members are misplaced. */
+        snprintf(why, sizeof why, "heap: implausible heap page count %llu (objspace at 0x%llx)",
+                 (unsigned long long)*count, (unsigned long long)h->objspace);
+        return rbp_layout_misfit(s, why);
+    }
+    return RBPEEK_OK;
+}
+
+/* The pages the table lists, into h->pages; *broken counts those whose
+ * header breaks an invariant, as opposed to NULL or listed twice. */
+static rbpeek_status heap_read_pages(rbp_heap *h, uint64_t table, uint64_t count, uint32_t default_slot,
+                                     size_t *broken)
+{
+    rbpeek_session *s = h->s;
+    uint64_t *ptrs = malloc(count * sizeof *ptrs);
+    h->pages = malloc(count * sizeof *h->pages);
+    if (!ptrs || !h->pages) {
+        free(ptrs);
+        rbp_heap_close(h);
+        return rbp_fail(s, RBPEEK_ERR_NOMEM, "heap: out of memory for %llu pages", (unsigned long long)count);
+    }
+    if (!rbp_mem_read(s->mem, table, ptrs, count * sizeof *ptrs)) {
+        free(ptrs);
+        rbp_heap_close(h);
+        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the table of %llu heap pages at 0x%llx",
+                        (unsigned long long)count, (unsigned long long)table);
+    }
+    h->listed = count;
+    for (size_t i = 0; i < count; i++) {
+        if (read_page(h, ptrs[i], default_slot, &h->pages[h->npages])) {
+            h->npages++;
+        } else {
+            h->rejected++;
+            *broken += ptrs[i] != 0;
+        }
+    }
+    free(ptrs);
+    return RBPEEK_OK;
+}
+
+/* Sorts the pages and drops a page that overlaps its predecessor: two
+ * headers can't own the same slots, so one of them is garbage (or listed
+ * twice). */
+static void heap_drop_overlaps(rbp_heap *h, size_t *broken)
+{
+    qsort(h->pages, h->npages, sizeof *h->pages, cmp_page);
+    size_t keep = 0;
+    for (size_t i = 0; i < h->npages; i++) {
+        const rbp_heap_page *p = &h->pages[i];
+        if (keep) {
+            const rbp_heap_page *q = &h->pages[keep - 1];
+            if (p->start < q->start + (uint64_t)q->total_slots * q->slot_size) {
+                h->rejected++;
+                *broken += p->header != q->header;
+                continue;
+            }
+        }
+        h->pages[keep++] = *p;
+    }
+    h->npages = keep;
+}
+
 rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
 {
     memset(h, 0, sizeof *h);
@@ -199,76 +286,17 @@ rbpeek_status rbp_heap_open(rbpeek_session *s, rbp_heap *h)
     uint32_t default_slot = rbp_has(L, RBP_L_rvalue_size) && L->f[RBP_L_rvalue_size].size > 0
                                 ? (uint32_t)L->f[RBP_L_rvalue_size].size
                                 : 40;
-
-    if (!rbp_mem_u64(s->mem, s->vm + (uint64_t)rbp_off(L, osf), &h->objspace) || !rbp_is_heap_ptr(s, h->objspace))
-        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the objspace pointer of the VM at 0x%llx",
-                        (unsigned long long)s->vm);
     uint64_t table = 0, count = 0;
-    char why[160];
-    if (!rbp_heap_page_table_read(s, h->objspace, &table, &count))
-        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the heap page table of the objspace at 0x%llx",
-                        (unsigned long long)h->objspace);
-    if (!s->rel.gc.pages_darray) {
-        if (!table_holds_pages(h, table, count, default_slot))
-            find_page_table(h, default_slot, &table, &count); /* else the checks below refuse the layout */
-        if (!table) {
-            snprintf(why, sizeof why, "heap: no heap page table in the objspace at 0x%llx",
-                     (unsigned long long)h->objspace);
-            return rbp_layout_misfit(s, why);
-        }
-    }
-    if (count == 0 || count > MAX_PAGES) {
-        /* The page table and its count are read from members no stack walk
-         * touched: a count like this says the GC's members are misplaced. */
-        snprintf(why, sizeof why, "heap: implausible heap page count %llu (objspace at 0x%llx)",
-                 (unsigned long long)count, (unsigned long long)h->objspace);
-        return rbp_layout_misfit(s, why);
-    }
-    uint64_t *ptrs = malloc(count * sizeof *ptrs);
-    h->pages = malloc(count * sizeof *h->pages);
-    if (!ptrs || !h->pages) {
-        free(ptrs);
-        rbp_heap_close(h);
-        return rbp_fail(s, RBPEEK_ERR_NOMEM, "heap: out of memory for %llu pages", (unsigned long long)count);
-    }
-    if (!rbp_mem_read(s->mem, table, ptrs, count * sizeof *ptrs)) {
-        free(ptrs);
-        rbp_heap_close(h);
-        return rbp_fail(s, RBPEEK_ERR_READ, "heap: cannot read the table of %llu heap pages at 0x%llx",
-                        (unsigned long long)count, (unsigned long long)table);
-    }
-    h->listed = count;
-    size_t broken = 0; /* pages whose header breaks an invariant, as opposed to NULL or listed twice */
-    for (size_t i = 0; i < count; i++) {
-        if (read_page(h, ptrs[i], default_slot, &h->pages[h->npages])) {
-            h->npages++;
-        } else {
-            h->rejected++;
-            broken += ptrs[i] != 0;
-        }
-    }
-    free(ptrs);
-    qsort(h->pages, h->npages, sizeof *h->pages, cmp_page);
-    /* Drop a page that overlaps its predecessor: two headers can't own the
-     * same slots, so one of them is garbage (or listed twice). */
-    size_t keep = 0;
-    for (size_t i = 0; i < h->npages; i++) {
-        const rbp_heap_page *p = &h->pages[i];
-        if (keep) {
-            const rbp_heap_page *q = &h->pages[keep - 1];
-            if (p->start < q->start + (uint64_t)q->total_slots * q->slot_size) {
-                h->rejected++;
-                broken += p->header != q->header;
-                continue;
-            }
-        }
-        h->pages[keep++] = *p;
-    }
-    h->npages = keep;
+    size_t broken = 0;
+    rbpeek_status st = heap_page_table(h, osf, default_slot, &table, &count);
+    if (st == RBPEEK_OK) st = heap_read_pages(h, table, count, default_slot, &broken);
+    if (st != RBPEEK_OK) return st;
+    heap_drop_overlaps(h, &broken);
     /* Every page Ruby lists keeps the invariants read_page checks; a
      * corrupt heap may break a few, but a majority broken means the page
      * members are not where the layout says. */
     if (h->npages == 0 || broken > h->npages) {
+        char why[160];
         snprintf(why, sizeof why, "heap: %llu of the %llu listed heap pages break the GC's page invariants",
                  (unsigned long long)(h->npages ? broken : h->rejected), (unsigned long long)count);
         rbp_heap_close(h);

@@ -440,12 +440,8 @@ rbpeek_status rbpeek_heap_dump(rbpeek_session *s, const char *path, rbpeek_heap_
     if (out) memset(out, 0, sizeof *out);
     if (!s || !path || !*path) return rbp_fail(s, RBPEEK_ERR_ARG, "heap dump: no output file given");
     rbp_heap h;
-    rbpeek_status st = rbp_heap_open(s, &h);
+    rbpeek_status st = rbp_heap_open_checked(s, &h);
     if (st != RBPEEK_OK) return st;
-    if ((st = rbp_heap_check_decoders(&h)) != RBPEEK_OK) {
-        rbp_heap_close(&h);
-        return st;
-    }
     FILE *f = fopen(path, "w");
     if (!f) {
         int e = errno;

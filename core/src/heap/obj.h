@@ -91,5 +91,8 @@ uint64_t rbp_class_super(rbp_heap *h, const rbp_obj *o);
  * first of each in the heap (obj_check.c); refuses the layout, in attach's
  * one line, when most do not. Run after rbp_heap_open, before a walk. */
 rbpeek_status rbp_heap_check_decoders(rbp_heap *h);
+/* rbp_heap_open, then rbp_heap_check_decoders: the heap of a census or a
+ * dump, or an error with nothing left open. */
+rbpeek_status rbp_heap_open_checked(rbpeek_session *s, rbp_heap *h);
 
 #endif

@@ -108,3 +108,11 @@ rbpeek_status rbp_heap_check_decoders(rbp_heap *h)
     }
     return RBPEEK_OK;
 }
+
+rbpeek_status rbp_heap_open_checked(rbpeek_session *s, rbp_heap *h)
+{
+    rbpeek_status st = rbp_heap_open(s, h);
+    if (st != RBPEEK_OK) return st;
+    if ((st = rbp_heap_check_decoders(h)) != RBPEEK_OK) rbp_heap_close(h);
+    return st;
+}

@@ -116,6 +116,15 @@ bool rbp_shape_of(rbp_heap *h, uint64_t flags, rbp_shape *out);
 /* Where ivar `name` is in the ivar array of an object with these flags
  * (3.2+, by its shape); *cached_id keeps the ivar's ID once found. */
 bool rbp_shape_ivar_index(rbp_heap *h, uint64_t flags, const char *name, uint64_t *cached_id, uint64_t *index);
+/* Whether the layout has what a walk of the shape chain reads (3.2+: the
+ * shape list, a shape's size, edge_name and parent_id). */
+bool rbp_shape_chain_readable(rbp_heap *h);
+/* What a walk of the shape chain reads of shape id: its ivar edge (the
+ * ivar's ID), next_iv_index, shape type and parent. False when unreadable. */
+typedef struct rbp_shape_edge {
+    uint64_t edge, next, type, parent;
+} rbp_shape_edge;
+bool rbp_shape_edge_of(rbp_heap *h, uint64_t id, rbp_shape_edge *out);
 
 /* --- classes (obj_class.c) ---------------------------------------------- */
 

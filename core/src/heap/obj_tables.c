@@ -115,6 +115,23 @@ bool rbp_shape_of(rbp_heap *h, uint64_t flags, rbp_shape *out)
            out->capacity <= MAX_VALUES;
 }
 
+bool rbp_shape_chain_readable(rbp_heap *h)
+{
+    const rbp_layout *Ly = L(h);
+    return h->shape_list && Ly->f[RBP_L_shape_size].size > 0 && rbp_has(Ly, RBP_L_shape_edge_name) &&
+           rbp_has(Ly, RBP_L_shape_parent_id);
+}
+
+bool rbp_shape_edge_of(rbp_heap *h, uint64_t id, rbp_shape_edge *out)
+{
+    uint64_t base = h->shape_list + id * (uint64_t)L(h)->f[RBP_L_shape_size].size;
+    *out = (rbp_shape_edge){0};
+    return rbp_read_field(h->s, base, RBP_L_shape_edge_name, &out->edge) &&
+           rbp_read_field(h->s, base, RBP_L_shape_next_iv_index, &out->next) &&
+           rbp_read_field(h->s, base, RBP_L_shape_type, &out->type) &&
+           rbp_read_field(h->s, base, RBP_L_shape_parent_id, &out->parent);
+}
+
 /* The index of ivar `name` in an object's ivar array, found as
  * rb_shape_get_iv_index finds it: from the object's shape towards the root,
  * the SHAPE_IVAR shape whose edge is that ivar's ID adds it at
@@ -122,32 +139,25 @@ bool rbp_shape_of(rbp_heap *h, uint64_t flags, rbp_shape *out)
  * Needs the shape members of 3.2+ (edge_name, parent_id). */
 bool rbp_shape_ivar_index(rbp_heap *h, uint64_t flags, const char *name, uint64_t *cached_id, uint64_t *index)
 {
-    const rbp_layout *Ly = L(h);
-    int32_t sz = Ly->f[RBP_L_shape_size].size;
-    if (!h->shape_list || sz <= 0 || !rbp_has(Ly, RBP_L_shape_edge_name) || !rbp_has(Ly, RBP_L_shape_parent_id))
-        return false;
+    if (!rbp_shape_chain_readable(h)) return false;
     uint64_t id = flags >> 32;
     rbp_walkguard g = rbp_heap_chain_guard(h, MAX_SHAPE_DEPTH);
     /* (ids are keyed + 1: shape 0 is the root, and 0 is no key) */
     while (id < (UINT64_C(1) << 24) && rbp_heap_chain_step(h, &g, id + 1, "the shape chain", flags >> 32)) {
-        uint64_t base = h->shape_list + id * (uint64_t)sz, edge = 0, next = 0, type = 0, parent = 0;
-        if (!rbp_read_field(h->s, base, RBP_L_shape_edge_name, &edge) ||
-            !rbp_read_field(h->s, base, RBP_L_shape_next_iv_index, &next) ||
-            !rbp_read_field(h->s, base, RBP_L_shape_type, &type) ||
-            !rbp_read_field(h->s, base, RBP_L_shape_parent_id, &parent))
-            return false;
-        if (type == SHAPE_IVAR && edge && next > 0) {
-            bool match = *cached_id ? edge == *cached_id : false;
+        rbp_shape_edge e;
+        if (!rbp_shape_edge_of(h, id, &e)) return false;
+        if (e.type == SHAPE_IVAR && e.edge && e.next > 0) {
+            bool match = *cached_id ? e.edge == *cached_id : false;
             if (!*cached_id) {
-                const char *n = rbp_id_name(h->s, edge);
-                if (n && strcmp(n, name) == 0) *cached_id = edge, match = true;
+                const char *n = rbp_id_name(h->s, e.edge);
+                if (n && strcmp(n, name) == 0) *cached_id = e.edge, match = true;
             }
             if (match) {
-                *index = next - 1;
-                return next <= MAX_VALUES;
+                *index = e.next - 1;
+                return e.next <= MAX_VALUES;
             }
         }
-        id = parent;                     /* the root's parent is INVALID_SHAPE_ID, past every shape */
+        id = e.parent;                     /* the root's parent is INVALID_SHAPE_ID, past every shape */
     }
     return false;
 }

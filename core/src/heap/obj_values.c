@@ -60,25 +60,18 @@ static void iv_index_cb(void *ctx, uint64_t key, uint64_t rec)
 /* The shape chain from the object's shape to the root, in ivar order. */
 static bool shape_slots(rbp_heap *h, uint64_t flags, iv_walk *w)
 {
-    const rbp_layout *Ly = L(h);
-    int32_t sz = Ly->f[RBP_L_shape_size].size;
-    if (!h->shape_list || sz <= 0 || !rbp_has(Ly, RBP_L_shape_edge_name) || !rbp_has(Ly, RBP_L_shape_parent_id))
-        return false;
+    if (!rbp_shape_chain_readable(h)) return false;
     uint64_t id = flags >> 32;
     /* a loop of parents would fill the slot list with one ivar over and
      * over: the guard stops it (ids keyed + 1: shape 0 is the root) */
     rbp_walkguard g = rbp_heap_chain_guard(h, MAX_SHAPE_DEPTH);
     while (id < (UINT64_C(1) << 24)) {
         if (!rbp_heap_chain_step(h, &g, id + 1, "the shape chain", flags >> 32)) return false;
-        uint64_t base = h->shape_list + id * (uint64_t)sz, edge = 0, next = 0, type = 0, parent = 0;
-        if (!rbp_read_field(h->s, base, RBP_L_shape_edge_name, &edge) ||
-            !rbp_read_field(h->s, base, RBP_L_shape_next_iv_index, &next) ||
-            !rbp_read_field(h->s, base, RBP_L_shape_type, &type) ||
-            !rbp_read_field(h->s, base, RBP_L_shape_parent_id, &parent))
-            return false;
-        if (type == SHAPE_IVAR && edge && next > 0) push_slot(w, edge, next - 1);
-        if (w->bad || parent == id) return false;
-        id = parent;
+        rbp_shape_edge e;
+        if (!rbp_shape_edge_of(h, id, &e)) return false;
+        if (e.type == SHAPE_IVAR && e.edge && e.next > 0) push_slot(w, e.edge, e.next - 1);
+        if (w->bad || e.parent == id) return false;
+        id = e.parent;
     }
     /* collected leaf first: reverse into the order the ivars were added */
     for (size_t i = 0; i < w->n / 2; i++) {

@@ -168,6 +168,17 @@ static rbpeek_status finish(rbpeek_session *s, rbp_heap *h, rbp_strbuf *b, char 
     return RBPEEK_OK;
 }
 
+/* The limits of a locals command: opt's depth, length and bytes (the
+ * defaults without), over one budget of objects (*budget) and of text
+ * (*text) for everything it prints. */
+static rbp_inspect_limits command_limits(const rbpeek_inspect_options *opt, size_t *budget, size_t *text)
+{
+    *budget = RBP_INSP_COMMAND_BUDGET;
+    *text = RBP_INSP_COMMAND_TEXT;
+    return (rbp_inspect_limits){opt ? opt->depth : 8, opt ? opt->max_length : 100, budget, opt ? opt->max_bytes : 0,
+                                text};
+}
+
 rbpeek_status rbpeek_frame_locals(rbpeek_session *s, const rbpeek_frame *frame, const rbpeek_inspect_options *opt,
                                   char **out)
 {
@@ -178,10 +189,8 @@ rbpeek_status rbpeek_frame_locals(rbpeek_session *s, const rbpeek_frame *frame, 
     rbp_heap h;
     rbpeek_status st = rbp_locals_open(s, &h);
     if (st != RBPEEK_OK) return st;
-    size_t budget = RBP_INSP_COMMAND_BUDGET;   /* objects printed over the frame's self and locals */
-    size_t text = RBP_INSP_COMMAND_TEXT;       /* and their bytes */
-    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, &budget, opt ? opt->max_bytes : 0,
-                              &text};
+    size_t budget, text;   /* objects printed over the frame's self and locals, and their bytes */
+    rbp_inspect_limits lim = command_limits(opt, &budget, &text);
     rbp_strbuf b;
     rbp_sb_init(&b);
     rbp_json j;
@@ -198,10 +207,8 @@ rbpeek_status rbpeek_thread_locals(rbpeek_session *s, const rbpeek_thread *t, co
     rbp_heap h; /* opened once for all the thread's frames: its page table and caches serve them all */
     rbpeek_status st = rbp_locals_open(s, &h);
     if (st != RBPEEK_OK) return st;
-    size_t budget = RBP_INSP_COMMAND_BUDGET;   /* objects printed over every frame's self and locals */
-    size_t text = RBP_INSP_COMMAND_TEXT;       /* and their bytes */
-    rbp_inspect_limits lim = {opt ? opt->depth : 8, opt ? opt->max_length : 100, &budget, opt ? opt->max_bytes : 0,
-                              &text};
+    size_t budget, text;   /* objects printed over every frame's self and locals, and their bytes */
+    rbp_inspect_limits lim = command_limits(opt, &budget, &text);
     rbp_strbuf b;
     rbp_sb_init(&b);
     rbp_json j;

@@ -163,16 +163,12 @@ static void read_ruby_version(const char *path, char *out, size_t outlen)
     close(fd);
 }
 
-int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t errlen)
+/* Checks readability ourselves: libdwarf reports a missing file as "no
+ * DWARF", which would hide the real problem; and it opens the file with a
+ * plain open, which a FIFO would block forever. 0, or -1 or
+ * RBP_NOT_REGULAR with err set. */
+static int check_readable(const char *elf_path, char *err, size_t errlen)
 {
-    rbp_layout_clear(out);
-    if (!elf_path) {
-        rbp_set_err(err, errlen, "no file given");
-        return -1;
-    }
-    /* Check readability ourselves: libdwarf reports a missing file as "no
-     * DWARF", which would hide the real problem; and it opens the file with
-     * a plain open, which a FIFO would block forever. */
     char kind[32];
     int fd = rbp_open_target_file(elf_path, kind, sizeof kind);
     if (fd == RBP_NOT_REGULAR) {
@@ -184,13 +180,16 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
         return -1;
     }
     close(fd);
+    return 0;
+}
 
+/* A scan's context for out, with the wanted types of every field (each
+ * type once, all pending). NULL when out of memory. */
+static dctx *new_dctx(rbp_layout *out)
+{
     static dctx zero;
     dctx *c = malloc(sizeof *c);
-    if (!c) {
-        rbp_set_err(err, errlen, "out of memory");
-        return -1;
-    }
+    if (!c) return NULL;
     *c = zero;
     c->out = out;
     c->addr_size = 8;
@@ -203,33 +202,43 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
         c->type_of_field[id] = ti;
     }
     c->pending = c->ntypes;
+    return c;
+}
 
+/* libdwarf over the file, into c->dbg; false with err set when it has no
+ * DWARF or it cannot be read. */
+static bool open_dwarf(dctx *c, const char *elf_path, char *err, size_t errlen)
+{
     /* A buffer for the true path lets libdwarf follow .gnu_debuglink and
      * build-id links to separate debug files (e.g. Debian -dbgsym). */
     char true_path[4096];
     Dwarf_Error e = NULL;
     int rc = dwarf_init_path(elf_path, true_path, sizeof true_path, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL,
                              NULL, &c->dbg, NULL, 0, NULL, &e);
-    if (rc != DW_DLV_OK) {
-        if (rc == DW_DLV_ERROR)
-            rbp_set_err(err, errlen, "cannot read DWARF from %s: %s", elf_path, e ? dwarf_errmsg(e) : "unknown error");
-        else
-            rbp_set_err(err, errlen, "%s has no DWARF debug info", elf_path);
-        if (e) dwarf_dealloc_error(NULL, e);
-        free(c);
-        return -1;
-    }
+    if (rc == DW_DLV_OK) return true;
+    if (rc == DW_DLV_ERROR)
+        rbp_set_err(err, errlen, "cannot read DWARF from %s: %s", elf_path, e ? dwarf_errmsg(e) : "unknown error");
+    else
+        rbp_set_err(err, errlen, "%s has no DWARF debug info", elf_path);
+    if (e) dwarf_dealloc_error(NULL, e);
+    return false;
+}
 
+/* The compilation units' top levels, until every wanted type is seen (or
+ * the bounds are reached); libdwarf is finished after. Whether there was
+ * any CU at all. */
+static bool scan_cus(dctx *c)
+{
+    Dwarf_Error e = NULL;
     long budget = MAX_TOP_DIES;
-    int ncus = 0;
     bool any_cu = false;
-    for (; ncus < MAX_CUS && c->pending > 0; ncus++) {
+    for (int ncus = 0; ncus < MAX_CUS && c->pending > 0; ncus++) {
         Dwarf_Unsigned hdr_len = 0, typeoff = 0, next_off = 0;
         Dwarf_Half ver = 0, addr_size = 0, len_size = 0, ext_size = 0, cu_type = 0;
         Dwarf_Off abbrev = 0;
         Dwarf_Sig8 sig;
-        rc = dwarf_next_cu_header_d(c->dbg, 1, &hdr_len, &ver, &abbrev, &addr_size, &len_size, &ext_size, &sig,
-                                    &typeoff, &next_off, &cu_type, &e);
+        int rc = dwarf_next_cu_header_d(c->dbg, 1, &hdr_len, &ver, &abbrev, &addr_size, &len_size, &ext_size, &sig,
+                                        &typeoff, &next_off, &cu_type, &e);
         if (rc != DW_DLV_OK) break; /* end of .debug_info, or a header we cannot read */
         any_cu = true;
         c->addr_size = addr_size == 4 || addr_size == 8 ? addr_size : 8;
@@ -245,9 +254,29 @@ int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t er
     dw_drop_err(c, &e);
     dwarf_finish(c->dbg, &e);
     if (e) dwarf_dealloc_error(NULL, e);
+    return any_cu;
+}
 
+int rbp_dwarf_layout(const char *elf_path, rbp_layout *out, char *err, size_t errlen)
+{
+    rbp_layout_clear(out);
+    if (!elf_path) {
+        rbp_set_err(err, errlen, "no file given");
+        return -1;
+    }
+    int rc = check_readable(elf_path, err, errlen);
+    if (rc != 0) return rc;
+    dctx *c = new_dctx(out);
+    if (!c) {
+        rbp_set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    if (!open_dwarf(c, elf_path, err, errlen)) {
+        free(c);
+        return -1;
+    }
     int ret = 0;
-    if (!any_cu) {
+    if (!scan_cus(c)) {
         rbp_set_err(err, errlen, "%s has no DWARF debug info", elf_path);
         ret = -1;
     } else if (!rbp_has(out, RBP_L_cfp_size)) {

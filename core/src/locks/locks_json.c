@@ -162,13 +162,17 @@ static void j_edge(lk_ctx *c, rbp_json *j, size_t i, uint32_t to)
     rbp_json_object_end(j);
 }
 
-void rbp_locks_render(lk_ctx *c, rbp_strbuf *b, const gvl_info *gvl, size_t ngvl)
-{
-    rbp_json jw, *j = &jw;
-    rbp_json_init(j, b, RBP_JSON_SPACED);
-    rbp_json_object(j);
-    rbp_json_kstr(j, "ruby_version", c->s->ruby_version);
+/* The waits-for graph and the threads it marks: those in a cycle or an
+ * orphan's wait (bad), and those that reach one (behind). */
+typedef struct lk_graph {
+    rbp_wg_edge *edges;
+    size_t ne;
+    bool *bad, *behind;
+    rbp_cycles cyc;
+} lk_graph;
 
+static void j_gvls(rbp_json *j, const gvl_info *gvl, size_t ngvl)
+{
     rbp_json_ws(j, "\n ");
     rbp_json_key(j, "gvl");
     rbp_json_array(j);
@@ -181,7 +185,11 @@ void rbp_locks_render(lk_ctx *c, rbp_strbuf *b, const gvl_info *gvl, size_t ngvl
         rbp_json_object_end(j);
     }
     rbp_json_array_end(j);
+}
 
+/* "threads" and "mutexes", one per line. */
+static void j_threads_mutexes(lk_ctx *c, rbp_json *j)
+{
     rbp_json_ws(j, "\n ");
     rbp_json_key(j, "threads");
     rbp_json_array(j);
@@ -198,84 +206,120 @@ void rbp_locks_render(lk_ctx *c, rbp_strbuf *b, const gvl_info *gvl, size_t ngvl
         j_mutex(c, j, k);
     }
     rbp_json_array_end(j);
+}
+
+/* The graph's edges and cycles; false when out of memory. */
+static bool lk_graph_build(const lk_ctx *c, lk_graph *g)
+{
+    g->edges = malloc((c->n ? c->n : 1) * sizeof *g->edges);
+    g->bad = calloc(c->n ? c->n : 1, sizeof *g->bad);
+    g->behind = calloc(c->n ? c->n : 1, sizeof *g->behind);
+    if (!g->edges || !g->bad || !g->behind) return false;
+    for (size_t i = 0; i < c->n; i++) {
+        uint32_t to;
+        if (wait_edge(c, i, &to)) g->edges[g->ne++] = (rbp_wg_edge){(uint32_t)i, to};
+    }
+    return rbp_wg_cycles(c->n, g->edges, g->ne, 0, 0, &g->cyc);
+}
+
+static void lk_graph_free(lk_graph *g)
+{
+    rbp_cycles_free(&g->cyc);
+    free(g->edges);
+    free(g->bad);
+    free(g->behind);
+}
+
+/* "deadlocks": each cycle's edges, its threads marked bad. */
+static void j_deadlocks(lk_ctx *c, rbp_json *j, lk_graph *g)
+{
+    rbp_json_ws(j, "\n ");
+    rbp_json_key(j, "deadlocks");
+    rbp_json_array(j);
+    for (size_t k = 0; k < g->cyc.ncycles; k++) {
+        if (k) rbp_json_ws(j, "\n  ");
+        rbp_json_object(j);
+        rbp_json_key(j, "cycle");
+        rbp_json_array(j);
+        for (size_t p = g->cyc.start[k]; p < g->cyc.start[k + 1]; p++) {
+            uint32_t v = g->cyc.nodes[p], to = 0;
+            g->bad[v] = true;
+            wait_edge(c, v, &to);
+            j_edge(c, j, v, to);
+        }
+        rbp_json_array_end(j);
+        rbp_json_object_end(j);
+    }
+    rbp_json_array_end(j);
+    rbp_json_ws(j, "\n ");
+    rbp_json_kbool(j, "deadlocks_truncated", g->cyc.truncated);
+}
+
+/* "orphans": the waits on a Mutex no live thread can unlock, and why; the
+ * waiting threads marked bad. */
+static void j_orphans(lk_ctx *c, rbp_json *j, lk_graph *g)
+{
+    rbp_json_ws(j, "\n ");
+    rbp_json_key(j, "orphans");
+    rbp_json_array(j);
+    for (size_t i = 0; i < c->n; i++) {
+        if (!is_orphan(c, i)) continue;
+        const lk_mutex *m = &c->mx[c->th[i].mutex];
+        g->bad[i] = true;
+        rbp_json_object(j);
+        rbp_json_ku64(j, "thread", i);
+        rbp_json_ki64(j, "mutex", c->th[i].mutex);
+        j_addr(j, "object", m->value);
+        char why[200];
+        if (m->owner_state == OWN_DEAD_FIBER)
+            snprintf(why, sizeof why, "it is locked by fiber 0x%llx, which has finished: no live fiber can "
+                     "unlock it", (unsigned long long)m->owner_raw);
+        else
+            snprintf(why, sizeof why, "its owner (0x%llx) is not a live thread's fiber or thread",
+                     (unsigned long long)m->owner_raw);
+        rbp_json_kstr(j, "reason", why);
+        j_idx(j, "owner_thread", m->owner);
+        rbp_json_object_end(j);
+    }
+    rbp_json_array_end(j);
+}
+
+/* "behind": the edges of the threads stuck behind a bad one (not bad
+ * themselves). False when out of memory. */
+static bool j_behind(lk_ctx *c, rbp_json *j, lk_graph *g)
+{
+    rbp_json_ws(j, "\n ");
+    rbp_json_key(j, "behind");
+    rbp_json_array(j);
+    bool ok = rbp_wg_reaching(c->n, g->edges, g->ne, g->bad, g->behind);
+    for (size_t i = 0; ok && i < c->n; i++) {
+        uint32_t to;
+        if (!g->behind[i] || g->bad[i] || !wait_edge(c, i, &to)) continue;
+        j_edge(c, j, i, to);
+    }
+    rbp_json_array_end(j);
+    return ok;
+}
+
+void rbp_locks_render(lk_ctx *c, rbp_strbuf *b, const gvl_info *gvl, size_t ngvl)
+{
+    rbp_json jw, *j = &jw;
+    rbp_json_init(j, b, RBP_JSON_SPACED);
+    rbp_json_object(j);
+    rbp_json_kstr(j, "ruby_version", c->s->ruby_version);
+    j_gvls(j, gvl, ngvl);
+    j_threads_mutexes(c, j);
 
     /* The waits-for graph and what it says. */
-    rbp_wg_edge *edges = malloc((c->n ? c->n : 1) * sizeof *edges);
-    bool *bad = calloc(c->n ? c->n : 1, sizeof *bad), *behind = calloc(c->n ? c->n : 1, sizeof *behind);
-    size_t ne = 0;
-    rbp_cycles cyc = {0};
-    bool ok = edges && bad && behind;
-    if (ok) {
-        for (size_t i = 0; i < c->n; i++) {
-            uint32_t to;
-            if (wait_edge(c, i, &to)) edges[ne++] = (rbp_wg_edge){(uint32_t)i, to};
-        }
-        ok = rbp_wg_cycles(c->n, edges, ne, 0, 0, &cyc);
-    }
-    if (!ok) {
+    lk_graph g = {0};
+    if (!lk_graph_build(c, &g)) {
         b->oom = true;
     } else {
-        rbp_json_ws(j, "\n ");
-        rbp_json_key(j, "deadlocks");
-        rbp_json_array(j);
-        for (size_t k = 0; k < cyc.ncycles; k++) {
-            if (k) rbp_json_ws(j, "\n  ");
-            rbp_json_object(j);
-            rbp_json_key(j, "cycle");
-            rbp_json_array(j);
-            for (size_t p = cyc.start[k]; p < cyc.start[k + 1]; p++) {
-                uint32_t v = cyc.nodes[p], to = 0;
-                bad[v] = true;
-                wait_edge(c, v, &to);
-                j_edge(c, j, v, to);
-            }
-            rbp_json_array_end(j);
-            rbp_json_object_end(j);
-        }
-        rbp_json_array_end(j);
-        rbp_json_ws(j, "\n ");
-        rbp_json_kbool(j, "deadlocks_truncated", cyc.truncated);
-        rbp_json_ws(j, "\n ");
-        rbp_json_key(j, "orphans");
-        rbp_json_array(j);
-        for (size_t i = 0; i < c->n; i++) {
-            if (!is_orphan(c, i)) continue;
-            const lk_mutex *m = &c->mx[c->th[i].mutex];
-            bad[i] = true;
-            rbp_json_object(j);
-            rbp_json_ku64(j, "thread", i);
-            rbp_json_ki64(j, "mutex", c->th[i].mutex);
-            j_addr(j, "object", m->value);
-            char why[200];
-            if (m->owner_state == OWN_DEAD_FIBER)
-                snprintf(why, sizeof why, "it is locked by fiber 0x%llx, which has finished: no live fiber can "
-                         "unlock it", (unsigned long long)m->owner_raw);
-            else
-                snprintf(why, sizeof why, "its owner (0x%llx) is not a live thread's fiber or thread",
-                         (unsigned long long)m->owner_raw);
-            rbp_json_kstr(j, "reason", why);
-            j_idx(j, "owner_thread", m->owner);
-            rbp_json_object_end(j);
-        }
-        rbp_json_array_end(j);
-        rbp_json_ws(j, "\n ");
-        rbp_json_key(j, "behind");
-        rbp_json_array(j);
-        if (rbp_wg_reaching(c->n, edges, ne, bad, behind)) {
-            for (size_t i = 0; i < c->n; i++) {
-                uint32_t to;
-                if (!behind[i] || bad[i] || !wait_edge(c, i, &to)) continue;
-                j_edge(c, j, i, to);
-            }
-        } else {
-            b->oom = true;
-        }
-        rbp_json_array_end(j);
+        j_deadlocks(c, j, &g);
+        j_orphans(c, j, &g);
+        if (!j_behind(c, j, &g)) b->oom = true;
     }
-    rbp_cycles_free(&cyc);
-    free(edges);
-    free(bad);
-    free(behind);
+    lk_graph_free(&g);
 
     rbp_json_ws(j, "\n ");
     rbp_json_key(j, "notes");

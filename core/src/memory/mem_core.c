@@ -269,6 +269,140 @@ static void describe_truncation(core *c, const Elf64_Phdr *ph, uint64_t phnum)
 
 /* ---- ELF header and program headers ----------------------------------- */
 
+/* Opens the core file itself into c (a regular file only) and takes its
+ * size. False with err set when it cannot. */
+static bool core_open_file(core *c, const char *path, char *err, size_t errlen)
+{
+    char kind[32];
+    c->fd = rbp_open_target_file(path, kind, sizeof kind);
+    if (c->fd == RBP_NOT_REGULAR) {
+        rbp_set_err(err, errlen, "core %s is %s, not a regular file", path, kind);
+        return false;
+    }
+    if (c->fd < 0) {
+        rbp_set_err(err, errlen, "cannot open core %s: %s", path, strerror(errno));
+        return false;
+    }
+    struct stat st;
+    if (fstat(c->fd, &st) != 0) {
+        rbp_set_err(err, errlen, "cannot stat core %s: %s", path, strerror(errno));
+        return false;
+    }
+    c->size = (uint64_t)st.st_size;
+    return true;
+}
+
+/* The ELF header, checked to be an x86-64 little-endian ELF64 core's. */
+static bool core_read_ehdr(core *c, const char *path, Elf64_Ehdr *eh, char *err, size_t errlen)
+{
+    if (pread_full(c->fd, eh, sizeof *eh, 0) != (long)sizeof *eh) {
+        rbp_set_err(err, errlen, "core %s: too short for an ELF header", path);
+        return false;
+    }
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0) {
+        rbp_set_err(err, errlen, "core %s: not an ELF file", path);
+        return false;
+    }
+    /* The session refuses a core of a machine rbpeek does not read before
+     * it gets here, naming it (context/machine.c); this stays the reader's
+     * own guard. */
+    if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+        !rbp_machine_read(eh->e_machine)) {
+        rbp_set_err(err, errlen, "core %s: only 64-bit little-endian x86-64 cores are supported "
+                "(class %u, data %u, machine %u)", path, eh->e_ident[EI_CLASS], eh->e_ident[EI_DATA],
+                eh->e_machine);
+        return false;
+    }
+    if (eh->e_type != ET_CORE) {
+        rbp_set_err(err, errlen, "core %s: not a core file (ELF type %u)", path, eh->e_type);
+        return false;
+    }
+    if (eh->e_phentsize != sizeof(Elf64_Phdr)) {
+        rbp_set_err(err, errlen, "core %s: unexpected program header size %u", path, eh->e_phentsize);
+        return false;
+    }
+    return true;
+}
+
+/* The program headers (*phnum of them), malloc'd; NULL with err set when
+ * they are missing, too many or cannot be read. */
+static Elf64_Phdr *core_read_phdrs(core *c, const char *path, const Elf64_Ehdr *eh, uint64_t *phnum, char *err,
+                                   size_t errlen)
+{
+    /* With more than 65534 segments the real count lives in section 0. */
+    uint64_t n = eh->e_phnum;
+    if (n == PN_XNUM) {
+        Elf64_Shdr sh0;
+        if (eh->e_shentsize != sizeof sh0 || !in_file(eh->e_shoff, sizeof sh0, c->size) ||
+            pread_full(c->fd, &sh0, sizeof sh0, eh->e_shoff) != (long)sizeof sh0) {
+            rbp_set_err(err, errlen, "core %s: PN_XNUM without a readable section header", path);
+            return NULL;
+        }
+        n = sh0.sh_info;
+    }
+    if (n == 0 || n > MAX_PHDRS || !in_file(eh->e_phoff, n * sizeof(Elf64_Phdr), c->size)) {
+        rbp_set_err(err, errlen, "core %s: program headers missing or past the end of the file (truncated?)",
+                path);
+        return NULL;
+    }
+    Elf64_Phdr *ph = malloc(n * sizeof *ph);
+    if (!ph) {
+        rbp_set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (pread_full(c->fd, ph, n * sizeof *ph, eh->e_phoff) != (long)(n * sizeof *ph)) {
+        rbp_set_err(err, errlen, "core %s: cannot read program headers", path);
+        free(ph);
+        return NULL;
+    }
+    *phnum = n;
+    return ph;
+}
+
+/* A PT_LOAD segment, kept in c->segs. Data the header promises but the
+ * (truncated) file lacks is treated as absent, so the file fallback or a
+ * short read takes over instead of reading past EOF. */
+static void core_add_load(core *c, const Elf64_Phdr *p)
+{
+    if (p->p_memsz == 0 || p->p_vaddr + p->p_memsz < p->p_vaddr) return;
+    uint64_t avail = p->p_filesz < p->p_memsz ? p->p_filesz : p->p_memsz;
+    if (p->p_offset >= c->size) avail = 0;
+    else if (avail > c->size - p->p_offset) avail = c->size - p->p_offset;
+    c->segs[c->nsegs++] = (core_seg){p->p_vaddr, p->p_memsz, p->p_offset, avail};
+}
+
+/* A PT_NOTE segment's notes (the part the file holds, at most
+ * MAX_NOTE_BYTES). False only when out of memory parsing them. */
+static bool core_add_notes(core *c, const Elf64_Phdr *p)
+{
+    uint64_t len = p->p_filesz;
+    if (p->p_offset >= c->size || len == 0) return true;
+    if (len > c->size - p->p_offset) len = c->size - p->p_offset;
+    if (len > MAX_NOTE_BYTES) len = MAX_NOTE_BYTES;
+    uint8_t *buf = malloc(len);
+    if (!buf) return true;
+    long got = pread_full(c->fd, buf, len, p->p_offset);
+    bool ok = got <= 0 || parse_notes(c, buf, (uint64_t)got);
+    free(buf);
+    return ok;
+}
+
+/* The segments and notes of the program headers; false when out of memory. */
+static bool core_read_segments(core *c, const Elf64_Phdr *ph, uint64_t phnum)
+{
+    describe_truncation(c, ph, phnum);
+    size_t nload = 0;
+    for (uint64_t i = 0; i < phnum; i++) nload += ph[i].p_type == PT_LOAD;
+    c->segs = calloc(nload ? nload : 1, sizeof *c->segs);
+    if (!c->segs) return false;
+    for (uint64_t i = 0; i < phnum; i++) {
+        if (ph[i].p_type == PT_LOAD) core_add_load(c, &ph[i]);
+        else if (ph[i].p_type == PT_NOTE && !core_add_notes(c, &ph[i])) return false;
+    }
+    qsort(c->segs, c->nsegs, sizeof *c->segs, cmp_seg);
+    return true;
+}
+
 core *rbp_core_open(const char *path, char *err, size_t errlen)
 {
     core *c = calloc(1, sizeof *c);
@@ -276,116 +410,18 @@ core *rbp_core_open(const char *path, char *err, size_t errlen)
         rbp_set_err(err, errlen, "out of memory");
         return NULL;
     }
-    char kind[32];
-    c->fd = rbp_open_target_file(path, kind, sizeof kind);
-    if (c->fd == RBP_NOT_REGULAR) {
-        rbp_set_err(err, errlen, "core %s is %s, not a regular file", path, kind);
-        goto fail;
-    }
-    if (c->fd < 0) {
-        rbp_set_err(err, errlen, "cannot open core %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    struct stat st;
-    if (fstat(c->fd, &st) != 0) {
-        rbp_set_err(err, errlen, "cannot stat core %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    c->size = (uint64_t)st.st_size;
-
     Elf64_Ehdr eh;
-    if (pread_full(c->fd, &eh, sizeof eh, 0) != (long)sizeof eh) {
-        rbp_set_err(err, errlen, "core %s: too short for an ELF header", path);
+    uint64_t phnum = 0;
+    Elf64_Phdr *ph = NULL;
+    if (!core_open_file(c, path, err, errlen) || !core_read_ehdr(c, path, &eh, err, errlen) ||
+        !(ph = core_read_phdrs(c, path, &eh, &phnum, err, errlen)))
         goto fail;
-    }
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
-        rbp_set_err(err, errlen, "core %s: not an ELF file", path);
-        goto fail;
-    }
-    /* The session refuses a core of a machine rbpeek does not read before
-     * it gets here, naming it (context/machine.c); this stays the reader's
-     * own guard. */
-    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB || !rbp_machine_read(eh.e_machine)) {
-        rbp_set_err(err, errlen, "core %s: only 64-bit little-endian x86-64 cores are supported "
-                "(class %u, data %u, machine %u)", path, eh.e_ident[EI_CLASS], eh.e_ident[EI_DATA],
-                eh.e_machine);
-        goto fail;
-    }
-    if (eh.e_type != ET_CORE) {
-        rbp_set_err(err, errlen, "core %s: not a core file (ELF type %u)", path, eh.e_type);
-        goto fail;
-    }
-    if (eh.e_phentsize != sizeof(Elf64_Phdr)) {
-        rbp_set_err(err, errlen, "core %s: unexpected program header size %u", path, eh.e_phentsize);
-        goto fail;
-    }
-
-    /* With more than 65534 segments the real count lives in section 0. */
-    uint64_t phnum = eh.e_phnum;
-    if (phnum == PN_XNUM) {
-        Elf64_Shdr sh0;
-        if (eh.e_shentsize != sizeof sh0 || !in_file(eh.e_shoff, sizeof sh0, c->size) ||
-            pread_full(c->fd, &sh0, sizeof sh0, eh.e_shoff) != (long)sizeof sh0) {
-            rbp_set_err(err, errlen, "core %s: PN_XNUM without a readable section header", path);
-            goto fail;
-        }
-        phnum = sh0.sh_info;
-    }
-    if (phnum == 0 || phnum > MAX_PHDRS || !in_file(eh.e_phoff, phnum * sizeof(Elf64_Phdr), c->size)) {
-        rbp_set_err(err, errlen, "core %s: program headers missing or past the end of the file (truncated?)",
-                path);
-        goto fail;
-    }
-    Elf64_Phdr *ph = malloc(phnum * sizeof *ph);
-    if (!ph) {
-        rbp_set_err(err, errlen, "out of memory");
-        goto fail;
-    }
-    if (pread_full(c->fd, ph, phnum * sizeof *ph, eh.e_phoff) != (long)(phnum * sizeof *ph)) {
-        rbp_set_err(err, errlen, "core %s: cannot read program headers", path);
-        free(ph);
-        goto fail;
-    }
-
-    describe_truncation(c, ph, phnum);
-    size_t nload = 0;
-    for (uint64_t i = 0; i < phnum; i++) nload += ph[i].p_type == PT_LOAD;
-    c->segs = calloc(nload ? nload : 1, sizeof *c->segs);
-    if (!c->segs) {
-        rbp_set_err(err, errlen, "out of memory");
-        free(ph);
-        goto fail;
-    }
-    for (uint64_t i = 0; i < phnum; i++) {
-        const Elf64_Phdr *p = &ph[i];
-        if (p->p_type == PT_LOAD) {
-            if (p->p_memsz == 0 || p->p_vaddr + p->p_memsz < p->p_vaddr) continue;
-            /* Data the header promises but the (truncated) file lacks is
-             * treated as absent, so the file fallback or a short read
-             * takes over instead of reading past EOF. */
-            uint64_t avail = p->p_filesz < p->p_memsz ? p->p_filesz : p->p_memsz;
-            if (p->p_offset >= c->size) avail = 0;
-            else if (avail > c->size - p->p_offset) avail = c->size - p->p_offset;
-            c->segs[c->nsegs++] = (core_seg){p->p_vaddr, p->p_memsz, p->p_offset, avail};
-        } else if (p->p_type == PT_NOTE) {
-            uint64_t len = p->p_filesz;
-            if (p->p_offset >= c->size || len == 0) continue;
-            if (len > c->size - p->p_offset) len = c->size - p->p_offset;
-            if (len > MAX_NOTE_BYTES) len = MAX_NOTE_BYTES;
-            uint8_t *buf = malloc(len);
-            if (!buf) continue;
-            long got = pread_full(c->fd, buf, len, p->p_offset);
-            bool ok = got <= 0 || parse_notes(c, buf, (uint64_t)got);
-            free(buf);
-            if (!ok) {
-                rbp_set_err(err, errlen, "out of memory");
-                free(ph);
-                goto fail;
-            }
-        }
-    }
+    bool ok = core_read_segments(c, ph, phnum);
     free(ph);
-    qsort(c->segs, c->nsegs, sizeof *c->segs, cmp_seg);
+    if (!ok) {
+        rbp_set_err(err, errlen, "out of memory");
+        goto fail;
+    }
     if (c->nsegs == 0 && c->nmaps == 0) {
         rbp_set_err(err, errlen, "core %s: no memory segments and no mapped files", path);
         goto fail;

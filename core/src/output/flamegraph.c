@@ -421,83 +421,62 @@ static void fg_fact(FILE *f, const rbpeek_profile *p, const char *key, const cha
     fputs(after, f);
 }
 
-rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path,
-                                       const rbpeek_svg_options *opt)
+/* What the page is drawn with: its size, title and the samples in all. */
+typedef struct fg_page {
+    int width, h;
+    const char *title;
+    uint64_t total;
+} fg_page;
+
+/* The options, each in its range: the width, the cut-off (< 0 keeps all,
+ * NaN the default) and the title (the profile's, else "Flame Graph"). */
+static void fg_settle(const rbpeek_profile *p, const rbpeek_svg_options *opt, fg_page *pg, double *min_px)
 {
-    if (!p) return RBPEEK_ERR_ARG;
-    if (p->err) p->err[0] = '\0';
     int width = opt && opt->width > 0 ? opt->width : FG_DEFAULT_WIDTH;
     if (width < FG_MIN_WIDTH) width = FG_MIN_WIDTH;
     if (width > FG_MAX_WIDTH) width = FG_MAX_WIDTH;
-    double min_px = FG_DEFAULT_MIN_PX;
-    if (opt && opt->min_width_px != 0) min_px = opt->min_width_px;   /* < 0 keeps all */
-    if (min_px != min_px) min_px = FG_DEFAULT_MIN_PX;                  /* NaN */
-    const char *title = opt && opt->title ? opt->title : rbpeek_profile_meta(p, "title");
-    if (!title) title = "Flame Graph";
-    uint64_t total = p->nodes[0].total;
+    pg->width = width;
+    *min_px = FG_DEFAULT_MIN_PX;
+    if (opt && opt->min_width_px != 0) *min_px = opt->min_width_px;   /* < 0 keeps all */
+    if (*min_px != *min_px) *min_px = FG_DEFAULT_MIN_PX;               /* NaN */
+    pg->title = opt && opt->title ? opt->title : rbpeek_profile_meta(p, "title");
+    if (!pg->title) pg->title = "Flame Graph";
+    pg->total = p->nodes[0].total;
+}
 
-    rbp_children ch;
-    rbpeek_status st = rbp_children_build(p, &ch);
-    if (st != RBPEEK_OK) return st;
-    fg_ctx c = {.p = p, .width = width, .min_px = min_px, .inverted = opt && opt->inverted};
-    c.unit = rbpeek_profile_meta(p, "unit");
-    if (!c.unit || !*c.unit) c.unit = "samples";
-    c.scale = total ? (double)(width - 2 * FG_XPAD) / (double)total : 0;
-    c.xnext = calloc((size_t)p->max_depth + 1, sizeof *c.xnext);
-    if (!c.xnext) {
-        rbp_children_free(&ch);
-        return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "out of memory writing the SVG");
-    }
-    bool auto_cut = !(opt && opt->min_width_px != 0);
-    if (total && auto_cut) st = fg_auto_cutoff(p, &c);
-    if (total && st == RBPEEK_OK) st = rbp_profile_walk(p, &ch, fg_visit, &c);   /* measure */
-    if (st != RBPEEK_OK) goto out;
-    uint32_t levels = total ? c.shown_depth + 1 : 1;
-    c.height = FG_YPAD_TOP + (double)levels * FG_FRAME_H + FG_YPAD_BOTTOM;
-    int h = (int)c.height;
-
-    c.f = rbp_profile_open_out(p, path, &st);
-    if (!c.f) goto out;
-    FILE *f = c.f;
+/* The SVG's head: its size, title, style and script, and the background. */
+static void fg_write_head(FILE *f, const fg_ctx *c, const fg_page *pg)
+{
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n", f);
     fprintf(f,
             "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
             "xmlns=\"http://www.w3.org/2000/svg\">\n",
-            width, h, width, h);
+            pg->width, pg->h, pg->width, pg->h);
     fputs("<!-- Flame graph written by rbpeek. Click a frame to zoom, Search (or Ctrl-F) to "
           "highlight frames matching a regular expression, Escape to reset. -->\n", f);
     fputs("<title>", f);
-    rbp_xml_write(f, title, SIZE_MAX);
+    rbp_xml_write(f, pg->title, SIZE_MAX);
     fputs("</title>\n", f);
     fprintf(f, "<style type=\"text/css\"><![CDATA[\n%s]]></style>\n", FG_STYLE);
     fprintf(f,
             "<script type=\"text/ecmascript\"><![CDATA[\n"
             "var rbpConf = { width: %d, height: %d, xpad: %d, fh: %d, font: %d, textDy: %s, "
             "inverted: %s, total: %llu, matchFill: 'rgb(230,0,230)' };\n%s]]></script>\n",
-            width, h, FG_XPAD, FG_FRAME_H, FG_FONT, FG_STR(FG_TEXT_DY), c.inverted ? "true" : "false",
-            (unsigned long long)total, FG_SCRIPT);
+            pg->width, pg->h, FG_XPAD, FG_FRAME_H, FG_FONT, FG_STR(FG_TEXT_DY), c->inverted ? "true" : "false",
+            (unsigned long long)pg->total, FG_SCRIPT);
     fputs("<defs><linearGradient id=\"rbp-bg\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
           "<stop stop-color=\"#f4f4f4\" offset=\"5%\"/><stop stop-color=\"#f4ecd8\" "
           "offset=\"95%\"/></linearGradient></defs>\n",
           f);
     fputs("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"url(#rbp-bg)\"/>\n", f);
-    fprintf(f, "<text id=\"rbp-title\" x=\"%d\" y=\"24\">", width / 2);
-    rbp_xml_write(f, title, 300);
+    fprintf(f, "<text id=\"rbp-title\" x=\"%d\" y=\"24\">", pg->width / 2);
+    rbp_xml_write(f, pg->title, 300);
     fputs("</text>\n", f);
-    fprintf(f, "<text id=\"rbp-subtitle\" x=\"%d\" y=\"42\">", width / 2);
-    int nfacts = 0;
-    fg_fact(f, p, "ruby_version", "Ruby ", "", &nfacts);
-    fg_fact(f, p, "pid", "pid ", "", &nfacts);
-    /* The samples taken, then what the boxes count (the root's width),
-     * when that is something else: both numbers, each with its word. */
-    bool other_unit = strcmp(c.unit, "samples") != 0;
-    if (rbpeek_profile_meta(p, "samples")) fg_fact(f, p, "samples", "", " samples", &nfacts);
-    if (!rbpeek_profile_meta(p, "samples") || other_unit) {
-        if (nfacts++) fputs("  \xC2\xB7  ", f);
-        fg_count(f, c.unit, total);
-    }
-    fg_fact(f, p, "rate_hz", "", " Hz", &nfacts);
-    /* The colours' key, when they are not all Ruby's. */
+}
+
+/* The colours' key, when they are not all Ruby's. */
+static void fg_colour_key(FILE *f, const rbpeek_profile *p)
+{
     bool seen[RBPEEK_FRAME_GVL + 1] = {false};
     for (uint32_t i = 0; i < p->nnames; i++)
         if (p->frames[i].d.kind >= 0 && p->frames[i].d.kind <= RBPEEK_FRAME_GVL) seen[p->frames[i].d.kind] = true;
@@ -507,31 +486,94 @@ rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path
     int nkeys = 0;
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
         if (seen[keys[k].kind]) fprintf(f, "%s%s", nkeys++ ? ", " : "  \xC2\xB7  ", keys[k].key);
-    if (c.raised) {
+}
+
+/* The subtitle: the profile's facts, the colours' key, and the cut-off
+ * when it was raised. */
+static void fg_write_subtitle(FILE *f, const fg_ctx *c, const fg_page *pg)
+{
+    const rbpeek_profile *p = c->p;
+    fprintf(f, "<text id=\"rbp-subtitle\" x=\"%d\" y=\"42\">", pg->width / 2);
+    int nfacts = 0;
+    fg_fact(f, p, "ruby_version", "Ruby ", "", &nfacts);
+    fg_fact(f, p, "pid", "pid ", "", &nfacts);
+    /* The samples taken, then what the boxes count (the root's width),
+     * when that is something else: both numbers, each with its word. */
+    bool other_unit = strcmp(c->unit, "samples") != 0;
+    if (rbpeek_profile_meta(p, "samples")) fg_fact(f, p, "samples", "", " samples", &nfacts);
+    if (!rbpeek_profile_meta(p, "samples") || other_unit) {
+        if (nfacts++) fputs("  \xC2\xB7  ", f);
+        fg_count(f, c->unit, pg->total);
+    }
+    fg_fact(f, p, "rate_hz", "", " Hz", &nfacts);
+    fg_colour_key(f, p);
+    if (c->raised) {
         char px[48];
-        rbp_fmt_fixed(px, sizeof px, c.min_px, 2);
+        rbp_fmt_fixed(px, sizeof px, c->min_px, 2);
         fprintf(f, "  \xC2\xB7  frames under %s px omitted", px);
     }
     fputs("</text>\n", f);
+}
+
+/* The buttons and the lines the script writes into. */
+static void fg_write_controls(FILE *f, const fg_page *pg)
+{
     fprintf(f, "<text id=\"rbp-unzoom\" class=\"rbp-btn hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n",
             FG_XPAD);
     fprintf(f, "<text id=\"rbp-search\" class=\"rbp-btn\" x=\"%d\" y=\"24\">Search</text>\n",
-            width - FG_XPAD);
-    fprintf(f, "<text id=\"rbp-details\" x=\"%d\" y=\"%d\"> </text>\n", FG_XPAD, h - 11);
+            pg->width - FG_XPAD);
+    fprintf(f, "<text id=\"rbp-details\" x=\"%d\" y=\"%d\"> </text>\n", FG_XPAD, pg->h - 11);
     fprintf(f, "<text id=\"rbp-matched\" class=\"hide\" x=\"%d\" y=\"%d\"> </text>\n",
-            width - FG_XPAD, h - 11);
-    if (!total)
+            pg->width - FG_XPAD, pg->h - 11);
+    if (!pg->total)
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">No samples</text>\n",
-                width / 2, FG_YPAD_TOP + 12);
-    fputs("<g id=\"rbp-frames\">\n", f);
-    if (total) {
-        c.pass = 1;
-        c.shown = 0;
-        st = rbp_profile_walk(p, &ch, fg_visit, &c);
+                pg->width / 2, FG_YPAD_TOP + 12);
+}
+
+rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path,
+                                       const rbpeek_svg_options *opt)
+{
+    if (!p) return RBPEEK_ERR_ARG;
+    if (p->err) p->err[0] = '\0';
+    fg_page pg = {0};
+    double min_px;
+    fg_settle(p, opt, &pg, &min_px);
+    uint64_t total = pg.total;
+
+    rbp_children ch;
+    rbpeek_status st = rbp_children_build(p, &ch);
+    if (st != RBPEEK_OK) return st;
+    fg_ctx c = {.p = p, .width = pg.width, .min_px = min_px, .inverted = opt && opt->inverted};
+    c.unit = rbpeek_profile_meta(p, "unit");
+    if (!c.unit || !*c.unit) c.unit = "samples";
+    c.scale = total ? (double)(pg.width - 2 * FG_XPAD) / (double)total : 0;
+    c.xnext = calloc((size_t)p->max_depth + 1, sizeof *c.xnext);
+    if (!c.xnext) {
+        rbp_children_free(&ch);
+        return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "out of memory writing the SVG");
     }
-    if (st == RBPEEK_OK) fputs("</g>\n</svg>\n", f);
-    st = rbp_profile_close_out(p, f, path, st);
-out:
+    bool auto_cut = !(opt && opt->min_width_px != 0);
+    if (total && auto_cut) st = fg_auto_cutoff(p, &c);
+    if (total && st == RBPEEK_OK) st = rbp_profile_walk(p, &ch, fg_visit, &c);   /* measure */
+    if (st == RBPEEK_OK) {
+        uint32_t levels = total ? c.shown_depth + 1 : 1;
+        c.height = FG_YPAD_TOP + (double)levels * FG_FRAME_H + FG_YPAD_BOTTOM;
+        pg.h = (int)c.height;
+        c.f = rbp_profile_open_out(p, path, &st);
+    }
+    if (c.f) {
+        fg_write_head(c.f, &c, &pg);
+        fg_write_subtitle(c.f, &c, &pg);
+        fg_write_controls(c.f, &pg);
+        fputs("<g id=\"rbp-frames\">\n", c.f);
+        if (total) {
+            c.pass = 1;
+            c.shown = 0;
+            st = rbp_profile_walk(p, &ch, fg_visit, &c);
+        }
+        if (st == RBPEEK_OK) fputs("</g>\n</svg>\n", c.f);
+        st = rbp_profile_close_out(p, c.f, path, st);
+    }
     free(c.xnext);
     rbp_children_free(&ch);
     return st;

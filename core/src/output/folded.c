@@ -113,119 +113,155 @@ static bool rbp_parse_count(const char *s, uint64_t *out)
     return true;
 }
 
+/* A folded file being read: where the frames of a line go, and the
+ * tally of lines read and refused. */
+typedef struct fold_reader {
+    rbpeek_profile *p;
+    const char *shown;      /* the input's name in messages */
+    const char **frames;    /* the current line's frames */
+    size_t frames_cap;
+    uint64_t lineno, valid, bad, first_bad;
+    const char *first_reason;
+} fold_reader;
+
+/* The line without a first line's byte order mark and trailing white
+ * space, NUL-terminated; *len its length. */
+static char *fold_trim(const fold_reader *r, char *line, size_t got, size_t *len)
+{
+    char *s = line;
+    if (r->lineno == 1 && got >= 3 && memcmp(s, RBP_UTF8_BOM, 3) == 0) {
+        s += 3;   /* a UTF-8 byte order mark some editors add */
+        got -= 3;
+    }
+    while (got > 0 && (s[got - 1] == '\n' || s[got - 1] == '\r' || s[got - 1] == ' ' || s[got - 1] == '\t'))
+        got--;
+    s[got] = '\0';
+    *len = got;
+    return s;
+}
+
+/* The line's count, after its last blank (*sep); NULL, or why the line is
+ * refused. */
+static const char *fold_count(char *s, size_t len, char **sep, uint64_t *count)
+{
+    if (strlen(s) != len) return "contains a NUL byte";
+    *sep = NULL;
+    for (char *q = s + len; q > s; q--)
+        if (q[-1] == ' ' || q[-1] == '\t') {
+            *sep = q - 1;
+            break;
+        }
+    /* Nothing before the count is one frame with an empty name, as the
+     * writer writes it (";" is two): every stack the writer writes reads
+     * back. */
+    if (!*sep) return "no sample count (expected \"frame;frame;... COUNT\")";
+    if (!rbp_parse_count(*sep + 1, count)) return "sample count is not a whole number";
+    return NULL;
+}
+
+/* The frames of s, split at ';' in place into r->frames (*n of them).
+ * NULL, or why the line is refused; *st RBPEEK_ERR_NOMEM (the profile's
+ * error set) when out of memory. */
+static const char *fold_split(fold_reader *r, char *s, size_t *n, rbpeek_status *st)
+{
+    *n = 0;
+    for (char *q = s;; (*n)++) {
+        if (*n >= RBP_MAX_READ_FRAMES) return "too many frames";
+        if (*n == r->frames_cap) {
+            size_t ncap = r->frames_cap ? r->frames_cap * 2 : 256;
+            const char **nf = realloc(r->frames, ncap * sizeof *nf);
+            if (!nf) {
+                *st = rbp_profile_fail(r->p, RBPEEK_ERR_NOMEM, "out of memory reading %s", r->shown);
+                return NULL;
+            }
+            r->frames = nf;
+            r->frames_cap = ncap;
+        }
+        r->frames[*n] = q;
+        char *semi = strchr(q, ';');
+        if (!semi) {
+            (*n)++;
+            return NULL;
+        }
+        *semi = '\0';
+        q = semi + 1;
+    }
+}
+
+/* One line: its stack added to the profile, or counted as refused with
+ * the reason. RBPEEK_ERR_NOMEM ends the read. */
+static rbpeek_status fold_line(fold_reader *r, char *line, size_t got)
+{
+    size_t len;
+    char *s = fold_trim(r, line, got, &len);
+    if (len == 0) return RBPEEK_OK;   /* blank lines are not errors */
+    char *sep = NULL;
+    uint64_t count = 0;
+    rbpeek_status st = RBPEEK_OK;
+    const char *reason = fold_count(s, len, &sep, &count);
+    if (!reason) {
+        *sep = '\0';
+        size_t n = 0;
+        reason = fold_split(r, s, &n, &st);
+        if (st != RBPEEK_OK) return st;
+        if (!reason) {
+            st = rbpeek_profile_add_stack(r->p, r->frames, n, count);
+            if (st == RBPEEK_ERR_NOMEM) return st;
+            if (st != RBPEEK_OK) reason = "sample count overflows";
+        }
+    }
+    if (reason) {
+        if (r->bad++ == 0) {
+            r->first_bad = r->lineno;
+            r->first_reason = reason;
+        }
+    } else {
+        r->valid++;
+    }
+    return RBPEEK_OK;
+}
+
+/* After the last line: the refused lines counted, and said (an error when
+ * no line was good, else a message beside success). */
+static rbpeek_status fold_finish(fold_reader *r)
+{
+    rbpeek_profile *p = r->p;
+    p->skipped_lines += r->bad;
+    if (r->bad > 0 && r->valid == 0)
+        return rbp_profile_fail(p, RBPEEK_ERR_CORRUPT, "%s is not in folded-stack format: line %llu: %s", r->shown,
+                                (unsigned long long)r->first_bad, r->first_reason);
+    if (r->bad > 0) {
+        /* Success, but the caller should be able to tell the user. */
+        rbp_profile_fail(p, RBPEEK_OK, "skipped %llu malformed line%s in %s (first: line %llu: %s)",
+                         (unsigned long long)r->bad, r->bad == 1 ? "" : "s", r->shown,
+                         (unsigned long long)r->first_bad, r->first_reason);
+    }
+    return RBPEEK_OK;
+}
+
 rbpeek_status rbpeek_profile_read_folded(rbpeek_profile *p, const char *path)
 {
     if (!p) return RBPEEK_ERR_ARG;
     rbp_profile_clear_error(p);
     if (!path || !*path) return rbp_profile_fail(p, RBPEEK_ERR_ARG, "no input path given");
     bool is_stdin = strcmp(path, "-") == 0;
-    const char *shown = is_stdin ? "<stdin>" : path;
+    fold_reader r = {.p = p, .shown = is_stdin ? "<stdin>" : path};
     FILE *f = is_stdin ? stdin : fopen(path, "r");
     if (!f) return rbp_profile_fail(p, RBPEEK_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-
     char *line = NULL;
     size_t line_cap = 0;
-    const char **frames = NULL;
-    size_t frames_cap = 0;
-    uint64_t lineno = 0, valid = 0, bad = 0, first_bad = 0;
-    const char *first_reason = NULL;
     rbpeek_status st = RBPEEK_OK;
     ssize_t got;
-
-    while ((got = getline(&line, &line_cap, f)) >= 0) {
-        lineno++;
-        size_t len = (size_t)got;
-        const char *reason = NULL;
-        char *s = line;
-        if (lineno == 1 && len >= 3 && memcmp(s, RBP_UTF8_BOM, 3) == 0) {
-            s += 3;   /* a UTF-8 byte order mark some editors add */
-            len -= 3;
-        }
-        while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' ||
-                           s[len - 1] == '\t'))
-            len--;
-        s[len] = '\0';
-        if (len == 0) continue;   /* blank lines are not errors */
-        char *sep = NULL;
-        uint64_t count = 0;
-        if (strlen(s) != len) {
-            reason = "contains a NUL byte";
-        } else {
-            for (char *q = s + len; q > s; q--)
-                if (q[-1] == ' ' || q[-1] == '\t') {
-                    sep = q - 1;
-                    break;
-                }
-            /* Nothing before the count is one frame with an empty name, as
-             * the writer writes it (";" is two): every stack the writer
-             * writes reads back. */
-            if (!sep) reason = "no sample count (expected \"frame;frame;... COUNT\")";
-            else if (!rbp_parse_count(sep + 1, &count)) reason = "sample count is not a whole number";
-        }
-        if (!reason) {
-            *sep = '\0';
-            size_t n = 0;
-            for (char *q = s;; n++) {
-                if (n >= RBP_MAX_READ_FRAMES) {
-                    reason = "too many frames";
-                    break;
-                }
-                if (n == frames_cap) {
-                    size_t ncap = frames_cap ? frames_cap * 2 : 256;
-                    const char **nf = realloc(frames, ncap * sizeof *nf);
-                    if (!nf) {
-                        st = rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "out of memory reading %s",
-                                              shown);
-                        goto done;
-                    }
-                    frames = nf;
-                    frames_cap = ncap;
-                }
-                frames[n] = q;
-                char *semi = strchr(q, ';');
-                if (!semi) {
-                    n++;
-                    break;
-                }
-                *semi = '\0';
-                q = semi + 1;
-            }
-            if (!reason) {
-                st = rbpeek_profile_add_stack(p, frames, n, count);
-                if (st == RBPEEK_ERR_NOMEM) goto done;
-                if (st != RBPEEK_OK) {
-                    reason = "sample count overflows";
-                    st = RBPEEK_OK;
-                }
-            }
-        }
-        if (reason) {
-            if (bad++ == 0) {
-                first_bad = lineno;
-                first_reason = reason;
-            }
-        } else {
-            valid++;
-        }
+    while (st == RBPEEK_OK && (got = getline(&line, &line_cap, f)) >= 0) {
+        r.lineno++;
+        st = fold_line(&r, line, (size_t)got);
     }
-    if (ferror(f)) {
-        st = rbp_profile_fail(p, RBPEEK_ERR_IO, "error reading %s: %s", shown, strerror(errno));
-        goto done;
-    }
-    p->skipped_lines += bad;
-    if (bad > 0 && valid == 0) {
-        st = rbp_profile_fail(p, RBPEEK_ERR_CORRUPT,
-                              "%s is not in folded-stack format: line %llu: %s", shown,
-                              (unsigned long long)first_bad, first_reason);
-    } else if (bad > 0) {
-        /* Success, but the caller should be able to tell the user. */
-        rbp_profile_fail(p, RBPEEK_OK, "skipped %llu malformed line%s in %s (first: line %llu: %s)",
-                         (unsigned long long)bad, bad == 1 ? "" : "s", shown,
-                         (unsigned long long)first_bad, first_reason);
-    }
-done:
+    if (st == RBPEEK_OK && ferror(f))
+        st = rbp_profile_fail(p, RBPEEK_ERR_IO, "error reading %s: %s", r.shown, strerror(errno));
+    else if (st == RBPEEK_OK)
+        st = fold_finish(&r);
     free(line);
-    free(frames);
+    free(r.frames);
     if (!is_stdin) fclose(f);
     return st;
 }

@@ -151,6 +151,144 @@ static int rbp_ss_visit(void *vctx, uint32_t node, bool entering)
     return c->b.len >= FLUSH_AT ? ss_flush(c) : 0;
 }
 
+/* The speedscope frame of profile frame i, on a line of its own: a place
+ * in a Ruby file as name, file and line; a machine frame by its name, with
+ * DWARF's source place or else its module as the file; any other by name. */
+static void ss_frame(rbp_json *j, const rbpeek_profile *p, uint32_t i)
+{
+    const rbp_pframe *fr = rbp_profile_pframe(p, i);
+    rbp_json_ws(j, "\n");
+    rbp_json_object(j);
+    if (rbp_pframe_has_place(fr)) {
+        rbp_json_kstr(j, "name", rbp_pframe_label(fr));
+        rbp_json_key(j, "file");
+        rbp_json_strn(j, fr->d.path, fr->path_len);
+        if (fr->d.line > 0) rbp_json_ki64(j, "line", fr->d.line);
+    } else if (fr->d.kind == RBPEEK_FRAME_NATIVE && *fr->d.native_file && fr->d.native_line > 0) {
+        /* a machine frame where DWARF gives its source place */
+        rbp_json_key(j, "name");
+        rbp_json_strn(j, p->names[i], p->name_lens[i]);
+        rbp_json_kstr(j, "file", fr->d.native_file);
+        rbp_json_ki64(j, "line", fr->d.native_line);
+    } else if (fr->d.kind == RBPEEK_FRAME_NATIVE && *fr->d.module) {
+        rbp_json_key(j, "name");
+        rbp_json_strn(j, p->names[i], p->name_lens[i]);
+        rbp_json_kstr(j, "file", fr->d.module);
+    } else {
+        rbp_json_key(j, "name");
+        rbp_json_strn(j, p->names[i], p->name_lens[i]);
+    }
+    rbp_json_object_end(j);
+}
+
+/* The opening and "shared": {"frames": [...]}, a line for each frame. */
+static rbpeek_status ss_write_frames(rbp_ss_ctx *c)
+{
+    const rbpeek_profile *p = c->p;
+    rbp_json *j = &c->j;
+    rbpeek_status st = RBPEEK_OK;
+    rbp_json_object(j);
+    rbp_json_kstr(j, "$schema", "https://www.speedscope.app/file-format-schema.json");
+    rbp_json_ws(j, "\n");
+    rbp_json_key(j, "shared");
+    rbp_json_object(j);
+    rbp_json_key(j, "frames");
+    rbp_json_array(j);
+    for (uint32_t i = 0; i < p->nnames && st == RBPEEK_OK; i++) {
+        ss_frame(j, p, i);
+        if (c->b.len >= FLUSH_AT && ss_flush(c) < 0) st = RBPEEK_ERR_IO;
+    }
+    if (!p->nnames) rbp_json_ws(j, "\n");
+    rbp_json_array_end(j);
+    rbp_json_object_end(j);
+    return st;
+}
+
+/* A speedscope profile's name: the title when there are no groups, else
+ * the group's process and thread frames ("(other stacks)" for the rest). */
+static void ss_group_name(const rbp_ss_ctx *c, bool grouped, const char *title, rbp_strbuf *name)
+{
+    name->len = 0;
+    if (!grouped) {
+        rbp_sb_puts(name, title);
+    } else if (c->ngroup == 0) {
+        rbp_sb_puts(name, "(other stacks)");
+    } else {
+        for (uint32_t k = 0; k < c->ngroup; k++) {
+            if (k) rbp_sb_puts(name, " / ");
+            rbp_sb_puts(name, c->p->names[c->group[k]]);
+        }
+    }
+}
+
+/* One "sampled" profile of the group in c (its samples counted first, for
+ * its endValue): its samples (pass 0) and weights (pass 1), each on a line
+ * of its own. */
+static rbpeek_status ss_write_profile(rbp_ss_ctx *c, const rbp_children *ch, const rbp_strbuf *name, bool first)
+{
+    rbp_json *j = &c->j;
+    c->pass = 2;
+    c->total = 0;
+    rbpeek_status st = rbp_profile_walk(c->p, ch, rbp_ss_visit, c);
+    if (st != RBPEEK_OK) return st;
+    if (!first) rbp_json_ws(j, "\n");
+    rbp_json_object(j);
+    rbp_json_kstr(j, "type", "sampled");
+    rbp_json_key(j, "name");
+    rbp_json_strn(j, name->buf ? name->buf : "", name->len);
+    rbp_json_kstr(j, "unit", "none");
+    rbp_json_ku64(j, "startValue", 0);
+    rbp_json_ku64(j, "endValue", c->total);
+    for (int pass = 0; pass < 2 && st == RBPEEK_OK; pass++) {
+        rbp_json_ws(j, "\n");
+        rbp_json_key(j, pass == 0 ? "samples" : "weights");
+        rbp_json_array(j);
+        c->pass = pass;
+        st = rbp_profile_walk(c->p, ch, rbp_ss_visit, c);
+        rbp_json_array_end(j);
+    }
+    rbp_json_object_end(j);
+    return st;
+}
+
+/* "profiles": one per group of stacks (ss_groups), or one for them all. */
+static rbpeek_status ss_write_profiles(rbp_ss_ctx *c, const rbp_children *ch, const char *title)
+{
+    rbp_json_ws(&c->j, "\n");
+    rbp_json_key(&c->j, "profiles");
+    rbp_json_array(&c->j);
+    size_t ngroups = 0;
+    ss_group *groups = ss_groups(c->p, ch, &ngroups);
+    rbp_strbuf name;
+    rbp_sb_init(&name);
+    rbpeek_status st = RBPEEK_OK;
+    for (size_t gi = 0; gi < (groups ? ngroups : 1) && st == RBPEEK_OK; gi++) {
+        c->group = groups ? groups[gi].frames : NULL;
+        c->ngroup = groups ? groups[gi].n : 0;
+        ss_group_name(c, groups != NULL, title, &name);
+        st = ss_write_profile(c, ch, &name, gi == 0);
+    }
+    rbp_sb_free(&name);
+    free(groups);
+    return st;
+}
+
+/* The closing members (the file's name, the profile shown first, who
+ * wrote it) and the last flush. */
+static rbpeek_status ss_write_end(rbp_ss_ctx *c, const char *title)
+{
+    rbp_json *j = &c->j;
+    rbp_json_array_end(j);
+    rbp_json_ws(j, "\n");
+    rbp_json_kstr(j, "name", title);
+    rbp_json_ku64(j, "activeProfileIndex", 0);
+    rbp_json_kstr(j, "exporter", "rbpeek");
+    rbp_json_object_end(j);
+    rbp_sb_putn(&c->b, "\n", 1);
+    if (ss_flush(c) < 0) return c->b.oom ? RBPEEK_ERR_NOMEM : RBPEEK_ERR_IO;
+    return RBPEEK_OK;
+}
+
 rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const char *path)
 {
     if (!p) return RBPEEK_ERR_ARG;
@@ -160,123 +298,26 @@ rbpeek_status rbpeek_profile_write_speedscope(const rbpeek_profile *p, const cha
     if (st != RBPEEK_OK) return st;
     rbp_ss_ctx c = {.p = p};
     rbp_sb_init(&c.b);
-    rbp_json *j = &c.j;
-    rbp_json_init(j, &c.b, RBP_JSON_TIGHT);
+    rbp_json_init(&c.j, &c.b, RBP_JSON_TIGHT);
     c.path = malloc(((size_t)p->max_depth + 1) * sizeof *c.path);
     if (!c.path) {
         rbp_children_free(&ch);
         return rbp_profile_fail(p, RBPEEK_ERR_NOMEM, "out of memory writing speedscope JSON");
     }
     c.f = rbp_profile_open_out(p, path, &st);
-    if (!c.f) goto out;
-    const char *title = rbpeek_profile_meta(p, "title");
-    char fallback[128];
-    if (!title) {
-        const char *pid = rbpeek_profile_meta(p, "pid");
-        snprintf(fallback, sizeof fallback, "rbpeek sample%s%.40s", pid ? " pid " : "", pid ? pid : "");
-        title = fallback;
-    }
-    /* The layout: a line for each frame, and the samples and weights on
-     * lines of their own. */
-    rbp_json_object(j);
-    rbp_json_kstr(j, "$schema", "https://www.speedscope.app/file-format-schema.json");
-    rbp_json_ws(j, "\n");
-    rbp_json_key(j, "shared");
-    rbp_json_object(j);
-    rbp_json_key(j, "frames");
-    rbp_json_array(j);
-    for (uint32_t i = 0; i < p->nnames && st == RBPEEK_OK; i++) {
-        const rbp_pframe *fr = rbp_profile_pframe(p, i);
-        rbp_json_ws(j, "\n");
-        rbp_json_object(j);
-        if (rbp_pframe_has_place(fr)) {
-            rbp_json_kstr(j, "name", rbp_pframe_label(fr));
-            rbp_json_key(j, "file");
-            rbp_json_strn(j, fr->d.path, fr->path_len);
-            if (fr->d.line > 0) rbp_json_ki64(j, "line", fr->d.line);
-        } else if (fr->d.kind == RBPEEK_FRAME_NATIVE && *fr->d.native_file && fr->d.native_line > 0) {
-            /* a machine frame where DWARF gives its source place */
-            rbp_json_key(j, "name");
-            rbp_json_strn(j, p->names[i], p->name_lens[i]);
-            rbp_json_kstr(j, "file", fr->d.native_file);
-            rbp_json_ki64(j, "line", fr->d.native_line);
-        } else if (fr->d.kind == RBPEEK_FRAME_NATIVE && *fr->d.module) {
-            rbp_json_key(j, "name");
-            rbp_json_strn(j, p->names[i], p->name_lens[i]);
-            rbp_json_kstr(j, "file", fr->d.module);
-        } else {
-            rbp_json_key(j, "name");
-            rbp_json_strn(j, p->names[i], p->name_lens[i]);
+    if (c.f) {
+        const char *title = rbpeek_profile_meta(p, "title");
+        char fallback[128];
+        if (!title) {
+            const char *pid = rbpeek_profile_meta(p, "pid");
+            snprintf(fallback, sizeof fallback, "rbpeek sample%s%.40s", pid ? " pid " : "", pid ? pid : "");
+            title = fallback;
         }
-        rbp_json_object_end(j);
-        if (c.b.len >= FLUSH_AT && ss_flush(&c) < 0) st = RBPEEK_ERR_IO;
+        st = ss_write_frames(&c);
+        if (st == RBPEEK_OK) st = ss_write_profiles(&c, &ch, title);
+        if (st == RBPEEK_OK) st = ss_write_end(&c, title);
+        st = rbp_profile_close_out(p, c.f, path, st);
     }
-    if (!p->nnames) rbp_json_ws(j, "\n");
-    rbp_json_array_end(j);
-    rbp_json_object_end(j);
-    rbp_json_ws(j, "\n");
-    rbp_json_key(j, "profiles");
-    rbp_json_array(j);
-    size_t ngroups = 0;
-    ss_group *groups = ss_groups(p, &ch, &ngroups);
-    rbp_strbuf name;
-    rbp_sb_init(&name);
-    for (size_t gi = 0; gi < (groups ? ngroups : 1) && st == RBPEEK_OK; gi++) {
-        c.group = groups ? groups[gi].frames : NULL;
-        c.ngroup = groups ? groups[gi].n : 0;
-        name.len = 0;
-        if (!groups) {
-            rbp_sb_puts(&name, title);
-        } else if (c.ngroup == 0) {
-            rbp_sb_puts(&name, "(other stacks)");
-        } else {
-            for (uint32_t k = 0; k < c.ngroup; k++) {
-                if (k) rbp_sb_puts(&name, " / ");
-                rbp_sb_puts(&name, p->names[c.group[k]]);
-            }
-        }
-        c.pass = 2;
-        c.total = 0;
-        st = rbp_profile_walk(p, &ch, rbp_ss_visit, &c);
-        if (st != RBPEEK_OK) break;
-        if (gi) rbp_json_ws(j, "\n");
-        rbp_json_object(j);
-        rbp_json_kstr(j, "type", "sampled");
-        rbp_json_key(j, "name");
-        rbp_json_strn(j, name.buf ? name.buf : "", name.len);
-        rbp_json_kstr(j, "unit", "none");
-        rbp_json_ku64(j, "startValue", 0);
-        rbp_json_ku64(j, "endValue", c.total);
-        rbp_json_ws(j, "\n");
-        rbp_json_key(j, "samples");
-        rbp_json_array(j);
-        c.pass = 0;
-        st = rbp_profile_walk(p, &ch, rbp_ss_visit, &c);
-        rbp_json_array_end(j);
-        if (st == RBPEEK_OK) {
-            rbp_json_ws(j, "\n");
-            rbp_json_key(j, "weights");
-            rbp_json_array(j);
-            c.pass = 1;
-            st = rbp_profile_walk(p, &ch, rbp_ss_visit, &c);
-            rbp_json_array_end(j);
-        }
-        rbp_json_object_end(j);
-    }
-    rbp_sb_free(&name);
-    free(groups);
-    if (st == RBPEEK_OK) {
-        rbp_json_array_end(j);
-        rbp_json_ws(j, "\n");
-        rbp_json_kstr(j, "name", title);
-        rbp_json_ku64(j, "activeProfileIndex", 0);
-        rbp_json_kstr(j, "exporter", "rbpeek");
-        rbp_json_object_end(j);
-        rbp_sb_putn(&c.b, "\n", 1);
-        if (ss_flush(&c) < 0) st = c.b.oom ? RBPEEK_ERR_NOMEM : RBPEEK_ERR_IO;
-    }
-    st = rbp_profile_close_out(p, c.f, path, st);
-out:
     rbp_sb_free(&c.b);
     free(c.path);
     rbp_children_free(&ch);

@@ -146,6 +146,158 @@ static void apart(builder *b, rbpeek_session *s, const rbp_merge_input *in)
     for (size_t i = 0; i < in->thread->nframes; i++) push_ruby(b, &in->thread->frames[i], NULL);
 }
 
+/* The merge's plan: the control frames' segments, the C functions of the
+ * C method frames, the rb_vm_exec frames, and why they cannot be merged
+ * (why[0] == '\0': they can). */
+typedef struct merge_plan {
+    cinfo *ci;              /* per control frame */
+    size_t nraw, nseg;      /* control frames, segments (FINISH entries) */
+    uint64_t *fn;           /* per Ruby frame: its C function, or 0 */
+    bool *iseq;             /* per Ruby frame: whether its control frame has an iseq */
+    size_t *entry, nentry;  /* the rb_vm_exec machine frames, innermost first */
+    char why[NOTE_MAX];
+} merge_plan;
+
+/* The Ruby image: the module rb_vm_exec lies in, on this stack or not. */
+static const char *ruby_module_of(rbpeek_session *s, const rbp_merge_input *in)
+{
+    for (size_t k = 0; k < in->nnative; k++)
+        if (is_vm_exec(s, &in->native[k], &in->extra[k]) && in->native[k].module) return in->native[k].module;
+    if (vm_exec_addr(s) && s->native) {
+        rbpeek_native_frame f; /* not on this stack: where the function is */
+        rbp_native_describe(s->native, vm_exec_addr(s), true, false, &f, NULL);
+        return f.module;
+    }
+    return NULL;
+}
+
+/* The control frames' segments, into pl->ci. */
+static void plan_segments(rbpeek_session *s, const rbp_cframes *cf, merge_plan *pl)
+{
+    for (size_t j = 0; j < pl->nraw; j++) {
+        uint64_t flags = 0;
+        pl->ci[j].segment = (uint32_t)pl->nseg;
+        pl->ci[j].entry = cf->frames[j].iseq && cf->frames[j].pc && rbp_mem_u64(s->mem, cf->frames[j].ep, &flags) &&
+                          (flags & VM_FRAME_FLAG_FINISH);
+        if (pl->ci[j].entry) pl->nseg++;
+    }
+}
+
+/* The C functions of the thread's C method frames (real ones: a 3.4
+ * builtin or a 4.0 internal frame reported as a C method is an iseq run by
+ * the VM like any Ruby frame), into pl->fn, and which frames have an iseq,
+ * into pl->iseq. False when the Ruby frames
+ * cannot be told apart by control frame (in->origin missing or not in
+ * order). */
+static bool plan_cfuncs(rbpeek_session *s, const rbp_merge_input *in, const rbp_cframes *cf, merge_plan *pl)
+{
+    const rbpeek_thread *t = in->thread;
+    size_t ep_budget = RBP_EP_HOPS_BUDGET(pl->nraw);
+    bool origin_ok = in->origin != NULL || t->nframes == 0;
+    for (size_t i = 0; pl->fn && pl->iseq && origin_ok && i < t->nframes; i++) {
+        uint32_t j = in->origin[i];
+        if (j >= pl->nraw || (i && j < in->origin[i - 1])) {
+            origin_ok = false;
+            break;
+        }
+        pl->iseq[i] = cf->frames[j].iseq != 0;
+        if (t->frames[i].kind == RBPEEK_FRAME_CFUNC && !cf->frames[j].iseq)
+            pl->fn[i] = cfunc_of(s, cf->frames[j].ep, &ep_budget);
+    }
+    return origin_ok;
+}
+
+/* Why the machine and Ruby frames cannot be merged, into pl->why (empty:
+ * they can). err: why the control frames could not be read, or NULL. */
+static void plan_why(const rbp_merge_input *in, const char *err, bool origin_ok, merge_plan *pl)
+{
+    bool complete = !in->cut || !*in->cut;
+    pl->why[0] = '\0';
+    if (err && !pl->nraw)
+        snprintf(pl->why, sizeof pl->why, "its control frames cannot be read (%s)", err);
+    else if (!origin_ok)
+        snprintf(pl->why, sizeof pl->why, "its Ruby frames cannot be told apart by control frame");
+    else if (pl->nseg == 0 && in->thread->nframes)
+        snprintf(pl->why, sizeof pl->why, "its Ruby stack has no VM entry frame");
+    else if (pl->nentry > pl->nseg || (complete && pl->nentry != pl->nseg))
+        snprintf(pl->why, sizeof pl->why,
+                 "the machine stack has %zu VM invocation%s (rb_vm_exec), the Ruby stack %zu: the thread may "
+                 "be entering or leaving one, or rb_vm_exec was inlined",
+                 pl->nentry, pl->nentry == 1 ? "" : "s", pl->nseg);
+}
+
+/* The plan of the merge, from the thread's control frames. False when out
+ * of memory. */
+static bool plan_merge(rbpeek_session *s, rbp_arena *a, const rbp_merge_input *in, merge_plan *pl)
+{
+    const rbpeek_thread *t = in->thread;
+    rbp_cframes cf;
+    const char *err = rbp_cframes_read(s, in->ec, SIZE_MAX, &cf);
+    pl->nraw = cf.n;
+    pl->ci = pl->nraw ? rbp_arena_alloc(a, pl->nraw * sizeof *pl->ci) : NULL;
+    if (pl->nraw && !pl->ci) {
+        rbp_cframes_free(&cf);
+        return false;
+    }
+    plan_segments(s, &cf, pl);
+    pl->fn = t->nframes ? rbp_arena_alloc(a, t->nframes * sizeof *pl->fn) : NULL;
+    pl->iseq = t->nframes ? rbp_arena_alloc(a, t->nframes * sizeof *pl->iseq) : NULL;
+    bool origin_ok = plan_cfuncs(s, in, &cf, pl);
+    pl->entry = rbp_arena_alloc(a, (in->nnative + 1) * sizeof *pl->entry);
+    if (!pl->entry || (t->nframes && (!pl->fn || !pl->iseq))) {
+        rbp_cframes_free(&cf);
+        return false;
+    }
+    for (size_t k = 0; k < in->nnative; k++)
+        if (is_vm_exec(s, &in->native[k], &in->extra[k])) pl->entry[pl->nentry++] = k;
+    plan_why(in, err, origin_ok, pl);
+    rbp_cframes_free(&cf);
+    return true;
+}
+
+/* Segment j: its C methods at their functions, the machine frames down
+ * to its rb_vm_exec, its other Ruby frames just above that, then
+ * rb_vm_exec. *i, *k: the next Ruby and machine frame, moved past it. */
+static void merge_segment(builder *b, rbpeek_session *s, const rbp_merge_input *in, const merge_plan *pl,
+                          size_t j, size_t *i, size_t *k, rbpeek_native_stack *out)
+{
+    const rbpeek_thread *t = in->thread;
+    size_t e = pl->entry[j];
+    size_t seg_end = *i;
+    while (seg_end < t->nframes && pl->ci[in->origin[seg_end]].segment == j) seg_end++;
+    /* its real C methods, innermost first, at increasing native places */
+    size_t c = *i;
+    size_t from = *k;
+    for (; c < seg_end && pl->fn[c]; c++) {
+        size_t at = SIZE_MAX;
+        for (size_t q = from; q < e && at == SIZE_MAX; q++)
+            if (in->extra[q].lo == pl->fn[c]) at = q;
+        if (at == SIZE_MAX) break;
+        /* machine frames newer than it, then the C method at its function */
+        for (; *k < at; (*k)++) push_native(b, s, in, *k, NULL);
+        push_ruby(b, &t->frames[c], &in->native[at]);
+        *k = at + 1;
+        from = *k;
+    }
+    if (c < seg_end && pl->fn[c])
+        add_note(b->a, &out->note, "%s: its C function was not found among the machine frames (inlined or "
+                 "tail-called); it is shown with its caller", t->frames[c].label ? t->frames[c].label : "?");
+    /* the machinery down to rb_vm_exec (with the JIT code that runs the
+     * segment's innermost method with an iseq: its calls between Ruby
+     * methods are jumps, so it runs them all from one machine frame; a
+     * builtin Ruby reports as a C method, 3.4's Array#each under YJIT, is
+     * such a method), the segment's other Ruby frames just above it, then
+     * rb_vm_exec (merged only when the Ruby frames have their control
+     * frames: pl->iseq is whole) */
+    const rbpeek_frame *runs = NULL;
+    for (size_t q = c; q < seg_end && !runs; q++)
+        if (t->frames[q].kind == RBPEEK_FRAME_RUBY || pl->iseq[q]) runs = &t->frames[q];
+    for (; *k < e; (*k)++) push_native(b, s, in, *k, runs);
+    for (; c < seg_end; c++) push_ruby(b, &t->frames[c], NULL);
+    push_native(b, s, in, (*k)++, NULL);
+    *i = seg_end;
+}
+
 bool rbp_native_merge(rbpeek_session *s, rbp_arena *a, const rbp_merge_input *in, rbpeek_native_stack *out)
 {
     const rbpeek_thread *t = in->thread;
@@ -155,120 +307,20 @@ bool rbp_native_merge(rbpeek_session *s, rbp_arena *a, const rbp_merge_input *in
     out->cut = in->cut && *in->cut ? rbp_arena_strdup(a, in->cut) : NULL;
     builder b = {.a = a, .cap = in->nnative + t->nframes + 1};
     if (!(b.f = rbp_arena_alloc(a, b.cap * sizeof *b.f))) return false;
-    /* The Ruby image: where rb_vm_exec lies. */
-    for (size_t k = 0; k < in->nnative && !b.ruby_module; k++)
-        if (is_vm_exec(s, &in->native[k], &in->extra[k])) b.ruby_module = in->native[k].module;
-    if (!b.ruby_module && vm_exec_addr(s) && s->native) {
-        rbpeek_native_frame f; /* not on this stack: where the function is */
-        rbp_native_describe(s->native, vm_exec_addr(s), true, false, &f, NULL);
-        b.ruby_module = f.module;
-    }
-
-    /* The control frames' segments. */
-    rbp_cframes cf;
-    const char *err = rbp_cframes_read(s, in->ec, SIZE_MAX, &cf);
-    size_t nraw = cf.n, nseg = 0;
-    cinfo *ci = nraw ? rbp_arena_alloc(a, nraw * sizeof *ci) : NULL;
-    if (nraw && !ci) {
-        rbp_cframes_free(&cf);
-        return false;
-    }
-    for (size_t j = 0; j < nraw; j++) {
-        uint64_t flags = 0;
-        ci[j].segment = (uint32_t)nseg;
-        ci[j].entry = cf.frames[j].iseq && cf.frames[j].pc && rbp_mem_u64(s->mem, cf.frames[j].ep, &flags) &&
-                      (flags & VM_FRAME_FLAG_FINISH);
-        if (ci[j].entry) nseg++;
-    }
-    /* The C functions of the thread's C method frames (real ones: a 3.4
-     * builtin or a 4.0 internal frame reported as a C method is an iseq
-     * run by the VM like any Ruby frame). */
-    uint64_t *fn = t->nframes ? rbp_arena_alloc(a, t->nframes * sizeof *fn) : NULL;
-    bool *iseq = t->nframes ? rbp_arena_alloc(a, t->nframes * sizeof *iseq) : NULL;
-    size_t ep_budget = RBP_EP_HOPS_BUDGET(nraw);
-    bool origin_ok = in->origin != NULL || t->nframes == 0;
-    for (size_t i = 0; fn && iseq && origin_ok && i < t->nframes; i++) {
-        uint32_t j = in->origin[i];
-        if (j >= nraw || (i && j < in->origin[i - 1])) {
-            origin_ok = false;
-            break;
-        }
-        iseq[i] = cf.frames[j].iseq != 0;
-        if (t->frames[i].kind == RBPEEK_FRAME_CFUNC && !cf.frames[j].iseq)
-            fn[i] = cfunc_of(s, cf.frames[j].ep, &ep_budget);
-    }
-
-    /* The rb_vm_exec frames, innermost first. */
-    size_t *entry = rbp_arena_alloc(a, (in->nnative + 1) * sizeof *entry), nentry = 0;
-    if (!entry || (t->nframes && (!fn || !iseq))) {
-        rbp_cframes_free(&cf);
-        return false;
-    }
-    for (size_t k = 0; k < in->nnative; k++)
-        if (is_vm_exec(s, &in->native[k], &in->extra[k])) entry[nentry++] = k;
-
-    bool complete = !in->cut || !*in->cut;
-    char why[NOTE_MAX];
-    why[0] = '\0';
-    if (err && !nraw)
-        snprintf(why, sizeof why, "its control frames cannot be read (%s)", err);
-    else if (!origin_ok)
-        snprintf(why, sizeof why, "its Ruby frames cannot be told apart by control frame");
-    else if (nseg == 0 && t->nframes)
-        snprintf(why, sizeof why, "its Ruby stack has no VM entry frame");
-    else if (nentry > nseg || (complete && nentry != nseg))
-        snprintf(why, sizeof why,
-                 "the machine stack has %zu VM invocation%s (rb_vm_exec), the Ruby stack %zu: the thread may "
-                 "be entering or leaving one, or rb_vm_exec was inlined",
-                 nentry, nentry == 1 ? "" : "s", nseg);
-    if (why[0] || !t->nframes) {
-        rbp_cframes_free(&cf);
+    b.ruby_module = ruby_module_of(s, in);
+    merge_plan pl = {0};
+    if (!plan_merge(s, a, in, &pl)) return false;
+    if (pl.why[0] || !t->nframes) {
         apart(&b, s, in);
         out->frames = b.f;
         out->nframes = b.n;
-        out->merged = t->nframes == 0 && !why[0];
-        if (why[0]) add_note(a, &out->note, "not merged: %s", why);
+        out->merged = t->nframes == 0 && !pl.why[0];
+        if (pl.why[0]) add_note(a, &out->note, "not merged: %s", pl.why);
         return true;
     }
-    rbp_cframes_free(&cf);
-
-    /* Ruby frames by segment: [first[j], first[j+1]) are segment j's. */
+    /* Ruby frames by segment, each run by its rb_vm_exec. */
     size_t i = 0, k = 0;
-    for (size_t j = 0; j < nentry; j++) {
-        size_t e = entry[j];
-        size_t seg_end = i;
-        while (seg_end < t->nframes && ci[in->origin[seg_end]].segment == j) seg_end++;
-        /* its real C methods, innermost first, at increasing native places */
-        size_t c = i;
-        size_t from = k;
-        for (; c < seg_end && fn[c]; c++) {
-            size_t at = SIZE_MAX;
-            for (size_t q = from; q < e && at == SIZE_MAX; q++)
-                if (in->extra[q].lo == fn[c]) at = q;
-            if (at == SIZE_MAX) break;
-            /* machine frames newer than it, then the C method at its function */
-            for (; k < at; k++) push_native(&b, s, in, k, NULL);
-            push_ruby(&b, &t->frames[c], &in->native[at]);
-            k = at + 1;
-            from = k;
-        }
-        if (c < seg_end && fn[c])
-            add_note(a, &out->note, "%s: its C function was not found among the machine frames (inlined or "
-                     "tail-called); it is shown with its caller", t->frames[c].label ? t->frames[c].label : "?");
-        /* the machinery down to rb_vm_exec (with the JIT code that runs the
-         * segment's innermost method with an iseq: its calls between Ruby
-         * methods are jumps, so it runs them all from one machine frame; a
-         * builtin Ruby reports as a C method, 3.4's Array#each under YJIT,
-         * is such a method), the segment's other Ruby frames just above
-         * it, then rb_vm_exec */
-        const rbpeek_frame *runs = NULL;
-        for (size_t q = c; q < seg_end && !runs; q++)
-            if (t->frames[q].kind == RBPEEK_FRAME_RUBY || (origin_ok && iseq[q])) runs = &t->frames[q];
-        for (; k < e; k++) push_native(&b, s, in, k, runs);
-        for (; c < seg_end; c++) push_ruby(&b, &t->frames[c], NULL);
-        push_native(&b, s, in, k++, NULL);
-        i = seg_end;
-    }
+    for (size_t j = 0; j < pl.nentry; j++) merge_segment(&b, s, in, &pl, j, &i, &k, out);
     for (; k < in->nnative; k++) push_native(&b, s, in, k, NULL);
     if (i < t->nframes) {
         /* the machine stack was cut before reaching these */

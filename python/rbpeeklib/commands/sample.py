@@ -29,7 +29,7 @@ from ..core import FORMATS, Profile, SampleOptions, formats
 from ..sampling.multi import MultiRun
 from ..sampling.procs import refuse_if_traced
 from ..sampling.report import (check_outputs, gc_figures, gc_line, native_line, rate_figures, stacks_line,
-                               summary_text, write_outputs)
+                               summary_end, summary_text, write_outputs)
 from ..sampling.states import process_entries, recorded_gvl_wait, states_lines, thread_entries
 from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
@@ -385,13 +385,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
             lines.append(native_line(run.native_stats()))
         names = {m.pid: m.label for m in run.members.values()}
         lines.extend(states_lines(tallies, names))
-        out = "\n".join(lines) + "\n"
-        if profile.total():
-            out += "\n" + profile.top(True, 10) + "\n" + profile.top(False, 10)
-        else:
-            out += "(no Ruby stacks were recorded)\n"
-        if written:
-            out += "rbpeek: wrote %s\n" % ", ".join(written)
+        out = summary_end(lines, profile, written)
         dbg.write_result(out, end.startswith("interrupted"))
 
     @staticmethod

@@ -243,6 +243,12 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
             lines.append("Note:      this rate is more than the debugger keeps up with: the target ran in "
                          "short bursts, so neighbouring samples saw nearly the same stack and count for less "
                          "than their number suggests (a lower --rate costs less and loses little)")
+    return summary_end(lines, profile, written)
+
+
+def summary_end(lines, profile, written):
+    """The summary's lines, then the top frames (by self, then by total)
+    or that no stack was recorded, then the files written."""
     out = "\n".join(lines) + "\n"
     if profile.total():
         out += "\n" + profile.top(True, 10) + "\n" + profile.top(False, 10)

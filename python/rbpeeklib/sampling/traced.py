@@ -3,7 +3,7 @@ thread becomes the target's tracer and runs the whole loop
 (core/src/profile/tracer.c, rbpeek_trace_*), and the debugger attaches
 again at the end (adapter.take_back). A stop and resume costs a fraction of
 a debugger's, whose bookkeeping was most of a sample's cost
-(docs/sampling.md). Here Python only shows progress and passes Ctrl-C on.
+(docs/sampling-internals.md). Here Python only shows progress and passes Ctrl-C on.
 """
 
 import os
