@@ -338,6 +338,8 @@ typedef struct rbpeek_trace_stats {
     uint64_t cpu_samples;       /* holders stopped while on a CPU */
     uint64_t cpu_gc;            /* ... with the GC at work on them */
     uint64_t cpu_waited;        /* holders that had been waiting for a CPU */
+    uint64_t gvl_free;          /* allocation sites: samples at which every GVL was free (counted in
+                                 * samples; nothing stopped: no thread was allocating) */
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or

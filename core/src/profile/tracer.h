@@ -95,6 +95,8 @@ struct rbpeek_trace {
         bool deferred;           /* GVL mode: stopped by the walk, once it has the thread list */
         bool fresh;              /* the page cache was refilled after the stop */
         bool full;               /* every thread was stopped */
+        bool to_holders;         /* ... and then taken as the holders' alone (allocation sites) */
+        bool skip;               /* allocation sites: every GVL free, nothing to sample */
         size_t late, nstopped;
         uint64_t held_from, stopped_at;
     } cur;

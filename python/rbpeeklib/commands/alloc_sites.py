@@ -191,7 +191,8 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
               "samples_in_gc": counts["allocator_gc"], "gc_elsewhere": counts["gc_elsewhere"],
               "unmerged": counts["unmerged"], "not_run": counts["not_run"],
               "period": (total / kept) if kept else None,
-              "held_s": st.held, "sampled_s": st.elapsed(),
+              "held_s": st.held, "sampled_s": st.elapsed(), "full_stops": st.full_stops,
+              "threads_stopped": st.threads_stopped, "gvl_free": st.gvl_free,
               "sites": sites, "lines": by_line(sites, total, kept), "methods": by_method(sites, total, kept), "sites_unavailable": None,
               "typed_samples": counts["typed"], "types": types_total(sites),
               "started_at": w0, "ended_at": w1}
