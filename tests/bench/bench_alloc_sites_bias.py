@@ -16,7 +16,7 @@ Each repeat runs `rbpeek allocs --pid PID --sites --duration D --rate R
 share of the allocator samples (the samples at any line of its method,
 normalised over the two sites) with the program's own share over the same
 window. Printed per mode: the program's share, the estimate of each run
-with its 95% interval (Wilson's, from the samples), their mean, and the
+with the 90% interval rbpeek printed for site_b's method, their mean, and the
 ratio estimate / truth. The load average is printed too.
 """
 
@@ -24,6 +24,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,16 +37,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PROGRAM = os.path.join(REPO, "tests", "integration", "programs", "alloc_sites.rb")
 CLI = os.path.join(REPO, "tools", "rbpeek")
-Z95 = 1.959964
-
-
-def wilson(k, n):
-    p = k / n
-    z2 = Z95 * Z95
-    den = 1 + z2 / n
-    mid = (p + z2 / (2 * n)) / den
-    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / den
-    return mid - half, mid + half
 
 
 def own(workdir, t):
@@ -63,6 +54,15 @@ def own(workdir, t):
     raise SystemExit("the log does not cover %.3f" % t)
 
 
+def site_ci90(r, rec):
+    """site_b's method's 90% interval as rbpeek printed it, if it did
+    (by_method: "share_ci90"), over all allocator samples."""
+    for m in r.get("methods", ()):
+        if m.get("label") == rec["b"]["label"] and "share_ci90" in m:
+            return m["share_ci90"]
+    return None
+
+
 def run_mode(ruby, mode, args):
     wd = tempfile.mkdtemp(prefix="rbpeek-bias-")
     env = dict(os.environ, ALLOC_SITES_MODE=mode)
@@ -72,9 +72,14 @@ def run_mode(ruby, mode, args):
         runs = []
         for i in range(args.repeat):
             out = os.path.join(wd, "r%d.json" % i)
-            subprocess.run([sys.executable, CLI, "allocs", "--pid", str(proc.pid), "--sites", "--duration",
-                            str(args.duration), "--rate", str(args.rate), "--json", "-o", out],
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            rate = ["--rate", str(args.rate)] if args.rate else []
+            cmd = "--sites --duration %s %s--json -o %s" % (args.duration, " ".join(rate) + " " if rate else "", out)
+            if args.front == "cli":
+                argv = [sys.executable, CLI, "allocs", "--pid", str(proc.pid)] + cmd.split()
+            else:
+                argv = harness.debugger_argv(args.front, ["ruby allocs " + cmd], proc.pid)
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL)
             r = json.load(open(out))
             counts = {}
             for which in ("a", "b"):
@@ -85,7 +90,13 @@ def run_mode(ruby, mode, args):
             _t1, a1, b1 = own(wd, r["ended_at"])
             n = counts["a"] + counts["b"]
             runs.append({"truth": (b1 - b0) / ((a1 - a0) + (b1 - b0)), "k": counts["b"], "n": n,
-                         "taken": r["samples_taken"], "in_gc": r["samples_in_gc"], "kept": r["samples"]})
+                         "taken": r["samples_taken"], "in_gc": r["samples_in_gc"], "kept": r["samples"],
+                         "ci90": site_ci90(r, rec), "held": r["held_s"] / r["sampled_s"] if r["sampled_s"] else 0})
+            if args.each:
+                x = runs[-1]
+                sys.stderr.write("run %d: site_b %.1f%% of %d samples, the program's %.1f%%; 90%% %s; load %s\n"
+                                 % (i, 100.0 * x["k"] / max(1, n), n, 100 * x["truth"], x["ci90"],
+                                    open("/proc/loadavg").read().split()[0]))
         return rec["ruby_version"], runs
     finally:
         proc.kill()
@@ -97,23 +108,38 @@ def main():
     ap.add_argument("--ruby", default="3.3.8")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--duration", type=float, default=10)
-    ap.add_argument("--rate", type=float, default=200)
+    ap.add_argument("--rate", type=float, default=200, help="0: rbpeek's default")
+    ap.add_argument("--front", default="cli", help="cli, gdb or lldb")
+    ap.add_argument("--modes", default="same,kinds")
+    ap.add_argument("--each", action="store_true", help="each run's figures to stderr as it ends")
     args = ap.parse_args()
     ruby = harness.ruby_binary(args.ruby)
     print("load average before: %s" % open("/proc/loadavg").read().strip())
     print("| Ruby | site_b allocates | site_b's share: the program's own | rbpeek's estimate, each run "
-          "[95% interval] | mean | estimate / truth | allocator samples a run (of samples; in GC) |")
+          "[90% interval printed] | mean | estimate / truth | allocator samples a run (of samples; in GC) |")
     print("|---|---|---|---|---|---|---|")
     for mode, what in (("same", "small Strings (as site_a)"), ("kinds", "100-element Arrays")):
+        if mode not in args.modes.split(","):
+            continue
         version, runs = run_mode(ruby, mode, args)
         truth = sum(r["truth"] for r in runs) / len(runs)
         ests = [r["k"] / r["n"] for r in runs]
-        cells = ["%.1f%% [%.1f-%.1f%%]" % ((100 * e,) + tuple(100 * x for x in wilson(r["k"], r["n"])))
+        cells = ["%.1f%% [%s]" % (100 * e, "%.1f-%.1f%%" % tuple(100 * x for x in r["ci90"]) if r["ci90"] else "?")
                  for e, r in zip(ests, runs)]
         mean = sum(ests) / len(ests)
         print("| %s | %s | %.1f%% | %s | %.1f%% | %.2f | %s |" % (
             version, what, 100 * truth, "; ".join(cells), 100 * mean, mean / truth,
             "; ".join("%d (%d; %d)" % (r["n"], r["taken"], r["in_gc"]) for r in runs)))
+        dev = [100 * (e - r["truth"]) for e, r in zip(ests, runs)]
+        z = [(e - r["truth"]) / math.sqrt(r["truth"] * (1 - r["truth"]) / r["n"]) for e, r in zip(ests, runs) if r["n"]]
+        inside = [r["ci90"][0] <= r["truth"] <= r["ci90"][1] for r in runs if r["ci90"]]
+        print("  %s, %d runs: off by %s points; within 5 points in %d of %d; mean deviation %+.2f points; "
+              "dispersion (variance of (estimate - truth) / the binomial's): %.2f; the 90%% interval printed "
+              "held the truth in %d of %d; allocator samples a run %s; held stopped %s" % (
+                  mode, len(runs), " ".join("%+.1f" % d for d in dev), sum(abs(d) <= 5 for d in dev), len(dev),
+                  statistics.mean(dev), statistics.mean(x * x for x in z) if z else float("nan"),
+                  sum(inside), len(inside), "%d-%d" % (min(r["n"] for r in runs), max(r["n"] for r in runs)),
+                  "%.2f-%.2f%%" % (100 * min(r["held"] for r in runs), 100 * max(r["held"] for r in runs))))
         sys.stdout.flush()
     print("load average after: %s" % open("/proc/loadavg").read().strip())
 

@@ -194,7 +194,7 @@ class PprofOptions(ctypes.Structure):
 class SvgOptions(ctypes.Structure):
     _c_ = "rbpeek_svg_options"
     _fields_ = [("width", ctypes.c_int), ("min_width_px", ctypes.c_double), ("title", ctypes.c_char_p),
-                ("inverted", ctypes.c_int)]
+                ("inverted", ctypes.c_int), ("ci_samples", ctypes.c_double), ("ci_z", ctypes.c_double)]
 
 
 class AllocSitesStats(ctypes.Structure):
