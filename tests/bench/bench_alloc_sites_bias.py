@@ -5,9 +5,14 @@ of docs/allocations.md, "The estimator's bias, measured").
 
 The program (tests/integration/programs/alloc_sites.rb) allocates at two
 sites and counts each site's allocations itself with
-GC.stat(:total_allocated_objects). Two modes, each a fresh process:
-  same:  three small Strings at site_a for every one at site_b (the same
-         kind and cost: the estimator should be unbiased);
+GC.stat(:total_allocated_objects). Three modes, each a fresh process:
+  two:   three small Strings at site_a for every one at site_b and no
+         other site: a two-site 75/25 split, where the interval rbpeek
+         prints for site_b's method is of the split itself (the precision
+         of docs/sampling.md: how many runs within 5 points, and how often
+         the printed 90% interval holds the program's own share);
+  same:  the same, with the two more sites the integration test reads the
+         types at (a few Points and Pairs a round);
   kinds: three small Strings at site_a for every 100-element Array at
          site_b (an Array.new(100) costs more than a String: a slot, and
          800 bytes malloc'd and filled with nil).
@@ -55,10 +60,12 @@ def own(workdir, t):
 
 
 def site_ci90(r, rec):
-    """site_b's method's 90% interval as rbpeek printed it, if it did
-    (by_method: "share_ci90"), over all allocator samples."""
-    for m in r.get("methods", ()):
-        if m.get("label") == rec["b"]["label"] and "share_ci90" in m:
+    """site_b's line's 90% interval as rbpeek printed it (its "By line"
+    row: "b" * 4 allocates in site_b's frame and in String#*, both at that
+    line; by method they are two rows), over all allocator samples; None
+    if not printed."""
+    for m in r.get("lines", ()):
+        if m.get("path") == rec["path"] and m.get("lineno") == rec["b"]["lineno"] and "share_ci90" in m:
             return m["share_ci90"]
     return None
 
@@ -73,7 +80,8 @@ def run_mode(ruby, mode, args):
         for i in range(args.repeat):
             out = os.path.join(wd, "r%d.json" % i)
             rate = ["--rate", str(args.rate)] if args.rate else []
-            cmd = "--sites --duration %s %s--json -o %s" % (args.duration, " ".join(rate) + " " if rate else "", out)
+            dur = ["--duration", str(args.duration)] if args.duration else []
+            cmd = "--sites %s--json -o %s" % (" ".join(dur + rate) + " " if dur + rate else "", out)
             if args.front == "cli":
                 argv = [sys.executable, CLI, "allocs", "--pid", str(proc.pid)] + cmd.split()
             else:
@@ -91,12 +99,16 @@ def run_mode(ruby, mode, args):
             n = counts["a"] + counts["b"]
             runs.append({"truth": (b1 - b0) / ((a1 - a0) + (b1 - b0)), "k": counts["b"], "n": n,
                          "taken": r["samples_taken"], "in_gc": r["samples_in_gc"], "kept": r["samples"],
-                         "ci90": site_ci90(r, rec), "held": r["held_s"] / r["sampled_s"] if r["sampled_s"] else 0})
+                         "ci90": site_ci90(r, rec), "prec": r.get("precision") or {}, "held": r["held_s"] / r["sampled_s"] if r["sampled_s"] else 0})
             if args.each:
                 x = runs[-1]
-                sys.stderr.write("run %d: site_b %.1f%% of %d samples, the program's %.1f%%; 90%% %s; load %s\n"
-                                 % (i, 100.0 * x["k"] / max(1, n), n, 100 * x["truth"], x["ci90"],
-                                    open("/proc/loadavg").read().split()[0]))
+                p = x["prec"]
+                sys.stderr.write("run %d: site_b %.1f%% of %d samples, the program's %.1f%%; 90%% %s; dispersion %s, "
+                                 "+-%s points at 25%%, %s s for +-5; held %.2f%%; load %s\n"
+                                 % (i, 100.0 * x["k"] / max(1, n), n, 100 * x["truth"],
+                                    "[%.1f-%.1f%%]" % tuple(100 * v for v in x["ci90"]) if x["ci90"] else "?",
+                                    p.get("dispersion"), p.get("points_at_25"), p.get("seconds_for_5_points"),
+                                    100 * x["held"], open("/proc/loadavg").read().split()[0]))
         return rec["ruby_version"], runs
     finally:
         proc.kill()
@@ -107,10 +119,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ruby", default="3.3.8")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--duration", type=float, default=10)
+    ap.add_argument("--duration", type=float, default=10, help="0: rbpeek's default")
     ap.add_argument("--rate", type=float, default=200, help="0: rbpeek's default")
     ap.add_argument("--front", default="cli", help="cli, gdb or lldb")
-    ap.add_argument("--modes", default="same,kinds")
+    ap.add_argument("--modes", default="two,same,kinds")
     ap.add_argument("--each", action="store_true", help="each run's figures to stderr as it ends")
     args = ap.parse_args()
     ruby = harness.ruby_binary(args.ruby)
@@ -118,7 +130,8 @@ def main():
     print("| Ruby | site_b allocates | site_b's share: the program's own | rbpeek's estimate, each run "
           "[90% interval printed] | mean | estimate / truth | allocator samples a run (of samples; in GC) |")
     print("|---|---|---|---|---|---|---|")
-    for mode, what in (("same", "small Strings (as site_a)"), ("kinds", "100-element Arrays")):
+    for mode, what in (("two", "small Strings (as site_a), no other site"), ("same", "small Strings (as site_a)"),
+                       ("kinds", "100-element Arrays")):
         if mode not in args.modes.split(","):
             continue
         version, runs = run_mode(ruby, mode, args)

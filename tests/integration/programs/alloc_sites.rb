@@ -2,13 +2,16 @@
 # in a known ratio, and the program measures each site's allocations itself
 # with GC.stat(:total_allocated_objects).
 #
-#   ruby alloc_sites.rb OUT_DIR [same|kinds]
+#   ruby alloc_sites.rb OUT_DIR [same|two|kinds]
 #
 # same (the default): site_a allocates three small Strings for every one
 # site_b does, the same kind of object at the same cost, so an unbiased
 # estimator gives them 75% and 25%. kinds: site_a allocates small Strings,
 # site_b 100-element Arrays, one Array for every three Strings (the bias
-# measurement of docs/allocations.md). In same mode two more sites, a few
+# measurement of docs/allocations.md). two: as same, and no other site: the
+# two sites are the program's allocations (but the log's few), so a site's
+# share of them is what `ruby allocs --sites` prints and its interval
+# states (the precision benchmark). In same mode two more sites, a few
 # calls a round, allocate where `ruby allocs --sites` reads the type:
 # site_c a Point (Class#new), site_d a Pair (a Struct class's own new).
 # Each site's line, its method's lines and label (as the Ruby's own
@@ -22,7 +25,7 @@
 # checks: harness.Target.computing) and naps 10 ms at a time otherwise,
 # still logging. Runs on Ruby 2.7 to 3.4 with no gems.
 
-OUT = ARGV[0] or abort("usage: alloc_sites.rb OUT_DIR [same|kinds]")
+OUT = ARGV[0] or abort("usage: alloc_sites.rb OUT_DIR [same|two|kinds]")
 MODE = ARGV[1] || ENV["ALLOC_SITES_MODE"] || "same"
 BUSY = File.join(OUT, "busy")
 LOG = File.open(File.join(OUT, "alloc.log"), "a")
