@@ -38,6 +38,10 @@ import time
 import benchlib  # also puts tests/integration (harness) on the path
 import harness  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "python"))
+from rbpeeklib.core import share_interval  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PROGRAM = os.path.join(REPO, "tests", "integration", "programs", "alloc_sites.rb")
@@ -70,6 +74,17 @@ def site_ci90(r, rec):
     return None
 
 
+def split_ci90(k, n, prec):
+    """The 90% interval of the two-site split k / n as rbpeek computes a
+    share's (rbpeek_share_interval, n counted down by the run's dispersion,
+    at its quantile): where a frame reports an earlier line of its method
+    (2.7, 3.1) site_b's line's printed row holds part of its samples."""
+    if not n or not prec:
+        return None
+    ne = n / max(1.0, prec.get("dispersion") or 1.0)
+    return share_interval(k / n * ne, ne, prec["z"])
+
+
 def run_mode(ruby, mode, args):
     wd = tempfile.mkdtemp(prefix="rbpeek-bias-")
     env = dict(os.environ, ALLOC_SITES_MODE=mode)
@@ -99,14 +114,18 @@ def run_mode(ruby, mode, args):
             n = counts["a"] + counts["b"]
             runs.append({"truth": (b1 - b0) / ((a1 - a0) + (b1 - b0)), "k": counts["b"], "n": n,
                          "taken": r["samples_taken"], "in_gc": r["samples_in_gc"], "kept": r["samples"],
-                         "ci90": site_ci90(r, rec), "prec": r.get("precision") or {}, "held": r["held_s"] / r["sampled_s"] if r["sampled_s"] else 0})
+                         "ci90": site_ci90(r, rec), "prec": r.get("precision") or {},
+                         "split_ci90": split_ci90(counts["b"], n, r.get("precision")),
+                         "held": r["held_s"] / r["sampled_s"] if r["sampled_s"] else 0})
             if args.each:
                 x = runs[-1]
                 p = x["prec"]
-                sys.stderr.write("run %d: site_b %.1f%% of %d samples, the program's %.1f%%; 90%% %s; dispersion %s, "
+                sys.stderr.write("run %d: site_b %.1f%% of %d samples, the program's %.1f%%; 90%% %s (split %s); "
+                                 "dispersion %s, "
                                  "+-%s points at 25%%, %s s for +-5; held %.2f%%; load %s\n"
                                  % (i, 100.0 * x["k"] / max(1, n), n, 100 * x["truth"],
                                     "[%.1f-%.1f%%]" % tuple(100 * v for v in x["ci90"]) if x["ci90"] else "?",
+                                    "[%.1f-%.1f%%]" % tuple(100 * v for v in x["split_ci90"]) if x["split_ci90"] else "?",
                                     p.get("dispersion"), p.get("points_at_25"), p.get("seconds_for_5_points"),
                                     100 * x["held"], open("/proc/loadavg").read().split()[0]))
         return rec["ruby_version"], runs
@@ -146,12 +165,13 @@ def main():
         dev = [100 * (e - r["truth"]) for e, r in zip(ests, runs)]
         z = [(e - r["truth"]) / math.sqrt(r["truth"] * (1 - r["truth"]) / r["n"]) for e, r in zip(ests, runs) if r["n"]]
         inside = [r["ci90"][0] <= r["truth"] <= r["ci90"][1] for r in runs if r["ci90"]]
+        inside_split = [r["split_ci90"][0] <= r["truth"] <= r["split_ci90"][1] for r in runs if r["split_ci90"]]
         print("  %s, %d runs: off by %s points; within 5 points in %d of %d; mean deviation %+.2f points; "
               "dispersion (variance of (estimate - truth) / the binomial's): %.2f; the 90%% interval printed "
-              "held the truth in %d of %d; allocator samples a run %s; held stopped %s" % (
+              "held the truth in %d of %d (the split's, at the run's dispersion: %d of %d); allocator samples a run %s; held stopped %s" % (
                   mode, len(runs), " ".join("%+.1f" % d for d in dev), sum(abs(d) <= 5 for d in dev), len(dev),
                   statistics.mean(dev), statistics.mean(x * x for x in z) if z else float("nan"),
-                  sum(inside), len(inside), "%d-%d" % (min(r["n"] for r in runs), max(r["n"] for r in runs)),
+                  sum(inside), len(inside), sum(inside_split), len(inside_split), "%d-%d" % (min(r["n"] for r in runs), max(r["n"] for r in runs)),
                   "%.2f-%.2f%%" % (100 * min(r["held"] for r in runs), 100 * max(r["held"] for r in runs))))
         sys.stdout.flush()
     print("load average after: %s" % open("/proc/loadavg").read().strip())

@@ -23,7 +23,7 @@ from ..sampling.stats import Stats, fmt_rate
 from ..sampling.traced import run_traced
 
 DEFAULT_RATE = 100.0        # samples a second (docs/allocations.md, "Precision"; docs/performance.md: the cost)
-DEFAULT_DURATION = 15.0     # seconds when --duration is not given: a 75/25 split within 5 points in 90% of
+DEFAULT_DURATION = 20.0     # seconds when --duration is not given: a 75/25 split within 5 points in 90% of
                             # runs on every matrix Ruby at DEFAULT_RATE (docs/sampling.md, "Allocation sites")
 LUMP = 0.05                 # sites under this share are one category in the dispersion's table
 TOP = 10                    # sites shown per table
