@@ -61,7 +61,7 @@ static enum holders read_holders(struct rbpeek_trace *t, pid_t *tids, size_t *nt
         while (k < *ntids && tids[k] != tid) k++;
         if (k == *ntids && *ntids < MAX_HOLDERS) tids[(*ntids)++] = tid;
     }
-    return t->nheld ? HOLDERS_STOPPABLE : HOLDERS_NONE;
+    return t->nheld || !sites_mode(t) ? HOLDERS_STOPPABLE : HOLDERS_NONE;   /* as before, but for allocation sites */
 }
 
 /* Allocation sites: resumes the threads of tids stopped for this sample
