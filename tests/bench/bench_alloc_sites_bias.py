@@ -108,7 +108,7 @@ def run_mode(ruby, mode, args):
             for which in ("a", "b"):
                 first, last = rec[which]["lines"]
                 counts[which] = sum(s["samples"] for s in r["sites"]
-                                    if s["path"] == rec["path"] and first <= s["lineno"] <= last)
+                                    if s["path"] == rec["path"] and first <= (s["lineno"] or 0) <= last)
             _t0, a0, b0 = own(wd, r["started_at"])
             _t1, a1, b1 = own(wd, r["ended_at"])
             n = counts["a"] + counts["b"]
