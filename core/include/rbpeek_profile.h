@@ -75,6 +75,11 @@ typedef struct rbpeek_svg_options {
                              * raised if need be to keep to 30,000 boxes */
     const char *title;      /* NULL: meta "title", else "Flame Graph" */
     int inverted;           /* nonzero: icicle graph, root at the top */
+    /* > 0: each box's tooltip adds its share's interval (rbpeek_share_interval
+     * at ci_z of its share of the root, out of ci_samples: the effective number
+     * of samples, as `ruby allocs --sites` has it) */
+    double ci_samples;
+    double ci_z;
 } rbpeek_svg_options;
 
 /* Folded stacks ("a;b;c 12", root first, one line per distinct stack, sorted).
@@ -338,6 +343,8 @@ typedef struct rbpeek_trace_stats {
     uint64_t cpu_samples;       /* holders stopped while on a CPU */
     uint64_t cpu_gc;            /* ... with the GC at work on them */
     uint64_t cpu_waited;        /* holders that had been waiting for a CPU */
+    uint64_t gvl_free;          /* allocation sites: samples at which every GVL was free (counted in
+                                 * samples; nothing stopped: no thread was allocating) */
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or
@@ -393,12 +400,24 @@ RBPEEK_API rbpeek_status rbpeek_alloc_sites_add_snapshot(rbpeek_alloc_sites *a, 
                                                          rbpeek_sample_result *result);
 
 /* The sites of p (the profile a was given) as JSON, most samples first:
- * {"sites": [{"label", "path", "lineno", "kind", "samples", "types"}]}; a site
- * is a stack's innermost Ruby frame (a C method's: its caller's path and
- * line); types: [{"class": address, "samples"}] of its samples whose frame
- * said the class it allocates, most first (at most 64).
- * *out is malloc'd (rbpeek_free). */
+ * {"batches": B, "batched": N, "sites": [{"label", "path", "lineno", "kind",
+ * "samples", "types", "batch_samples"}]}; a site is a stack's innermost Ruby
+ * frame (a C method's: its caller's path and line); types: [{"class":
+ * address, "samples"}] of its samples whose frame said the class it
+ * allocates, most first (at most 64). batch_samples: the site's samples in
+ * each of B consecutive batches of the first N kept samples in the order
+ * they were taken (B: up to 20, of at least 10 samples each; 0 with fewer
+ * than 20), from which their dispersion is measured (samples of one GC step
+ * are not independent: docs/allocations.md). *out is malloc'd (rbpeek_free). */
 RBPEEK_API rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_profile *p, char **out);
+
+/* Wilson's score interval of a share: k of n samples (n may be an
+ * effective number, k = share * n, neither need be whole), at the normal
+ * quantile z (1.645: 90%); lo and hi in [0, 1]. n <= 0 gives [0, 1]. The
+ * one place this interval is computed: `ruby allocs --sites`' text and JSON
+ * and the sampling summary's GC share ask it through the binding, the SVG's
+ * tooltips here (rbpeek_svg_options.ci_samples). */
+RBPEEK_API void rbpeek_share_interval(double k, double n, double z, double *lo, double *hi);
 
 /* Whether a native frame's symbol is one of the object allocator's
  * functions (the exported rb_*newobj_of family, and where .symtab names

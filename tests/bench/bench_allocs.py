@@ -202,7 +202,7 @@ def interleaved(ruby, runs, control=False):
     interleaved with undisturbed ones; the medians."""
     print("load average before: %s" % open("/proc/loadavg").read().strip())
     rows = []
-    for name, extra in (("`rbpeek allocs` (stops nothing)", []), ("`rbpeek allocs --sites` (default 50 Hz)", ["--sites"])):
+    for name, extra in (("`rbpeek allocs` (stops nothing)", []), ("`rbpeek allocs --sites` (default rate)", ["--sites"])):
         d = tempfile.mkdtemp(prefix="rbpeek-bench-allocs-")
         try:
             got = run_interleaved(ruby, d, runs, extra, control)
@@ -273,7 +273,7 @@ def paired(ruby, rounds):
     pairs = [(a, b, h) for a, b, h in got if a and b]
     ratios = [b / a for a, b, _ in pairs]
     lo, hi = bootstrap_mean_ci(ratios)
-    print("\n%d rounds, each a plain `rbpeek allocs` window and an `rbpeek allocs --sites` one (default 50 Hz) of "
+    print("\n%d rounds, each a plain `rbpeek allocs` window and an `rbpeek allocs --sites` one (default rate) of "
           "2 s, in one workload after %g s of warm-up, the order alternating; each window against the 1.5 s before "
           "and after its command\n" % (len(pairs), WARM_UP))
     print("| | median | mean [95% interval] | windows from .. to |")

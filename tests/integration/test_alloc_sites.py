@@ -15,8 +15,14 @@ otherwise, so that no CPU goes to it while a debugger starts. Over exactly the w
       method "allocator samples"; the two sites' shares of the allocator
       samples (the samples at lines of each site's method, normalised over
       the two: a Ruby frame may report an earlier line of its method when
-      its instruction saves no pc, as 3.1's putstring does) within 5
-      points of the program's own split; String#* at site_a's line; the rate within 25%
+      its instruction saves no pc, as 3.1's putstring does) within a bound
+      derived from their number n of the program's own split p: 3.29
+      standard errors, sqrt(phi p (1 - p) / n), phi the dispersion rbpeek
+      measured between batches of the run (at least 1), at Student's
+      quantile for its degrees of freedom (a run fails about once in a
+      thousand by chance, and a bias of a few points fails it); the 90%
+      interval printed for site_a's method no wider than +-5 points at these
+      settings, and every share inside its interval; String#* at site_a's line; the rate within 25%
       of the program's own; the types read: Point at site_c's line (Class#new)
       and Pair at site_d's (a Struct class's new), nothing else anywhere
       (String#* at a and b has none); every site has label, path, lineno, count and
@@ -24,8 +30,8 @@ otherwise, so that no CPU goes to it while a debugger starts. Over exactly the w
       weighted by estimated allocations, add up to it too, and every one
       of them ends at a Ruby frame of the program;
   then Ctrl-C after 1 s of a run with no --duration: it ends with the
-      text summary, which says "estimated from N allocator samples" and
-      names site_a's line;
+      text summary, which says "estimated from N allocator samples", gives
+      the precision ("Precision: 90% intervals") and names site_a's line;
   and the debugger (or the command line) killed 0.5 s into a run:
   after each, and after the normal
   run, the target runs (no thread stopped, none traced: TracerPid 0),
@@ -35,6 +41,7 @@ On the core: `ruby allocs --sites` is refused in one line.
 """
 
 import json
+import math
 import os
 import signal
 import sys
@@ -45,13 +52,17 @@ import matrix
 from harness import Failure
 from test_allocs import check_keys, keeps_allocating, kill_debugger, text_pages
 
+sys.path.insert(0, os.path.join(harness.REPO, "python"))
+from rbpeeklib.commands import alloc_sites  # noqa: E402  (the quantile the intervals use)
+
 # 12 s at 250 Hz: about 1,200 allocator samples at the two sites on 2.7.4
 # (the slowest), site_a's share (75%) known to within 1.3 points (one
 # sigma). 6 s at 500 Hz gets as many samples, but the sampling then weighs
 # on the target: on 2.7.4 under a loaded ctest site_a's share rose to
 # 78-80% for the program's 74.9%.
 DURATION, RATE = 12, 250
-SPLIT_POINTS = 5.0
+Z_BOUND = 3.29              # standard errors: two-sided, 1 run in 1,000 outside by chance
+PRECISION_POINTS = 5.0      # the 90% interval of site_a's share at these settings, at most +- this
 RATE_TOLERANCE = 0.25
 STARTED = "rbpeek: sampling the allocator"
 
@@ -153,9 +164,15 @@ def check_result(c, r, sites_rec, folded):
     t1, a1, b1 = own_counts(c.target.workdir, r["ended_at"])
     own_split = 100.0 * (a1 - a0) / ((a1 - a0) + (b1 - b0))
     got_split = 100.0 * n_a / (n_a + n_b)
-    if abs(got_split - own_split) > SPLIT_POINTS:
-        raise Failure("%s: site_a's share %.1f%% (%d of %d samples), the program's own %.1f%%"
-                      % (who, got_split, n_a, n_a + n_b, own_split))
+    prec = r["precision"]
+    phi = max(1.0, prec["dispersion"] or 1.0)
+    p = own_split / 100.0
+    bound = 100.0 * alloc_sites.t_quantile(Z_BOUND, prec["dispersion_dof"]) * math.sqrt(phi * p * (1 - p) /
+                                                                                        (n_a + n_b))
+    if abs(got_split - own_split) > bound:
+        raise Failure("%s: site_a's share %.1f%% (%d of %d samples, dispersion %.2f), the program's own %.1f%%: "
+                      "off by more than %.1f points" % (who, got_split, n_a, n_a + n_b, phi, own_split, bound))
+    check_intervals(c, r, sites_rec)
     window = r["ended_at"] - r["started_at"]
     own_rate = (t1 - t0) / window
     if abs(r["rate_per_s"] - own_rate) > RATE_TOLERANCE * own_rate:
@@ -179,9 +196,27 @@ def check_result(c, r, sites_rec, folded):
     if abs(weights - total) > 0.01 * total:
         raise Failure("%s: the folded stacks weigh %d, the total is %d" % (who, weights, total))
     typed = check_types(c, r, sites_rec)
-    harness.log("  %s: %d allocator samples of %d; site_a %.1f%% (the program: %.1f%%); rate %.2f M/s (the "
-                "program: %.2f M/s); types %s" % (who, r["samples"], r["samples_taken"], got_split, own_split,
-                                                   r["rate_per_s"] / 1e6, own_rate / 1e6, typed))
+    harness.log("  %s: %d allocator samples of %d; site_a %.1f%% (the program: %.1f%%; bound %.1f points, "
+                "dispersion %s); rate %.2f M/s (the program: %.2f M/s); types %s"
+                % (who, r["samples"], r["samples_taken"], got_split, own_split, bound, prec["dispersion"],
+                   r["rate_per_s"] / 1e6, own_rate / 1e6, typed))
+
+
+def check_intervals(c, r, sites_rec):
+    """Every share inside its 90% interval; site_a's method's no wider than
+    +-PRECISION_POINTS at the test's settings."""
+    who = c.name
+    for s in r["sites"] + r["lines"] + r["methods"]:
+        lo, hi = s["share_ci90"]
+        if not lo <= s["share"] <= hi or not 0.0 <= lo <= hi <= 1.0:
+            raise Failure("%s: a share %.4f outside its interval [%.4f, %.4f]: %s" % (who, s["share"], lo, hi, s))
+    a = [m for m in r["methods"] if m["label"] == sites_rec["a"]["label"]]
+    if not a:
+        raise Failure("%s: no method %s in %s" % (who, sites_rec["a"]["label"], [m["label"] for m in r["methods"]]))
+    half = 50.0 * (a[0]["share_ci90"][1] - a[0]["share_ci90"][0])
+    if half > PRECISION_POINTS:
+        raise Failure("%s: site_a's 90%% interval is +-%.1f points (%d allocator samples, precision %s)"
+                      % (who, half, r["samples"], r["precision"]))
 
 
 def check_types(c, r, sites_rec):
@@ -245,6 +280,8 @@ def check(c):
         raise Failure("%s: Ctrl-C did not end the run with a summary:\n%s" % (who, out[-3000:]))
     if " allocator samples (" not in out:
         raise Failure("%s: the summary does not say how many allocator samples:\n%s" % (who, out[-3000:]))
+    if "Precision: 90% intervals" not in out or "share [90% interval]" not in out:
+        raise Failure("%s: the summary does not give the intervals' precision:\n%s" % (who, out[-3000:]))
     if ":%d " % sites_rec["a"]["lineno"] not in out:
         raise Failure("%s: the summary does not name site_a's line:\n%s" % (who, out[-3000:]))
     check_clean(c, before, "after Ctrl-C")

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The sampling summary's GC figures (python/rbpeeklib/sampling/report.py):
-Wilson's 90% interval against values computed by hand from its formula and
+Wilson's 90% interval (rbpeek_share_interval, core/src/base/interval.c,
+through the binding: the one implementation, which `ruby allocs --sites`
+uses too) against values computed by hand from its formula and
 against a simulation of the binomial it describes, and the GC line and its
 JSON from a run's counts, with and without samples that found the GVL's
 holder on a CPU.
@@ -15,6 +17,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
+from rbpeeklib.core import share_interval  # noqa: E402
 from rbpeeklib.sampling import report  # noqa: E402
 from rbpeeklib.sampling.stats import Stats  # noqa: E402
 
@@ -27,15 +30,19 @@ def check(what, ok):
         failures.append(what)
 
 
+def wilson(k, n):
+    return share_interval(k, n, report.Z90)
+
+
 # By hand: k=40, n=100, z=1.6449: centre (0.4 + z^2/200) / (1 + z^2/100) =
 # 0.40263, half-width z sqrt(0.24/100 + z^2/40000) / (1 + z^2/100) = 0.07956.
-lo, hi = report.wilson(40, 100)
+lo, hi = wilson(40, 100)
 check("wilson(40, 100) = (0.3231, 0.4822): %.4f %.4f" % (lo, hi), abs(lo - 0.3231) < 5e-5 and abs(hi - 0.4822) < 5e-5)
-lo, hi = report.wilson(0, 50)
+lo, hi = wilson(0, 50)
 check("wilson(0, 50) starts at 0 and is not empty: %.4f %.4f" % (lo, hi), lo == 0.0 and 0.03 < hi < 0.06)
-lo, hi = report.wilson(50, 50)
+lo, hi = wilson(50, 50)
 check("wilson(50, 50) ends at 1: %.4f %.4f" % (lo, hi), abs(hi - 1.0) < 1e-12 and 0.94 < lo < 0.97)
-check("wilson(0, 0) says nothing: (0, 1)", report.wilson(0, 0) == (0.0, 1.0))
+check("wilson(0, 0) says nothing: (0, 1)", wilson(0, 0) == (0.0, 1.0))
 
 # Coverage: 2,000 runs of 1,500 draws at p = 0.45 hold p about 90% of the
 # time (binomial: 1,800 expected, standard error 13).
@@ -43,7 +50,7 @@ rng = random.Random(7)
 held = 0
 for _ in range(2000):
     k = sum(1 for _ in range(1500) if rng.random() < 0.45)
-    lo, hi = report.wilson(k, 1500)
+    lo, hi = wilson(k, 1500)
     held += lo <= 0.45 <= hi
 check("the 90%% interval held p in %d of 2000 simulated runs" % held, 1740 <= held <= 1860)
 

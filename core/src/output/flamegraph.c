@@ -29,6 +29,7 @@
 #include "profile/profile.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +134,7 @@ typedef struct fg_ctx {
     uint32_t shown_depth;   /* deepest level drawn */
     uint64_t shown;         /* boxes drawn */
     uint64_t *xnext;        /* per depth: sample offset of the next child */
+    double ci_samples, ci_z; /* > 0: each tooltip adds its share's interval (rbpeek_svg_options) */
     const char *unit;       /* what one count is, plural: meta "unit", else "samples" */
 } fg_ctx;
 
@@ -143,6 +145,9 @@ static void fg_count(FILE *f, const char *unit, uint64_t n)
     fprintf(f, "%llu ", (unsigned long long)n);
     rbp_xml_write(f, unit, n == 1 && len > 1 && unit[len - 1] == 's' ? rbp_utf8_length(unit) - 1 : SIZE_MAX);
 }
+
+/* The two-sided coverage of +-z: what the tooltip calls the interval. */
+static double normal_cdf(double z) { return 0.5 * erfc(-z / sqrt(2.0)); }
 
 static void fg_num(FILE *f, double v)
 {
@@ -186,7 +191,19 @@ static int fg_visit(void *vctx, uint32_t node, bool entering)
     const char *what = kind == RBPEEK_FRAME_NATIVE ? "native frame, " : kind == RBPEEK_FRAME_JIT ? "JIT frame, " : "";
     fprintf(f, " (%s", what);
     fg_count(f, c->unit, n->total);
-    fprintf(f, ", %s%%)</title><rect x=\"", pct);
+    fprintf(f, ", %s%%", pct);
+    if (c->ci_samples > 0) {
+        /* the share's interval, from the effective number of samples the
+         * profile rests on (its counts may be scaled: ruby allocs --sites) */
+        double lo, hi, share = (double)n->total / (double)total;
+        char a[32], b[32], z[32];
+        rbpeek_share_interval(share * c->ci_samples, c->ci_samples, c->ci_z, &lo, &hi);
+        rbp_fmt_fixed(a, sizeof a, 100.0 * lo, 1);
+        rbp_fmt_fixed(b, sizeof b, 100.0 * hi, 1);
+        rbp_fmt_fixed(z, sizeof z, 100.0 * (2.0 * normal_cdf(c->ci_z) - 1.0), 0);
+        fprintf(f, " [%s-%s%%, %s%% interval]", a, b, z);
+    }
+    fputs(")</title><rect x=\"", f);
     fg_num(f, px);
     fputs("\" y=\"", f);
     fg_num(f, py);
@@ -543,7 +560,9 @@ rbpeek_status rbpeek_profile_write_svg(const rbpeek_profile *p, const char *path
     rbp_children ch;
     rbpeek_status st = rbp_children_build(p, &ch);
     if (st != RBPEEK_OK) return st;
-    fg_ctx c = {.p = p, .width = pg.width, .min_px = min_px, .inverted = opt && opt->inverted};
+    fg_ctx c = {.p = p, .width = pg.width, .min_px = min_px, .inverted = opt && opt->inverted,
+                .ci_samples = opt && opt->ci_samples > 0 && opt->ci_z > 0 ? opt->ci_samples : 0,
+                .ci_z = opt ? opt->ci_z : 0};
     c.unit = rbpeek_profile_meta(p, "unit");
     if (!c.unit || !*c.unit) c.unit = "samples";
     c.scale = total ? (double)(pg.width - 2 * FG_XPAD) / (double)total : 0;

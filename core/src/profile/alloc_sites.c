@@ -50,6 +50,9 @@
 #include "profile/profile.h"
 
 #define RAN_SLOTS 64   /* threads whose CPU time is remembered (the GVL holders) */
+#define SEQ_MAX (1u << 22) /* kept samples whose site is remembered in order (16 MiB); later ones are not */
+#define BATCHES 20     /* the most batches the kept samples are cut into (their dispersion: the JSON) */
+#define BATCH_MIN 10   /* ... each of at least this many samples */
 #define TYPED_MAX 65536 /* (site, class) pairs counted; a sample beyond them keeps its site, not its class */
 
 /* Allocator samples of one site whose class was read. */
@@ -71,6 +74,8 @@ struct rbpeek_alloc_sites {
     size_t tcap, tused;
     rbpeek_frame *frames;       /* a sample's frames with its saved line (with_saved_line) */
     size_t fcap;
+    uint32_t *seq;              /* the site of each kept sample, in order (the first SEQ_MAX) */
+    size_t nseq, seqcap;
 };
 
 static const char *const ALLOCATOR[] = {
@@ -109,6 +114,7 @@ void rbpeek_alloc_sites_free(rbpeek_alloc_sites *a)
     free(a->count);
     free(a->typed);
     free(a->frames);
+    free(a->seq);
     rbp_sample_scratch_free(&a->scratch);
     free(a);
 }
@@ -159,6 +165,22 @@ static bool count_site(rbpeek_alloc_sites *a, uint32_t id)
         a->cap = cap;
     }
     if (a->count[id]++ == 0) a->st.sites++;
+    return true;
+}
+
+/* Appends a kept sample's site to the sequence (the batches of the JSON);
+ * false only out of memory. Beyond SEQ_MAX samples the sequence stops. */
+static bool remember(rbpeek_alloc_sites *a, uint32_t site)
+{
+    if (a->nseq >= SEQ_MAX) return true;
+    if (a->nseq == a->seqcap) {
+        size_t cap = a->seqcap ? a->seqcap * 2 : 1024;
+        uint32_t *n = realloc(a->seq, cap * sizeof *n);
+        if (!n) return false;
+        a->seq = n;
+        a->seqcap = cap;
+    }
+    a->seq[a->nseq++] = site;
     return true;
 }
 
@@ -290,6 +312,7 @@ rbp_sample_fate rbp_alloc_sites_add_thread(rbpeek_alloc_sites *a, rbpeek_profile
     size_t len = t->nframes + (opt && opt->per_thread ? 1 : 0);
     uint32_t site = site_of(p, a->scratch.ids, len);
     if (site != UINT32_MAX && !count_site(a, site)) return RBP_SAMPLE_NOMEM;
+    if (site != UINT32_MAX && !remember(a, site)) return RBP_SAMPLE_NOMEM;
     uint64_t klass = site != UINT32_MAX ? site_class(t) : 0;
     if (klass && !count_typed(a, site, klass)) return RBP_SAMPLE_NOMEM;
     a->st.allocator++;
@@ -324,6 +347,27 @@ rbpeek_status rbpeek_alloc_sites_add_snapshot(rbpeek_alloc_sites *a, rbpeek_prof
     }
     if (result) *result = r;
     return st;
+}
+
+/* The batches the kept samples in order are cut into: as many as give each
+ * at least BATCH_MIN samples, at most BATCHES; 0 with fewer than two. */
+static size_t batch_count(const rbpeek_alloc_sites *a)
+{
+    size_t b = a->nseq / BATCH_MIN;
+    if (b > BATCHES) b = BATCHES;
+    return b < 2 ? 0 : b;
+}
+
+/* [samples in batch 0, 1, ...] of site id: batch k holds the kept samples
+ * k*n/B .. (k+1)*n/B - 1 in the order they were taken. */
+static void batches_json(const rbpeek_alloc_sites *a, rbp_json *j, uint32_t id, size_t nb)
+{
+    uint64_t per[BATCHES] = {0};
+    for (size_t i = 0; i < a->nseq; i++)
+        if (a->seq[i] == id) per[i * nb / a->nseq]++;
+    rbp_json_array(j);
+    for (size_t k = 0; k < nb; k++) rbp_json_u64(j, per[k]);
+    rbp_json_array_end(j);
 }
 
 typedef struct site_ref {
@@ -395,7 +439,12 @@ rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_
     rbp_sb_init(&b);
     rbp_json j;
     rbp_json_init(&j, &b, RBP_JSON_TIGHT);
+    size_t nb = batch_count(a);
     rbp_json_object(&j);
+    rbp_json_key(&j, "batches");
+    rbp_json_u64(&j, nb);
+    rbp_json_key(&j, "batched");
+    rbp_json_u64(&j, a->nseq);
     rbp_json_key(&j, "sites");
     rbp_json_array(&j);
     for (size_t k = 0; k < n; k++) {
@@ -415,6 +464,8 @@ rbpeek_status rbpeek_alloc_sites_json(const rbpeek_alloc_sites *a, const rbpeek_
         rbp_json_u64(&j, ids[k].samples);
         rbp_json_key(&j, "types");
         types_json(pairs, npairs, &j, ids[k].id);
+        rbp_json_key(&j, "batch_samples");
+        batches_json(a, &j, ids[k].id, nb);
         rbp_json_object_end(&j);
     }
     rbp_json_array_end(&j);

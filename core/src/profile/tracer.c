@@ -41,7 +41,7 @@
  * Each sample's walk starts with one batched read of the pages the last
  * walk used (rbp_mem_prefetch): in GVL mode before the stop, with the
  * thread list read from it, and only the holder's own pages read again
- * once it is stopped (rbp_mem_fence; see prepare and stop_now).
+ * once it is stopped (rbp_mem_fence; see trace_stop.c).
  *
  * Every wait is bounded: a thread that does not stop within STOP_TIMEOUT_NS
  * (uninterruptible sleep in the kernel, so not running Ruby code either) is
@@ -80,8 +80,6 @@
 #include "vm/snapshot.h"
 #include "vm/threads.h"
 
-#define MAX_HOLDERS 64     /* ractors whose GVL holders are stopped one by one; more: stop all */
-#define HOLDER_ROUNDS 3    /* re-reads while the GVL changes hands, before stopping all */
 
 /* Exponentially distributed gap of mean mean_ns (Poisson sampling: see
  * docs/sampling.md), from a xorshift generator. */
@@ -115,9 +113,6 @@ static void release_held(void *ctx)
     t->resume_to = rbp_now_ns();
     t->released = true;
 }
-
-static int stop_cb(void *ctx);
-static void stop_now(struct rbpeek_trace *t);
 
 /* Who held the GVL at this sample, for the thread states: the holders
  * stopped alone (GVL mode), else as the target's memory says (every thread
@@ -180,8 +175,19 @@ static void count_on_cpu(struct rbpeek_trace *t, const rbpeek_snapshot *snap)
     }
 }
 
-/* One sample, after prepare(): stops what it needs (now, or in GVL mode
- * from the walk, once the thread list is read: stop_cb), walks, resumes.
+/* A sample at which every GVL was free (allocation sites): counted, nothing
+ * taken. True: sampling goes on. */
+static bool count_gvl_free(struct rbpeek_trace *t)
+{
+    pthread_mutex_lock(&t->lock);
+    t->stats.samples++;
+    t->stats.gvl_free++;
+    pthread_mutex_unlock(&t->lock);
+    return true;
+}
+
+/* One sample, after tr_prepare(): stops what it needs (now, or in GVL mode
+ * from the walk, once the thread list is read: tr_stop_cb), walks, resumes.
  * running: nothing is stopped (STOP_NONE). With t->nheld, only the GVL
  * holders are stopped: they are walked and resumed first, the rest walked
  * after (rbp_snapshot_take_split). False if sampling ended meanwhile. */
@@ -189,10 +195,12 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
 {
     rbpeek_snapshot *snap = NULL;
     rbpeek_sample_result res = {0};
-    if (!t->cur.deferred) {
-        stop_now(t);
+    if (!t->cur.deferred && !t->cur.skip) {
+        tr_stop_now(t);
         if (t->end != RBPEEK_TRACE_RUNNING) return false;
+        if (t->cur.skip) release_held(t);
     }
+    if (t->cur.skip) return count_gvl_free(t);   /* allocation sites, every GVL free: nobody allocates */
     if (!t->cur.deferred && !t->cur.fresh) {
         rbp_mem_invalidate(t->session->mem); /* what rbpeek_session_invalidate does: session.c is above us */
         /* The pages the last walk used, in one batch (a running target's
@@ -203,12 +211,13 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
     /* Every thread stopped (held NULL), none (running: nheld 0), or the
      * GVL holders; either way the target is resumed as soon as the stacks
      * that need it stopped are walked, before the rest of the work. */
-    bool some = t->cur.deferred || running;
+    bool some = t->cur.deferred || running || t->cur.to_holders;
     rbp_snapshot_split how = {.held = some ? t->held_th : NULL, .nheld = &t->nheld,
-                              .stop = t->cur.deferred ? stop_cb : NULL, .release = release_held, .ctx = t,
+                              .stop = t->cur.deferred ? tr_stop_cb : NULL, .release = release_held, .ctx = t,
                               .native = t->cfg.native ? &t->nat : NULL};
     rbpeek_status took = rbp_snapshot_take_split(t->session, max, &how, &snap);
     if (t->end != RBPEEK_TRACE_RUNNING && took != RBPEEK_OK) return false;
+    if (took != RBPEEK_OK && t->cur.skip) return count_gvl_free(t);   /* the GVL was let go before the stop */
     if (took != RBPEEK_OK) {
         pthread_mutex_lock(&t->lock);
         t->stats.samples++;
@@ -245,115 +254,6 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
     pthread_mutex_unlock(&t->lock);
     rbpeek_snapshot_free(snap);
     return true;
-}
-
-/* -- what a sample stops --------------------------------------------------------- */
-
-/* The TID of a GVL holder, or -1: the kernel's (vm/kernel_tid.c: glibc's
- * descriptor's, or Ruby's record, as /proc/PID/task lists it). */
-static pid_t holder_tid(const rbp_gvl_holder *h)
-{
-    return h->native_tid > 0 ? (pid_t)h->native_tid : -1;
-}
-
-/* Reads the GVL holders into tids (appending the ones not there yet).
- * False when one cannot be stopped alone: its GVL is free (anyone may take
- * it), its TID is unknown or untraced, or the holders are unknown. */
-static bool read_holders(struct rbpeek_trace *t, pid_t *tids, size_t *ntids, bool *all_stopped)
-{
-    rbp_gvl_holder h[MAX_HOLDERS];
-    size_t n = 0;
-    *all_stopped = true;
-    t->nheld = 0;
-    if (!rbp_gvl_holders(t->session, h, MAX_HOLDERS, &n)) return false;
-    for (size_t i = 0; i < n; i++) {
-        if (!h[i].th) return false;
-        t->held_th[t->nheld++] = h[i].th;
-        pid_t tid = holder_tid(&h[i]);
-        if (tid <= 0 || !tr_is_known(t, tid)) return false;
-        if (!tr_is_stopped(t, tid)) *all_stopped = false;
-        size_t k = 0;
-        while (k < *ntids && tids[k] != tid) k++;
-        if (k == *ntids && *ntids < MAX_HOLDERS) tids[(*ntids)++] = tid;
-    }
-    return true;
-}
-
-/* Before the stop, while the target runs (GVL mode): who holds the GVL,
- * and the pages the last walk used, in one batch. The parked threads'
- * stacks cannot change while the holder keeps the GVL, and are checked
- * against direct reads after the resume anyway (rbp_snapshot_take_split),
- * and the thread list is read from these pages too, before the stop (the
- * walk calls stop_cb once it has it); only what the holder may have
- * changed since is read again once it is stopped: behind a fence, in one
- * batch, the pages its own reads used last time. */
-static void prepare(struct rbpeek_trace *t)
-{
-    rbp_mem *mem = t->session->mem;
-    memset(&t->cur, 0, sizeof t->cur);
-    t->nheld = 0;
-    if (t->cfg.stop_mode != RBPEEK_STOP_GVL) return;
-    bool stopped;
-    /* Uncached: a hint, which must neither put stale pages in the cache
-     * nor change what the prefetch fetches. */
-    bool was = rbp_mem_set_direct(mem, true);
-    bool ok = read_holders(t, t->cur.tids, &t->cur.ntids, &stopped);
-    rbp_mem_set_direct(mem, was);
-    if (!ok) return;   /* stop everything (stop_now) */
-    rbp_mem_invalidate(mem);
-    rbp_mem_prefetch(mem);
-    t->cur.deferred = true;
-}
-
-/* Stops what this sample needs (see the top of this file), in t->cur: the
- * threads that did not stop in time, how many were stopped, whether all,
- * and fresh when the page cache was dropped and refilled after the stop
- * (the walk may use it as is). */
-static void stop_now(struct rbpeek_trace *t)
-{
-    rbp_mem *mem = t->session->mem;
-    struct sample_state *c = &t->cur;
-    if (t->cfg.stop_mode == RBPEEK_STOP_NONE) {
-        c->stopped_at = rbp_now_ns();
-        return;
-    }
-    c->held_from = rbp_now_ns();
-    bool ok = c->deferred;
-    for (int round = 0; ok && round < HOLDER_ROUNDS; round++) {
-        bool stopped;
-        if (tr_stop_some(t, c->tids, c->ntids) != 0) break;
-        rbp_mem_fence(mem);
-        bool strict = rbp_mem_set_strict(mem, true);
-        ok = read_holders(t, c->tids, &c->ntids, &stopped);
-        rbp_mem_set_strict(mem, strict);
-        if (ok && stopped) {
-            c->fresh = true;
-            c->nstopped = c->ntids;
-            c->stopped_at = rbp_now_ns();
-            return;
-        }
-    }
-    t->nheld = 0;
-    c->late = tr_stop_all(t);
-    if (c->deferred) {
-        /* Everything is stopped now: the same pages again, all of them
-         * fresh (the hot list is kept: refresh, not invalidate). */
-        rbp_mem_refresh(mem);
-        rbp_mem_prefetch(mem);
-        c->fresh = true;
-    }
-    c->full = true;
-    c->nstopped = tr_count(t);
-    c->stopped_at = rbp_now_ns();
-}
-
-/* The walk's call once it has read the thread list (GVL mode). */
-static int stop_cb(void *ctx)
-{
-    struct rbpeek_trace *t = ctx;
-    stop_now(t);
-    if (t->end != RBPEEK_TRACE_RUNNING) return -1;
-    return t->cur.full ? RBP_SPLIT_ALL : RBP_SPLIT_HELD;
 }
 
 /* -- the loop ---------------------------------------------------------------- */
@@ -411,7 +311,7 @@ static void *tracer_main(void *arg)
         uint64_t a = rbp_now_ns();
         for (size_t i = 0; i < t->ntr; i++) t->tr[i].cpu_known = false;   /* asked anew for this sample */
         t->released = false;
-        prepare(t);
+        tr_prepare(t);
         if (!take_sample(t, t->cfg.stop_mode == RBPEEK_STOP_NONE)) {
             if (!t->released) release_held(t);
             break;

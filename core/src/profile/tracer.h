@@ -1,8 +1,9 @@
 /*
  * The tracer's own state and what its files share (see tracer.c for the
  * design): tracer.c runs the sampling loop, trace_ptrace.c keeps the
- * target's threads traced (seize, stop, resume, events, detach), and
- * trace_wakeup.c has the timer signal that ends the tracing thread's waits.
+ * target's threads traced (seize, stop, resume, events, detach),
+ * trace_stop.c decides what each sample stops, and trace_wakeup.c has the
+ * timer signal that ends the tracing thread's waits.
  */
 #ifndef RBP_PROFILE_TRACER_H
 #define RBP_PROFILE_TRACER_H
@@ -26,6 +27,8 @@
 #define WAKE_REPEAT_NS 1000000ull      /* the wake-up timer repeats, in case one came just before the wait */
 #define MAX_TRACEES 65536              /* threads: a bound on what garbage /proc could make us track */
 #define BACKLOG 5                      /* intervals the schedule may fall behind before it restarts */
+#define MAX_HOLDERS 64                 /* ractors whose GVL holders are stopped one by one; more: stop all */
+#define HOLDER_ROUNDS 3                /* re-reads while the GVL changes hands, before stopping all */
 
 enum tracee_state { TR_RUNNING, TR_STOPPED, TR_NEW /* auto-attached, first stop not seen yet */ };
 
@@ -74,7 +77,7 @@ struct rbpeek_trace {
     bool chld_quieted;           /* ... which set SA_NOCLDSTOP on it */
     timer_t timer;
     bool have_timer;
-    uint64_t held_th[64];        /* this sample: the GVL holders stopped alone (rb_thread_t) */
+    uint64_t held_th[MAX_HOLDERS]; /* this sample: the GVL holders stopped alone (rb_thread_t) */
     size_t nheld;
     bool released;               /* this sample: resumed before its walk ended */
     uint64_t resume_from, resume_to;
@@ -89,16 +92,28 @@ struct rbpeek_trace {
         int how;                 /* NAT_HELD, NAT_PEEKED, NAT_STOPPED, NAT_NONE */
         uint64_t runs, run_ns;   /* /proc/PID/task/TID/schedstat at the peek */
     } nat_cur;
-    struct sample_state {        /* this sample: what was stopped (tracer.c: prepare, stop_now) */
-        pid_t tids[64];          /* the GVL holders' TIDs */
+    struct sample_state {        /* this sample: what was stopped (trace_stop.c) */
+        pid_t tids[MAX_HOLDERS]; /* the GVL holders' TIDs */
         size_t ntids;
         bool deferred;           /* GVL mode: stopped by the walk, once it has the thread list */
         bool fresh;              /* the page cache was refilled after the stop */
         bool full;               /* every thread was stopped */
+        bool to_holders;         /* ... and then taken as the holders' alone (allocation sites) */
+        bool skip;               /* allocation sites: every GVL free, nothing to sample */
         size_t late, nstopped;
         uint64_t held_from, stopped_at;
     } cur;
 };
+
+/* trace_stop.c: what a sample stops. Before the stop, while the target
+ * runs: who holds the GVL (t->cur reset, deferred when the holders alone
+ * will be stopped). */
+void tr_prepare(struct rbpeek_trace *t);
+/* Stops what this sample needs, in t->cur (skip: nothing to sample). */
+void tr_stop_now(struct rbpeek_trace *t);
+/* The walk's stop callback (rbp_snapshot_split.stop): tr_stop_now, then
+ * RBP_SPLIT_HELD, RBP_SPLIT_ALL, or -1 (ended, or nothing to sample). */
+int tr_stop_cb(void *ctx);
 
 /* trace_ptrace.c: the traced threads. */
 /* Seizes every thread of the process (false, with stats.message, if none). */

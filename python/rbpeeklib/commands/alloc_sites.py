@@ -8,9 +8,8 @@ are in the object allocator or in a GC step under it
 (rbpeek_alloc_sites_add_snapshot), each attributed to its Ruby stack. The
 GC's own counters, read before and after, give the exact number of objects
 allocated meanwhile; each site gets that total times its share of the
-allocator samples, with a 95% interval (Wilson's) from the number of
-samples. The profile's writers get the stacks weighted by estimated
-allocations.
+allocator samples, with a 90% interval (precision()). The profile's
+writers get the stacks weighted by estimated allocations.
 """
 
 import argparse
@@ -18,27 +17,86 @@ import json
 import math
 import time
 
-from ..core import FORMAT_JSON, FORMATS, AllocSites, Profile, RbpeekError, SampleOptions
-from ..sampling.report import check_outputs, write_outputs
+from ..core import FORMAT_JSON, FORMATS, AllocSites, Profile, RbpeekError, SampleOptions, share_interval
+from ..sampling.report import Z90, check_outputs, write_outputs
 from ..sampling.stats import Stats, fmt_rate
 from ..sampling.traced import run_traced
 
-DEFAULT_RATE = 50.0         # samples a second (docs/performance.md: the cost)
-Z95 = 1.959964              # the normal quantile of a 95% interval
+DEFAULT_RATE = 100.0        # samples a second (docs/allocations.md, "Precision"; docs/performance.md: the cost)
+DEFAULT_DURATION = 20.0     # seconds when --duration is not given: a 75/25 split within 5 points in 90% of
+                            # runs on every matrix Ruby at DEFAULT_RATE (docs/sampling.md, "Allocation sites")
+LUMP = 0.05                 # sites under this share are one category in the dispersion's table
 TOP = 10                    # sites shown per table
 METHOD = "allocator samples"
+PRECISION_AT = 0.25         # the share whose interval the summary quotes (a 75/25 split's smaller site)
+WANTED_POINTS = 5.0         # ... and the half-width it says how long to sample for
 
 
-def wilson(k, n):
-    """The 95% Wilson score interval of a proportion k/n."""
-    if n <= 0:
+def t_quantile(z, dof):
+    """Student's t quantile of the normal quantile z at dof degrees of
+    freedom (the Cornish-Fisher expansion: within 0.3% of the table from 3
+    degrees on); z itself without dof."""
+    if not dof:
+        return z
+    return z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof * dof)
+
+
+def dispersion(doc):
+    """(phi, dof): how much more the sites' shares varied from batch to
+    batch of the run (rbpeek_alloc_sites_json's batch_samples) than
+    independent samples would: Pearson's chi-square of the batches x sites
+    table (sites under LUMP summed into one) over its degrees of freedom.
+    Samples are not independent when one GC step spans several stops (a
+    major GC of tens of milliseconds goes to the one allocation that
+    started it, stop after stop). (None, 0) with fewer than two batches or
+    one site."""
+    nb = doc.get("batches") or 0
+    sites = doc.get("sites") or []
+    batched = doc.get("batched") or 0
+    if nb < 2 or not batched:
+        return None, 0
+    cats, other = [], [0] * nb
+    for s in sites:
+        per = s.get("batch_samples") or [0] * nb
+        if sum(per) >= LUMP * batched:
+            cats.append(per)
+        else:
+            other = [a + b for a, b in zip(other, per)]
+    if sum(other):
+        cats.append(other)
+    m = [sum(c[b] for c in cats) for b in range(nb)]
+    n = sum(m)
+    if len(cats) < 2 or not n:
+        return None, 0
+    x2 = 0.0
+    for c in cats:
+        p = sum(c) / n
+        for b in range(nb):
+            e = m[b] * p
+            if e > 0:
+                x2 += (c[b] - e) ** 2 / e
+    dof = (nb - 1) * (len(cats) - 1)
+    return x2 / dof, dof
+
+
+def precision(doc, kept):
+    """{n_eff, z, dispersion, dof, batches}: the intervals' inputs. Each
+    share's 90% interval is Wilson's (rbpeek_share_interval) for its samples
+    out of kept counted as kept / phi independent ones (phi the dispersion,
+    never below 1: it does not claim better than independent samples), at
+    Student's quantile for phi's degrees of freedom (phi is itself
+    estimated from the run)."""
+    phi, dof = dispersion(doc)
+    f = max(1.0, phi) if phi is not None else 1.0
+    return {"n_eff": kept / f if kept else 0.0, "z": t_quantile(Z90, dof), "dispersion": phi, "dof": dof,
+            "batches": doc.get("batches") or 0, "confidence": 0.90}
+
+
+def interval(k, kept, prec):
+    """The 90% interval of the share k / kept."""
+    if not kept:
         return 0.0, 1.0
-    p = k / n
-    z2 = Z95 * Z95
-    den = 1 + z2 / n
-    mid = (p + z2 / (2 * n)) / den
-    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
+    return share_interval(k / kept * prec["n_eff"], prec["n_eff"], prec["z"])
 
 
 def fmt_count(n):
@@ -77,13 +135,14 @@ def class_names(session, raw_sites):
     return names
 
 
-def estimate(raw_sites, total, kept, names=None):
+def estimate(raw_sites, total, kept, prec, names=None):
     """The sites with their estimates: count (estimated allocations), share,
-    its interval, and types: {class: estimated allocations} of the samples
-    whose frame said the class (Class#new and the like), others not read."""
+    its 90% interval (precision()), and types: {class: estimated
+    allocations} of the samples whose frame said the class (Class#new and
+    the like), others not read."""
     out = []
     for s in raw_sites:
-        lo, hi = wilson(s["samples"], kept)
+        lo, hi = interval(s["samples"], kept, prec)
         share = s["samples"] / kept if kept else 0.0
         types = {}
         for t in s.get("types", ()):
@@ -91,8 +150,8 @@ def estimate(raw_sites, total, kept, names=None):
             if name and kept:
                 types[name] = types.get(name, 0) + int(round(total * t["samples"] / kept))
         out.append({"label": s["label"], "path": s["path"], "lineno": s["lineno"], "kind": s["kind"],
-                    "samples": s["samples"], "share": share, "share_ci95": [lo, hi],
-                    "count": int(round(total * share)), "count_ci95": [int(total * lo), int(math.ceil(total * hi))],
+                    "samples": s["samples"], "share": share, "share_ci90": [lo, hi],
+                    "count": int(round(total * share)), "count_ci90": [int(total * lo), int(math.ceil(total * hi))],
                     "types": types, "typed_samples": sum(t["samples"] for t in s.get("types", ()))})
     return out
 
@@ -103,7 +162,7 @@ def add_types(into, types):
     return into
 
 
-def _summed(sites, total, kept, key_of, row_of):
+def _summed(sites, total, kept, prec, key_of, row_of):
     acc, order = {}, []
     for s in sites:
         key = key_of(s)
@@ -117,26 +176,26 @@ def _summed(sites, total, kept, key_of, row_of):
     rows = []
     for key in sorted(order, key=lambda k: -acc[k][0]):
         k, labels, types = acc[key]
-        lo, hi = wilson(k, kept)
-        row = {"samples": k, "share": k / kept if kept else 0.0, "share_ci95": [lo, hi],
+        lo, hi = interval(k, kept, prec)
+        row = {"samples": k, "share": k / kept if kept else 0.0, "share_ci90": [lo, hi],
                "count": int(round(total * k / kept)) if kept else 0, "types": types}
         row.update(row_of(key, labels))
         rows.append(row)
     return rows
 
 
-def by_line(sites, total, kept):
+def by_line(sites, total, kept, prec):
     """The sites summed by source line: a Ruby frame's own line, a C
     method's caller's ("a" * 4 allocates in the method's frame and in
     String#*, on one line)."""
-    return _summed(sites, total, kept, lambda s: (s["path"], s["lineno"]),
+    return _summed(sites, total, kept, prec, lambda s: (s["path"], s["lineno"]),
                    lambda key, labels: {"path": key[0], "lineno": key[1], "labels": labels})
 
 
-def by_method(sites, total, kept):
+def by_method(sites, total, kept, prec):
     """The sites summed by method: a Ruby frame's label and file, a C
     method's label (its path is its caller's)."""
-    return _summed(sites, total, kept, lambda s: (s["label"], s["path"] if s["kind"] == "ruby" else None),
+    return _summed(sites, total, kept, prec, lambda s: (s["label"], s["path"] if s["kind"] == "ruby" else None),
                    lambda key, labels: {"label": key[0], "path": key[1]})
 
 
@@ -159,11 +218,12 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
             session.snapshot_native(1, lines=False).close()
         except RbpeekError as e:
             raise RbpeekError("ruby allocs --sites needs native stacks, and here there are none: %s" % e)
-    run = argparse.Namespace(count=None, duration=args.duration, max_frames=0, nonblocking=False, stop_all=False,
+    duration = args.duration or DEFAULT_DURATION
+    run = argparse.Namespace(count=None, duration=duration, max_frames=0, nonblocking=False, stop_all=False,
                              native=True, alloc_sites=judge)
     dbg.progress("rbpeek: sampling the allocator of pid %d (Ruby %s) at %s Hz for %s; Ctrl-C ends it early\n"
                  % (pid, version, fmt_rate(1.0 / interval),
-                    "%g s" % args.duration if args.duration else "as long as you like"))
+                    "%g s" % duration if args.duration else "%g s (the default; --duration S to change it)" % duration))
     c0, t0, w0 = session.alloc_counts(), time.perf_counter(), time.time()
     end, failure = run_traced(dbg, session, profile, opts, run, interval, pid, policy, st)
     c1, t1, w1 = None, time.perf_counter(), time.time()
@@ -178,8 +238,10 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
     kept = counts["allocator"]
     total = (c1["total"] - c0["total"]) if c1 else 0
     el = max(t1 - t0, 1e-9)
-    raw_sites = judge.sites(profile)
-    sites = estimate(raw_sites, total, kept, class_names(session, raw_sites))
+    doc = judge.sites(profile)
+    raw_sites = doc["sites"]
+    prec = precision(doc, kept)
+    sites = estimate(raw_sites, total, kept, prec, class_names(session, raw_sites))
     gcs = None
     if c1 and c0["gc_count"] is not None and c1["gc_count"] is not None:
         gcs = c1["gc_count"] - c0["gc_count"]
@@ -191,8 +253,10 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
               "samples_in_gc": counts["allocator_gc"], "gc_elsewhere": counts["gc_elsewhere"],
               "unmerged": counts["unmerged"], "not_run": counts["not_run"],
               "period": (total / kept) if kept else None,
-              "held_s": st.held, "sampled_s": st.elapsed(),
-              "sites": sites, "lines": by_line(sites, total, kept), "methods": by_method(sites, total, kept), "sites_unavailable": None,
+              "held_s": st.held, "sampled_s": st.elapsed(), "full_stops": st.full_stops,
+              "threads_stopped": st.threads_stopped, "gvl_free": st.gvl_free,
+              "sites": sites, "lines": by_line(sites, total, kept, prec), "methods": by_method(sites, total, kept, prec),
+              "sites_unavailable": None, "precision": precision_facts(prec, kept, el),
               "typed_samples": counts["typed"], "types": types_total(sites),
               "started_at": w0, "ended_at": w1}
     written = []
@@ -204,8 +268,9 @@ def run_sites(cmd, dbg, args, session, pid, version, policy):
         profile.set_meta("title", title)
         profile.set_meta("ruby_version", version)
         profile.set_meta("pid", pid)
+        profile.set_meta("unit", "allocations")
         facts = {"title": title, "period_s": el / total if total else 0.0, "on_cpu": False, "duration": el,
-                 "start": w0}
+                 "start": w0, "ci_samples": prec["n_eff"], "ci_z": prec["z"]}
         written = write_outputs(dbg, profile, outputs, facts)
     return result, end, written, failure
 
@@ -218,6 +283,40 @@ def check_forwards(before, after):
         raise RbpeekError("the allocation counter went backwards (%d, then %d): the layout does not fit this "
                           "Ruby's objspace, or the process is no longer the Ruby it was (did it exec?)"
                           % (before["total"], after["total"]))
+
+
+def precision_facts(prec, kept, elapsed):
+    """The JSON's "precision": the interval's inputs, the half-width of a
+    share of 25% in points, and the seconds of sampling (at this run's rate
+    of allocator samples and dispersion) a half-width of 5 points needs."""
+    lo, hi = interval(PRECISION_AT * kept, kept, prec) if kept else (0.0, 1.0)
+    half = 50.0 * (hi - lo)
+    need = None
+    if kept and elapsed > 0:
+        need = elapsed * (half / WANTED_POINTS) ** 2
+    return {"confidence": prec["confidence"], "interval": "wilson", "samples": kept,
+            "effective_samples": round(prec["n_eff"], 1), "dispersion": prec["dispersion"],
+            "dispersion_dof": prec["dof"], "batches": prec["batches"], "z": round(prec["z"], 4),
+            "points_at_25": round(half, 2), "seconds_for_5_points": round(need, 1) if need is not None else None}
+
+
+def precision_text(p, elapsed):
+    """The summary's line on the intervals."""
+    phi = p["dispersion"]
+    if phi is None:
+        how = "the samples counted as independent (too few to cut into batches and measure how they vary)"
+    else:
+        how = ("from batch to batch of the run (%d batches) the shares varied %.2f times as much as independent "
+               "samples' would, so the %d count as %.0f" % (p["batches"], phi, p["samples"], p["effective_samples"])
+               if phi > 1 else
+               "from batch to batch of the run (%d batches) the shares varied no more than independent samples' would"
+               % p["batches"])
+    line = "Precision: 90%% intervals (Wilson's) from %d allocator samples: %s; a share of 25%% is known to +-%.1f " \
+           "points" % (p["samples"], how, p["points_at_25"])
+    need = p["seconds_for_5_points"]
+    if need is not None and p["points_at_25"] > WANTED_POINTS:
+        line += "; for +-%g points sample about %.0f s (--duration, or a higher --rate)" % (WANTED_POINTS, need)
+    return line
 
 
 def types_total(sites):
@@ -254,19 +353,20 @@ def sites_text(r):
         lines.append("           none: no sample landed in the allocator (a longer --duration or a higher --rate "
                      "gives more)")
         return lines
-    lines.append("By line:   share [95% interval]   est. objects   est. /s  samples  line (frames)")
+    lines.append(precision_text(r["precision"], r["duration_s"]))
+    lines.append("By line:   share [90% interval]   est. objects   est. /s  samples  line (frames)")
     el = r["duration_s"]
     for s in r["lines"][:TOP]:
-        lo, hi = s["share_ci95"]
+        lo, hi = s["share_ci90"]
         lines.append("  %6.1f%% [%5.1f-%5.1f%%] %12s %9s %8d  %s (%s)%s" % (
             100 * s["share"], 100 * lo, 100 * hi, fmt_count(s["count"]), fmt_count(s["count"] / el), s["samples"],
             _where(s), ", ".join(s["labels"]),
             " types: " + types_text(s["types"], s["count"]) if s["types"] and s["count"] else ""))
     if len(r["lines"]) > TOP:
         lines.append("  ... %d more lines (--json lists every site)" % (len(r["lines"]) - TOP))
-    lines.append("By method: share [95% interval]   est. objects   est. /s  samples  method")
+    lines.append("By method: share [90% interval]   est. objects   est. /s  samples  method")
     for m in r["methods"][:TOP]:
-        lo, hi = m["share_ci95"]
+        lo, hi = m["share_ci90"]
         lines.append("  %6.1f%% [%5.1f-%5.1f%%] %12s %9s %8d  %s%s" % (
             100 * m["share"], 100 * lo, 100 * hi, fmt_count(m["count"]), fmt_count(m["count"] / el), m["samples"],
             m["label"], " (%s)" % m["path"] if m["path"] else ""))

@@ -18,10 +18,10 @@ from .cstructs import (BT_NATIVE, BT_NATIVE_ALL, FORMAT_JSON, FORMAT_TEXT, REGIS
 from .formats import FORMATS
 from .heap import Census
 from .lib import REPO_ROOT, RbpeekError, lib, library_path, preload, watch_probe
-from .profile import AllocSites, Kicker, Profile, Sampler, Trace, is_allocator
+from .profile import AllocSites, Kicker, Profile, Sampler, Trace, is_allocator, share_interval
 from .session import Session, Snapshot, resolve_tids
 
 __all__ = ["BT_NATIVE", "BT_NATIVE_ALL", "FORMATS", "FORMAT_JSON", "FORMAT_TEXT", "REGISTER_NAMES", "REPO_ROOT",
            "STOP_MODES", "THREAD_STATES", "TRACE_ENDS", "AllocSites", "Census", "Kicker", "Profile", "RbpeekError",
            "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
-           "formats", "is_allocator", "lib", "library_path", "preload", "resolve_tids", "watch_probe"]
+           "formats", "is_allocator", "lib", "library_path", "preload", "resolve_tids", "share_interval", "watch_probe"]

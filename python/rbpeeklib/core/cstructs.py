@@ -172,7 +172,7 @@ class TraceStats(ctypes.Structure):
                 ("native_peeked", ctypes.c_uint64), ("native_stopped", ctypes.c_uint64),
                 ("native_none", ctypes.c_uint64), ("native_unmerged", ctypes.c_uint64),
                 ("gc", ctypes.c_uint64 * 5), ("cpu_samples", ctypes.c_uint64), ("cpu_gc", ctypes.c_uint64),
-                ("cpu_waited", ctypes.c_uint64)]
+                ("cpu_waited", ctypes.c_uint64), ("gvl_free", ctypes.c_uint64)]
 
 
 TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}
@@ -194,7 +194,7 @@ class PprofOptions(ctypes.Structure):
 class SvgOptions(ctypes.Structure):
     _c_ = "rbpeek_svg_options"
     _fields_ = [("width", ctypes.c_int), ("min_width_px", ctypes.c_double), ("title", ctypes.c_char_p),
-                ("inverted", ctypes.c_int)]
+                ("inverted", ctypes.c_int), ("ci_samples", ctypes.c_double), ("ci_z", ctypes.c_double)]
 
 
 class AllocSitesStats(ctypes.Structure):

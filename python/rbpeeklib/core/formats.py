@@ -33,8 +33,11 @@ class Format:
 
 
 def _svg(facts):
+    """title; ci_samples and ci_z: each box's share with its interval
+    (rbpeek_share_interval), from that many effective samples."""
     title = facts.get("title")
-    return SvgOptions(0, 0.0, title.encode() if title else None, 0)
+    return SvgOptions(0, 0.0, title.encode() if title else None, 0, float(facts.get("ci_samples") or 0.0),
+                      float(facts.get("ci_z") or 0.0))
 
 
 def _pprof(facts):

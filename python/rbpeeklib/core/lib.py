@@ -163,6 +163,8 @@ def signatures():
     sigs["rbpeek_alloc_sites_get_stats"] = (None, [vp, ctypes.POINTER(AllocSitesStats)])
     sigs["rbpeek_alloc_sites_json"] = (st, [vp, vp, ctypes.POINTER(ctypes.c_void_p)])
     sigs["rbpeek_alloc_sites_is_allocator"] = (ctypes.c_int, [cp])
+    sigs["rbpeek_share_interval"] = (None, [ctypes.c_double, ctypes.c_double, ctypes.c_double,
+                                            ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)])
     sigs["rbpeek_profile_scale_to"] = (st, [vp, u64])
     return sigs
 

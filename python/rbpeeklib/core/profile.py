@@ -178,11 +178,20 @@ class AllocSites(Owned):
         return {name: getattr(st, name) for name, _t in AllocSitesStats._fields_}
 
     def sites(self, profile):
-        """[{label, path, lineno, kind, samples, types: [{class, samples}]}], most samples first."""
+        """{batches, batched, sites: [{label, path, lineno, kind, samples, types: [{class, samples}],
+        batch_samples}]}, the sites most samples first (rbpeek_alloc_sites_json)."""
         out = ctypes.c_void_p()
         if lib().rbpeek_alloc_sites_json(self._h, profile._h, ctypes.byref(out)) != 0:
             raise RbpeekError("cannot list the allocation sites (out of memory)")
-        return take_json(out)["sites"]
+        return take_json(out)
+
+
+def share_interval(k, n, z):
+    """(lo, hi): Wilson's score interval of the share k/n at the normal
+    quantile z (rbpeek_share_interval; n may be an effective number)."""
+    lo, hi = ctypes.c_double(), ctypes.c_double()
+    lib().rbpeek_share_interval(float(k), float(n), float(z), ctypes.byref(lo), ctypes.byref(hi))
+    return lo.value, hi.value
 
 
 def is_allocator(symbol):

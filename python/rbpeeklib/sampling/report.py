@@ -6,7 +6,7 @@ import math
 import os
 import time
 
-from ..core import FORMATS, RbpeekError
+from ..core import FORMATS, RbpeekError, share_interval
 from .states import recorded_gvl_wait, shares_text
 from .stats import fmt_rate
 
@@ -87,22 +87,10 @@ def traced_cost_lines(st):
 GC_PHASES = ((1, "marking"), (2, "sweeping"), (3, "compacting"), (4, "phase not told"))
 
 
-# A 90% interval: the GC's share of the CPU time is a binomial proportion
-# of the samples that found the GVL's holder on a CPU.
-Z90 = 1.6449
-
-
-def wilson(k, n, z=Z90):
-    """Wilson's score interval of the proportion k/n, as (low, high); it
-    stays inside [0, 1] and is right for shares near 0 and 1 and for few
-    samples, where the normal approximation is not."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = float(k) / n
-    d = 1.0 + z * z / n
-    c = (p + z * z / (2.0 * n)) / d
-    h = z * ((p * (1.0 - p) / n + z * z / (4.0 * n * n)) ** 0.5) / d
-    return max(0.0, c - h), min(1.0, c + h)
+# The normal quantile of a 90% interval: the GC's share of the CPU time is
+# a binomial proportion of the samples that found the GVL's holder on a CPU,
+# an allocation site's share one of the allocator samples (commands/alloc_sites.py).
+Z90 = 1.644854
 
 
 def gc_figures(st, total=None):
@@ -121,7 +109,7 @@ def gc_figures(st, total=None):
            "phases": {name: st.gc[k] for k, name in GC_PHASES if st.gc[k]}, "cpu": None}
     n, waited = getattr(st, "cpu_samples", 0), getattr(st, "cpu_waited", 0)
     if n:
-        lo, hi = wilson(st.cpu_gc, n)
+        lo, hi = share_interval(st.cpu_gc, n, Z90)
         doc["cpu"] = {"samples": n, "in_gc": st.cpu_gc, "share": round(float(st.cpu_gc) / n, 4),
                       "interval90": [round(lo, 4), round(hi, 4)], "preempted": waited}
     elif waited:

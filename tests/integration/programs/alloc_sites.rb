@@ -2,17 +2,21 @@
 # in a known ratio, and the program measures each site's allocations itself
 # with GC.stat(:total_allocated_objects).
 #
-#   ruby alloc_sites.rb OUT_DIR [same|kinds]
+#   ruby alloc_sites.rb OUT_DIR [same|two|kinds]
 #
 # same (the default): site_a allocates three small Strings for every one
 # site_b does, the same kind of object at the same cost, so an unbiased
 # estimator gives them 75% and 25%. kinds: site_a allocates small Strings,
 # site_b 100-element Arrays, one Array for every three Strings (the bias
-# measurement of docs/allocations.md). In same mode two more sites, a few
+# measurement of docs/allocations.md). two: as same, and no other site: the
+# two sites are the program's allocations (but the log's few), so a site's
+# share of them is what `ruby allocs --sites` prints and its interval
+# states (the precision benchmark). In same mode two more sites, a few
 # calls a round, allocate where `ruby allocs --sites` reads the type:
 # site_c a Point (Class#new), site_d a Pair (a Struct class's own new).
-# Each site's line and its method's
-# lines are written to OUT_DIR/sites.json with the Ruby's version, and every 50 ms a line
+# Each site's line, its method's lines and label (as the Ruby's own
+# backtrace_locations give it: "Object#site_a" from 3.4) are written to
+# OUT_DIR/sites.json with the Ruby's version, and every 50 ms a line
 # "REALTIME TOTAL_ALLOCATED SITE_A SITE_B" to OUT_DIR/alloc.log: the totals
 # of GC.stat(:total_allocated_objects) and the allocations counted at each
 # site so far (the counter's difference around each call). Writes
@@ -21,13 +25,14 @@
 # checks: harness.Target.computing) and naps 10 ms at a time otherwise,
 # still logging. Runs on Ruby 2.7 to 3.4 with no gems.
 
-OUT = ARGV[0] or abort("usage: alloc_sites.rb OUT_DIR [same|kinds]")
+OUT = ARGV[0] or abort("usage: alloc_sites.rb OUT_DIR [same|two|kinds]")
 MODE = ARGV[1] || ENV["ALLOC_SITES_MODE"] || "same"
 BUSY = File.join(OUT, "busy")
 LOG = File.open(File.join(OUT, "alloc.log"), "a")
 LOG.sync = true
 
 def site_a(n)
+  return caller_locations(0, 1)[0].label if n < 0 # its label as Ruby gives it
   i = 0
   while i < n
     "a" * 4 # SITE_A
@@ -36,6 +41,7 @@ def site_a(n)
 end
 
 def site_b_same(n)
+  return caller_locations(0, 1)[0].label if n < 0 # its label as Ruby gives it
   i = 0
   while i < n
     "b" * 4 # SITE_B_SAME
@@ -44,6 +50,7 @@ def site_b_same(n)
 end
 
 def site_b_kinds(n)
+  return caller_locations(0, 1)[0].label if n < 0 # its label as Ruby gives it
   i = 0
   while i < n
     Array.new(100) # SITE_B_KINDS
@@ -94,8 +101,8 @@ b_method = MODE == "kinds" ? "site_b_kinds" : "site_b_same"
 RNG = Random.new(Process.pid)
 File.write(File.join(OUT, "sites.json.tmp"),
            "{\"ruby_version\": \"#{RUBY_VERSION}\", \"path\": \"#{__FILE__}\", \"mode\": \"#{MODE}\", " \
-           "\"a\": {\"label\": \"site_a\", \"lineno\": #{lines["SITE_A"][0]}, \"lines\": #{lines["SITE_A"][1, 2]}}, " \
-           "\"b\": {\"label\": \"#{b_method}\", \"lineno\": #{lines[b_name][0]}, \"lines\": #{lines[b_name][1, 2]}}, " \
+           "\"a\": {\"label\": \"#{site_a(-1)}\", \"lineno\": #{lines["SITE_A"][0]}, \"lines\": #{lines["SITE_A"][1, 2]}}, " \
+           "\"b\": {\"label\": \"#{send(b_method, -1)}\", \"lineno\": #{lines[b_name][0]}, \"lines\": #{lines[b_name][1, 2]}}, " \
            "\"c\": {\"label\": \"site_c\", \"lineno\": #{lines["SITE_C"][0]}, \"class\": \"Point\"}, " \
            "\"d\": {\"label\": \"site_d\", \"lineno\": #{lines["SITE_D"][0]}, \"class\": \"Pair\"}}\n")
 File.rename(File.join(OUT, "sites.json.tmp"), File.join(OUT, "sites.json"))

@@ -366,6 +366,34 @@ static void test_labels(void)
     rbpeek_profile_free(p);
 }
 
+/* ruby allocs --sites: each tooltip adds its share's interval, from the
+ * effective number of samples given (rbpeek_share_interval: the same
+ * figures the text and the JSON print), and counts in the profile's unit;
+ * without ci_samples, none. */
+static void test_intervals(void)
+{
+    rbpeek_profile *p = rbpeek_profile_new();
+    add1(p, "main", "site_a", NULL, 750000);
+    add1(p, "main", "site_b", NULL, 250000);
+    rbpeek_profile_set_meta(p, "unit", "allocations");
+    rbpeek_svg_options opt = {.ci_samples = 400.0, .ci_z = 1.644854};
+    size_t len;
+    char *svg = svg_of(p, "intervals.svg", &opt, &len);
+    double lo, hi;
+    rbpeek_share_interval(0.25 * 400.0, 400.0, 1.644854, &lo, &hi);
+    char want[256];
+    snprintf(want, sizeof want, "<title>site_b (250000 allocations, 25.00%% [%.1f-%.1f%%, 90%% interval])</title>",
+             100.0 * lo, 100.0 * hi);
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, want));
+    CU_ASSERT(lo > 0.21 && lo < 0.22 && hi > 0.28 && hi < 0.29);   /* 21.6-28.8% by hand */
+    free(svg);
+    svg = svg_of(p, "intervals2.svg", NULL, &len);
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "<title>site_b (250000 allocations, 25.00%)</title>"));
+    CU_ASSERT_PTR_NULL(strstr(svg, "interval]"));
+    free(svg);
+    rbpeek_profile_free(p);
+}
+
 static void test_min_width(void)
 {
     rbpeek_profile *p = rbpeek_profile_new();
@@ -527,6 +555,7 @@ static const rbp_cu_test tests[] = {
     {"geometry, title and options", test_geometry_and_title},
     {"labels", test_labels},
     {"min-width cut-off", test_min_width},
+    {"shares' intervals in the tooltips", test_intervals},
     {"deterministic output and colours", test_deterministic},
     {"empty profile and errors", test_empty_and_errors},
     {"10k stacks and 5000-deep recursion", test_large},

@@ -14,6 +14,7 @@
  * estimated allocations.
  */
 #define _GNU_SOURCE   /* gettid */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,8 +156,9 @@ static void test_judge(void)
     /* the site is the innermost Ruby frame: the C method, at its caller's line */
     char *json = NULL;
     CU_ASSERT_EQUAL_FATAL(rbpeek_alloc_sites_json(a, p, &json), RBPEEK_OK);
-    CU_ASSERT_STRING_EQUAL(json, "{\"sites\":[{\"label\":\"*\",\"path\":\"t.rb\",\"lineno\":7,\"kind\":\"cfunc\","
-                                 "\"samples\":2,\"types\":[]}]}");
+    /* two kept samples: too few to cut into batches */
+    CU_ASSERT_STRING_EQUAL(json, "{\"batches\":0,\"batched\":2,\"sites\":[{\"label\":\"*\",\"path\":\"t.rb\","
+                                 "\"lineno\":7,\"kind\":\"cfunc\",\"samples\":2,\"types\":[],\"batch_samples\":[]}]}");
     rbpeek_free(json);
     /* another profile is refused */
     rbpeek_profile *other = rbpeek_profile_new();
@@ -191,10 +193,11 @@ static void test_typed(void)
     CU_ASSERT_EQUAL(st.sites, 2);
     char *json = NULL;
     CU_ASSERT_EQUAL_FATAL(rbpeek_alloc_sites_json(a, p, &json), RBPEEK_OK);
-    CU_ASSERT_STRING_EQUAL(json, "{\"sites\":[{\"label\":\"new\",\"path\":\"t.rb\",\"lineno\":9,\"kind\":\"cfunc\","
-                                 "\"samples\":2,\"types\":[{\"class\":139637989418320,\"samples\":2}]},"
+    CU_ASSERT_STRING_EQUAL(json, "{\"batches\":0,\"batched\":3,\"sites\":[{\"label\":\"new\",\"path\":\"t.rb\","
+                                 "\"lineno\":9,\"kind\":\"cfunc\",\"samples\":2,"
+                                 "\"types\":[{\"class\":139637989418320,\"samples\":2}],\"batch_samples\":[]},"
                                  "{\"label\":\"*\",\"path\":\"t.rb\",\"lineno\":7,\"kind\":\"cfunc\","
-                                 "\"samples\":1,\"types\":[]}]}");
+                                 "\"samples\":1,\"types\":[],\"batch_samples\":[]}]}");
     rbpeek_free(json);
     rbpeek_profile_free(p);
     rbpeek_alloc_sites_free(a);
@@ -228,8 +231,9 @@ static void test_typed_many(void)
     /* most first: 70 samples of 0x460000, then 69 of 0x450000 */
     CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"types\":[{\"class\":4587520,\"samples\":70},{\"class\":4521984,\"samples\":69},"));
     /* the six least sampled left out: 0x70000 (7 samples) is the last written */
-    CU_ASSERT_PTR_NOT_NULL(strstr(json, "{\"class\":458752,\"samples\":7}]}"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"lineno\":11,\"kind\":\"cfunc\",\"samples\":1,\"types\":[{\"class\":65536,\"samples\":1}]}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "{\"class\":458752,\"samples\":7}],"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(json, "\"lineno\":11,\"kind\":\"cfunc\",\"samples\":1,\"types\":[{\"class\":65536,\"samples\":1}],"));
     rbpeek_free(json);
     rbpeek_profile_free(p);
     rbpeek_alloc_sites_free(a);
@@ -427,6 +431,72 @@ static void test_saved_line(void)
     rbpeek_alloc_sites_free(a);
 }
 
+/* The kept samples in the order taken, cut into batches: 300 samples, the
+ * first 100 at site a (line 7) and the rest alternating with site b (line
+ * 11): 20 batches of 15; a's samples are all in the first seven batches
+ * (0-99: 6 2/3 batches) and half of the rest. */
+static void test_batches(void)
+{
+    rbpeek_alloc_sites *a = rbpeek_alloc_sites_new();
+    rbpeek_profile *p = rbpeek_profile_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rbpeek_frame frames[3];
+    memcpy(frames, STRINGS, sizeof frames);
+    RUBY = frames;
+    uint64_t want_a[20] = {0};
+    for (int i = 0; i < 300; i++) {
+        bool at_a = i < 100 || i % 2 == 0;
+        frames[0].lineno = frames[1].lineno = at_a ? 7 : 11;
+        CU_ASSERT_EQUAL(JUDGE(a, p, 1, "rb_wb_protected_newobj_of", "R0", "R1", "R2"), RBP_SAMPLE_ADDED);
+        if (at_a) want_a[i * 20 / 300]++;
+    }
+    RUBY = STRINGS;
+    char *json = NULL;
+    CU_ASSERT_EQUAL_FATAL(rbpeek_alloc_sites_json(a, p, &json), RBPEEK_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "{\"batches\":20,\"batched\":300,"));
+    char want[512];
+    size_t w = (size_t)snprintf(want, sizeof want, "\"lineno\":7,\"kind\":\"cfunc\",\"samples\":200,\"types\":[],"
+                                                   "\"batch_samples\":[");
+    for (int k = 0; k < 20; k++) w += (size_t)snprintf(want + w, sizeof want - w, "%s%llu", k ? "," : "",
+                                                       (unsigned long long)want_a[k]);
+    snprintf(want + w, sizeof want - w, "]");
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, want));
+    CU_ASSERT_EQUAL(want_a[0], 15);
+    CU_ASSERT_EQUAL(want_a[19], 7); /* 285-299: the seven even ones */
+    rbpeek_free(json);
+    rbpeek_profile_free(p);
+    rbpeek_alloc_sites_free(a);
+}
+
+/* Wilson's interval (rbpeek_share_interval) against its formula worked by
+ * hand, at its ends, with an effective (fractional) count, and for bad
+ * input. */
+static void test_interval(void)
+{
+    double lo, hi;
+    /* k=40, n=100, z=1.6449: centre (0.4 + z^2/200) / (1 + z^2/100) =
+     * 0.40263, half-width z sqrt(0.24/100 + z^2/40000) / (1 + z^2/100) = 0.07956 */
+    rbpeek_share_interval(40, 100, 1.6449, &lo, &hi);
+    CU_ASSERT_DOUBLE_EQUAL(lo, 0.3231, 5e-5);
+    CU_ASSERT_DOUBLE_EQUAL(hi, 0.4822, 5e-5);
+    rbpeek_share_interval(0, 50, 1.6449, &lo, &hi);
+    CU_ASSERT(lo == 0.0 && hi > 0.03 && hi < 0.06);
+    rbpeek_share_interval(50, 50, 1.6449, &lo, &hi);
+    CU_ASSERT(fabs(hi - 1.0) < 1e-12 && lo > 0.94 && lo < 0.97);
+    /* a share counted down to fewer effective samples is wider */
+    double lo2, hi2;
+    rbpeek_share_interval(12.5, 50.0, 1.6449, &lo2, &hi2);
+    rbpeek_share_interval(25, 100, 1.6449, &lo, &hi);
+    CU_ASSERT(lo2 < lo && hi2 > hi);
+    rbpeek_share_interval(1, 0, 1.6449, &lo, &hi);
+    CU_ASSERT(lo == 0.0 && hi == 1.0);
+    rbpeek_share_interval(1, 10, 0, &lo, &hi);
+    CU_ASSERT(lo == 0.0 && hi == 1.0);
+    rbpeek_share_interval(NAN, 10, 1.6449, &lo, &hi);
+    CU_ASSERT(lo == 0.0 && hi == 1.0);
+}
+
 static const rbp_cu_test TESTS[] = {
     {"allocator names", test_names},
     {"judging stacks", test_judge},
@@ -435,6 +505,8 @@ static const rbp_cu_test TESTS[] = {
     {"a site making many classes", test_typed_many},
     {"the (site, class) pairs at their bound", test_typed_full},
     {"a thread that has not run since its last sample", test_not_run},
+    {"the kept samples cut into batches, in order", test_batches},
+    {"Wilson's interval of a share", test_interval},
     {"scaling to estimated allocations", test_scale},
     {"scaling to a total past 2^63 (a counter read backwards)", test_scale_huge},
     {NULL, NULL},
