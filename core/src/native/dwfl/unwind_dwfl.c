@@ -1,9 +1,10 @@
 /*
  * librbpeek-unwind.so: native stack unwinding, symbol names and source
  * lines with elfutils' libdwfl, behind the plain interface of
- * native/unwind_backend.h. This is the only file that includes libdwfl.h,
- * and it is built into its own shared object, not into librbpeek (the
- * header says why).
+ * native/unwind_backend.h. Only this folder's files include libdwfl.h
+ * (this one, dwfl_files.c: the files libdwfl reads for a module, and
+ * uw_state.h: the state they share), and they are built into their own
+ * shared object, not into librbpeek (the header says why).
  *
  * One Dwfl per session, kept: modules are reported once (their ELF files,
  * CFI and symbol tables are loaded lazily by libdwfl and stay loaded), and
@@ -17,11 +18,6 @@
  * in a known module or in a JIT region (set_jit). A frame of JIT code has
  * no CFI: the walk stops there, the frame is stepped by YJIT's rules
  * (jit_step.c), and a new walk starts from its caller's registers.
- *
- * Separate debug files are looked for on disk only (build-id under
- * /usr/lib/debug/.build-id, then the .gnu_debuglink beside the file, in
- * .debug/ and under /usr/lib/debug): never through debuginfod, which would
- * make a backtrace wait on the network.
  */
 #define _GNU_SOURCE
 #include <dwarf.h>
@@ -38,41 +34,14 @@
 #include "base/target_file.h"
 #include "native/dwfl/eh_frame_hdr.h"
 #include "native/dwfl/jit_step.h"
+#include "native/dwfl/uw_state.h"
 #include "native/unwind_backend.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define MAX_VDSO_BYTES (1u << 20)
-#define MAX_BUILD_ID 64
-
-typedef struct uw_module {
-    uint64_t start, end;
-    char *path;             /* NULL: image in target memory */
-    char *name;
-    uint8_t *image;         /* the vdso's bytes, once read */
-    char problem[200];
-} uw_module;
-
-struct rbp_uw {
-    rbp_uw_host host;
-    Dwfl *dwfl;
-    Elf *arch_elf;          /* tells dwfl_attach_state the architecture */
-    uint8_t arch_image[64];
-    bool attached;
-    uw_module *mods;        /* sorted by start */
-    size_t nmods;
-    /* The walk in progress (set_initial_registers reads these), and the
-     * first read of target memory that failed since its last frame. */
-    const uint64_t *regs;
-    uint32_t known;
-    bool read_failed;
-    uint64_t failed_at;
-    rbp_uw_range jit[RBP_UW_MAX_JIT];   /* JIT regions, sorted */
-    size_t njit;
-};
 
 /* -- modules ---------------------------------------------------------------- */
 
-static uw_module *module_at(rbp_uw *u, uint64_t start)
+uw_module *rbp_uw_module_at(rbp_uw *u, uint64_t start)
 {
     size_t lo = 0, hi = u->nmods;
     while (lo < hi) {
@@ -87,7 +56,7 @@ static int32_t module_index(rbp_uw *u, Dwfl_Module *mod)
 {
     Dwarf_Addr low = 0;
     if (!mod || !dwfl_module_info(mod, NULL, &low, NULL, NULL, NULL, NULL, NULL)) return -1;
-    uw_module *m = module_at(u, low);
+    uw_module *m = rbp_uw_module_at(u, low);
     return m ? (int32_t)(m - u->mods) : -1;
 }
 
@@ -122,140 +91,10 @@ static Dwfl_Module *module_holding(rbp_uw *u, uint64_t at)
     return low <= at && at < high && in_module(u, at) ? mod : NULL;
 }
 
-static bool read_exact(rbp_uw *u, uint64_t addr, void *buf, size_t len)
+bool rbp_uw_read_exact(rbp_uw *u, uint64_t addr, void *buf, size_t len)
 {
     return u->host.read(u->host.ctx, addr, buf, len) == (long)len;
 }
-
-/* The build ID of the image mapped at start, from target memory (its ELF
- * header, program headers and PT_NOTE segments), so that a file on disk
- * that is not the one mapped (a library upgraded since the core was made)
- * is refused by libdwfl rather than unwound with the wrong CFI. */
-static size_t memory_build_id(rbp_uw *u, uint64_t start, uint8_t *id, uint64_t *id_vaddr)
-{
-    Elf64_Ehdr eh;
-    if (!read_exact(u, start, &eh, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 64)
-        return 0;
-    Elf64_Phdr ph[64];
-    if (!read_exact(u, start + eh.e_phoff, ph, eh.e_phnum * sizeof *ph)) return 0;
-    /* The mapping's address is the load bias plus the first PT_LOAD's
-     * page-aligned vaddr. */
-    uint64_t first = UINT64_MAX;
-    for (unsigned i = 0; i < eh.e_phnum; i++)
-        if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first) first = ph[i].p_vaddr & ~(uint64_t)0xfff;
-    if (first == UINT64_MAX) return 0;
-    uint64_t bias = start - first;
-    for (unsigned i = 0; i < eh.e_phnum; i++) {
-        if (ph[i].p_type != PT_NOTE || ph[i].p_filesz > 4096) continue;
-        uint8_t notes[4096];
-        size_t len = (size_t)ph[i].p_filesz;
-        if (!read_exact(u, bias + ph[i].p_vaddr, notes, len)) continue;
-        for (size_t pos = 0; pos + 12 <= len;) {
-            uint32_t nsz, dsz, type;
-            memcpy(&nsz, notes + pos, 4);
-            memcpy(&dsz, notes + pos + 4, 4);
-            memcpy(&type, notes + pos + 8, 4);
-            size_t name_at = pos + 12, desc_at = name_at + ((nsz + 3u) & ~3u);
-            if (nsz > len || dsz > len || desc_at > len || dsz > len - desc_at) break;
-            if (type == NT_GNU_BUILD_ID && nsz == 4 && memcmp(notes + name_at, "GNU", 4) == 0 && dsz > 0 &&
-                dsz <= MAX_BUILD_ID) {
-                memcpy(id, notes + desc_at, dsz);
-                *id_vaddr = bias + ph[i].p_vaddr + desc_at;
-                return dsz;
-            }
-            pos = desc_at + ((dsz + 3u) & ~3u);
-        }
-    }
-    return 0;
-}
-
-static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, char **file_name,
-                       Elf **elfp)
-{
-    (void)modname;
-    rbp_uw *u = userdata ? *userdata : NULL;
-    uw_module *m = u ? module_at(u, base) : NULL;
-    if (!m || m->problem[0]) return -1; /* a file known not to be the one mapped is not read */
-    if (!m->path) { /* the vdso: its image is in memory only */
-        size_t len = (size_t)(m->end - m->start);
-        if (len > MAX_VDSO_BYTES || !(m->image = malloc(len)) || !read_exact(u, m->start, m->image, len)) {
-            free(m->image);
-            m->image = NULL;
-            snprintf(m->problem, sizeof m->problem, "its image could not be read from memory");
-            return -1;
-        }
-        *elfp = elf_memory((char *)m->image, len);
-        if (!*elfp) snprintf(m->problem, sizeof m->problem, "its image in memory is not ELF");
-        return -1;
-    }
-    char kind[64];
-    int fd = rbp_open_target_file(m->path, kind, sizeof kind);
-    if (fd == RBP_NOT_REGULAR) {
-        snprintf(m->problem, sizeof m->problem, "its file is %s, not a regular file: not read", kind);
-        return -1;
-    }
-    if (fd < 0) {
-        snprintf(m->problem, sizeof m->problem, "its file cannot be opened (%s)", strerror(errno));
-        return -1;
-    }
-    if (!(*file_name = strdup(m->path))) {
-        close(fd);
-        return -1;
-    }
-    (void)mod;
-    return fd; /* libdwfl takes it, checks it against the build ID reported, and closes it */
-}
-
-static int try_open(const char *path, char **name)
-{
-    char kind[64];
-    int fd = rbp_open_target_file(path, kind, sizeof kind); /* named after the target's files */
-    if (fd >= 0 && !(*name = strdup(path))) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Separate debug info on disk: by build ID, then by .gnu_debuglink. */
-static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                             const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-                             char **debuginfo_file_name)
-{
-    (void)userdata;
-    (void)modname;
-    (void)base;
-    (void)debuglink_crc;
-    char path[4096];
-    const unsigned char *bits = NULL;
-    GElf_Addr vaddr;
-    int len = dwfl_module_build_id(mod, &bits, &vaddr);
-    if (len > 1 && len <= MAX_BUILD_ID) {
-        int n = snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", bits[0]);
-        for (int i = 1; i < len && n < (int)sizeof path - 8; i++) n += snprintf(path + n, sizeof path - n, "%02x", bits[i]);
-        snprintf(path + n, sizeof path - n, ".debug");
-        int fd = try_open(path, debuginfo_file_name);
-        if (fd >= 0) return fd;
-    }
-    if (!debuglink_file || !*debuglink_file || strchr(debuglink_file, '/') || !file_name) return -1;
-    const char *slash = strrchr(file_name, '/');
-    int dirlen = slash ? (int)(slash - file_name) : 0;
-    const char *fmts[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
-    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
-        if (snprintf(path, sizeof path, fmts[i], dirlen, file_name, debuglink_file) >= (int)sizeof path) continue;
-        if (strcmp(path, file_name) == 0) continue; /* the file itself (it has no DWARF) */
-        int fd = try_open(path, debuginfo_file_name);
-        if (fd >= 0) return fd;
-    }
-    return -1;
-}
-
-static const Dwfl_Callbacks CALLBACKS = {
-    .find_elf = find_elf_cb,
-    .find_debuginfo = find_debuginfo_cb,
-    .section_address = dwfl_offline_section_address,
-};
 
 /* -- process state ----------------------------------------------------------- */
 
@@ -280,7 +119,7 @@ static bool memory_read_cb(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
     (void)dwfl;
     rbp_uw *u = arg;
     uint64_t v;
-    if (!read_exact(u, addr, &v, sizeof v)) {
+    if (!rbp_uw_read_exact(u, addr, &v, sizeof v)) {
         if (!u->read_failed) u->failed_at = addr;
         u->read_failed = true;
         return false;
@@ -381,7 +220,7 @@ static bool uw_set_modules(rbp_uw *u, const rbp_uw_module *mods, size_t n, char 
     if (u->dwfl) dwfl_end(u->dwfl);
     u->attached = false;
     free_modules(u);
-    if (!(u->dwfl = dwfl_begin(&CALLBACKS))) {
+    if (!(u->dwfl = dwfl_begin(&rbp_uw_callbacks))) {
         snprintf(err, errlen, "libdwfl: %s", dwfl_errmsg(-1));
         return false;
     }
@@ -418,7 +257,7 @@ static bool uw_set_modules(rbp_uw *u, const rbp_uw_module *mods, size_t n, char 
         if (ud) *ud = u;
         uint8_t id[MAX_BUILD_ID];
         uint64_t id_vaddr = 0;
-        size_t idlen = m->path ? memory_build_id(u, m->start, id, &id_vaddr) : 0;
+        size_t idlen = m->path ? rbp_uw_memory_build_id(u, m->start, id, &id_vaddr) : 0;
         if (idlen) dwfl_module_report_build_id(dm, id, idlen, id_vaddr);
     }
     dwfl_report_end(u->dwfl, NULL, NULL);

@@ -1,0 +1,56 @@
+/*
+ * The state of an unwinder session (struct rbp_uw) and of its modules,
+ * shared by the files of native/dwfl/ that make librbpeek-unwind.so:
+ * unwind_dwfl.c (the session, the walk, symbols) and dwfl_files.c (the
+ * files libdwfl reads for a module). Only these files include libdwfl.h.
+ */
+#ifndef RBPEEK_NATIVE_DWFL_UW_STATE_H
+#define RBPEEK_NATIVE_DWFL_UW_STATE_H
+
+#include <elfutils/libdwfl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "native/unwind_backend.h"
+
+#define MAX_VDSO_BYTES (1u << 20)
+#define MAX_BUILD_ID 64
+
+typedef struct uw_module {
+    uint64_t start, end;
+    char *path;             /* NULL: image in target memory */
+    char *name;
+    uint8_t *image;         /* the vdso's bytes, once read */
+    char problem[200];
+} uw_module;
+
+struct rbp_uw {
+    rbp_uw_host host;
+    Dwfl *dwfl;
+    Elf *arch_elf;          /* tells dwfl_attach_state the architecture */
+    uint8_t arch_image[64];
+    bool attached;
+    uw_module *mods;        /* sorted by start */
+    size_t nmods;
+    /* The walk in progress (set_initial_registers reads these), and the
+     * first read of target memory that failed since its last frame. */
+    const uint64_t *regs;
+    uint32_t known;
+    bool read_failed;
+    uint64_t failed_at;
+    rbp_uw_range jit[RBP_UW_MAX_JIT];   /* JIT regions, sorted */
+    size_t njit;
+};
+
+/* The module mapped at start (NULL: none). */
+uw_module *rbp_uw_module_at(rbp_uw *u, uint64_t start);
+/* len bytes of target memory at addr, all of them or false. */
+bool rbp_uw_read_exact(rbp_uw *u, uint64_t addr, void *buf, size_t len);
+/* The build ID of the image mapped at start, from target memory (its
+ * length, 0 if none), and where it lies. */
+size_t rbp_uw_memory_build_id(rbp_uw *u, uint64_t start, uint8_t *id, uint64_t *id_vaddr);
+/* libdwfl's callbacks that find a module's ELF file and its debug info. */
+extern const Dwfl_Callbacks rbp_uw_callbacks;
+
+#endif
