@@ -129,6 +129,18 @@ def program_shares(rows, t0, t1):
             cpu / max(1e-9, b[0] - a[0]))
 
 
+def folded_stacks(path):
+    """(stacks, of which end in a [GC: ...] frame) of a folded file: every thread's."""
+    total = gc = 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            total += int(count)
+            if stack.split(";")[-1].startswith("[GC"):
+                gc += int(count)
+    return total, gc
+
+
 def folded_shares(path):
     """(samples of the main thread, of which in the GC, of which on the allocating method)."""
     total = gc = on_alloc = 0
@@ -165,15 +177,9 @@ def sample(c, native):
         harness.assert_no_traceback(output)
     if not os.path.exists(folded):
         raise Failure("ruby sample wrote no %s:\n%s" % (folded, output[-2000:]))
-    # The sampling loop's own window (its summary's time, ending when the
-    # folded file was written), not the debugger's attach and detach: the
-    # program's GC share moves as its heap grows.
-    m = SUMMARY.search(output)
-    if m:
-        t1 = time.monotonic() - (time.time() - os.stat(folded).st_mtime)
-        t0 = t1 - float(m.group(1))
-    else:
-        t1 = time.monotonic()
+    # The sampling loop's own window, not the debugger's attach and detach:
+    # the program's GC share moves as its heap grows.
+    t0, t1 = window(output, folded, t0, time.monotonic())
     if "GC:" not in output:
         raise Failure("the summary has no GC line:\n" + output[-2000:])
     check_totals(output, folded, svg)
@@ -204,9 +210,7 @@ def check_totals(output, folded, svg):
         raise Failure("the summary's Samples, Stacks or GC line is missing or not of the stacks recorded:\n%s"
                       % output[-3000:])
     stacks, gc_pct, samples = int(m.group(1)), float(m.group(3)), int(s.group(1)) if s else sum(procs)
-    lines = [l.rstrip("\n").rpartition(" ") for l in open(folded, encoding="utf-8")]
-    total = sum(int(n) for _st, _, n in lines)
-    gc = sum(int(n) for st, _, n in lines if st.split(";")[-1].startswith("[GC"))
+    total, gc = folded_stacks(folded)
     with open(svg, encoding="utf-8") as f:
         text = f.read()
     root = re.search(r'<g data-x="0" data-n="(\d+)"><title>all \((\d+) stacks?, 100\.00%\)</title>', text)
@@ -333,9 +337,7 @@ def check_json_at_100hz(c):
                  folded, "--json", "-o", doc_path])
     doc = harness.read_json(doc_path)
     gc = doc.get("gc") or {}
-    lines = [l.rstrip("\n").rpartition(" ") for l in open(folded, encoding="utf-8")]
-    total = sum(int(n) for _st, _, n in lines)
-    in_gc = sum(int(n) for st, _, n in lines if st.split(";")[-1].startswith("[GC"))
+    total, in_gc = folded_stacks(folded)
     if (gc.get("stacks"), gc.get("stacks_in_gc")) != (total, in_gc):
         raise Failure("%s: the JSON's gc says %s stacks, %s in the GC; the folded file %d and %d"
                       % (what, gc.get("stacks"), gc.get("stacks_in_gc"), total, in_gc))
@@ -349,16 +351,21 @@ def check_json_at_100hz(c):
     if not lo <= cpu["share"] <= hi or cpu["in_gc"] > cpu["samples"]:
         raise Failure("%s: the JSON's share of the CPU time is not within its own interval: %s" % (what, cpu))
     # the window: the loop's own time, ending when the folded file was written
-    t1 = time.monotonic() - (time.time() - os.stat(folded).st_mtime)
+    t1 = written_at(folded)
     compare_cpu_share(c, what, (100.0 * cpu["share"], 100.0 * lo, 100.0 * hi, cpu["samples"]),
                       t1 - doc["duration_s"], t1)
+
+
+def written_at(path):
+    """When path was last written, in time.monotonic()."""
+    return time.monotonic() - (time.time() - os.stat(path).st_mtime)
 
 
 def window(output, folded, t0, t1):
     """A run's sampling window in time.monotonic(): the loop's own time (the
     summary's), ending when the folded file was written; t0-t1 where the
     summary does not say."""
-    end = time.monotonic() - (time.time() - os.stat(folded).st_mtime)
+    end = written_at(folded)
     m = SUMMARY.search(output)
     if m:
         return end - float(m.group(1)), end
