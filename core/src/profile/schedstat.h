@@ -4,7 +4,9 @@
  * but waiting for one, and its number of runs. The tracer reads them to
  * tell whether a sampled thread was on a CPU when it was asked to stop
  * (tracer.c), and whether a parked thread ran while its stack was read
- * (trace_native.c).
+ * (trace_native.c). And the CPU a thread is queued on or last ran on
+ * (/proc/PID/task/TID/stat), which the tracing thread keeps off
+ * (trace_aside.c).
  */
 #ifndef RBP_PROFILE_SCHEDSTAT_H
 #define RBP_PROFILE_SCHEDSTAT_H
@@ -21,5 +23,12 @@ typedef struct rbp_schedstat {
 
 /* False when the file cannot be read (the thread is gone, no schedstats). */
 bool rbp_schedstat_read(pid_t pid, pid_t tid, rbp_schedstat *out);
+
+/* The CPU of a /proc/PID/task/TID/stat line (its 39th field; the command
+ * name in parentheses may hold spaces and parentheses): -1 if the text
+ * has none. */
+int rbp_stat_cpu(const char *stat_text);
+/* The CPU tid is queued on or last ran on; -1 if it cannot be read. */
+int rbp_task_cpu(pid_t pid, pid_t tid);
 
 #endif

@@ -10,6 +10,7 @@
  * (issue 37: on a 13-thread worker walking and unwinding every thread
  * while all waited was most of the stop).
  */
+#define _GNU_SOURCE  /* tracer.h: cpu_set_t */
 #include "profile/tracer.h"
 
 #include <string.h>

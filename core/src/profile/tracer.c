@@ -280,6 +280,7 @@ static void *tracer_main(void *arg)
         finish(t, RBPEEK_TRACE_FAILED);
         return NULL;
     }
+    tr_aside_init(t);
     pthread_mutex_lock(&t->lock);
     t->started = true;
     pthread_cond_broadcast(&t->cond);
@@ -319,6 +320,7 @@ static void *tracer_main(void *arg)
         uint64_t walked = rbp_now_ns();
         uint64_t b = t->cur.stopped_at ? t->cur.stopped_at : a, held_from = t->cur.held_from;
         if (!t->released) release_held(t);
+        if (t->cur.ntids) tr_aside_step(t, t->cur.tids[0]);
         /* walk: before and after the release; resume: the release */
         uint64_t resume_ns = t->resume_to - t->resume_from;
         uint64_t done = walked > t->resume_to ? walked : t->resume_to;

@@ -9,6 +9,7 @@
 #define RBP_PROFILE_TRACER_H
 
 #include <pthread.h>
+#include <sched.h>  /* cpu_set_t: the includers define _GNU_SOURCE */
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -82,6 +83,10 @@ struct rbpeek_trace {
     bool released;               /* this sample: resumed before its walk ended */
     uint64_t resume_from, resume_to;
     uint64_t last_cont;          /* this sample: when the last stopped thread was resumed */
+    /* trace_aside.c: the tracing thread's CPUs, and the one it keeps off. */
+    cpu_set_t aside_allowed;
+    int aside_cpu;
+    bool aside_ok;
     rbp_sample_scratch add_scratch;   /* rbp_sample_add_snapshot's, kept from sample to sample */
     /* --native (trace_native.c): where each thread's registers come from,
      * and the thread being unwound: how its registers were had, and its
@@ -114,6 +119,12 @@ void tr_stop_now(struct rbpeek_trace *t);
 /* The walk's stop callback (rbp_snapshot_split.stop): tr_stop_now, then
  * RBP_SPLIT_HELD, RBP_SPLIT_ALL, or -1 (ended, or nothing to sample). */
 int tr_stop_cb(void *ctx);
+
+/* trace_aside.c: the tracing thread keeps off the CPU of the thread it
+ * samples. tr_aside_init on the tracing thread, before the first sample;
+ * tr_aside_step after each sample's resume, with the GVL holder's TID. */
+void tr_aside_init(struct rbpeek_trace *t);
+void tr_aside_step(struct rbpeek_trace *t, pid_t holder);
 
 /* trace_ptrace.c: the traced threads. */
 /* Seizes every thread of the process (false, with stats.message, if none). */
