@@ -94,6 +94,22 @@ def log(msg):
               end="" if prefix else "\n", flush=True)
 
 
+# The suite's statistical checks together may fail by chance in at most
+# this share of its runs (a suite that fails one run in thirty by design is
+# a red CI for nothing): each test splits it among its comparisons.
+SUITE_FALSE_ALARM = 0.01
+
+
+def family_z(comparisons, false_alarm=SUITE_FALSE_ALARM):
+    """The bound, in standard errors, for `comparisons` two-sided
+    comparisons of a sampled share with an independent measure that
+    together fail by chance with probability false_alarm (Bonferroni):
+    e.g. 36 comparisons, 1% -> 3.63. A systematic deviation is a defect to
+    find, not a reason to raise this."""
+    from statistics import NormalDist
+    return NormalDist().inv_cdf(1.0 - false_alarm / (2.0 * comparisons))
+
+
 # A Ruby of the matrix named with this suffix ("3.4.5+yjit") is the same
 # Ruby with YJIT on, every method compiled at its first call, in every
 # program the test starts (RUBYOPT, as production Rails sets it): so that
