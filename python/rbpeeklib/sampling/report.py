@@ -163,6 +163,28 @@ def gc_cpu_short(st):
         100.0 * cpu["share"], 100.0 * lo, 100.0 * hi, cpu["samples"])
 
 
+# A share of the samples that found the GVL's holder waiting for a CPU from
+# which the summary says the program competed for CPUs (contention_line).
+CONTENDED = 0.2
+
+
+def contention_line(st):
+    """Where at least CONTENDED of the samples that could tell found the
+    GVL's holder waiting for a CPU, a line saying so and what it does to the
+    figures (docs/sampling.md, "Under CPU contention"); else None. A sample
+    that stops the program moves it in the run queue, and where it competes
+    for CPUs that shifts where the next samples find it (measured: 8-13
+    points between two methods at load 3-4 on 2 CPUs)."""
+    n, waited = getattr(st, "cpu_samples", 0), getattr(st, "cpu_waited", 0)
+    if n + waited < 20 or waited < CONTENDED * (n + waited):
+        return None
+    return ("CPU:       the GVL's holder was waiting for a CPU at %d of %d samples (%.0f%%): the program competes "
+            "for CPUs, and stopping it to sample shifts where it runs: its stacks' shares may be off by several "
+            "points (docs/sampling.md, \"Under CPU contention\"; --nonblocking does not stop it); the GC's share "
+            "of the CPU time counts only the samples that found it on a CPU"
+            % (waited, n + waited, 100.0 * waited / (n + waited)))
+
+
 def native_line(st):
     """How the native stacks were had (traced) and what could not be merged."""
     parts = []
@@ -211,6 +233,9 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
                        % (st.not_stopped, "" if st.not_stopped == 1 else "s"))
     lines.append("Skipped:   %s" % ("; ".join(skipped) if skipped else "none"))
     lines.append(gc_line(st, profile.total()))
+    contended = contention_line(st)
+    if contended:
+        lines.append(contended)
     if getattr(args, "native", False):
         lines.append(native_line(st))
     if args.on_cpu:

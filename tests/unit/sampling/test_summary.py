@@ -24,7 +24,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 
-from rbpeeklib.sampling.report import gc_cpu_short, gc_figures, gc_line, stacks_line  # noqa: E402
+from rbpeeklib.sampling.report import contention_line, gc_cpu_short, gc_figures, gc_line, stacks_line  # noqa: E402
 from rbpeeklib.sampling.stats import Stats  # noqa: E402
 from rbpeeklib.sampling.states import STATES, recorded_gvl_wait, shares_text  # noqa: E402
 from rbpeeklib.top import Counts, Top  # noqa: E402
@@ -120,6 +120,20 @@ class GcCpu(unittest.TestCase):
         self.assertIn("its share of the CPU time not known: none of the samples found the GVL's holder on a CPU, 400 "
                       "found it preempted", gc_line(loaded, 100))
         self.assertTrue(gc_cpu_short(loaded).startswith("GC: its share of the CPU time not known"))
+
+    def test_contention(self):
+        """The summary says where the holder waited for a CPU at a fifth of
+        the samples or more, and only there (several processes: summed)."""
+        self.assertIsNone(contention_line(self.run_stats(0, 400, 0, 99)))   # 19.8%
+        self.assertIsNone(contention_line(Stats()))                         # nothing told
+        self.assertIsNone(contention_line(self.run_stats(0, 5, 0, 10)))     # too few to say
+        line = contention_line(self.run_stats(0, 300, 0, 100))
+        self.assertTrue(line.startswith("CPU:       the GVL's holder was waiting for a CPU at 100 of 400 samples "
+                                        "(25%)"), line)
+        total = Stats()
+        total.add_gc(self.run_stats(0, 300, 0, 50))
+        total.add_gc(self.run_stats(0, 100, 0, 50))
+        self.assertIn("at 100 of 500 samples (20%)", contention_line(total))
 
 
 class Rate(unittest.TestCase):
