@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import benchlib  # noqa: E402
 import harness  # noqa: E402
+from bench_allocs import bootstrap_mean_ci  # noqa: E402
 
 YJIT = ["--yjit", "--yjit-call-threshold=1"]
 
@@ -184,19 +185,29 @@ def main():
         speeds.append(speed)
         print("  sample --native, 100 Hz, %d threads, run %d: %.1f%% of its speed; %s (load %s)"
               % (args.threads, k + 1, 100 * speed, native, benchlib_load()))
-    print("sample --native at 100 Hz: the target kept %.1f%% of its speed (median of %d; %.1f-%.1f%%)"
-          % (100 * statistics.median(speeds), len(speeds), 100 * min(speeds), 100 * max(speeds)))
+    print("sample --native at 100 Hz: the target kept %.1f%% of its speed (median of %d; %.1f-%.1f%%)%s"
+          % (100 * statistics.median(speeds), len(speeds), 100 * min(speeds), 100 * max(speeds), mean_ci(speeds)))
     if args.plain:
         plain = [one_speed_run(ruby, args.threads, args.seconds, native=False)[0] for _ in range(args.repeat)]
-        print("sample without --native at 100 Hz: the target kept %.1f%% of its speed (median of %d; %.1f-%.1f%%), "
+        print("sample without --native at 100 Hz: the target kept %.1f%% of its speed (median of %d; %.1f-%.1f%%)%s, "
               "load %s" % (100 * statistics.median(plain), len(plain), 100 * min(plain), 100 * max(plain),
-                           benchlib_load()))
+                           mean_ci(plain), benchlib_load()))
     for dbg in [d for d in args.debuggers.split(",") if d]:
         first, warm, whole, jit = bt_times(ruby, dbg, args.runs)
         print("%s bt -a --native of a thread parked from JIT code: first %.1f ms, warm %.1f ms (median of %d); "
               "stack %s, %d JIT frames (load %s)"
               % (dbg, 1000 * first, 1000 * warm, args.runs, "merged whole" if whole else "NOT whole", jit,
                  benchlib_load()))
+
+
+def mean_ci(speeds):
+    """"; mean M% (95%: L-H%)": the mean of the runs' ratios with its 95%
+    bootstrap interval (bench_allocs), which says whether a few runs can
+    show a figure at all on a machine whose speed drifts."""
+    if len(speeds) < 2:
+        return ""
+    lo, hi = bootstrap_mean_ci(speeds)
+    return "; mean %.1f%% (95%%: %.1f-%.1f%%)" % (100 * statistics.mean(speeds), 100 * lo, 100 * hi)
 
 
 def benchlib_load():
