@@ -22,6 +22,13 @@ round's plain window with its 95% bootstrap interval), and the tracer's
 own counts: the time the target was held stopped (share of the time
 sampled, and per sample), the samples that stopped every thread, those
 that found every GVL free (nothing stopped), the threads stopped a sample.
+And the speed per CPU second of the allocating thread (its own clock), over
+the plain window's: the wall-clock ratio moves by 10% from window to window
+with the GVL's hand-offs among 13 threads, the CPU one hardly, and it
+holds what the sampling costs the code (caches) apart from what it costs
+in time stopped. While a holder is stopped no Ruby thread of the process
+runs, so the wall-clock speed is about (1 - held) times the CPU one: the
+last column, the same interval scaled.
 With --before TREE (another checkout, built in TREE/build) its command
 line runs a `--sites` window too in each round, labelled "before".
 """
@@ -58,7 +65,8 @@ def command(front, pid, out, sites, tree=None):
 
 
 def window(pid, workdir, tag, front, sites, tree=None):
-    """One command's window: (speed kept, the JSON)."""
+    """One command's window: (speed kept, the JSON, speed kept per CPU second
+    of the allocating thread)."""
     out = os.path.join(workdir, "w-%s.json" % tag)
     env = dict(os.environ)
     if tree:
@@ -70,7 +78,8 @@ def window(pid, workdir, tag, front, sites, tree=None):
     time.sleep(2.0)
     r = json.load(open(out))
     rows, _ = read_log(workdir)
-    return kept(rows, r["started_at"], r["ended_at"], base=(t0, t1)), r
+    return (kept(rows, r["started_at"], r["ended_at"], base=(t0, t1)), r,
+            kept(rows, r["started_at"], r["ended_at"], base=(t0, t1), cpu=True))
 
 
 def main():
@@ -96,15 +105,15 @@ def main():
             each = {}
             for f in order:
                 if f is None:
-                    plain, _ = window(proc.pid, d, "%d-plain" % i, "cli", False)
+                    plain, _, plain_cpu = window(proc.pid, d, "%d-plain" % i, "cli", False)
                 else:
                     each[f] = window(proc.pid, d, "%d-%s%s" % (i, f[0], "-before" if f[1] else ""), f[0], True, f[1])
-            for f, (k, r) in each.items():
-                got[f].append((k, plain, r))
+            for f, (k, r, kc) in each.items():
+                got[f].append((k, plain, r, kc, plain_cpu))
             sys.stderr.write("round %d: plain %s; %s; load %s\n" % (
                 i, "%.3f" % plain if plain else "?",
                 ", ".join("%s%s %.3f held %.2f%%" % (f[0], " (before)" if f[1] else "", k or 0,
-                                                     100 * r["held_s"] / r["sampled_s"]) for f, (k, r) in each.items()),
+                                                     100 * r["held_s"] / r["sampled_s"]) for f, (k, r, _) in each.items()),
                 open("/proc/loadavg").read().split()[0]))
     finally:
         proc.kill()
@@ -113,21 +122,28 @@ def main():
     print("load average after: %s" % open("/proc/loadavg").read().strip())
     print("\n%d rounds, %d threads, windows of %d s at the default rate\n" % (a.rounds, a.threads, WINDOW))
     print("| front end | speed kept (median) | over the round's plain window: mean [95% interval] | held stopped "
-          "(share; per sample) | samples: every thread stopped; every GVL free; threads stopped a sample |")
-    print("|---|---:|---:|---:|---:|")
+          "(share; per sample) | samples: every thread stopped; every GVL free; threads stopped a sample | per CPU "
+          "second of the allocating thread: mean [95% interval] | (1 - held) x that: [95% interval] |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for f in fronts:
         rows = [g for g in got[f] if g[0] is not None and g[1]]
-        ratios = [k / p for k, p, _ in rows]
-        rs = [r for _, _, r in got[f]]
+        ratios = [g[0] / g[1] for g in rows]
+        rs = [g[2] for g in got[f]]
+        per_cpu = [g[3] / g[4] for g in got[f] if g[3] is not None and g[4]]
         taken = sum(r["samples_taken"] for r in rs)
         held = sum(r["held_s"] for r in rs)
+        held_share = held / sum(r["sampled_s"] for r in rs)
         lo, hi = bootstrap_mean_ci(ratios) if len(ratios) > 1 else (float("nan"), float("nan"))
-        print("| %s%s | %.1f%% | %.1f%% [%.1f-%.1f%%] | %.2f%%; %.0f us | %d of %d; %d; %.2f |" % (
-            f[0], " (before)" if f[1] else "", 100 * statistics.median(k for k, _, _ in rows),
-            100 * statistics.mean(ratios), 100 * lo, 100 * hi,
-            100 * held / sum(r["sampled_s"] for r in rs), 1e6 * held / taken if taken else 0,
-            sum(r.get("full_stops", 0) for r in rs), taken, sum(r.get("gvl_free", 0) for r in rs),
-            sum(r.get("threads_stopped", 0) for r in rs) / taken if taken else 0))
+        clo, chi = bootstrap_mean_ci(per_cpu) if len(per_cpu) > 1 else (float("nan"), float("nan"))
+        print("| %s%s | %.1f%% | %.1f%% [%.1f-%.1f%%] | %.2f%%; %.0f us | %d of %d; %d; %.2f | %.1f%% [%.1f-%.1f%%] | "
+              "[%.1f-%.1f%%] |" % (
+                  f[0], " (before)" if f[1] else "", 100 * statistics.median(g[0] for g in rows),
+                  100 * statistics.mean(ratios), 100 * lo, 100 * hi,
+                  100 * held_share, 1e6 * held / taken if taken else 0,
+                  sum(r.get("full_stops", 0) for r in rs), taken, sum(r.get("gvl_free", 0) for r in rs),
+                  sum(r.get("threads_stopped", 0) for r in rs) / taken if taken else 0,
+                  100 * statistics.mean(per_cpu) if per_cpu else float("nan"), 100 * clo, 100 * chi,
+                  100 * (1 - held_share) * clo, 100 * (1 - held_share) * chi))
     return 0
 
 
