@@ -36,7 +36,10 @@
 #include "profile/schedstat.h"
 #include "profile/thread_state.h"
 
-enum { NAT_NONE, NAT_HELD, NAT_PEEKED, NAT_STOPPED };
+/* NAT_LEFT_OUT: a thread the sample does not record (not the allocating
+ * GVL holder; blocked, with idle threads dropped): neither unwound nor
+ * counted, as it is no stack of the profile. */
+enum { NAT_NONE, NAT_HELD, NAT_PEEKED, NAT_STOPPED, NAT_LEFT_OUT };
 
 static bool read_small(const char *path, char *buf, size_t len)
 {
@@ -103,12 +106,14 @@ static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt
     if (t->cfg.alloc_sites && !held) {
         /* allocation sites: only a thread holding the GVL allocates */
         snprintf(why, whylen, "not the GVL holder");
+        t->nat_cur.how = NAT_LEFT_OUT;
         return 0;
     }
     if (!held && t->opt.drop_idle && rbp_thread_state_blocked(th, (int)t->pid, tid)) {
         /* The sample leaves it out (idle threads are dropped): its unwind
          * would be the sampler's CPU, which a busy target waits for. */
         snprintf(why, whylen, "blocked, left out of the profile");
+        t->nat_cur.how = NAT_LEFT_OUT;
         return 0;
     }
     if (held || tr_is_stopped(t, (pid_t)tid)) {
@@ -152,6 +157,8 @@ static bool end(void *ctx, const rbpeek_thread *th, bool held, int attempt, bool
         if (cut) return false; /* a register beyond the two read may have been needed: once more, stopped */
     } else if (how == NAT_STOPPED) {
         tr_resume_one(t, t->nat_cur.tid);
+    } else if (how == NAT_LEFT_OUT) {
+        return true;
     }
     count(t, how);
     return true;
