@@ -2,7 +2,7 @@
  * Holding a live process stopped for the command line's `bt --native`:
  * every thread is seized (PTRACE_SEIZE) and stopped (PTRACE_INTERRUPT) by
  * the calling thread, so that its registers can be read with
- * PTRACE_GETREGS, and let go (PTRACE_DETACH, which resumes it) by
+ * PTRACE_GETREGSET, and let go (PTRACE_DETACH, which resumes it) by
  * rbp_hold_release. Threads started meanwhile are found by listing
  * /proc/PID/task again until no new one appears (once every thread is
  * stopped, none can start). Every wait is bounded: a thread that does not

@@ -89,11 +89,12 @@ bool rbp_native_in_jit(const rbp_native *n, uint64_t addr);
 void rbp_native_describe(rbp_native *n, uint64_t pc, bool activation, bool lines, rbpeek_native_frame *out,
                          rbp_native_extra *extra);
 
-/* regs.c: registers in DWARF order (unwind_backend.h) from the kernel's
- * struct user_regs_struct (ptrace, NT_PRSTATUS), 27 words. */
+/* regs.c: registers in DWARF order (unwind_backend.h) from x86-64's
+ * struct user_regs_struct (a core's NT_PRSTATUS), 27 words. */
 void rbp_native_regs_from_user(const uint64_t user[27], uint64_t regs[RBP_UW_NREGS]);
-/* PTRACE_GETREGS of tid, which must be in a ptrace stop of the calling
- * thread. */
+/* The registers of tid (PTRACE_GETREGSET, NT_PRSTATUS), which must be in
+ * a ptrace stop of the calling thread; false with the reason in err, also
+ * for a thread whose registers are another machine's than x86-64. */
 bool rbp_native_regs_ptrace(pid_t tid, uint64_t regs[RBP_UW_NREGS], char *err, size_t errlen);
 
 /* hold.c: every thread of a live process stopped by the calling thread

@@ -5,7 +5,7 @@
  *
  *  - a thread the sample stopped (the GVL holder; every thread when all
  *    are stopped) is in a ptrace stop of the tracing thread:
- *    PTRACE_GETREGS, unwound before it is resumed;
+ *    PTRACE_GETREGSET, unwound before it is resumed;
  *  - a parked thread (blocked in a system call, not holding the GVL) is not
  *    stopped at all: /proc/PID/task/TID/syscall gives the stack and
  *    instruction pointers it entered the kernel with, which is all the CFI

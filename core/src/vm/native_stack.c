@@ -7,7 +7,7 @@
  *  - a debugger's (rbpeek_session_use_registers): the debugger has every
  *    thread stopped while a command runs, live or core;
  *  - a core's NT_PRSTATUS notes (use_core), read on first use;
- *  - a live pid's: PTRACE_GETREGS, which the kernel allows only for a
+ *  - a live pid's: PTRACE_GETREGSET, which the kernel allows only for a
  *    thread in a ptrace stop of the calling thread: rbpeek_session_hold's,
  *    or the sampler's own tracer while it holds the thread.
  */
