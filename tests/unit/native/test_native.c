@@ -21,6 +21,7 @@
 #include "layout/layout_dwarf.h"
 #include "memory/mem.h"
 #include "native/native.h"
+#include "fixture_emulator.h"
 
 #ifndef RBP_DWARF_FIXTURE
 #error "RBP_DWARF_FIXTURE (a DWARF layout fixture) must be defined by the build"
@@ -158,6 +159,7 @@ static void unwind_pid(pid_t pid, bool lines)
 static void test_live(void)
 {
     if (!fixture_native_backend_ok()) return;
+    if (fixture_emulated(FIXTURE_EMU_NO_CHILD)) return;
     target t;
     CU_ASSERT_FATAL(start_target(&t, "native_live", RBP_NATIVE_TARGET));
     unwind_pid(t.p.pid, false);
@@ -168,6 +170,7 @@ static void test_live(void)
 static void test_lines(void)
 {
     if (!fixture_native_backend_ok()) return;
+    if (fixture_emulated(FIXTURE_EMU_NO_CHILD)) return;
     target t;
     CU_ASSERT_FATAL(start_target(&t, "native_lines", RBP_NATIVE_TARGET));
     char err[512];
@@ -197,11 +200,12 @@ static void test_lines(void)
 static void test_stripped(void)
 {
     if (!fixture_native_backend_ok()) return;
+    if (fixture_emulated(FIXTURE_EMU_NO_CHILD)) return;
     char stripped[PATH_MAX];
     snprintf(stripped, sizeof stripped, "%s/native_target_stripped", fixture_tmpdir());
     char cmd[3 * PATH_MAX];
     /* --strip-all leaves .dynsym (the exported functions), drops .symtab */
-    snprintf(cmd, sizeof cmd, "objcopy --strip-all %s %s", RBP_NATIVE_TARGET, stripped);
+    snprintf(cmd, sizeof cmd, "%s --strip-all %s %s", RBP_OBJCOPY, RBP_NATIVE_TARGET, stripped);
     CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
     target t;
     CU_ASSERT_FATAL(start_target(&t, "native_stripped", stripped));
@@ -242,6 +246,7 @@ static void unwind_core(const char *core, pid_t pid)
 static void test_core(void)
 {
     if (!fixture_native_backend_ok()) return;
+    if (fixture_emulated(FIXTURE_EMU_NO_CHILD)) return;
     if (!fixture_have("gcore")) {
         CU_FAIL("gcore is not installed");
         return;
@@ -362,6 +367,7 @@ static void test_wild_sp(void)
 static void test_endless(void)
 {
     if (!fixture_native_backend_ok()) return;
+    if (!fixture_native_self_x86()) return;
     self s;
     self_open(&s);
     for (size_t i = 0; i < 16384; i++) stack_buf[i] = (uint64_t)native_test_leaf + 1;
@@ -379,6 +385,7 @@ static void test_endless(void)
 static void test_fp_loop(void)
 {
     if (!fixture_native_backend_ok()) return;
+    if (!fixture_native_self_x86()) return;
     fp_func();
     CU_ASSERT_FATAL(fp_ra != 0);
     self s;
@@ -446,6 +453,7 @@ static void test_garbage(void)
  * files; each from its header's mapping to its last. */
 static void test_modules(void)
 {
+    if (fixture_emulated("qemu-user 7.2 maps no [vdso] into an aarch64 guest, a module this test expects")) return;
     char err[256];
     rbp_source src;
     CU_ASSERT_FATAL(rbp_source_proc(getpid(), &src, err, sizeof err));

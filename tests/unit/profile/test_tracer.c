@@ -31,6 +31,7 @@
 
 #include "cu_main.h"
 #include "rbpeek.h"
+#include "fixture_emulator.h"
 
 enum { CHILD_SPAWN = 1, CHILD_FAULT = 2, CHILD_BURST = 4 };
 
@@ -269,6 +270,8 @@ static rbpeek_trace_stats sample_n(pid_t pid, double interval_s, uint64_t n, int
 
 static void test_samples_then_lets_go(void)
 {
+    if (fixture_emulated("qemu-user implements no ptrace (ENOSYS) and no SIGEV_THREAD_ID timer (timer_create: "
+                         "EINVAL), which the tracer is made of")) return;
     int rd;
     pid_t pid = start_child(CHILD_SPAWN, 0, &rd);
     CU_ASSERT_FATAL(pid > 0);
@@ -288,6 +291,8 @@ static void test_samples_then_lets_go(void)
  * again fails with EPERM, which must not fail the start. */
 static void test_threads_born_while_seizing(void)
 {
+    if (fixture_emulated("qemu-user implements no ptrace (ENOSYS) and no SIGEV_THREAD_ID timer (timer_create: "
+                         "EINVAL), which the tracer is made of")) return;
     for (int round = 0; round < 5; round++) {
         int rd;
         pid_t pid = start_child(CHILD_BURST, 0, &rd);
@@ -316,6 +321,8 @@ static void on_sigchld(int sig)
  * back afterwards, and one SIGCHLD tells it to look at its own children. */
 static void test_no_sigchld_per_stop(void)
 {
+    if (fixture_emulated("qemu-user implements no ptrace (ENOSYS) and no SIGEV_THREAD_ID timer (timer_create: "
+                         "EINVAL), which the tracer is made of")) return;
     struct sigaction mine, old, after;
     memset(&mine, 0, sizeof mine);
     mine.sa_handler = on_sigchld;
@@ -339,6 +346,8 @@ static void test_no_sigchld_per_stop(void)
 
 static void test_pass_and_stop_signals(void)
 {
+    if (fixture_emulated("qemu-user implements no ptrace (ENOSYS) and no SIGEV_THREAD_ID timer (timer_create: "
+                         "EINVAL), which the tracer is made of")) return;
     int rd;
     pid_t pid = start_child(0, 0, &rd);
     CU_ASSERT_FATAL(pid > 0);
@@ -376,6 +385,8 @@ static void test_pass_and_stop_signals(void)
  * again: the faulting instruction must not run before a debugger is back. */
 static void test_fault_left_pending(void)
 {
+    if (fixture_emulated("qemu-user implements no ptrace (ENOSYS) and no SIGEV_THREAD_ID timer (timer_create: "
+                         "EINVAL), which the tracer is made of")) return;
     int rd;
     pid_t pid = start_child(CHILD_FAULT, 0, &rd);
     CU_ASSERT_FATAL(pid > 0);
@@ -400,6 +411,8 @@ static void test_fault_left_pending(void)
 
 static void test_exit_ends_it(void)
 {
+    if (fixture_emulated("qemu-user implements no ptrace (ENOSYS) and no SIGEV_THREAD_ID timer (timer_create: "
+                         "EINVAL), which the tracer is made of")) return;
     int rd;
     pid_t pid = start_child(CHILD_SPAWN, 150, &rd);
     CU_ASSERT_FATAL(pid > 0);
@@ -419,6 +432,8 @@ static void test_exit_ends_it(void)
 
 static void test_cancel_wakes_it(void)
 {
+    if (fixture_emulated("qemu-user implements no ptrace (ENOSYS) and no SIGEV_THREAD_ID timer (timer_create: "
+                         "EINVAL), which the tracer is made of")) return;
     int rd;
     pid_t pid = start_child(0, 0, &rd);
     CU_ASSERT_FATAL(pid > 0);
@@ -446,6 +461,8 @@ static long ptrace_seize_for_test(pid_t pid)
 
 static void test_cannot_trace(void)
 {
+    if (fixture_emulated("qemu-user implements no ptrace (ENOSYS) and no SIGEV_THREAD_ID timer (timer_create: "
+                         "EINVAL), which the tracer is made of")) return;
     int rd;
     pid_t pid = start_child(0, 0, &rd);
     CU_ASSERT_FATAL(pid > 0);

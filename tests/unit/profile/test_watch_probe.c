@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
@@ -44,9 +45,16 @@ static int ptrace_watch_fires(void)
         return -1;
     }
     waitpid(c, &st, 0);   /* its SIGSTOP */
+#if defined(__x86_64__)
     unsigned long dr7 = 1ul | (1ul << 16) | (3ul << 18);   /* L0, write, 8 bytes */
     int ok = ptrace(PTRACE_POKEUSER, c, (void *)offsetof(struct user, u_debugreg[0]), (void *)&child_word) == 0 &&
              ptrace(PTRACE_POKEUSER, c, (void *)offsetof(struct user, u_debugreg[7]), (void *)dr7) == 0;
+#else
+    /* Another machine arms its watchpoints its own way (aarch64:
+     * PTRACE_SETREGSET of NT_ARM_HW_WATCH), not written here yet. */
+    fprintf(stderr, "\n  [skip] the ptrace check arms x86-64's debug registers; this machine's are not armed here\n");
+    int ok = 0;
+#endif
     ptrace(PTRACE_CONT, c, NULL, NULL);   /* the SIGSTOP is not delivered */
     int result = -1;
     for (int i = 0; i < 500; i++) {   /* 5 s at most */
