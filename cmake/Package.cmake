@@ -1,6 +1,7 @@
 # The Debian package: `cpack -G DEB` in the build directory packs what
 # `cmake --install --prefix /usr` installs (cmake/Install.cmake) into
-# rbpeek_<version>_amd64.deb. Library dependencies come from dpkg-shlibdeps
+# rbpeek_<version>_<arch>.deb: amd64, or arm64 from the aarch64 cross build
+# (cmake/toolchain-aarch64.cmake). Library dependencies come from dpkg-shlibdeps
 # (libc6, libdw1 for librbpeek-unwind.so, libdwarf1, libelf1, libprotobuf-c1,
 # zlib1g, libgmp10); python3 is named here. gdb is recommended
 # (installed with it, the ruby binaries' auto-load stubs make `ruby ...`
@@ -22,12 +23,37 @@ Also: the same commands without a debugger (rbpeek), librbpeek (shared,
 static, pkg-config), rbpeek-flamegraph and rbpeek-layoutgen.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)  # x86-64 only, like rbpeek
+# The architecture the objects were built for (not the build machine's).
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
+else()
+  message(FATAL_ERROR "no Debian architecture known here for the processor ${CMAKE_SYSTEM_PROCESSOR}: "
+                      "cmake/Package.cmake names amd64 and arm64")
+endif()
 set(CPACK_DEBIAN_PACKAGE_SECTION debug)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(RBPEEK_DEB_MAINTAINER "rbpeek maintainers <rbpeek@localhost>" CACHE STRING "The .deb's Maintainer field")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${RBPEEK_DEB_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+if(CMAKE_CROSSCOMPILING)
+  # dpkg-shlibdeps runs on the host: it reads the target's objects with
+  # that architecture's objdump (DEB_HOST_ARCH), finds their libraries in
+  # the sysroot, and their packages, shlibs and symbols in the sysroot's own
+  # dpkg database (scripts/install-arm64.sh --build makes it; DPKG_ADMINDIR).
+  # cpack reads these when it runs (CPACK_PROJECT_CONFIG_FILE).
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS
+      "${CMAKE_SYSROOT}/lib/${CMAKE_LIBRARY_ARCHITECTURE};${CMAKE_SYSROOT}/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}")
+  if(NOT EXISTS "${CMAKE_SYSROOT}/var/lib/dpkg/status")
+    message(FATAL_ERROR "the sysroot ${CMAKE_SYSROOT} has no dpkg database for the .deb's dependencies: "
+                        "scripts/install-arm64.sh --build makes it")
+  endif()
+  file(WRITE ${CMAKE_BINARY_DIR}/CPackCross.cmake
+       "set(ENV{DEB_HOST_ARCH} ${CPACK_DEBIAN_PACKAGE_ARCHITECTURE})\n"
+       "set(ENV{DPKG_ADMINDIR} \"${CMAKE_SYSROOT}/var/lib/dpkg\")\n")
+  set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_BINARY_DIR}/CPackCross.cmake)
+endif()
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "gdb")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "lldb-16, python3-lldb-16")
