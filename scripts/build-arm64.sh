@@ -64,10 +64,12 @@ check_deb() {
     depends=$(dpkg-deb -f "$deb" Depends)
     echo "  Depends: $depends"
     for so in $(echo "$needed" | tr ' ' '\n' | sort -u); do
-        lib=$(ls "$SYSROOT"/lib/aarch64-linux-gnu/"$so" "$SYSROOT"/usr/lib/aarch64-linux-gnu/"$so" 2>/dev/null | head -1)
-        pkg=$(DPKG_ADMINDIR=$SYSROOT/var/lib/dpkg dpkg-query --search "$lib" 2>/dev/null | sed 's/:.*//' | head -1)
+        lib=$SYSROOT/usr/lib/aarch64-linux-gnu/$so
+        [ -e "$lib" ] || lib=$SYSROOT/lib/aarch64-linux-gnu/$so
+        pkg=$(DPKG_ADMINDIR=$SYSROOT/var/lib/dpkg dpkg-query --search "$lib" 2>/dev/null | sed 's/:.*//' | head -1) || true
         if [ -z "$pkg" ]; then echo "FAIL: no package of the sysroot has $so"; bad=1
         elif ! echo ", $depends," | grep -q ", $pkg[ ,]"; then echo "FAIL: $so ($pkg) is needed but not in Depends"; bad=1
+        else echo "  $so: $pkg, in Depends"
         fi
     done
     rm -rf "$root"
