@@ -28,6 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fixture_emulator.h"
+
 #ifndef RBP_CORE_TARGET
 #error "RBP_CORE_TARGET (path of the core_target fixture) must be defined by the build"
 #endif
@@ -96,6 +98,7 @@ static inline int fixture_copy_file(const char *from, const char *to, mode_t mod
 static inline bool fixture_start_in(fixture_proc *f, const char *tag, const char *exe, const char *core_dir)
 {
     memset(f, 0, sizeof *f);
+    if (fixture_emulated(FIXTURE_EMU_NO_CHILD)) return false;
     snprintf(f->exe, sizeof f->exe, "%s/core_target_%s", fixture_tmpdir(), tag);
     unlink(f->exe);
     if (fixture_copy_file(exe, f->exe, 0755, -1) != 0) return false;

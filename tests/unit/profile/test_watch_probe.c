@@ -11,6 +11,7 @@
  * accepted.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +41,8 @@ static int ptrace_watch_fires(void)
     if (c < 0) return -1;
     int st = 0;
     if (ptrace(PTRACE_SEIZE, c, NULL, NULL) != 0) {
+        fprintf(stderr, "\n  [skip] no ptrace here (%s): the probe is not compared with a ptrace watchpoint\n",
+                strerror(errno));
         kill(c, SIGKILL);
         waitpid(c, &st, 0);
         return -1;
