@@ -1,5 +1,5 @@
 """Benchmark: what `ruby allocs --sites` costs a many-threaded target (not a
-test; prints the table of docs/performance.md, "`ruby allocs --sites` on a
+test; prints the table of docs/performance-allocs.md, "`ruby allocs --sites` on a
 many-threaded target").
 
     python3 tests/bench/bench_alloc_sites_threads.py [--ruby debian-3.1] [--rounds 10] [--threads 13]

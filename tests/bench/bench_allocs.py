@@ -1,6 +1,6 @@
 """Benchmark: what `ruby allocs` and `ruby allocs --sites` cost an allocation-heavy program, next to
 stackprof's mode: :object (not a test; prints the table of
-docs/performance.md).
+docs/performance-allocs.md).
 
     python3 tests/bench/bench_allocs.py [--ruby debian-3.1] [--repeat 3] [--debugger gdb]
     python3 tests/bench/bench_allocs.py [--ruby debian-3.1] --interleaved N [--control]

@@ -22,7 +22,7 @@ from ..sampling.report import Z90, check_outputs, write_outputs
 from ..sampling.stats import Stats, fmt_rate
 from ..sampling.traced import run_traced
 
-DEFAULT_RATE = 100.0        # samples a second (docs/allocations.md, "Precision"; docs/performance.md: the cost)
+DEFAULT_RATE = 100.0        # samples a second (docs/allocations.md, "Precision"; docs/performance-allocs.md: the cost)
 DEFAULT_DURATION = 20.0     # seconds when --duration is not given: a 75/25 split within 5 points in 90% of
                             # runs on every matrix Ruby at DEFAULT_RATE (docs/sampling.md, "Allocation sites")
 LUMP = 0.05                 # sites under this share are one category in the dispersion's table
