@@ -11,7 +11,9 @@
  *    source line);
  *  - regs.c gets a thread's registers: from ptrace (a thread stopped by
  *    the calling thread), from a core's NT_PRSTATUS, or from a debugger;
- *  - hold.c stops a live process's threads for the command line.
+ *  - hold.c stops a live process's threads for the command line;
+ *  - frame_cache.c keeps a sampler's unwinds of threads that did not run
+ *    from one sample to the next.
  */
 #ifndef RBP_NATIVE_H
 #define RBP_NATIVE_H
@@ -58,6 +60,9 @@ void rbp_native_set_pid(rbp_native *n, int pid);
 bool rbp_native_set_regions(rbp_native *n, const rbp_region *regions, size_t nregions, char *err, size_t errlen);
 /* The number of modules known. */
 size_t rbp_native_module_count(const rbp_native *n);
+/* Moves whenever what names the frames changes (the module list, the JIT
+ * regions): frames unwound under another generation are not to be used. */
+uint64_t rbp_native_generation(const rbp_native *n);
 
 /* What is known of a frame beyond what rbpeek_native_frame shows: the
  * function holding its pc, [lo, hi): lo is its first address (its
@@ -88,6 +93,34 @@ bool rbp_native_in_jit(const rbp_native *n, uint64_t addr);
 /* What n knows of one pc, as rbp_native_unwind names frames. */
 void rbp_native_describe(rbp_native *n, uint64_t pc, bool activation, bool lines, rbpeek_native_frame *out,
                          rbp_native_extra *extra);
+
+/* frame_cache.c: threads' unwound frames kept from one sample to the next
+ * while each thread's stamp (its source's proof that it has not run: its
+ * count of runs on a CPU and its time there) and the unwinder's generation
+ * stay those they were kept with. Bounded: at most RBP_FRAME_CACHE_THREADS
+ * threads of at most RBP_FRAME_CACHE_FRAMES frames (a parked Ruby thread
+ * has some tens); a deeper stack or one more thread is not kept. */
+#define RBP_FRAME_CACHE_THREADS 256
+#define RBP_FRAME_CACHE_FRAMES 256
+typedef struct rbp_frame_cache rbp_frame_cache;
+rbp_frame_cache *rbp_frame_cache_new(void);
+void rbp_frame_cache_free(rbp_frame_cache *c);
+/* Thread key's frames (borrowed until the next call), when kept under the
+ * same generation and stamp; false otherwise, and a thread kept under
+ * another is dropped. */
+bool rbp_frame_cache_get(rbp_frame_cache *c, uint64_t gen, int64_t key, const uint64_t stamp[2],
+                         const rbpeek_native_frame **frames, const rbp_native_extra **extra, size_t *n);
+/* Keeps a copy of thread key's n frames (their strings are the unwinder's,
+ * valid for its generation gen), replacing what was kept; false when not
+ * kept (none, too deep, the cache full, out of memory). */
+bool rbp_frame_cache_put(rbp_frame_cache *c, uint64_t gen, int64_t key, const uint64_t stamp[2],
+                         const rbpeek_native_frame *frames, const rbp_native_extra *extra, size_t n);
+/* Ends a sample: drops the threads neither found nor kept since the last
+ * sweep (they exited, or were not read from a sleep). */
+void rbp_frame_cache_sweep(rbp_frame_cache *c);
+/* The threads' stacks found since the cache was made; the threads kept. */
+uint64_t rbp_frame_cache_hits(const rbp_frame_cache *c);
+size_t rbp_frame_cache_count(const rbp_frame_cache *c);
 
 /* regs.c: registers in DWARF order (unwind_backend.h) from x86-64's
  * struct user_regs_struct (a core's NT_PRSTATUS), 27 words. */

@@ -57,6 +57,7 @@ struct rbp_native {
     int pid;                /* a live process's, or 0 */
     rbp_uw_range jit[RBP_UW_MAX_JIT]; /* the JIT regions the VM layer found */
     size_t njit;
+    uint64_t gen;           /* rbp_native_generation */
 };
 
 static long host_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -103,6 +104,7 @@ bool rbp_native_set_regions(rbp_native *n, const rbp_region *regions, size_t nre
     rbp_addrmap_clear(&n->cache);
     rbp_addrmap_clear(&n->names);
     n->nranges = 0;
+    n->gen++;
     rbp_native_modules_free(n->mods, n->nmods);
     n->nmods = rbp_native_modules(n->mem, regions, nregions, n->pid, &n->mods);
     return n->ops->set_modules(n->uw, n->mods, n->nmods, err, errlen);
@@ -111,6 +113,8 @@ bool rbp_native_set_regions(rbp_native *n, const rbp_region *regions, size_t nre
 void rbp_native_set_pid(rbp_native *n, int pid) { n->pid = pid; }
 
 size_t rbp_native_module_count(const rbp_native *n) { return n ? n->nmods : 0; }
+
+uint64_t rbp_native_generation(const rbp_native *n) { return n ? n->gen : 0; }
 
 /* A symbol as its file names it, without the symbol version a debug
  * file's .symtab appends ("clock_nanosleep@GLIBC_2.2.5"): the copy lives
@@ -237,9 +241,14 @@ void rbp_native_describe(rbp_native *n, uint64_t pc, bool activation, bool lines
 
 void rbp_native_set_jit(rbp_native *n, const rbp_uw_range *ranges, size_t count)
 {
+    size_t was = n->njit;
+    rbp_uw_range old[RBP_UW_MAX_JIT];
+    memcpy(old, n->jit, was * sizeof *old);
     n->njit = 0;
     for (size_t i = 0; i < count && n->njit < RBP_UW_MAX_JIT; i++)
         if (ranges[i].start < ranges[i].end) n->jit[n->njit++] = ranges[i];
+    /* frames unwound before are stepped and flagged by the old regions */
+    if (n->njit != was || memcmp(old, n->jit, was * sizeof *old) != 0) n->gen++;
     n->ops->set_jit(n->uw, n->jit, n->njit);
 }
 
