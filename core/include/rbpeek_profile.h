@@ -345,6 +345,9 @@ typedef struct rbpeek_trace_stats {
     uint64_t cpu_waited;        /* holders that had been waiting for a CPU */
     uint64_t gvl_free;          /* allocation sites: samples at which every GVL was free (counted in
                                  * samples; nothing stopped: no thread was allocating) */
+    uint64_t native_reused;     /* --native: stacks of threads parked since the sample before, whose
+                                 * schedstat showed they had not run: that sample's machine frames
+                                 * reused (not in native_peeked) */
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or

@@ -21,6 +21,12 @@
  * A thread the sample leaves out (blocked, when idle threads are dropped:
  * a server's parked threads) is not unwound at all. The counts of each way
  * go to the trace's stats.
+ *
+ * A parked thread's stamp (stamp below) is its count of runs and its time
+ * on a CPU, read before anything else: when they are those of a thread
+ * read from /proc at an earlier sample, it never ran since, and the frames
+ * then unwound (kept in the trace's frame cache, native/frame_cache.c)
+ * are its frames now: neither /proc/.../syscall nor its stack is read.
  */
 #define _GNU_SOURCE
 #include "profile/tracer.h"
@@ -92,6 +98,23 @@ static void count(struct rbpeek_trace *t, int how)
     pthread_mutex_unlock(&t->lock);
 }
 
+/* A thread the source would read without stopping it (not held, not
+ * stopped by the sample): its key (TID) and stamp (runs, run_ns), kept
+ * for the begin that follows. */
+static bool stamp(void *ctx, const rbpeek_thread *th, int64_t *key, uint64_t st[2])
+{
+    struct rbpeek_trace *t = ctx;
+    int64_t tid = rbp_sample_thread_tid(th, &t->opt);
+    t->nat_cur.stamped = 0;
+    if (tid <= 0 || t->cfg.alloc_sites || !tr_is_known(t, (pid_t)tid) || tr_is_stopped(t, (pid_t)tid)) return false;
+    if (!runs_of(t->pid, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns)) return false;
+    t->nat_cur.stamped = (pid_t)tid;
+    *key = tid;
+    st[0] = t->nat_cur.runs;
+    st[1] = t->nat_cur.run_ns;
+    return true;
+}
+
 static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt, uint64_t regs[RBP_UW_NREGS],
                       char *why, size_t whylen)
 {
@@ -127,12 +150,16 @@ static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt
         return RBP_UW_ALL_REGS;
     }
     uint64_t sp, pc;
-    if (attempt == 0 && runs_of(t->pid, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns) &&
+    /* the runs the stamp just read, if it did: a frame kept from this
+     * unwind then stands for a thread that never ran since that read */
+    bool stamped = t->nat_cur.stamped == (pid_t)tid;
+    t->nat_cur.stamped = 0;
+    if (attempt == 0 && (stamped || runs_of(t->pid, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns)) &&
         syscall_pointers(t->pid, (pid_t)tid, &sp, &pc)) {
         regs[RBP_UW_REG_RSP] = sp;
         regs[RBP_UW_REG_RIP] = pc;
         t->nat_cur.how = NAT_PEEKED;
-        return (1u << RBP_UW_REG_RSP) | (1u << RBP_UW_REG_RIP);
+        return (1u << RBP_UW_REG_RSP) | (1u << RBP_UW_REG_RIP) | RBP_NATIVE_PEEKED;
     }
     pid_t one = (pid_t)tid;
     if (tr_stop_some(t, &one, 1) != 0 || !tr_is_stopped(t, one)) {
@@ -171,5 +198,23 @@ static bool end(void *ctx, const rbpeek_thread *th, bool held, int attempt, bool
 
 void tr_native_init(struct rbpeek_trace *t)
 {
-    t->nat = (rbp_native_source){.begin = begin, .end = end, .ctx = t, .flags = 0};
+    t->nat_cache = t->cfg.native ? rbp_frame_cache_new() : NULL; /* none (out of memory): no reuse */
+    t->nat = (rbp_native_source){.begin = begin, .end = end, .stamp = stamp, .cache = t->nat_cache, .ctx = t,
+                                 .flags = 0};
+}
+
+void tr_native_sample_done(struct rbpeek_trace *t)
+{
+    if (!t->nat_cache) return;
+    rbp_frame_cache_sweep(t->nat_cache);
+    pthread_mutex_lock(&t->lock);
+    t->stats.native_reused = rbp_frame_cache_hits(t->nat_cache);
+    pthread_mutex_unlock(&t->lock);
+}
+
+void tr_native_done(struct rbpeek_trace *t)
+{
+    rbp_frame_cache_free(t->nat_cache);
+    t->nat_cache = NULL;
+    t->nat.cache = NULL;
 }

@@ -216,6 +216,7 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
                               .stop = t->cur.deferred ? tr_stop_cb : NULL, .release = release_held, .ctx = t,
                               .native = t->cfg.native ? &t->nat : NULL};
     rbpeek_status took = rbp_snapshot_take_split(t->session, max, &how, &snap);
+    tr_native_sample_done(t);   /* whatever the take did: threads it found no more are dropped */
     if (t->end != RBPEEK_TRACE_RUNNING && took != RBPEEK_OK) return false;
     if (took != RBPEEK_OK && t->cur.skip) return count_gvl_free(t);   /* the GVL was let go before the stop */
     if (took != RBPEEK_OK) {
@@ -337,6 +338,7 @@ static void *tracer_main(void *arg)
         pthread_mutex_unlock(&t->lock);
     }
     int end = t->end;
+    tr_native_done(t);
     tr_detach_all(t);
     tr_teardown_wakeup(t);
     tr_restore_sigchld(t);
@@ -378,6 +380,7 @@ rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbp
     if (rc != 0) {
         pthread_cond_destroy(&t->cond);
         pthread_mutex_destroy(&t->lock);
+        tr_native_done(t);
         free(t);
         return rbp_fail(s, RBPEEK_ERR_NOMEM, "cannot start the sampling thread: %s", strerror(rc));
     }
@@ -441,5 +444,6 @@ void rbpeek_trace_free(rbpeek_trace *t)
     pthread_mutex_destroy(&t->lock);
     free(t->tr);
     rbp_sample_scratch_free(&t->add_scratch);
+    tr_native_done(t);   /* the tracing thread's, unless it never ran */
     free(t);
 }

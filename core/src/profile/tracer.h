@@ -92,10 +92,12 @@ struct rbpeek_trace {
      * and the thread being unwound: how its registers were had, and its
      * scheduling count when they were read from /proc. */
     rbp_native_source nat;
+    rbp_frame_cache *nat_cache;  /* parked threads' frames, kept while they do not run */
     struct {
         pid_t tid;
         int how;                 /* NAT_HELD, NAT_PEEKED, NAT_STOPPED, NAT_NONE */
         uint64_t runs, run_ns;   /* /proc/PID/task/TID/schedstat at the peek */
+        pid_t stamped;           /* the thread whose runs the stamp read, for its begin */
     } nat_cur;
     struct sample_state {        /* this sample: what was stopped (trace_stop.c) */
         pid_t tids[MAX_HOLDERS]; /* the GVL holders' TIDs */
@@ -157,6 +159,11 @@ bool tr_wait_untraced(pid_t pid, pid_t tracer, unsigned max_ms);
 /* trace_native.c: the registers of the threads of a sample, for their
  * native stacks (--native). */
 void tr_native_init(struct rbpeek_trace *t);
+/* After each sample: the frame cache's threads not met dropped, its reuses
+ * counted. */
+void tr_native_sample_done(struct rbpeek_trace *t);
+/* When sampling ends: the frame cache dropped. */
+void tr_native_done(struct rbpeek_trace *t);
 
 /* trace_wakeup.c: the wake-up timer of the tracing thread, and SIGCHLD. */
 bool tr_setup_wakeup(struct rbpeek_trace *t);

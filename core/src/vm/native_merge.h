@@ -61,9 +61,24 @@ typedef struct rbp_native_source {
     uint32_t (*begin)(void *ctx, const rbpeek_thread *t, bool held, int attempt, uint64_t regs[RBP_UW_NREGS],
                       char *why, size_t whylen);
     bool (*end)(void *ctx, const rbpeek_thread *t, bool held, int attempt, bool cut);
+    /* Optional (NULL, or cache NULL: every thread unwound at every sample):
+     * for a thread not held that the source would read without stopping
+     * it, its key and stamp, the proof that it has not run since an earlier
+     * stamp (false: none). Asked before begin: the frames of an unwind
+     * that stood from registers begin read from a sleep (RBP_NATIVE_PEEKED)
+     * are kept in cache under the stamp, and while a later stamp is the
+     * same (the thread never ran meanwhile) they are used instead of
+     * begin, an unwind and end. */
+    bool (*stamp)(void *ctx, const rbpeek_thread *t, int64_t *key, uint64_t stamp[2]);
+    rbp_frame_cache *cache;
     void *ctx;
     uint32_t flags;                     /* RBPEEK_NATIVE_LINES */
 } rbp_native_source;
+
+/* In begin's answer, beside the registers': they were read while the
+ * thread slept in the kernel, not stopped (its stack stays as it is while
+ * it sleeps). */
+#define RBP_NATIVE_PEEKED (1u << 31)
 
 /* A sampled thread's native stack from src, merged with t's frames into
  * out (in a; strings borrowed from the unwinder: the snapshot must be

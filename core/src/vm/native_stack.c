@@ -159,28 +159,52 @@ bool rbp_native_stack_build(rbpeek_session *s, rbp_arena *a, const rbpeek_thread
     return ok;
 }
 
+/* A thread's frames from src's cache: when src stamps it and the stamp is
+ * the one its frames were kept with (into *key, stamp: what a new unwind is
+ * kept under). */
+static bool cached(rbpeek_session *s, const rbp_native_source *src, const rbpeek_thread *t, bool held,
+                   int64_t *key, uint64_t stamp[2], const rbpeek_native_frame **nf, const rbp_native_extra **nx,
+                   size_t *n)
+{
+    *key = 0;
+    if (held || !src->cache || !src->stamp || !src->stamp(src->ctx, t, key, stamp)) return false;
+    return rbp_frame_cache_get(src->cache, rbp_native_generation(s->native), *key, stamp, nf, nx, n);
+}
+
 bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
                               uint64_t ec, const rbp_native_source *src, bool held, rbpeek_native_stack *out)
 {
-    uint64_t regs[RBP_UW_NREGS];
+    uint64_t regs[RBP_UW_NREGS], stamp[2];
     char why[512] = "";
     rbpeek_native_frame *nf = NULL;
     rbp_native_extra *nx = NULL;
     size_t n = 0;
     uint32_t known = 0;
-    rbp_native_jit_find(s, ec);
+    int64_t key;
+    rbp_native_jit_find(s, ec); /* first: it may change the unwinder's generation */
+    const rbpeek_native_frame *kf;
+    const rbp_native_extra *kx;
+    if (cached(s, src, t, held, &key, stamp, &kf, &kx, &n))
+        return finish(s, a, t, origin, ec, kf, kx, n, RBP_UW_ALL_REGS, "", true, out);
+    bool keep = false;
     for (int attempt = 0; attempt < 2; attempt++) {
         memset(regs, 0, sizeof regs);
         n = 0;
         known = src->begin(src->ctx, t, held, attempt, regs, why, sizeof why);
+        bool peeked = known & RBP_NATIVE_PEEKED;
+        known &= ~RBP_NATIVE_PEEKED;
         if (known) n = unwind_scratch(s, regs, known, src->flags, &nf, &nx, why, sizeof why);
         bool stood = src->end(src->ctx, t, held, attempt, known && why[0]);
+        /* kept only when read from a sleep, whole, and the thread did not
+         * run from its stamp to the unwind's end */
+        keep = key && peeked && stood && known && !why[0];
         if (stood || !known) break;
         /* the thread ran while it was unwound: once more, stopped */
         snprintf(why, sizeof why, "the thread ran while its machine stack was read");
         known = 0;
         n = 0;
     }
+    if (keep) rbp_frame_cache_put(src->cache, rbp_native_generation(s->native), key, stamp, nf, nx, n);
     bool ok = finish(s, a, t, origin, ec, nf, nx, n, known, why, true, out);
     scratch_done(s);
     return ok;
@@ -264,7 +288,7 @@ bool rbp_native_stack_hold(rbpeek_session *s, rbp_arena *a, const rbpeek_thread 
     *h = (rbp_native_held){0};
     char why[512] = "";
     rbp_native_jit_find(s, ec);
-    h->known = src->begin(src->ctx, t, true, 0, h->regs, why, sizeof why);
+    h->known = src->begin(src->ctx, t, true, 0, h->regs, why, sizeof why) & ~RBP_NATIVE_PEEKED;
     /* A held thread's unwind stands whatever it finds (it is stopped, and
      * stays so until the caller lets it go): the source is done with it
      * once its registers are read. */

@@ -261,7 +261,7 @@ class MultiRun:
         """--native: how every member's native stacks were had, summed (the
         counts of report.native_line)."""
         st = Stats()
-        ways = [0, 0, 0, 0]
+        ways = [0, 0, 0, 0, 0]
         for m in self.members.values():
             st.unmerged += m.stats.unmerged
             for k, v in enumerate(m.stats.native_ways or ()):

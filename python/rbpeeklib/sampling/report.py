@@ -189,9 +189,11 @@ def native_line(st):
     """How the native stacks were had (traced) and what could not be merged."""
     parts = []
     if st.native_ways:
-        held, peeked, stopped, none = st.native_ways
+        held, peeked, stopped, none, reused = st.native_ways
         parts.append("registers of %d stacks read from a stopped thread, %d from /proc while it slept in the "
                      "kernel, %d stopped for it alone" % (held, peeked, stopped))
+        if reused:
+            parts.append("%d reused from the previous sample: the thread had not run" % reused)
         if none:
             parts.append("%d without registers (no machine frames)" % none)
     if st.unmerged:
