@@ -193,7 +193,13 @@ bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thre
         known = src->begin(src->ctx, t, held, attempt, regs, why, sizeof why);
         bool peeked = known & RBP_NATIVE_PEEKED;
         known &= ~RBP_NATIVE_PEEKED;
+        /* A sleeping thread's stack is read straight from the target: the
+         * page cache may hold its pages as they were before it last ran
+         * (prefetched when the sample began, or read by its Ruby walk),
+         * and they would not match the registers just read. */
+        bool was = peeked && rbp_mem_set_direct(s->mem, true);
         if (known) n = unwind_scratch(s, regs, known, src->flags, &nf, &nx, why, sizeof why);
+        if (peeked) rbp_mem_set_direct(s->mem, was);
         bool stood = src->end(src->ctx, t, held, attempt, known && why[0]);
         /* kept only when read from a sleep, whole, and the thread did not
          * run from its stamp to the unwind's end */
