@@ -10,6 +10,9 @@ about the stacks recorded.
             every thread's samples
   gc cpu    the GC's share of the CPU time: summed over processes and
             top's periods, the same figure in the summary and top's header
+  native    the Native line: how each stack's registers were had, the
+            stacks whose frames were reused from the sample before (the
+            thread had not run) said only when there are some
   rate      the Rate line: the rate reached, and when short beyond
             chance, why (the stops, the processes' sampling threads, the
             machine's load): issue 37
@@ -24,7 +27,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 
-from rbpeeklib.sampling.report import contention_line, gc_cpu_short, gc_figures, gc_line, stacks_line  # noqa: E402
+from rbpeeklib.sampling.report import (contention_line, gc_cpu_short, gc_figures, gc_line, native_line,  # noqa: E402
+                                       stacks_line)
 from rbpeeklib.sampling.stats import Stats  # noqa: E402
 from rbpeeklib.sampling.states import STATES, recorded_gvl_wait, shares_text  # noqa: E402
 from rbpeeklib.top import Counts, Top  # noqa: E402
@@ -134,6 +138,18 @@ class GcCpu(unittest.TestCase):
         total.add_gc(self.run_stats(0, 300, 0, 50))
         total.add_gc(self.run_stats(0, 100, 0, 50))
         self.assertIn("at 100 of 500 samples (20%)", contention_line(total))
+
+
+class Native(unittest.TestCase):
+    def test_reused_said_when_some(self):
+        st = Stats()
+        st.native_ways = (564, 134, 3, 0, 8803)
+        line = native_line(st)
+        self.assertIn("registers of 564 stacks read from a stopped thread, 134 from /proc while it slept in the "
+                      "kernel, 3 stopped for it alone", line)
+        self.assertIn("; 8803 reused from the previous sample: the thread had not run", line)
+        st.native_ways = (564, 8937, 3, 0, 0)
+        self.assertNotIn("reused", native_line(st))
 
 
 class Rate(unittest.TestCase):
