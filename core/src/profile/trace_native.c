@@ -105,8 +105,13 @@ static bool stamp(void *ctx, const rbpeek_thread *th, int64_t *key, uint64_t st[
 {
     struct rbpeek_trace *t = ctx;
     int64_t tid = rbp_sample_thread_tid(th, &t->opt);
-    t->nat_cur.stamped = 0;
-    if (tid <= 0 || t->cfg.alloc_sites || !tr_is_known(t, (pid_t)tid) || tr_is_stopped(t, (pid_t)tid)) return false;
+    t->nat_cur.stamped = t->nat_cur.asked = 0;
+    if (tid <= 0 || t->cfg.alloc_sites || !tr_is_known(t, (pid_t)tid)) return false;
+    /* A thread the sample leaves out costs no read of /proc: asked once,
+     * for begin too. */
+    t->nat_cur.asked = (pid_t)tid;
+    t->nat_cur.blocked = t->opt.drop_idle && rbp_thread_state_blocked(th, (int)t->pid, tid);
+    if (t->nat_cur.blocked || tr_is_stopped(t, (pid_t)tid)) return false;
     if (!runs_of(t->pid, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns)) return false;
     t->nat_cur.stamped = (pid_t)tid;
     *key = tid;
@@ -122,6 +127,9 @@ static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt
     int64_t tid = rbp_sample_thread_tid(th, &t->opt);
     t->nat_cur.tid = (pid_t)tid;
     t->nat_cur.how = NAT_NONE;
+    /* what the stamp just found of this thread, if it was asked: used once */
+    bool stamped = tid > 0 && t->nat_cur.stamped == (pid_t)tid, asked = tid > 0 && t->nat_cur.asked == (pid_t)tid;
+    t->nat_cur.stamped = t->nat_cur.asked = 0;
     if (tid <= 0 || !tr_is_known(t, (pid_t)tid)) {
         snprintf(why, whylen, "its kernel thread id is not known");
         return 0;
@@ -132,7 +140,7 @@ static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt
         t->nat_cur.how = NAT_LEFT_OUT;
         return 0;
     }
-    if (t->opt.drop_idle && rbp_thread_state_blocked(th, (int)t->pid, tid)) {
+    if (asked ? t->nat_cur.blocked : t->opt.drop_idle && rbp_thread_state_blocked(th, (int)t->pid, tid)) {
         /* The sample leaves it out (idle threads are dropped): its unwind
          * would be the sampler's CPU, which a busy target waits for. Held
          * too: a sample that found the GVL free stops every thread (a
@@ -150,10 +158,8 @@ static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt
         return RBP_UW_ALL_REGS;
     }
     uint64_t sp, pc;
-    /* the runs the stamp just read, if it did: a frame kept from this
-     * unwind then stands for a thread that never ran since that read */
-    bool stamped = t->nat_cur.stamped == (pid_t)tid;
-    t->nat_cur.stamped = 0;
+    /* the runs the stamp just read, if it did: frames kept from this
+     * unwind then stand for a thread that never ran since that read */
     if (attempt == 0 && (stamped || runs_of(t->pid, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns)) &&
         syscall_pointers(t->pid, (pid_t)tid, &sp, &pc)) {
         regs[RBP_UW_REG_RSP] = sp;

@@ -98,6 +98,8 @@ struct rbpeek_trace {
         int how;                 /* NAT_HELD, NAT_PEEKED, NAT_STOPPED, NAT_NONE */
         uint64_t runs, run_ns;   /* /proc/PID/task/TID/schedstat at the peek */
         pid_t stamped;           /* the thread whose runs the stamp read, for its begin */
+        pid_t asked;             /* the thread the stamp asked whether it is blocked (left out), */
+        bool blocked;            /* and the answer, for its begin */
     } nat_cur;
     struct sample_state {        /* this sample: what was stopped (trace_stop.c) */
         pid_t tids[MAX_HOLDERS]; /* the GVL holders' TIDs */
