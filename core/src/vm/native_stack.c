@@ -10,6 +10,9 @@
  *  - a live pid's: PTRACE_GETREGSET, which the kernel allows only for a
  *    thread in a ptrace stop of the calling thread: rbpeek_session_hold's,
  *    or the sampler's own tracer while it holds the thread.
+ * A sampler's thread that has not run since its last unwind from a sleep
+ * (the source's stamp says so) gets that unwind's frames again, from the
+ * source's frame cache (native/frame_cache.c).
  */
 #define _GNU_SOURCE
 #include "vm/native_merge.h"
@@ -195,8 +198,8 @@ bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thre
         known &= ~RBP_NATIVE_PEEKED;
         /* A sleeping thread's stack is read straight from the target: the
          * page cache may hold its pages as they were before it last ran
-         * (prefetched when the sample began, or read by its Ruby walk),
-         * and they would not match the registers just read. */
+         * (prefetched when the sample began), and they would not match
+         * the registers just read. */
         bool was = peeked && rbp_mem_set_direct(s->mem, true);
         if (known) n = unwind_scratch(s, regs, known, src->flags, &nf, &nx, why, sizeof why);
         if (peeked) rbp_mem_set_direct(s->mem, was);
