@@ -12,16 +12,24 @@
 #include <string.h>
 #include <unistd.h>
 
-bool rbp_schedstat_read(pid_t pid, pid_t tid, rbp_schedstat *out)
+bool rbp_task_file_read(pid_t pid, int64_t tid, const char *name, char *buf, size_t len)
 {
-    char path[96], buf[128];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+    if (pid <= 0 || tid <= 0 || len < 2) return false;
+    char path[128];
+    snprintf(path, sizeof path, "/proc/%d/task/%lld/%s", (int)pid, (long long)tid, name);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ssize_t n = read(fd, buf, len - 1);
     close(fd);
     if (n <= 0) return false;
     buf[n] = '\0';
+    return true;
+}
+
+bool rbp_schedstat_read(pid_t pid, pid_t tid, rbp_schedstat *out)
+{
+    char buf[128];
+    if (!rbp_task_file_read(pid, tid, "schedstat", buf, sizeof buf)) return false;
     unsigned long long a, b, c;
     if (sscanf(buf, "%llu %llu %llu", &a, &b, &c) != 3) return false;
     *out = (rbp_schedstat){.run_ns = a, .wait_ns = b, .runs = c};
@@ -45,13 +53,6 @@ int rbp_stat_cpu(const char *stat_text)
 
 int rbp_task_cpu(pid_t pid, pid_t tid)
 {
-    char path[96], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -1;
-    buf[n] = '\0';
-    return rbp_stat_cpu(buf);
+    char buf[1024];
+    return rbp_task_file_read(pid, tid, "stat", buf, sizeof buf) ? rbp_stat_cpu(buf) : -1;
 }

@@ -21,6 +21,11 @@ typedef struct rbp_schedstat {
     uint64_t runs;      /* times it was put on a CPU */
 } rbp_schedstat;
 
+/* /proc/PID/task/TID/NAME read whole into buf (len bytes with its NUL):
+ * false when it cannot be read or is empty. The one reader of a thread's
+ * small /proc files (schedstat, stat, syscall). */
+bool rbp_task_file_read(pid_t pid, int64_t tid, const char *name, char *buf, size_t len);
+
 /* False when the file cannot be read (the thread is gone, no schedstats). */
 bool rbp_schedstat_read(pid_t pid, pid_t tid, rbp_schedstat *out);
 

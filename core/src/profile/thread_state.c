@@ -28,28 +28,20 @@
  */
 #include "profile/thread_state.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
 #include "profile/profile.h"
+#include "profile/schedstat.h"
 
 #define TALLY_MAX 100000    /* threads remembered; more are not tallied */
 
 long rbp_thread_syscall(int pid, int64_t tid)
 {
-    if (pid <= 0 || tid <= 0) return -2;
-    char path[96], buf[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%lld/syscall", pid, (long long)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -2;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -2;
-    buf[n] = '\0';
+    char buf[64];
+    if (!rbp_task_file_read(pid, tid, "syscall", buf, sizeof buf)) return -2;
     if (strncmp(buf, "running", 7) == 0) return -1;
     if (strncmp(buf, "-1", 2) == 0 && (buf[2] == ' ' || buf[2] == '\n' || buf[2] == '\0')) return -1;
     if (buf[0] < '0' || buf[0] > '9') return -2;

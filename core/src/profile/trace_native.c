@@ -31,12 +31,10 @@
 #define _GNU_SOURCE
 #include "profile/tracer.h"
 
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "native/native.h"
 #include "profile/schedstat.h"
@@ -46,17 +44,6 @@
  * GVL holder; blocked, with idle threads dropped): neither unwound nor
  * counted, as it is no stack of the profile. */
 enum { NAT_NONE, NAT_HELD, NAT_PEEKED, NAT_STOPPED, NAT_LEFT_OUT };
-
-static bool read_small(const char *path, char *buf, size_t len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    ssize_t n = read(fd, buf, len - 1);
-    close(fd);
-    if (n <= 0) return false;
-    buf[n] = '\0';
-    return true;
-}
 
 /* A thread's runs on a CPU and its time there: both move whenever it is
  * scheduled. */
@@ -73,9 +60,8 @@ static bool runs_of(pid_t pid, pid_t tid, uint64_t *runs, uint64_t *run_ns)
  * ("NR ARG1..ARG6 SP PC"); false when it runs ("running") or is not in one. */
 static bool syscall_pointers(pid_t pid, pid_t tid, uint64_t *sp, uint64_t *pc)
 {
-    char path[96], buf[256];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-    if (!read_small(path, buf, sizeof buf) || buf[0] < '0' || buf[0] > '9') return false;
+    char buf[256];
+    if (!rbp_task_file_read(pid, tid, "syscall", buf, sizeof buf) || buf[0] < '0' || buf[0] > '9') return false;
     char *tok[9];
     size_t n = 0;
     for (char *save = NULL, *p = strtok_r(buf, " \n", &save); p && n < 9; p = strtok_r(NULL, " \n", &save))
