@@ -17,9 +17,8 @@
  * So after a sample that found the holder waiting (and after the first)
  * the tracing thread reads which CPU the holder is queued on (field 39 of
  * /proc/PID/task/TID/stat) and, where its own CPUs allow another, leaves
- * that one out of its affinity: its timer, its wake
- * at the holder's stop and its work run beside the holder, not in its
- * place. Only the tracing thread's own affinity is changed (never the
+ * that one out of its affinity: its timer, its wake at the holder's stop
+ * and its work run beside the holder, not in its place. Only the tracing thread's own affinity is changed (never the
  * target's), and it ends with the thread. A machine or cpuset with one CPU
  * has no choice, and nothing is done.
  */

@@ -190,23 +190,23 @@ static bool end(void *ctx, const rbpeek_thread *th, bool held, int attempt, bool
 
 void tr_native_init(struct rbpeek_trace *t)
 {
-    t->nat_cache = t->cfg.native ? rbp_frame_cache_new() : NULL; /* none (out of memory): no reuse */
-    t->nat = (rbp_native_source){.begin = begin, .end = end, .stamp = stamp, .cache = t->nat_cache, .ctx = t,
-                                 .flags = 0};
+    /* the cache: parked threads' frames, kept while they do not run (none,
+     * out of memory: no reuse) */
+    t->nat = (rbp_native_source){.begin = begin, .end = end, .stamp = stamp,
+                                 .cache = t->cfg.native ? rbp_frame_cache_new() : NULL, .ctx = t, .flags = 0};
 }
 
 void tr_native_sample_done(struct rbpeek_trace *t)
 {
-    if (!t->nat_cache) return;
-    rbp_frame_cache_sweep(t->nat_cache);
+    if (!t->nat.cache) return;
+    rbp_frame_cache_sweep(t->nat.cache);
     pthread_mutex_lock(&t->lock);
-    t->stats.native_reused = rbp_frame_cache_hits(t->nat_cache);
+    t->stats.native_reused = rbp_frame_cache_hits(t->nat.cache);
     pthread_mutex_unlock(&t->lock);
 }
 
 void tr_native_done(struct rbpeek_trace *t)
 {
-    rbp_frame_cache_free(t->nat_cache);
-    t->nat_cache = NULL;
+    rbp_frame_cache_free(t->nat.cache);
     t->nat.cache = NULL;
 }

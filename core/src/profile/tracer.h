@@ -92,7 +92,6 @@ struct rbpeek_trace {
      * and the thread being unwound: how its registers were had, and its
      * scheduling count when they were read from /proc. */
     rbp_native_source nat;
-    rbp_frame_cache *nat_cache;  /* parked threads' frames, kept while they do not run */
     struct {
         pid_t tid;
         int how;                 /* NAT_HELD, NAT_PEEKED, NAT_STOPPED, NAT_NONE */

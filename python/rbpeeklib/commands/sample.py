@@ -28,8 +28,8 @@ import time
 from ..core import FORMATS, Profile, SampleOptions, formats
 from ..sampling.multi import MultiRun
 from ..sampling.procs import refuse_if_traced
-from ..sampling.report import (check_outputs, contention_line, gc_figures, gc_line, native_line, rate_figures,
-                               stacks_line, summary_end, summary_text, write_outputs)
+from ..sampling.report import (check_outputs, gc_figures, gc_lines, native_line, rate_figures, stacks_line,
+                               summary_end, summary_text, write_outputs)
 from ..sampling.states import process_entries, recorded_gvl_wait, states_lines, thread_entries
 from ..sampling.signals import pending_stop_signal
 from ..sampling.stats import Stats, fmt_rate
@@ -380,10 +380,7 @@ triggered it, and the summary gives the GC's share. See docs/sampling.md.""" % (
                                  "on-CPU only" if args.on_cpu else ("every thread" if args.idle else
                                                                     "idle threads left out"),
                                  recorded_gvl_wait(tallies), sum(gc.gc[1:])))
-        lines.append(gc_line(gc, profile.total()))
-        contended = contention_line(gc)
-        if contended:
-            lines.append(contended)
+        lines.extend(gc_lines(gc, profile.total()))
         if args.native:
             lines.append(native_line(run.native_stats()))
         names = {m.pid: m.label for m in run.members.values()}

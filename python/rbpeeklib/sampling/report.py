@@ -185,6 +185,13 @@ def contention_line(st):
             % (waited, n + waited, 100.0 * waited / (n + waited)))
 
 
+def gc_lines(st, total=None):
+    """The summaries' GC line, and the CPU line after it where the holder
+    competed for CPUs (one process's and several processes' summaries)."""
+    contended = contention_line(st)
+    return [gc_line(st, total)] + ([contended] if contended else [])
+
+
 def native_line(st):
     """How the native stacks were had (traced) and what could not be merged."""
     parts = []
@@ -234,10 +241,7 @@ def summary_text(st, profile, pid, version, interval, rate, end, written, args, 
         skipped.append("%d thread%s did not stop in time (sampled anyway)"
                        % (st.not_stopped, "" if st.not_stopped == 1 else "s"))
     lines.append("Skipped:   %s" % ("; ".join(skipped) if skipped else "none"))
-    lines.append(gc_line(st, profile.total()))
-    contended = contention_line(st)
-    if contended:
-        lines.append(contended)
+    lines.extend(gc_lines(st, profile.total()))
     if getattr(args, "native", False):
         lines.append(native_line(st))
     if args.on_cpu:
