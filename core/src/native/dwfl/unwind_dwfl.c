@@ -41,17 +41,6 @@
 
 /* -- modules ---------------------------------------------------------------- */
 
-uw_module *rbp_uw_module_at(rbp_uw *u, uint64_t start)
-{
-    size_t lo = 0, hi = u->nmods;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (u->mods[mid].start < start) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < u->nmods && u->mods[lo].start == start ? &u->mods[lo] : NULL;
-}
-
 static int32_t module_index(rbp_uw *u, Dwfl_Module *mod)
 {
     Dwarf_Addr low = 0;
@@ -89,11 +78,6 @@ static Dwfl_Module *module_holding(rbp_uw *u, uint64_t at)
     Dwarf_Addr low = 0, high = 0;
     if (!mod || !dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL)) return NULL;
     return low <= at && at < high && in_module(u, at) ? mod : NULL;
-}
-
-bool rbp_uw_read_exact(rbp_uw *u, uint64_t addr, void *buf, size_t len)
-{
-    return u->host.read(u->host.ctx, addr, buf, len) == (long)len;
 }
 
 /* -- process state ----------------------------------------------------------- */

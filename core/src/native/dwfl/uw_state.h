@@ -43,10 +43,24 @@ struct rbp_uw {
     size_t njit;
 };
 
-/* The module mapped at start (NULL: none). */
-uw_module *rbp_uw_module_at(rbp_uw *u, uint64_t start);
+/* The module mapped at start (NULL: none). Here, inline, as dwfl_files.c
+ * asks it too: the two files would otherwise each call the other. */
+static inline uw_module *rbp_uw_module_at(rbp_uw *u, uint64_t start)
+{
+    size_t lo = 0, hi = u->nmods;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u->mods[mid].start < start) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < u->nmods && u->mods[lo].start == start ? &u->mods[lo] : NULL;
+}
+
 /* len bytes of target memory at addr, all of them or false. */
-bool rbp_uw_read_exact(rbp_uw *u, uint64_t addr, void *buf, size_t len);
+static inline bool rbp_uw_read_exact(rbp_uw *u, uint64_t addr, void *buf, size_t len)
+{
+    return u->host.read(u->host.ctx, addr, buf, len) == (long)len;
+}
 /* The build ID of the image mapped at start, from target memory (its
  * length, 0 if none), and where it lies. */
 size_t rbp_uw_memory_build_id(rbp_uw *u, uint64_t start, uint8_t *id, uint64_t *id_vaddr);
