@@ -29,6 +29,10 @@ import harness
 from harness import Failure
 
 SESSION = "rbpeek-top-test-%d" % os.getpid()
+# A tmux server of this test's own: on the shared default server, one test's
+# last session ending stops the server while another test's new-session is
+# connecting to it ("server exited unexpectedly", CI's it.top.debian-3.1).
+SERVER = "rbpeek-top-%d" % os.getpid()
 RATE = 400            # Hz: 800 samples, the split's judge, in about 2 s
 FIRST_SAMPLES = 800
 REFRESH = 1.0         # top's default --refresh
@@ -39,7 +43,8 @@ BOUND_Z = harness.family_z(3)
 
 
 def tmux(*args):
-    return subprocess.run(["tmux"] + list(args), capture_output=True, text=True, timeout=30)
+    return subprocess.run(["tmux", "-L", SERVER, "-f", "/dev/null"] + list(args), capture_output=True, text=True,
+                          timeout=30)
 
 
 def capture():
@@ -189,6 +194,7 @@ def test(spec, workdir):
             tmux("kill-session", "-t", SESSION)
         harness.log("top: refreshes, ranks, sorts, holds; q and Ctrl-C leave the target running and untraced")
     finally:
+        tmux("kill-server")
         target.close()
 
 
