@@ -21,6 +21,18 @@ The figures issue 36 asks of JIT code (docs/performance.md, "YJIT"):
 Each figure of 1 is the median of REPEAT fresh processes. The load average
 is printed with the figures: on a shared machine the program's own
 throughput moves by tens of percent as other jobs come and go.
+
+--interleave ROUNDS measures 1 in one process instead, in short windows
+that alternate: WINDOW s untouched, WINDOW s sampled with `--native`,
+WINDOW s untouched, WINDOW s sampled without it, and so on ROUNDS times.
+Each sampled window's rate is set against the mean of the untouched
+windows on either side of it, and the figure is the mean of those ratios
+with its 95% bootstrap interval. Sixteen threads passing the GVL on two
+CPUs drift by some 10% from one process, and one minute, to the next
+(docs/performance.md): windows seconds apart share that drift, so the
+ratio of neighbours cancels it where the before/after of one long run
+could not. The untouched windows leave out the command's start-up and
+exit (its Python, the attach, the detach: 0.3 s after it ends).
 """
 
 import argparse
@@ -138,6 +150,64 @@ def one_speed_run(ruby, threads, seconds, native=True):
     return during / ((before + after) / 2.0), native.group(0) if native else "(no Native line)"
 
 
+def sampled_window(argv, json_path):
+    """Runs `rbpeek sample` (argv) and reads its JSON summary: the sampled
+    window in this process's monotonic clock and the summary's Native and
+    Cost lines."""
+    offset = time.time() - time.monotonic()
+    r = subprocess.run(argv + ["--json", "-o", json_path], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise SystemExit("rbpeek sample failed:\n" + (r.stdout + r.stderr)[-2000:])
+    with open(json_path) as f:
+        doc = json.load(f)
+    t0 = doc["started"] - offset
+    text = r.stdout + r.stderr
+    lines = {k: (re.search(r"^%s:.*$" % k, text, re.M) or [None])[0] for k in ("Native", "Cost")}
+    return (t0, t0 + doc["duration_s"]), lines
+
+
+def interleaved_run(ruby, threads, window, rounds, modes):
+    """{mode: [ratio of each sampled window's rate to its untouched
+    neighbours']}, {mode: [its Cost lines]}: one process, its windows
+    alternating untouched and sampled (modes in turn), ROUNDS rounds."""
+    workdir = tempfile.mkdtemp(prefix="rbpeek-bench-yjit-")
+    prog = os.path.join(workdir, "workers.rb")
+    with open(prog, "w") as f:
+        f.write(WORKERS)
+    proc = benchlib.launch([ruby] + YJIT + [prog, workdir, str(threads)], workdir)
+    timeline = []   # ("off", t0, t1) or (mode, t0, t1)
+    costs = {m: [] for m in modes}
+    try:
+        time.sleep(2.0)   # every method compiled
+        for k in range(rounds * len(modes)):
+            mode = modes[k % len(modes)]
+            a = time.monotonic()
+            time.sleep(window)
+            timeline.append(("off", a, time.monotonic()))
+            argv = [sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(proc.pid), "--rate", "100",
+                    "--duration", str(window)] + (["--native"] if mode == "native" else [])
+            (s0, s1), lines = sampled_window(argv, os.path.join(workdir, "s.json"))
+            timeline.append((mode, s0 + 0.05, s1))
+            costs[mode].append(lines)
+            time.sleep(0.3)   # the detach and the command's exit, in no window
+        a = time.monotonic()
+        time.sleep(window)
+        timeline.append(("off", a, time.monotonic()))
+        rows = read_rows(workdir)
+    finally:
+        proc.kill()
+        proc.wait()
+    ratios = {m: [] for m in modes}
+    for i in range(1, len(timeline) - 1, 2):
+        mode, s0, s1 = timeline[i]
+        before = rate_between(rows, timeline[i - 1][1], timeline[i - 1][2])
+        during = rate_between(rows, s0, s1)
+        after = rate_between(rows, timeline[i + 1][1], timeline[i + 1][2])
+        if before and during and after:
+            ratios[mode].append(during / ((before + after) / 2.0))
+    return ratios, costs
+
+
 def bt_times(ruby, debugger, runs):
     """(first, warm median) seconds of `ruby bt -a --native` in debugger,
     whether the parked thread's stack was merged whole, its JIT frames."""
@@ -176,9 +246,24 @@ def main():
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--debuggers", default="gdb,lldb")
     ap.add_argument("--plain", action="store_true", help="also sample without --native, for comparison")
+    ap.add_argument("--interleave", type=int, metavar="ROUNDS", default=0,
+                    help="measure the speed in alternating windows of one process (see above), ROUNDS rounds")
+    ap.add_argument("--window", type=float, default=2.0, help="seconds of each window of --interleave")
     args = ap.parse_args()
     ruby = harness.ruby_binary(args.ruby)
     print("Ruby %s with %s; load average before: %s" % (args.ruby, " ".join(YJIT), benchlib_load()))
+    if args.interleave:
+        modes = ["native", "plain"] if args.plain else ["native"]
+        ratios, costs = interleaved_run(ruby, args.threads, args.window, args.interleave, modes)
+        for mode in modes:
+            r = ratios[mode]
+            cost = costs[mode][len(costs[mode]) // 2]
+            print("sample %s at 100 Hz, %d threads, %d windows of %g s: the target kept %s of its speed; "
+                  "e.g. %s; %s (load %s)"
+                  % ("--native" if mode == "native" else "without --native", args.threads, len(r), args.window,
+                     "%.1f%%%s" % (100 * statistics.mean(r), mean_ci(r)) if r else "?",
+                     cost["Cost"], cost["Native"], benchlib_load()))
+        return
     speeds = []
     for k in range(args.repeat):
         speed, native = one_speed_run(ruby, args.threads, args.seconds)

@@ -152,7 +152,8 @@ def estimate(raw_sites, total, kept, prec, names=None):
         out.append({"label": s["label"], "path": s["path"], "lineno": s["lineno"], "kind": s["kind"],
                     "samples": s["samples"], "share": share, "share_ci90": [lo, hi],
                     "count": int(round(total * share)), "count_ci90": [int(total * lo), int(math.ceil(total * hi))],
-                    "types": types, "typed_samples": sum(t["samples"] for t in s.get("types", ()))})
+                    "types": types, "typed_samples": sum(t["samples"] for t in s.get("types", ())),
+                    "batch_samples": s.get("batch_samples") or []})
     return out
 
 
