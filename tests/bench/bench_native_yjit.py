@@ -152,8 +152,7 @@ def one_speed_run(ruby, threads, seconds, native=True):
 
 def sampled_window(argv, json_path):
     """Runs `rbpeek sample` (argv) and reads its JSON summary: the sampled
-    window in this process's monotonic clock and the summary's Native and
-    Cost lines."""
+    window in this process's monotonic clock."""
     offset = time.time() - time.monotonic()
     r = subprocess.run(argv + ["--json", "-o", json_path], capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
@@ -161,22 +160,19 @@ def sampled_window(argv, json_path):
     with open(json_path) as f:
         doc = json.load(f)
     t0 = doc["started"] - offset
-    text = r.stdout + r.stderr
-    lines = {k: (re.search(r"^%s:.*$" % k, text, re.M) or [None])[0] for k in ("Native", "Cost")}
-    return (t0, t0 + doc["duration_s"]), lines
+    return t0, t0 + doc["duration_s"]
 
 
 def interleaved_run(ruby, threads, window, rounds, modes):
     """{mode: [ratio of each sampled window's rate to its untouched
-    neighbours']}, {mode: [its Cost lines]}: one process, its windows
-    alternating untouched and sampled (modes in turn), ROUNDS rounds."""
+    neighbours']}: one process, its windows alternating untouched and
+    sampled (modes in turn), ROUNDS rounds."""
     workdir = tempfile.mkdtemp(prefix="rbpeek-bench-yjit-")
     prog = os.path.join(workdir, "workers.rb")
     with open(prog, "w") as f:
         f.write(WORKERS)
     proc = benchlib.launch([ruby] + YJIT + [prog, workdir, str(threads)], workdir)
     timeline = []   # ("off", t0, t1) or (mode, t0, t1)
-    costs = {m: [] for m in modes}
     try:
         time.sleep(2.0)   # every method compiled
         for k in range(rounds * len(modes)):
@@ -186,9 +182,8 @@ def interleaved_run(ruby, threads, window, rounds, modes):
             timeline.append(("off", a, time.monotonic()))
             argv = [sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(proc.pid), "--rate", "100",
                     "--duration", str(window)] + (["--native"] if mode == "native" else [])
-            (s0, s1), lines = sampled_window(argv, os.path.join(workdir, "s.json"))
+            s0, s1 = sampled_window(argv, os.path.join(workdir, "s.json"))
             timeline.append((mode, s0 + 0.05, s1))
-            costs[mode].append(lines)
             time.sleep(0.3)   # the detach and the command's exit, in no window
         a = time.monotonic()
         time.sleep(window)
@@ -205,7 +200,7 @@ def interleaved_run(ruby, threads, window, rounds, modes):
         after = rate_between(rows, timeline[i + 1][1], timeline[i + 1][2])
         if before and during and after:
             ratios[mode].append(during / ((before + after) / 2.0))
-    return ratios, costs
+    return ratios
 
 
 def bt_times(ruby, debugger, runs):
@@ -254,15 +249,14 @@ def main():
     print("Ruby %s with %s; load average before: %s" % (args.ruby, " ".join(YJIT), benchlib_load()))
     if args.interleave:
         modes = ["native", "plain"] if args.plain else ["native"]
-        ratios, costs = interleaved_run(ruby, args.threads, args.window, args.interleave, modes)
+        ratios = interleaved_run(ruby, args.threads, args.window, args.interleave, modes)
         for mode in modes:
             r = ratios[mode]
-            cost = costs[mode][len(costs[mode]) // 2]
-            print("sample %s at 100 Hz, %d threads, %d windows of %g s: the target kept %s of its speed; "
-                  "e.g. %s; %s (load %s)"
+            print("sample %s at 100 Hz, %d threads, %d windows of %g s: the target kept%s of its speed "
+                  "(windows' standard deviation %.1f points; load %s)"
                   % ("--native" if mode == "native" else "without --native", args.threads, len(r), args.window,
-                     "%.1f%%%s" % (100 * statistics.mean(r), mean_ci(r)) if r else "?",
-                     cost["Cost"], cost["Native"], benchlib_load()))
+                     mean_ci(r)[1:] if len(r) > 1 else " ?", 100 * statistics.stdev(r) if len(r) > 1 else 0.0,
+                     benchlib_load()))
         return
     speeds = []
     for k in range(args.repeat):
