@@ -26,6 +26,8 @@ DEFAULT_RATE = 100.0        # samples a second (docs/allocations.md, "Precision"
 DEFAULT_DURATION = 20.0     # seconds when --duration is not given: a 75/25 split within 5 points in 90% of
                             # runs on every matrix Ruby at DEFAULT_RATE (docs/sampling.md, "Allocation sites")
 LUMP = 0.05                 # sites under this share are one category in the dispersion's table
+BATCH_JOINS = (1, 2, 4)     # the dispersion is measured at the core's batches, and joined in twos and fours...
+MIN_BATCHES = 4             # ... while this many batches remain (dispersion())
 TOP = 10                    # sites shown per table
 METHOD = "allocator samples"
 PRECISION_AT = 0.25         # the share whose interval the summary quotes (a 75/25 split's smaller site)
@@ -41,15 +43,42 @@ def t_quantile(z, dof):
     return z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof * dof)
 
 
+def pearson_dispersion(cats):
+    """(chi-square / dof, dof) of a batches x categories table (each
+    category its samples per batch); (None, 0) when it has no degrees of
+    freedom."""
+    nb = len(cats[0]) if cats else 0
+    m = [sum(c[b] for c in cats) for b in range(nb)]
+    n = sum(m)
+    dof = (nb - 1) * (len(cats) - 1)
+    if dof <= 0 or not n:
+        return None, 0
+    x2 = 0.0
+    for c in cats:
+        p = sum(c) / n
+        for b in range(nb):
+            e = m[b] * p
+            if e > 0:
+                x2 += (c[b] - e) ** 2 / e
+    return x2 / dof, dof
+
+
 def dispersion(doc):
     """(phi, dof): how much more the sites' shares varied from batch to
     batch of the run (rbpeek_alloc_sites_json's batch_samples) than
     independent samples would: Pearson's chi-square of the batches x sites
-    table (sites under LUMP summed into one) over its degrees of freedom.
-    Samples are not independent when one GC step spans several stops (a
-    major GC of tens of milliseconds goes to the one allocation that
-    started it, stop after stop). (None, 0) with fewer than two batches or
-    one site."""
+    table (sites under LUMP summed into one) over its degrees of freedom,
+    at each batch length of BATCH_JOINS (the core's batches joined in
+    twos and fours, while MIN_BATCHES remain), the largest, with the
+    degrees of freedom of the longest batches (the fewest: phi is least
+    sure there). Samples are not independent when one GC step spans
+    several stops (a major GC of tens of milliseconds goes to the one
+    allocation that started it, stop after stop), and on a loaded machine
+    they clump over seconds too, which short batches do not see: measured
+    on 38 runs (docs/allocations.md), the core's 20 batches alone gave 90%
+    intervals that held the program's own share in 84% of them (81% at a
+    load of 7), the largest of three lengths in 95%. (None, 0) with fewer
+    than two batches or one site."""
     nb = doc.get("batches") or 0
     sites = doc.get("sites") or []
     batched = doc.get("batched") or 0
@@ -64,19 +93,21 @@ def dispersion(doc):
             other = [a + b for a, b in zip(other, per)]
     if sum(other):
         cats.append(other)
-    m = [sum(c[b] for c in cats) for b in range(nb)]
-    n = sum(m)
-    if len(cats) < 2 or not n:
+    if len(cats) < 2:
         return None, 0
-    x2 = 0.0
-    for c in cats:
-        p = sum(c) / n
-        for b in range(nb):
-            e = m[b] * p
-            if e > 0:
-                x2 += (c[b] - e) ** 2 / e
-    dof = (nb - 1) * (len(cats) - 1)
-    return x2 / dof, dof
+    best, dof = None, 0
+    for join in BATCH_JOINS:
+        k = nb // join
+        if join > 1 and k < MIN_BATCHES:
+            break
+        # the core's batches joined in runs of `join` (the last run takes what is left)
+        joined = [[sum(c[i * join:(i + 1) * join if i < k - 1 else nb]) for i in range(k)] for c in cats]
+        phi, d = pearson_dispersion(joined)
+        if phi is None:
+            continue
+        best = phi if best is None else max(best, phi)
+        dof = d
+    return (best, dof) if best is not None else (None, 0)
 
 
 def precision(doc, kept):
@@ -301,17 +332,27 @@ def precision_facts(prec, kept, elapsed):
             "points_at_25": round(half, 2), "seconds_for_5_points": round(need, 1) if need is not None else None}
 
 
+def batch_lengths(nb):
+    """"20, 10 and 5 batches, the most they varied": the cuts dispersion()
+    measured."""
+    counts = [nb // j for j in BATCH_JOINS if j == 1 or nb // j >= MIN_BATCHES]
+    if len(counts) == 1:
+        return "%d batches" % nb
+    return "%s and %d batches, the most they varied" % (", ".join(str(c) for c in counts[:-1]), counts[-1])
+
+
 def precision_text(p, elapsed):
     """The summary's line on the intervals."""
     phi = p["dispersion"]
     if phi is None:
         how = "the samples counted as independent (too few to cut into batches and measure how they vary)"
     else:
-        how = ("from batch to batch of the run (%d batches) the shares varied %.2f times as much as independent "
-               "samples' would, so the %d count as %.0f" % (p["batches"], phi, p["samples"], p["effective_samples"])
+        how = ("from batch to batch of the run (%s) the shares varied %.2f times as much as independent "
+               "samples' would, so the %d count as %.0f" % (batch_lengths(p["batches"]), phi, p["samples"],
+                                                            p["effective_samples"])
                if phi > 1 else
-               "from batch to batch of the run (%d batches) the shares varied no more than independent samples' would"
-               % p["batches"])
+               "from batch to batch of the run (%s) the shares varied no more than independent samples' would"
+               % batch_lengths(p["batches"]))
     line = "Precision: 90%% intervals (Wilson's) from %d allocator samples: %s; a share of 25%% is known to +-%.1f " \
            "points" % (p["samples"], how, p["points_at_25"])
     need = p["seconds_for_5_points"]
