@@ -348,6 +348,11 @@ typedef struct rbpeek_trace_stats {
     uint64_t native_reused;     /* --native: stacks of threads parked since the sample before, whose
                                  * schedstat showed they had not run: that sample's machine frames
                                  * reused (not in native_peeked) */
+    /* held_s runs from the stop's request: a thread on a CPU runs on until
+     * it stops (50-150 us), one preempted until it gets a CPU again. This
+     * runs from the moment the sampler had seen every stop it asked for:
+     * the target was held stopped at least this long, at most held_s. */
+    double held_seen_s;
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or

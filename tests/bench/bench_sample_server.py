@@ -45,7 +45,7 @@ PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integr
                        "parked_server.rb")
 SUMMARY = re.compile(r"^Samples:\s+(\d+) in ([0-9.]+) s: ([0-9.]+) Hz", re.M)
 COST = re.compile(r"^Cost:\s+per sample (\d+) us stopping the threads, (\d+) us walking the stacks, (\d+) us "
-                  r"resuming them .*threads held stopped ([0-9.]+)% of the wall time", re.M)
+                  r"resuming them .*threads held stopped [0-9.]+-([0-9.]+)% of the wall time", re.M)
 COST_NB = re.compile(r"^Cost:\s+nothing stopped \(--nonblocking\): per sample (\d+) us reading", re.M)
 DROPPED = re.compile(r"^Dropped:\s+(\d+) of (\d+) thread stacks", re.M)
 ALONE = re.compile(r"^Stopped:\s+the GVL holder only in (\d+) of (\d+) samples", re.M)

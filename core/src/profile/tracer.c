@@ -328,6 +328,8 @@ static void *tracer_main(void *arg)
         uint64_t walk_ns = done - b - resume_ns;
         pthread_mutex_lock(&t->lock);
         if (held_from) t->stats.held_s += (double)(t->last_cont - held_from) * 1e-9;
+        if (held_from && t->cur.stopped_at && t->last_cont > t->cur.stopped_at)
+            t->stats.held_seen_s += (double)(t->last_cont - t->cur.stopped_at) * 1e-9;
         t->stats.full_stops += t->cur.full;
         t->stats.threads_stopped += t->cur.nstopped;
         t->stats.not_stopped += t->cur.late;

@@ -173,7 +173,7 @@ class TraceStats(ctypes.Structure):
                 ("native_none", ctypes.c_uint64), ("native_unmerged", ctypes.c_uint64),
                 ("gc", ctypes.c_uint64 * 5), ("cpu_samples", ctypes.c_uint64), ("cpu_gc", ctypes.c_uint64),
                 ("cpu_waited", ctypes.c_uint64), ("gvl_free", ctypes.c_uint64),
-                ("native_reused", ctypes.c_uint64)]
+                ("native_reused", ctypes.c_uint64), ("held_seen_s", ctypes.c_double)]
 
 
 TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}

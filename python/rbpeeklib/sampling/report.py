@@ -74,10 +74,12 @@ def traced_cost_lines(st):
     # (reads before the stop) and "walking" (parked threads, after the
     # resume) run while the target runs. What the target loses is "held".
     busy = 100.0 * (1.0 - st.running / el) if el > 0 else 0.0
+    seen = 100.0 * st.held_seen / el if el > 0 else 0.0
     lines = ["Cost:      per sample %.0f us stopping the threads, %.0f us walking the stacks, %.0f us "
              "resuming them (traced by rbpeek); the sampler was at work %.1f%% of the wall time; threads held "
-             "stopped %.2f%% of the wall time" % (1e6 * st.stop / n, 1e6 * st.walk / n, 1e6 * st.resume / n,
-                                                   busy, held),
+             "stopped %.2f-%.2f%% of the wall time (from the stops seen, and from the stops asked for: a thread "
+             "runs on until it stops)" % (1e6 * st.stop / n, 1e6 * st.walk / n, 1e6 * st.resume / n, busy,
+                                          min(seen, held), held),
              "Stopped:   %s" % what]
     if st.stop_mode == "gvl":
         lines.append(dropped_line(st, "changed while they were read after the resume"))

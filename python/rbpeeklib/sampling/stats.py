@@ -38,7 +38,8 @@ class Stats:
         self.retried_threads = 0  # stacks walked again because they changed while read (torn ones too)
         self.full_stops = 0    # samples that stopped every thread
         self.threads_stopped = 0
-        self.held = 0.0        # traced: seconds some thread of the target was held stopped
+        self.held = 0.0        # traced: seconds some thread of the target was held stopped (from the stop's request)
+        self.held_seen = 0.0   # ... from the moment every stop asked for was seen: at least this long
         self.gc = [0] * 5      # stacks recorded with the GC at work on top, by phase (rbpeek_gc_phase)
         # traced, threads stopped: the GVL holders found on a CPU, of which the GC
         # was at work on; and those found preempted (rbpeek_trace_stats)
@@ -80,6 +81,7 @@ class Stats:
         self.full_stops = ts.full_stops
         self.threads_stopped = ts.threads_stopped
         self.held = ts.held_s
+        self.held_seen = ts.held_seen_s
         self.gc = [ts.gc[k] for k in range(5)]
         self.cpu_samples, self.cpu_gc, self.cpu_waited = ts.cpu_samples, ts.cpu_gc, ts.cpu_waited
         self.unmerged = ts.native_unmerged
