@@ -181,9 +181,9 @@ def contention_line(st):
     if n + waited < 20 or waited < CONTENDED * (n + waited):
         return None
     return ("CPU:       the GVL's holder was waiting for a CPU at %d of %d samples (%.0f%%): the program competes "
-            "for CPUs, and stopping it to sample shifts where it runs: its stacks' shares may be off by several "
-            "points (docs/sampling.md, \"Under CPU contention\"; --nonblocking does not stop it); the GC's share "
-            "of the CPU time counts only the samples that found it on a CPU"
+            "for CPUs, and stopping it to sample shifts where it runs: its stacks' shares, and the GC's share of "
+            "the CPU time, may be off by several points (docs/sampling.md, \"Under CPU contention\"; "
+            "--nonblocking does not stop it)"
             % (waited, n + waited, 100.0 * waited / (n + waited)))
 
 
