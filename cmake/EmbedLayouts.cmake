@@ -1,7 +1,12 @@
-# Turns layouts/*.layout into a C file of string constants (builtin tables),
-# run at build time so editing a layout file rebuilds the library.
+# Turns layouts/*.layout (x86-64's tables) and layouts/aarch64/*.layout
+# into a C file of string constants (builtin tables), run at build time so
+# editing a layout file rebuilds the library. A version has a table per
+# machine: the table's "machine" line tells them apart (layout.c).
 file(GLOB files ${LAYOUT_DIR}/*.layout)
+file(GLOB machine_files ${LAYOUT_DIR}/aarch64/*.layout)
 list(SORT files)
+list(SORT machine_files)
+list(APPEND files ${machine_files})
 set(body "/* Generated from the layouts directory by cmake/EmbedLayouts.cmake. Do not edit. */\n#include <stddef.h>\n")
 set(versions "")
 set(texts "")

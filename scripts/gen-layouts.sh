@@ -7,6 +7,13 @@
 # a shared build is only a cross-check: identical tables are not kept twice;
 # a difference is kept as <version>-static.layout and reported.
 #
+# The arm64 builds of scripts/build-arm64-ruby.sh (libruby alone, in
+# $RBPEEK_ARM64_RUBIES, default /var/cache/rbpeek/arm64-rubies) give
+# layouts/dwarf/aarch64/<version>.layout the same way, named by the
+# version their recipe built (nothing arm64 runs here to ask it), and with
+# a "machine aarch64" line, as rbpeek-layoutgen writes for another
+# machine's DWARF.
+#
 # These tables are not compiled in: the built-in tables are made from public
 # facts by tools/rbpeek-factsgen.py, which takes the members the facts leave
 # opaque from these (--supplement-from) and must agree with them on the rest
@@ -19,6 +26,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUBIES=${RBPEEK_RUBIES:-/var/cache/rbpeek/rubies}
+ARM64_RUBIES=${RBPEEK_ARM64_RUBIES:-/var/cache/rbpeek/arm64-rubies}
 OUT=$ROOT/layouts/dwarf
 mkdir -p "$OUT"
 
@@ -75,4 +83,20 @@ for name in "${names[@]}"; do
     chmod 644 "$dest"
     echo "$name: wrote ${dest#"$ROOT"/} ($(fields "$dest" | grep -vc '^ruby ') fields)"
 done
+# The arm64 builds (every one, when no names were given)
+if [ $# -eq 0 ]; then
+    for lib in "$ARM64_RUBIES"/*/libruby.so.*; do
+        [ -f "$lib" ] && [ -f "$(dirname "$lib")/.rbpeek-complete" ] || continue
+        version=$(basename "$(dirname "$lib")")
+        mkdir -p "$OUT/aarch64"
+        dest=$OUT/aarch64/$version.layout
+        if "$GEN" -v "$lib" --ruby-version "$version" -o "$dest"; then
+            chmod 644 "$dest"
+            echo "arm64 $version: wrote ${dest#"$ROOT"/} ($(fields "$dest" | grep -vc '^ruby \|^machine ') fields)"
+        else
+            echo "FAILED arm64 $version ($lib)" >&2
+            status=1
+        fi
+    done
+fi
 exit $status

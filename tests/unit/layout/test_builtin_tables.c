@@ -1,6 +1,7 @@
 /*
- * The built-in tables, one per CRuby release 2.7.0 to 4.0.6, made from
- * public facts by tools/rbpeek-factsgen.py:
+ * The built-in tables, one per CRuby release 2.7.0 to 4.0.6 (x86-64's),
+ * and aarch64's of the 3.1 line, made from public facts by
+ * tools/rbpeek-factsgen.py:
  *
  *   - every release of those lines has a table, and each parses and names
  *     its own version;
@@ -12,11 +13,16 @@
  *     for a member whose place depends on the configuration (an `alt` line),
  *     one of its two placements does. The facts come from one build of
  *     each release and DWARF from another: this is what says the facts
- *     describe the releases as they are built.
+ *     describe the releases as they are built. The same holds of aarch64's
+ *     table of 3.1.2 against the DWARF of our arm64 build of it
+ *     (layouts/dwarf/aarch64/): what says the facts with aarch64's glibc
+ *     types describe aarch64.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <elf.h>
 
 #include "cu_main.h"
 #include "fixture_files.h"
@@ -43,6 +49,15 @@ static void test_every_release_has_a_table(void)
             CU_ASSERT(idx >= 0 && exact);
             want++;
         }
+    /* and aarch64's tables, of the 3.1 line */
+    for (int p = 0; p <= 7; p++) {
+        char v[16];
+        snprintf(v, sizeof v, "3.1.%d", p);
+        bool exact = false;
+        long idx = rbp_builtin_layout_find(v, EM_AARCH64, &exact);
+        CU_ASSERT(idx >= 0 && exact);
+        want++;
+    }
     CU_ASSERT_EQUAL(rbp_builtin_layout_count(), want);
 }
 
@@ -91,6 +106,7 @@ static void test_tables_parse_and_are_consistent(void)
         char err[256];
         CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&l, rbp_builtin_layout_text(i), err, sizeof err), 0);
         CU_ASSERT_STRING_EQUAL(l.ruby_version, ver);
+        CU_ASSERT_EQUAL(l.machine, rbp_builtin_layout_machine(i));
         /* Two groups: the release's facts, then its line's supplement. */
         CU_ASSERT(l.nsources == 3 && strncmp(l.sources[1], "facts ", 6) == 0 && strncmp(l.sources[2], "line ", 5) == 0);
         CU_ASSERT_EQUAL(consistency_problems(&l, ver), 0);
@@ -105,19 +121,24 @@ static bool same_field(const rbp_field *a, const rbp_field *b)
 
 static void test_facts_equal_dwarf(void)
 {
-    static const char *BUILT[] = {"2.7.4", "3.1.2", "3.3.8", "3.4.5"};
+    static const struct {
+        const char *version, *dir;
+        uint16_t machine;
+    } BUILT[] = {{"2.7.4", "", EM_X86_64}, {"3.1.2", "", EM_X86_64}, {"3.3.8", "", EM_X86_64},
+                 {"3.4.5", "", EM_X86_64}, {"3.1.2", "aarch64/", EM_AARCH64}};
     const char *src = getenv("RBPEEK_SOURCE_DIR"); /* set by ctest */
     CU_ASSERT_PTR_NOT_NULL_FATAL(src);
     for (size_t b = 0; b < sizeof BUILT / sizeof BUILT[0]; b++) {
         char path[1024], err[256];
-        snprintf(path, sizeof path, "%s/layouts/dwarf/%s.layout", src, BUILT[b]);
+        snprintf(path, sizeof path, "%s/layouts/dwarf/%s%s.layout", src, BUILT[b].dir, BUILT[b].version);
         char *text = slurp(path, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text);
         rbp_layout dwarf, facts;
         CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&dwarf, text, err, sizeof err), 0);
         free(text);
+        CU_ASSERT_EQUAL(dwarf.machine, BUILT[b].machine);
         bool exact = false;
-        long idx = rbp_builtin_layout_find(BUILT[b], RBP_MACHINE_DEFAULT, &exact);
+        long idx = rbp_builtin_layout_find(BUILT[b].version, BUILT[b].machine, &exact);
         CU_ASSERT_FATAL(idx >= 0 && exact);
         CU_ASSERT_EQUAL_FATAL(rbp_layout_parse(&facts, rbp_builtin_layout_text((size_t)idx), err, sizeof err), 0);
         int compared = 0, differ = 0;
@@ -128,7 +149,7 @@ static void test_facts_equal_dwarf(void)
             for (int a = 0; a < facts.nalt && !ok; a++)
                 ok = facts.alt[a].id == (rbp_field_id)i && same_field(d, &facts.alt[a].f);
             if (!ok) {
-                fprintf(stderr, "%s: %s is %d/%d in the facts, %d/%d in DWARF\n", BUILT[b],
+                fprintf(stderr, "%s%s: %s is %d/%d in the facts, %d/%d in DWARF\n", BUILT[b].dir, BUILT[b].version,
                         rbp_field_name((rbp_field_id)i), f->offset, f->size, d->offset, d->size);
                 differ++;
             }
@@ -140,7 +161,7 @@ static void test_facts_equal_dwarf(void)
 }
 
 static const rbp_cu_test TESTS[] = {
-    {"every release 2.7.0-4.0.6 has a table", test_every_release_has_a_table},
+    {"every release 2.7.0-4.0.6 has a table, 3.1's an aarch64 one too", test_every_release_has_a_table},
     {"every table parses, names its version and is consistent", test_tables_parse_and_are_consistent},
     {"facts equal our DWARF on every member both give", test_facts_equal_dwarf},
     {NULL, NULL},

@@ -206,7 +206,9 @@ static void test_builtin(void)
         CU_ASSERT_TRUE(rbp_has(&l, RBP_L_ec_cfp));
         CU_ASSERT_TRUE(rbp_has(&l, RBP_L_th_status) && l.f[RBP_L_th_status].bit_size == 2);
         bool exact = false;
-        CU_ASSERT_EQUAL(rbp_builtin_layout_find(ver, RBP_MACHINE_DEFAULT, &exact), (long)i);
+        uint16_t m = rbp_builtin_layout_machine(i);
+        CU_ASSERT_EQUAL(l.machine, m);
+        CU_ASSERT_EQUAL(rbp_builtin_layout_find(ver, m, &exact), (long)i);
         CU_ASSERT_TRUE(exact);
         /* Another patch release of the same minor falls back to this one
          * (unless another table of that minor is nearer). */
@@ -214,8 +216,8 @@ static void test_builtin(void)
         if (sscanf(ver, "%d.%d.%d", &maj, &min, &pat) == 3) {
             char other[32];
             snprintf(other, sizeof other, "%d.%d.%d", maj, min, pat + 1000);
-            long j = rbp_builtin_layout_find(other, RBP_MACHINE_DEFAULT, &exact);
-            CU_ASSERT(j >= 0);
+            long j = rbp_builtin_layout_find(other, m, &exact);
+            CU_ASSERT(j >= 0 && rbp_builtin_layout_machine((size_t)j) == m);
             CU_ASSERT_FALSE(exact);
             if (j >= 0) CU_ASSERT_STRING_NOT_EQUAL(rbp_builtin_layout_version((size_t)j), "");
         }
@@ -275,8 +277,9 @@ static void test_bounds_check(void)
 /* A layout carries the machine it was made for: x86-64 without a
  * "machine" line (every table and file before it), the line's machine
  * otherwise, written back only when it is not x86-64; a machine this
- * rbpeek cannot name is an error, never read as x86-64; no built-in table
- * is aarch64's yet. */
+ * rbpeek cannot name is an error, never read as x86-64; the built-in
+ * tables are x86-64's, and aarch64's for the 3.1 line, each found only
+ * for its machine. */
 static void test_machine(void)
 {
     rbp_layout l;
@@ -300,10 +303,19 @@ static void test_machine(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "line 1: 'machine' needs a machine this rbpeek knows"));
     CU_ASSERT_EQUAL(rbp_layout_parse(&l, "machine\ncfp_pc 0 8\n", err, sizeof err), -1);
     bool exact;
-    for (size_t i = 0; i < rbp_builtin_layout_count(); i++)
-        CU_ASSERT_EQUAL(rbp_builtin_layout_machine(i), EM_X86_64);
-    CU_ASSERT_EQUAL(rbp_builtin_layout_find("3.1.2", EM_AARCH64, &exact), -1);
-    CU_ASSERT_TRUE(rbp_builtin_layout_find("3.1.2", EM_X86_64, &exact) >= 0 && exact);
+    size_t arm = 0;
+    for (size_t i = 0; i < rbp_builtin_layout_count(); i++) {
+        uint16_t m = rbp_builtin_layout_machine(i);
+        CU_ASSERT(m == EM_X86_64 || m == EM_AARCH64);
+        arm += m == EM_AARCH64;
+    }
+    CU_ASSERT_EQUAL(arm, 8);   /* 3.1.0 to 3.1.7 */
+    long x86 = rbp_builtin_layout_find("3.1.2", EM_X86_64, &exact);
+    CU_ASSERT_TRUE(x86 >= 0 && exact);
+    long a64 = rbp_builtin_layout_find("3.1.2", EM_AARCH64, &exact);
+    CU_ASSERT_TRUE(a64 >= 0 && exact && a64 != x86);
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find("3.3.8", EM_AARCH64, &exact), -1);   /* no aarch64 table of 3.3 */
+    CU_ASSERT_EQUAL(rbp_builtin_layout_find("3.1.2", EM_RISCV, &exact), -1);
 }
 
 static const rbp_cu_test tests[] = {
