@@ -28,7 +28,7 @@ if _other and os.path.dirname(os.path.dirname(os.path.abspath(_other))) != os.pa
 from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
 from rbpeeklib.commands import registry  # noqa: E402
 from rbpeeklib.commands.sessions import Sessions  # noqa: E402
-from rbpeeklib.core import REGISTER_NAMES, RbpeekError, preload  # noqa: E402
+from rbpeeklib.core import RbpeekError, preload  # noqa: E402
 
 
 class GdbAdapter(DebuggerAdapter):
@@ -62,6 +62,15 @@ class GdbAdapter(DebuggerAdapter):
             return None
         m = re.search(r"Local core dump file:\s*`(.+?)', file type", text)
         return m.group(1) if m else None
+
+    def sysroot(self):
+        # gdb's own "set sysroot", which it reads the core's shared
+        # libraries from: the same files, for what rbpeek reads itself
+        try:
+            root = gdb.parameter("sysroot")
+        except (gdb.error, RuntimeError):
+            return None
+        return root if root and not root.startswith("target:") and os.path.isdir(root) else None
 
     def live_pid(self):
         inf = self._inferior()
@@ -138,7 +147,7 @@ class GdbAdapter(DebuggerAdapter):
                 files.append(path)
         return files
 
-    def thread_registers(self, tid):
+    def thread_registers(self, tid, names):
         target = next((t for t in self._inferior().threads() if t.ptid[1] == tid), None)
         if target is None:
             return None
@@ -151,11 +160,13 @@ class GdbAdapter(DebuggerAdapter):
         try:
             target.switch()
             newest = gdb.newest_frame()
-            for name in REGISTER_NAMES:
-                try:
-                    out[name] = int(newest.read_register(name)) & 0xFFFFFFFFFFFFFFFF
-                except (gdb.error, ValueError):
-                    pass
+            for spellings in names:
+                for name in spellings:
+                    try:
+                        out[name] = int(newest.read_register(name)) & 0xFFFFFFFFFFFFFFFF
+                        break
+                    except (gdb.error, ValueError):
+                        pass
         except gdb.error:
             return None
         finally:

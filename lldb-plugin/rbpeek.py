@@ -8,6 +8,7 @@ knowledge of Ruby's structs.
 """
 
 import os
+import re
 import signal
 import sys
 
@@ -20,7 +21,7 @@ if os.path.join(_REPO, "python") not in sys.path:
 from rbpeeklib.adapter import DebuggerAdapter, run_each  # noqa: E402
 from rbpeeklib.commands import registry  # noqa: E402
 from rbpeeklib.commands.sessions import Sessions  # noqa: E402
-from rbpeeklib.core import REGISTER_NAMES, RbpeekError, preload  # noqa: E402
+from rbpeeklib.core import RbpeekError, preload  # noqa: E402
 from rbpeeklib.elfcore import core_pid as _core_pid  # noqa: E402
 
 
@@ -99,6 +100,14 @@ class LldbAdapter(DebuggerAdapter):
                         out.append((start, start + size, section.GetFileOffset(), path))
         return out
 
+    def sysroot(self):
+        # the platform's ("platform select remote-linux --sysroot DIR"),
+        # which lldb 16 tells only in "platform status"
+        ret = lldb.SBCommandReturnObject()
+        self.debugger.GetCommandInterpreter().HandleCommand("platform status", ret)
+        m = re.search(r"^\s*Sysroot:\s*(\S.*?)\s*$", ret.GetOutput() or "", re.M)
+        return m.group(1) if m and os.path.isdir(m.group(1)) else None
+
     def core_file(self):
         # For a core whose binaries are missing lldb lists no modules at
         # all: the core library then reads the mapped files' list itself.
@@ -146,19 +155,21 @@ class LldbAdapter(DebuggerAdapter):
     def threads(self):
         return [self._describe(t) for t in self.process]
 
-    def thread_registers(self, tid):
+    def thread_registers(self, tid, names):
         thread = self.process.GetThreadByID(tid)
         frame = thread.GetFrameAtIndex(0) if thread.IsValid() else None
         if frame is None or not frame.IsValid():
             return None
         out = {}
-        for name in REGISTER_NAMES:
-            reg = frame.FindRegister(name)
-            if reg.IsValid():
-                err = lldb.SBError()
-                v = reg.GetValueAsUnsigned(err, 0)
-                if err.Success():
-                    out[name] = v
+        for spellings in names:
+            for name in spellings:
+                reg = frame.FindRegister(name)
+                if reg.IsValid():
+                    err = lldb.SBError()
+                    v = reg.GetValueAsUnsigned(err, 0)
+                    if err.Success():
+                        out[name] = v
+                        break
         return out
 
     def evaluate(self, expr):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Opt-in: what it.arch_refusal needs (issue 39), an arm64 Ruby run under
+# Opt-in: what it.arch_read needs (issue 39), an arm64 Ruby run under
 # emulation on this x86-64 machine; with --build, also what the aarch64
 # build of rbpeek needs (scripts/build-arm64.sh). Not in install-deps.sh,
 # for its size:

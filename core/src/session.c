@@ -13,6 +13,7 @@
 
 #include "memory/elf_symbols.h"
 #include "memory/machine.h"
+#include "memory/regset.h"
 #include "native/native.h"
 #include "vm/discover.h"
 #include "vm/kernel_tid.h"
@@ -96,6 +97,7 @@ void rbpeek_session_free(rbpeek_session *s)
     rbp_mem_free(s->mem);
     free_regions(s);
     free(s->layout_file);
+    free(s->sysroot);
     for (size_t i = 0; i < s->ndebug_files; i++) free(s->debug_files[i]);
     free(s->debug_files);
     free_caches(s);
@@ -117,6 +119,7 @@ static rbpeek_status set_source(rbpeek_session *s, rbp_source src)
     s->mem = m;
     s->pid = 0;
     s->core_note[0] = '\0';
+    s->debugger_files = false;
     rbp_kernel_tids_free(s);   /* what the kernel lists is the new source's to say */
     rbp_mem_set_warn(m, rbp_session_warnsink(s));
     s->attached = false;
@@ -146,12 +149,15 @@ rbpeek_status rbpeek_session_use_reader(rbpeek_session *s, rbpeek_read_fn fn, vo
     return set_source(s, (rbp_source){.read = fn, .ctx = ctx, .kind = "callback"});
 }
 
+/* Regions a source or a core names (not the debugger's own list). */
 static void adopt_regions(rbpeek_session *s, rbp_region *r, size_t n)
 {
+    bool listed = s->debugger_files;
     for (size_t i = 0; i < n; i++) {
         rbpeek_session_add_region(s, r[i].start, r[i].end, r[i].file_offset, r[i].path);
         free(r[i].path);
     }
+    s->debugger_files = listed;
     free(r);
 }
 
@@ -179,12 +185,13 @@ rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path)
     if (mst != RBPEEK_OK) return mst;
     rbp_source src;
     char err[256];
-    if (!rbp_source_core(core_path, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
+    if (!rbp_source_core_at(core_path, s->sysroot, &src, err, sizeof err))
+        return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
     rbpeek_status st = set_source(s, src);
     if (st != RBPEEK_OK) return st;
     if (!(s->core_path = strdup(core_path))) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     rbp_region *r = NULL;
-    size_t n = rbp_source_core_regions(core_path, &r);
+    size_t n = rbp_source_core_regions_at(core_path, s->sysroot, &r);
     adopt_regions(s, r, n);
     return RBPEEK_OK;
 }
@@ -195,7 +202,7 @@ rbpeek_status rbpeek_session_add_core_regions(rbpeek_session *s, const char *cor
     rbpeek_status mst = core_machine(s, core_path);
     if (mst != RBPEEK_OK) return mst;
     rbp_region *r = NULL;
-    size_t n = rbp_source_core_regions(core_path, &r);
+    size_t n = rbp_source_core_regions_at(core_path, s->sysroot, &r);
     if (!n) return rbp_fail(s, RBPEEK_ERR_IO, "%s lists no mapped files (not an ELF core?)", core_path);
     adopt_regions(s, r, n);
     return RBPEEK_OK;
@@ -209,14 +216,22 @@ rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const char *core_p
     if (mst != RBPEEK_OK) return mst;
     rbp_source src;
     char err[256];
-    if (!rbp_source_core(core_path, &src, err, sizeof err)) return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
+    if (!rbp_source_core_at(core_path, s->sysroot, &src, err, sizeof err))
+        return rbp_fail(s, RBPEEK_ERR_IO, "%s", err);
     const char *note = src.note ? src.note(src.ctx) : NULL;
     if (note) snprintf(s->core_note, sizeof s->core_note, "%s", note);
-    if (src.close) src.close(src.ctx);
+    /* The debugger lists the mapped files and reads their pages. Where it
+     * knows none of them (gdb on a core without NT_FILE, whose files only
+     * the dynamic linker's list in it names: it reads their pages as
+     * zeros), the core's own are taken, and the core is read by rbpeek's
+     * own reader of it, which maps those files, before the debugger. */
+    bool linkmap = !s->debugger_files && rbp_source_core_by_linkmap(&src);
+    if (linkmap && s->mem) rbp_mem_add_source(s->mem, src, true);
+    else if (src.close) src.close(src.ctx);
     rbp_region *r = NULL;
-    size_t n = rbp_source_core_regions(core_path, &r), k = 0;
+    size_t n = rbp_source_core_regions_at(core_path, s->sysroot, &r), k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!r[i].path) r[k++] = r[i];
+        if (!r[i].path || !s->debugger_files) r[k++] = r[i];
         else free(r[i].path);
     }
     adopt_regions(s, r, k);
@@ -258,6 +273,7 @@ rbpeek_status rbpeek_session_add_region(rbpeek_session *s, uint64_t start, uint6
         s->regions_cap = cap;
     }
     s->regions[s->nregions++] = (rbp_region){start, end, file_offset, path && *path ? strdup(path) : NULL};
+    s->debugger_files |= path && *path;   /* adopt_regions undoes it for a source's own */
     s->native_stale = true;
     return RBPEEK_OK;
 }
@@ -267,6 +283,27 @@ rbpeek_status rbpeek_session_use_registers(rbpeek_session *s, rbpeek_regs_fn fn,
     if (!s) return RBPEEK_ERR_ARG;
     s->regs_fn = fn;
     s->regs_ctx = ctx;
+    return RBPEEK_OK;
+}
+
+const char *rbpeek_session_register_names(rbpeek_session *s)
+{
+    if (!s) return "";
+    const rbp_regset *rs = rbp_regset_of(rbp_machine_of_target(s));
+    size_t used = 0;
+    s->register_names[0] = '\0';
+    for (unsigned i = 0; rs && i < rs->nregs && used < sizeof s->register_names; i++)
+        used += (size_t)snprintf(s->register_names + used, sizeof s->register_names - used, "%s%s", i ? " " : "",
+                                 rs->names[i]);
+    return s->register_names;
+}
+
+rbpeek_status rbpeek_session_set_sysroot(rbpeek_session *s, const char *dir)
+{
+    if (!s) return RBPEEK_ERR_ARG;
+    free(s->sysroot);
+    s->sysroot = NULL;
+    if (dir && *dir && !(s->sysroot = strdup(dir))) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     return RBPEEK_OK;
 }
 

@@ -58,6 +58,12 @@ class DebuggerAdapter:
         target, or a debugger that cannot tell)."""
         return None
 
+    def sysroot(self):
+        """Where the target's files are on this machine when they are not
+        where the target names them (gdb's "set sysroot", the command
+        line's --sysroot: a core of another machine), or None."""
+        return None
+
     def evaluate(self, expr):
         """The integer value of a debugger expression (an address, a
         register, a C variable) as a 64-bit VALUE, evaluated without calling
@@ -76,12 +82,13 @@ class DebuggerAdapter:
         """The selected thread in the same shape as threads(), or None."""
         raise NotImplementedError
 
-    def thread_registers(self, tid):
+    def thread_registers(self, tid, names):
         """The registers of the stopped thread with kernel TID tid, for
-        native stacks: {"rax": int, ..., "rsp": int, "rip": int} (x86-64's
-        general registers and rip, as many as the debugger knows), or None
-        when it has no such thread. Must leave the debugger's selection as
-        it was."""
+        native stacks: {"rax": int, ..., "rsp": int, "rip": int}, as many
+        as the debugger knows of names (the target machine's registers as
+        the core lists them, each a tuple of spellings: ("x29", "fp")), each
+        under the spelling the debugger knew, or None when it has no such
+        thread. Must leave the debugger's selection as it was."""
         return None
 
     def write(self, text):

@@ -23,7 +23,7 @@ from .core import RbpeekError
 from .standalone import StandaloneAdapter
 
 PROG = "rbpeek"
-TARGET_USAGE = "(--pid PID... [--subprocesses] | --core CORE [--exe PATH])"
+TARGET_USAGE = "(--pid PID... [--subprocesses] | --core CORE [--exe PATH] [--sysroot DIR])"
 TARGET_HELP = """Target (one of):
   --pid PID          a live process: read through /proc/PID/mem (root, or
                      the same user with ptrace allowed); not stopped, except
@@ -36,7 +36,10 @@ TARGET_HELP = """Target (one of):
   --core CORE        a core file (gcore, or the kernel's); pages it lacks
                      are read from the files it mapped, at their paths
   --exe PATH         with --core: the Ruby executable, read for its DWARF
-                     as `gdb PATH CORE` would"""
+                     as `gdb PATH CORE` would
+  --sysroot DIR      with --core: where the files the core names live on
+                     this machine (DIR/lib/..., as gdb's `set sysroot`): a
+                     core of another machine, an arm64 server's"""
 
 
 def _main_help(commands):
@@ -130,10 +133,13 @@ def parse_target(argv):
     pid = pids[0] if pids else None
     core, argv = _take_option(argv, ["--core", "-c"])
     exe, argv = _take_option(argv, ["--exe"])
+    sysroot, argv = _take_option(argv, ["--sysroot"])
     if (pid is None) == (core is None):
         raise UsageError(None, "give the target: --pid PID (a live process) or --core CORE (a core file)")
     if exe is not None and core is None:
         raise UsageError(None, "--exe goes with --core (a live process names its own executable)")
+    if sysroot is not None and core is None:
+        raise UsageError(None, "--sysroot goes with --core (a live process's files are where it mapped them)")
     if follow and pid is None:
         raise UsageError(None, "--subprocesses goes with --pid (a core file is one process)")
     if pid is not None:
@@ -152,7 +158,10 @@ def parse_target(argv):
         raise RbpeekError("--core: no such file: %s" % core)
     if exe is not None and not os.path.isfile(exe):
         raise RbpeekError("--exe: no such file: %s" % exe)
-    return StandaloneAdapter(core=os.path.abspath(core), exe=exe and os.path.abspath(exe)), argv
+    if sysroot is not None and not os.path.isdir(sysroot):
+        raise RbpeekError("--sysroot: no such directory: %s" % sysroot)
+    return StandaloneAdapter(core=os.path.abspath(core), exe=exe and os.path.abspath(exe),
+                             sysroot=sysroot and os.path.abspath(sysroot)), argv
 
 
 def _top(rest):

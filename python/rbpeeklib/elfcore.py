@@ -10,8 +10,9 @@ MAX_THREADS = 1 << 16
 
 
 def core_thread_ids(path):
-    """[TID, ...] of an x86-64 ELF core's NT_PRSTATUS notes; [] for anything
-    that is not a readable ELF64 little-endian core."""
+    """[TID, ...] of an ELF core's NT_PRSTATUS notes (pr_pid sits at byte 32
+    of x86-64's and aarch64's alike); [] for anything that is not a readable
+    ELF64 little-endian core."""
     tids = []
     try:
         with open(path, "rb") as f:

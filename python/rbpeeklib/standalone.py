@@ -27,8 +27,8 @@ from .elfcore import core_thread_ids
 class StandaloneAdapter(DebuggerAdapter):
     name = "rbpeek"
 
-    def __init__(self, pid=None, core=None, exe=None, out=None, err=None):
-        self.pid, self.core, self.exe = pid, core, exe
+    def __init__(self, pid=None, core=None, exe=None, out=None, err=None, sysroot=None):
+        self.pid, self.core, self.exe, self._sysroot = pid, core, exe, sysroot
         self.out = out or sys.stdout
         self.err = err or sys.stderr
 
@@ -46,6 +46,9 @@ class StandaloneAdapter(DebuggerAdapter):
 
     def lookup_symbol(self, name):
         return None
+
+    def sysroot(self):
+        return self._sysroot
 
     def debug_files(self):
         # As `gdb EXE CORE`: the executable may carry DWARF (a static Ruby).

@@ -28,6 +28,7 @@
  * else the value is taken as it is.
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -131,8 +132,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2 + 17 * 9 || !g_elf_size) return 0;
     uint8_t flags = data[0], nedits = data[1];
     const uint8_t *p = data + 2, *end = data + size;
-    uint64_t regs[RBP_UW_NREGS];
-    for (int i = 0; i < RBP_UW_NREGS; i++, p += 9) {
+    /* the harness is an x86-64 process (fuzz builds are native x86-64 ones):
+     * the input's 17 registers are x86-64's */
+    const rbp_regset *rs = rbp_regset_of(EM_X86_64);
+    uint64_t regs[RBP_REGS_MAX] = {0};
+    for (int i = 0; i < 17; i++, p += 9) {
         uint64_t v;
         memcpy(&v, p + 1, 8);
         regs[i] = fix(v, p[0]);
@@ -178,14 +182,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     rbp_mem *m = rbp_mem_new((rbp_source){.read = reader, .ctx = with_elf ? (void *)1 : NULL, .kind = "fuzz"});
     char err[512], cut[512];
-    rbp_native *n = m ? rbp_native_new(m, err, sizeof err) : NULL;
+    rbp_native *n = m ? rbp_native_new(m, rs, err, sizeof err) : NULL;
     if (n && rbp_native_set_regions(n, r, nr, err, sizeof err)) {
         rbp_uw_range jit[2];
         size_t njit = 0;
         if (flags & 16) jit[njit++] = (rbp_uw_range){(uint64_t)g_stack, (uint64_t)g_stack + sizeof g_stack};
         if (flags & 32) jit[njit++] = (rbp_uw_range){anchor(0) & ~0xfffull, (anchor(0) & ~0xfffull) + 0x10000};
         rbp_native_set_jit(n, jit, njit);
-        uint32_t known = (flags & 8) ? (1u << RBP_UW_REG_RSP) | (1u << RBP_UW_REG_RIP) : RBP_UW_ALL_REGS;
+        rbp_regmask known = (flags & 8) ? ((rbp_regmask)1 << rs->sp) | ((rbp_regmask)1 << rs->pc) : rbp_regset_all(rs);
         size_t got = rbp_native_unwind(n, regs, known, MAX_FRAMES, flags & 2, g_out, g_extra, cut, sizeof cut);
         if (got > MAX_FRAMES) abort();
         volatile size_t sum = 0; /* every string given must be readable (ASan checks) */

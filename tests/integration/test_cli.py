@@ -25,7 +25,8 @@ def test_usage(workdir):
         if not re.search(r"^  %s\s" % name, out, re.M):
             raise Failure("rbpeek --help does not list %s:\n%s" % (name, out))
         text, _ = cli([name, "--help"])
-        if not text.startswith("rbpeek %s (--pid PID... [--subprocesses] | --core CORE [--exe PATH])" % name) \
+        if not text.startswith("rbpeek %s (--pid PID... [--subprocesses] | --core CORE [--exe PATH] [--sysroot DIR])"
+                               % name) \
                 or "--core CORE" not in text:
             raise Failure("rbpeek %s --help:\n%s" % (name, text))
     cases = [
@@ -34,6 +35,7 @@ def test_usage(workdir):
         (["bt"], 2, r"give the target: --pid PID"),
         (["bt", "--pid", "abc"], 2, r"--pid wants a process id"),
         (["bt", "--pid", "1", "--core", "x"], 2, r"give the target"),
+        (["bt", "--pid", "%d" % os.getpid(), "--sysroot", "/"], 2, r"--sysroot goes with --core"),
         (["bt", "--pid", "%d" % os.getpid(), "--frames"], 2, r"rbpeek bt: unrecognized arguments: --frames "
                                                            r"\(see 'rbpeek bt --help'\)"),
         (["bt", "--pid", "%d" % os.getpid(), "--max-frames", "-3"], 2, r"must be positive"),

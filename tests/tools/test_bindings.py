@@ -21,8 +21,9 @@ includes), so that neither drifts unseen:
              as a list of names (THREAD_STATES, FRAME_KINDS, STOP_MODES,
              TRACE_ENDS) names every member of its C enum, no more, by its
              value; the callback types take and return what the header's
-             typedefs do; REGISTER_NAMES is the order rbpeek_regs_fn's
-             comment gives; and a constant this test does not know fails
+             typedefs do (the registers' names and order are the core's
+             own, rbpeek_session_register_names: the binding copies none);
+             and a constant this test does not know fails
 
 usage: test_bindings.py
 Exit status: 0 pass, 1 fail, 77 skip (no C compiler).
@@ -268,7 +269,7 @@ def check_structs(structs, facts):
 # Each constant of cstructs.py and what it copies from the header: a
 # constant (VALUES), an enum as names by value (ENUMS: the members' names
 # after the prefix, lowercased), an enum's count (COUNTS), a callback type
-# (CALLBACKS), the registers' order (REGISTER_NAMES).
+# (CALLBACKS).
 VALUES = {"FORMAT_TEXT": "RBPEEK_FORMAT_TEXT", "FORMAT_JSON": "RBPEEK_FORMAT_JSON",
           "NATIVE_LINES": "RBPEEK_NATIVE_LINES", "BT_NATIVE": "RBPEEK_BT_NATIVE", "BT_NATIVE_ALL": "RBPEEK_BT_NATIVE_ALL"}
 ENUMS = {"THREAD_STATES": "RBPEEK_STATE_", "FRAME_KINDS": "RBPEEK_FRAME_", "STOP_MODES": "RBPEEK_STOP_",
@@ -283,20 +284,6 @@ def by_value(v):
     if isinstance(v, dict):
         return {(k if isinstance(k, int) else n): (n if isinstance(k, int) else k) for k, n in v.items()}
     return dict(enumerate(v))
-
-
-def register_order():
-    """rbpeek_regs_fn's registers in order, as its comment gives them
-    ("N words: rax rdx ... r8-r15 (0-15), rip (16)."), and N."""
-    text = "".join(open(h).read() for h in HEADERS)
-    m = re.search(r"(\d+) words:(.*?)\.\s(?:(?!\*/).)*\*/\s*typedef[^;]*\(\*rbpeek_regs_fn\)", text, re.S)
-    if not m:
-        return None, 0
-    names = []
-    for tok in re.findall(r"\b(r\d+-r\d+|r[a-z]{2}|r\d+)\b", m.group(2)):
-        lo, _, hi = tok.partition("-")
-        names += ["r%d" % i for i in range(int(lo[1:]), int(hi[1:]) + 1)] if hi else [tok]
-    return tuple(names), int(m.group(1))
 
 
 def check_callbacks():
@@ -322,7 +309,7 @@ def check_constants(constants):
     compiler's values of every RBPEEK_ constant)."""
     problems = []
     mine = {k: v for k, v in vars(cstructs).items() if re.fullmatch(r"[A-Z][A-Z0-9_]*", k)}
-    known = set(VALUES) | set(ENUMS) | set(COUNTS) | set(CALLBACKS) | {"REGISTER_NAMES"}
+    known = set(VALUES) | set(ENUMS) | set(COUNTS) | set(CALLBACKS)
     for name in sorted(set(mine) - known):
         problems.append("cstructs.%s: a constant this test does not know: name the C constant it copies "
                         "(VALUES, ENUMS, ... in test_bindings.py)" % name)
@@ -338,10 +325,6 @@ def check_constants(constants):
     for py, c in COUNTS.items():
         if len(mine.get(py, ())) != constants.get(c):
             problems.append("cstructs.%s has %d names, %s is %r" % (py, len(mine.get(py, ())), c, constants.get(c)))
-    order, words = register_order()
-    if order is None or mine.get("REGISTER_NAMES") != order or len(order) != words:
-        problems.append("cstructs.REGISTER_NAMES is %s; rbpeek_regs_fn's comment gives %s (%d words)"
-                        % (mine.get("REGISTER_NAMES"), order, words))
     return problems + check_callbacks(), len(mine)
 
 

@@ -1,8 +1,10 @@
 /*
  * What the tests of the native layer share: whether the unwinder object
- * loads. A sanitized build refuses to load it where libdwarf is in the
- * global scope (native/backend.c says why): those tests are then skipped,
- * saying so; any other failure to load it fails them.
+ * loads (a sanitized build refuses to load it where libdwarf is in the
+ * global scope, native/backend.c says why: those tests are then skipped,
+ * saying so; any other failure to load it fails them), and the register
+ * set of the test's own machine, which every target here runs on (the
+ * fixture, its core, the test process itself).
  */
 #ifndef RBP_FIXTURE_NATIVE_H
 #define RBP_FIXTURE_NATIVE_H
@@ -13,7 +15,17 @@
 
 #include <CUnit/CUnit.h>
 
+#include "memory/machine.h"
 #include "native/native.h"
+
+static inline const rbp_regset *fixture_native_self_regset(void)
+{
+    uint16_t m = 0;
+    CU_ASSERT_FATAL(rbp_file_machine("/proc/self/exe", &m));
+    const rbp_regset *rs = rbp_regset_of(m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rs);
+    return rs;
+}
 
 static inline bool fixture_native_backend_ok(void)
 {
@@ -31,15 +43,14 @@ static inline bool fixture_native_backend_ok(void)
 /* False, saying why, where the test process is not x86-64's: tests that
  * unwind a stack crafted in the test process itself by x86-64's rules (its
  * CFA = rsp + 8 at a function's first instruction, rbp chains) then have
- * no x86-64 process to unwind. Native unwinding of an aarch64 process is
- * not supported yet (native/regs.c refuses its registers). */
+ * no x86-64 process to unwind (the registers are the test process's own
+ * machine's, memory/regset.h; the stacks crafted are not). */
 static inline bool fixture_native_self_x86(void)
 {
 #if defined(__x86_64__)
     return true;
 #else
-    fprintf(stderr, "\n  [skip] the crafted stack is x86-64's and the test process is not: native unwinding of this "
-                    "machine's processes is not supported yet\n");
+    fprintf(stderr, "\n  [skip] the crafted stack is x86-64's and the test process is not\n");
     return false;
 #endif
 }

@@ -103,10 +103,13 @@ struct rbpeek_session {
     rbp_scratch native_frames, native_extra;   /* an unwind's frames, kept from walk to walk */
     rbpeek_regs_fn regs_fn;
     void *regs_ctx;
+    char register_names[400];           /* rbpeek_session_register_names' answer */
     int64_t *thread_ids;                /* the debugger's TIDs (rbpeek_session_set_thread_ids) */
     size_t nthread_ids;
     struct rbp_hold *hold;
     char *core_path;                    /* use_core's file, NULL otherwise */
+    char *sysroot;                      /* where a core's files are looked for first (set_sysroot), or NULL */
+    bool debugger_files;                /* the caller (a debugger) named mapped files (add_region) */
     struct rbp_core_thread *core_threads;
     size_t ncore_threads;
     bool core_threads_read;

@@ -4,9 +4,9 @@
  * recorded here, and a machine rbpeek does not read is refused here, in
  * one line naming what was found and what rbpeek reads, the way a Ruby
  * without a layout is refused. Reading an arm64 Ruby with an x86-64 table
- * validates by chance and prints garbage (issue 39), so the refusal comes
- * before any Ruby state is read. The list of machines read is
- * memory/machine.c's.
+ * validated by chance and printed garbage (issue 39), so the machine is
+ * settled before any Ruby state is read, and a layout is chosen for it.
+ * The list of machines read is memory/machine.c's.
  */
 #include "context/context.h"
 
@@ -36,13 +36,13 @@ rbpeek_status rbp_machine_verdict(rbpeek_session *s)
     const char *name = rbp_machine_name(s->machine);
     if (name)
         return rbp_fail(s, RBPEEK_ERR_UNSUPPORTED,
-                        "the target is %s (ELF machine %u, from %s); rbpeek reads %s targets only: its struct "
-                        "tables, registers and unwinder are %s's",
-                        name, s->machine, s->machine_how, read, read);
+                        "the target is %s (ELF machine %u, from %s); rbpeek reads %s targets only: it has no "
+                        "struct tables, registers or unwinder of %s",
+                        name, s->machine, s->machine_how, read, name);
     return rbp_fail(s, RBPEEK_ERR_UNSUPPORTED,
-                    "the target's ELF machine is %u (from %s); rbpeek reads %s targets only: its struct tables, "
-                    "registers and unwinder are %s's",
-                    s->machine, s->machine_how, read, read);
+                    "the target's ELF machine is %u (from %s); rbpeek reads %s targets only: it has no struct "
+                    "tables, registers or unwinder of that machine",
+                    s->machine, s->machine_how, read);
 }
 
 uint16_t rbp_machine_of_target(const rbpeek_session *s)

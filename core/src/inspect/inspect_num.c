@@ -4,7 +4,7 @@
  * 0 gives), then fixed notation when the decimal exponent is in -3..16
  * ("100.0", "0.0001", "1.0e+16", "1.0e-05"), with Infinity, -Infinity and
  * NaN by name. Bignum#to_s: the magnitude's 32-bit digits (BDIGIT on
- * x86-64) converted by GMP, up to RBP_INSP_MAX_BIG_WORDS digits (a marker
+ * x86-64 and aarch64) converted by GMP, up to RBP_INSP_MAX_BIG_WORDS digits (a marker
  * beyond), each Bignum once per value however often it is printed.
  */
 #include "inspect/inspect_int.h"
@@ -142,7 +142,7 @@ static void keep(rbp_insp *in, uint64_t addr, char *text, size_t len)
     c->next = (c->next + 1) % BIG_CACHE_SLOTS;
 }
 
-/* The magnitude's BDIGITs (32-bit on x86-64, least significant first) in
+/* The magnitude's BDIGITs (32-bit on x86-64 and aarch64, least significant first) in
  * decimal, malloc'd, with its length; NULL when out of memory. GMP's
  * mpz_get_str converts by divide and conquer (subquadratic: 2 Mbit in
  * about 50 ms; the schoolbook division by 10^9 this replaced took 8.9 s

@@ -2,7 +2,8 @@
  * What an ELF core says of its process beside its memory: the regions it
  * maps (its NT_FILE mappings with their paths, and the parts of its PT_LOAD
  * segments that no file mapping covers: heap, stacks, [vdso]), sorted by
- * address, and its threads' registers (NT_PRSTATUS). The symbol lookup and
+ * address, and its threads' registers (NT_PRSTATUS, in the unwinder's
+ * order of the core's machine). The symbol lookup and
  * the native unwinder's modules and registers are built from them, as from
  * /proc/PID/maps and ptrace for a live process.
  */
@@ -52,9 +53,14 @@ static int cmp_region(const void *a, const void *b)
  * sorted by address. */
 size_t rbp_source_core_regions(const char *core_path, rbp_region **out)
 {
+    return rbp_source_core_regions_at(core_path, NULL, out);
+}
+
+size_t rbp_source_core_regions_at(const char *core_path, const char *sysroot, rbp_region **out)
+{
     if (!out) return 0;
     *out = NULL;
-    core *c = core_path ? rbp_core_open(core_path, NULL, 0) : NULL;
+    core *c = core_path ? rbp_core_open(core_path, sysroot, NULL, 0) : NULL;
     if (!c) return 0;
     region_list l = {0};
     for (size_t i = 0; i < c->nmaps; i++) {
@@ -95,13 +101,14 @@ size_t rbp_source_core_threads(const char *core_path, rbp_core_thread **out)
 {
     if (!out) return 0;
     *out = NULL;
-    core *c = core_path ? rbp_core_open(core_path, NULL, 0) : NULL;
+    core *c = core_path ? rbp_core_open(core_path, NULL, NULL, 0) : NULL;
     if (!c) return 0;
     size_t n = c->nthreads;
     rbp_core_thread *t = n ? calloc(n, sizeof *t) : NULL;
     for (size_t i = 0; t && i < n; i++) {
         t[i].tid = c->threads[i].tid;
-        memcpy(t[i].user_regs, c->threads[i].regs, sizeof t[i].user_regs);
+        rbp_regset_from_prstatus(c->regset, c->threads[i].regs, t[i].regs);
+        t[i].known = rbp_regset_all(c->regset);
     }
     rbp_core_free(c);
     if (!t) return 0;

@@ -16,8 +16,9 @@
 
 #include "base/target_file.h"
 
-/* The machines rbpeek has struct tables, registers and an unwinder for. */
-static const uint16_t RBP_READ[] = {EM_X86_64};
+/* The machines rbpeek has struct tables, registers (memory/regset.c) and
+ * an unwinder for. */
+static const uint16_t RBP_READ[] = {EM_X86_64, EM_AARCH64};
 
 static const struct {
     uint16_t machine;
@@ -39,12 +40,16 @@ void rbp_machines_read(char *buf, size_t n)
 {
     size_t used = 0;
     if (n) buf[0] = '\0';
-    for (size_t i = 0; i < sizeof RBP_READ / sizeof RBP_READ[0] && used < n; i++) {
-        int k = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", rbp_machine_name(RBP_READ[i]));
+    size_t count = sizeof RBP_READ / sizeof RBP_READ[0];
+    for (size_t i = 0; i < count && used < n; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == count ? " and " : ", ";
+        int k = snprintf(buf + used, n - used, "%s%s", sep, rbp_machine_name(RBP_READ[i]));
         if (k < 0) break;
         used += (size_t)k;
     }
 }
+
+unsigned rbp_machine_user_bits(uint16_t m) { return m == EM_AARCH64 ? 48 : 47; }
 
 const char *rbp_machine_name(uint16_t m)
 {

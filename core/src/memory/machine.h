@@ -21,11 +21,16 @@
 #define RBP_MACHINE_DEFAULT 62 /* EM_X86_64 */
 
 /* True when rbpeek reads targets of machine m: it has their struct
- * tables, registers and unwinder. Today x86-64 only; an aarch64 table set
- * plugs in here (and in the tables' "machine" line, layout.h). */
+ * tables (the tables' "machine" line, layout.h), registers (regset.h)
+ * and unwinder: x86-64 and aarch64. */
 bool rbp_machine_read(uint16_t m);
-/* The names of the machines rbpeek reads, for a refusal ("x86-64"). */
+/* The names of the machines rbpeek reads, for a refusal ("x86-64 and aarch64"). */
 void rbp_machines_read(char *buf, size_t n);
+
+/* How many low bits a user-space address of machine m may use: 47 on
+ * x86-64 (4-level paging), 48 on aarch64 (Linux's default 48-bit VA); 47
+ * for another. */
+unsigned rbp_machine_user_bits(uint16_t m);
 
 /* "x86-64", "aarch64", "i386", ... or NULL for a machine without a name here. */
 const char *rbp_machine_name(uint16_t m);

@@ -55,6 +55,7 @@ struct rbp_mem {
     uint64_t prev_strict[MAX_HOT]; /* ... and before it: what rbp_mem_fence fetches */
     size_t nprev_strict;
     rbp_warnsink warn;  /* see rbp_mem_set_warn */
+    rbp_source fallback; /* see rbp_mem_set_fallback (read NULL: none) */
 };
 
 rbp_mem *rbp_mem_new(rbp_source src)
@@ -75,6 +76,7 @@ void rbp_mem_free(rbp_mem *m)
 {
     if (!m) return;
     if (m->src.close) m->src.close(m->src.ctx);
+    if (m->fallback.close) m->fallback.close(m->fallback.ctx);
     free(m->data);
     free(m);
 }
@@ -88,6 +90,24 @@ void rbp_mem_set_warn(rbp_mem *m, rbp_warnsink sink)
     if (!m) return;
     m->warn = sink;
     if (m->src.set_warn) m->src.set_warn(m->src.ctx, sink);
+    if (m->fallback.set_warn) m->fallback.set_warn(m->fallback.ctx, sink);
+}
+
+void rbp_mem_add_source(rbp_mem *m, rbp_source src, bool first)
+{
+    if (!m) {
+        if (src.close) src.close(src.ctx);
+        return;
+    }
+    if (m->fallback.close) m->fallback.close(m->fallback.ctx);
+    if (first) {
+        m->fallback = m->src;
+        m->src = src;
+    } else {
+        m->fallback = src;
+    }
+    if (src.set_warn) src.set_warn(src.ctx, m->warn);
+    rbp_mem_invalidate(m);
 }
 
 const rbp_warnsink *rbp_mem_warn(const rbp_mem *m) { return m ? &m->warn : NULL; }
@@ -126,6 +146,12 @@ static long source_read(rbp_mem *m, uint64_t addr, void *buf, size_t len)
     m->stats.source_reads++;
     long n = m->src.read(m->src.ctx, addr, buf, len);
     if (n < 0 || (size_t)n > len) n = n < 0 ? -1 : (long)len;
+    if (m->fallback.read && (size_t)(n > 0 ? n : 0) < len) {
+        /* what the source could not read, from the fallback */
+        size_t done = n > 0 ? (size_t)n : 0;
+        long k = m->fallback.read(m->fallback.ctx, addr + done, (uint8_t *)buf + done, len - done);
+        if (k > 0) n = (long)(done + ((size_t)k > len - done ? len - done : (size_t)k));
+    }
     if (n > 0) m->stats.source_bytes += (uint64_t)n;
     return n;
 }

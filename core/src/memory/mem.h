@@ -19,6 +19,7 @@
 
 #include "rbpeek.h"
 #include "base/target_file.h"
+#include "memory/regset.h"
 
 /* A memory source: read returns bytes read (short = rest unreadable) or -1.
  * read_many (optional) reads n ranges of len bytes at addrs[i] into bufs[i]
@@ -50,6 +51,12 @@ void rbp_mem_set_warn(rbp_mem *m, rbp_warnsink sink);
 const rbp_warnsink *rbp_mem_warn(const rbp_mem *m);
 /* The source's standing note (rbp_source.note), or NULL. */
 const char *rbp_mem_note(const rbp_mem *m);
+/* A second source (taken over: closed with m), for what the first cannot
+ * read; first: src is asked first, and the source m had for what src
+ * cannot read. A debugger that could not map a core's files (gdb on a core
+ * without NT_FILE reads their pages as zeros) has rbpeek's own reader of
+ * the core first, which maps them, and its own reads after. */
+void rbp_mem_add_source(rbp_mem *m, rbp_source src, bool first);
 
 /* Reads exactly len bytes; false if any byte is unreadable. */
 bool rbp_mem_read(rbp_mem *m, uint64_t addr, void *buf, size_t len);
@@ -102,6 +109,13 @@ void rbp_mem_reset_stats(rbp_mem *m);
 /* Backends. Each returns false with a message in err on failure. */
 bool rbp_source_proc(int pid, rbp_source *out, char *err, size_t errlen);
 bool rbp_source_core(const char *core_path, rbp_source *out, char *err, size_t errlen);
+/* The same, with the files the core names looked for under sysroot first
+ * (NULL: as named), as gdb's "set sysroot" does for another machine's. */
+bool rbp_source_core_at(const char *core_path, const char *sysroot, rbp_source *out, char *err, size_t errlen);
+/* Whether the core source src names its mapped files by the dynamic
+ * linker's list (it has no NT_FILE note: qemu-user's cores), not by the
+ * kernel's note. */
+bool rbp_source_core_by_linkmap(const rbp_source *src);
 
 /* A mapped region of the target, as a backend or the caller reports it. */
 typedef struct rbp_region {
@@ -109,18 +123,22 @@ typedef struct rbp_region {
     char *path;                     /* malloc'd, may be NULL */
 } rbp_region;
 
-/* The regions a proc or core source knows of (from /proc/PID/maps or the
- * core's NT_FILE note). Returns a malloc'd array (caller frees it and each
- * path) and its length, or 0 with *out NULL. */
+/* The regions a proc or core source knows of (from /proc/PID/maps, or the
+ * core's NT_FILE note or link map: sysroot as for rbp_source_core_at).
+ * Returns a malloc'd array (caller frees it and each path) and its
+ * length, or 0 with *out NULL. */
 size_t rbp_source_proc_regions(int pid, rbp_region **out);
 size_t rbp_source_core_regions(const char *core_path, rbp_region **out);
+size_t rbp_source_core_regions_at(const char *core_path, const char *sysroot, rbp_region **out);
 
 /* The threads a core records (its NT_PRSTATUS notes, the thread current
- * at the dump first), each with its registers as the kernel's struct
- * user_regs_struct (27 words). Returns the count; *out is malloc'd. */
+ * at the dump first), each with its registers in the unwinder's order of
+ * the core's machine (memory/regset.h). Returns the count; *out is
+ * malloc'd. */
 typedef struct rbp_core_thread {
     int64_t tid;
-    uint64_t user_regs[27];
+    uint64_t regs[RBP_REGS_MAX];
+    rbp_regmask known;
 } rbp_core_thread;
 size_t rbp_source_core_threads(const char *core_path, rbp_core_thread **out);
 

@@ -1,5 +1,6 @@
 /*
- * Memory source over an ELF core file (x86-64, little-endian, ELFCLASS64).
+ * Memory source over an ELF core file (little-endian, ELFCLASS64, of a
+ * machine rbpeek reads: memory/machine.h).
  *
  * A core holds the target's memory as PT_LOAD segments, but not all of it:
  * the kernel (by coredump_filter) and gdb's gcore leave out file-backed
@@ -7,7 +8,10 @@
  * .rodata of every executable and library, either by giving the segment a
  * p_filesz smaller than p_memsz or by writing no PT_LOAD at all. The NT_FILE
  * note still names the file behind each mapping and the offset it was
- * mapped from, so for addresses the core lacks we read that file instead.
+ * mapped from, so for addresses the core lacks we read that file instead
+ * (qemu-user writes no NT_FILE: the dynamic linker's list in the core's
+ * memory names them then, core_linkmap.c; a sysroot given is where they
+ * are looked for first, as gdb does for a core of another machine).
  * Those paths are the core's word, and a core may come from anyone: a file
  * is read only if it is a regular file (base/target_file.h), so a note
  * naming a FIFO or a device cannot block or feed us its bytes; each refusal
@@ -40,10 +44,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#ifndef NT_FILE
-#define NT_FILE 0x46494c45
-#endif
 
 /* pread that retries on EINTR and on partial transfers; returns bytes read
  * (short at end of file) or -1 if the very first attempt failed. */
@@ -85,134 +85,6 @@ static int cmp_seg(const void *a, const void *b)
 {
     const core_seg *x = a, *y = b;
     return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
-}
-
-static int cmp_fmap(const void *a, const void *b)
-{
-    const core_fmap *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* ---- NT_FILE ---------------------------------------------------------- */
-
-/* Interns path into c->files through a small open-addressing table, so a
- * library with five mappings gets one entry (and one cached fd). */
-typedef struct intern {
-    uint32_t *slots;        /* file index + 1; 0 = empty */
-    size_t mask;
-} intern;
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-static long intern_path(core *c, intern *t, const char *path)
-{
-    size_t i = (size_t)hash_str(path) & t->mask;
-    for (size_t probes = 0; probes <= t->mask; probes++, i = (i + 1) & t->mask) {
-        uint32_t v = t->slots[i];
-        if (v == 0) {
-            char *dup = strdup(path);
-            if (!dup) return -1;
-            c->files[c->nfiles] = (core_file){.path = dup, .fd = -1};
-            t->slots[i] = (uint32_t)(++c->nfiles);
-            return (long)c->nfiles - 1;
-        }
-        if (strcmp(c->files[v - 1].path, path) == 0) return (long)v - 1;
-    }
-    return -1; /* cannot happen: the table has twice as many slots as entries */
-}
-
-/* Parses one NT_FILE descriptor: count, page size, count x {start, end,
- * page offset}, then count NUL-terminated paths. Entries that are
- * malformed are dropped; a malformed header drops the note. */
-static bool parse_nt_file(core *c, const uint8_t *d, uint64_t len)
-{
-    if (len < 16) return true;
-    uint64_t count, page;
-    memcpy(&count, d, 8);
-    memcpy(&page, d + 8, 8);
-    if (page == 0 || page > ((uint64_t)1 << 30)) return true;
-    if (count > MAX_FILE_MAPS || count > (len - 16) / 24) return true;
-    if (count == 0) return true;
-
-    c->maps = calloc(count, sizeof *c->maps);
-    c->files = calloc(count, sizeof *c->files);
-    size_t nslots = 64;
-    while (nslots < 2 * count) nslots <<= 1;
-    intern t = {calloc(nslots, sizeof(uint32_t)), nslots - 1};
-    if (!c->maps || !c->files || !t.slots) {
-        free(t.slots);
-        return false;
-    }
-
-    const uint8_t *ent = d + 16;
-    const char *str = (const char *)(d + 16 + count * 24);
-    const char *end = (const char *)(d + len);
-    for (uint64_t i = 0; i < count && str < end; i++) {
-        const char *nul = memchr(str, '\0', (size_t)(end - str));
-        if (!nul) break; /* truncated string table: keep what was complete */
-        uint64_t v[3];
-        memcpy(v, ent + i * 24, sizeof v);
-        const char *path = str;
-        str = nul + 1;
-        if (v[1] <= v[0] || *path == '\0') continue;
-        if (v[2] > UINT64_MAX / page) continue;
-        long f = intern_path(c, &t, path);
-        if (f < 0) {
-            free(t.slots);
-            return false;
-        }
-        c->maps[c->nmaps++] = (core_fmap){v[0], v[1], v[2] * page, (uint32_t)f};
-    }
-    free(t.slots);
-    qsort(c->maps, c->nmaps, sizeof *c->maps, cmp_fmap);
-    return true;
-}
-
-/* Walks the notes of one PT_NOTE segment looking for NT_FILE. Notes in a
- * 64-bit core still use 4-byte namesz/descsz/type words, with name and
- * descriptor each padded to 4 bytes. */
-static bool parse_notes(core *c, const uint8_t *buf, uint64_t len)
-{
-    uint64_t pos = 0;
-    /* Each note is at least 12 bytes, so this terminates within len/12. */
-    while (len - pos >= sizeof(Elf64_Nhdr)) {
-        Elf64_Nhdr nh;
-        memcpy(&nh, buf + pos, sizeof nh);
-        pos += sizeof nh;
-        uint64_t namesz = ((uint64_t)nh.n_namesz + 3) & ~(uint64_t)3;
-        uint64_t descsz = ((uint64_t)nh.n_descsz + 3) & ~(uint64_t)3;
-        if (namesz > len - pos) break;
-        const char *name = (const char *)(buf + pos);
-        pos += namesz;
-        if (nh.n_descsz > len - pos) break;
-        const uint8_t *desc = buf + pos;
-        pos += descsz > len - pos ? len - pos : descsz;
-        if (nh.n_type == NT_FILE && c->maps == NULL && nh.n_namesz == 5 && memcmp(name, "CORE", 5) == 0) {
-            if (!parse_nt_file(c, desc, nh.n_descsz)) return false;
-        }
-        if (nh.n_type == NT_PRSTATUS && nh.n_namesz == 5 && memcmp(name, "CORE", 5) == 0 &&
-            nh.n_descsz >= PRSTATUS_REG_OFFSET + 27 * 8 && c->nthreads < MAX_CORE_THREADS) {
-            /* struct elf_prstatus (x86-64): pr_pid at 32, pr_reg at 112 */
-            if (c->nthreads == c->threads_cap) {
-                size_t cap = c->threads_cap ? c->threads_cap * 2 : 16;
-                core_thread_regs *t = realloc(c->threads, cap * sizeof *t);
-                if (!t) return false;
-                c->threads = t;
-                c->threads_cap = cap;
-            }
-            core_thread_regs *t = &c->threads[c->nthreads++];
-            int32_t pid;
-            memcpy(&pid, desc + PRSTATUS_PID_OFFSET, 4);
-            t->tid = pid;
-            memcpy(t->regs, desc + PRSTATUS_REG_OFFSET, sizeof t->regs);
-        }
-    }
-    return true;
 }
 
 /* ---- truncation ---------------------------------------------------------- */
@@ -292,7 +164,8 @@ static bool core_open_file(core *c, const char *path, char *err, size_t errlen)
     return true;
 }
 
-/* The ELF header, checked to be an x86-64 little-endian ELF64 core's. */
+/* The ELF header, checked to be a little-endian ELF64 core of a machine
+ * rbpeek reads; its machine's registers kept. */
 static bool core_read_ehdr(core *c, const char *path, Elf64_Ehdr *eh, char *err, size_t errlen)
 {
     if (pread_full(c->fd, eh, sizeof *eh, 0) != (long)sizeof *eh) {
@@ -307,9 +180,11 @@ static bool core_read_ehdr(core *c, const char *path, Elf64_Ehdr *eh, char *err,
      * it gets here, naming it (context/machine.c); this stays the reader's
      * own guard. */
     if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
-        !rbp_machine_read(eh->e_machine)) {
-        rbp_set_err(err, errlen, "core %s: only 64-bit little-endian x86-64 cores are supported "
-                "(class %u, data %u, machine %u)", path, eh->e_ident[EI_CLASS], eh->e_ident[EI_DATA],
+        !rbp_machine_read(eh->e_machine) || !(c->regset = rbp_regset_of(eh->e_machine))) {
+        char read[64];
+        rbp_machines_read(read, sizeof read);
+        rbp_set_err(err, errlen, "core %s: only 64-bit little-endian cores of %s are supported "
+                "(class %u, data %u, machine %u)", path, read, eh->e_ident[EI_CLASS], eh->e_ident[EI_DATA],
                 eh->e_machine);
         return false;
     }
@@ -382,7 +257,7 @@ static bool core_add_notes(core *c, const Elf64_Phdr *p)
     uint8_t *buf = malloc(len);
     if (!buf) return true;
     long got = pread_full(c->fd, buf, len, p->p_offset);
-    bool ok = got <= 0 || parse_notes(c, buf, (uint64_t)got);
+    bool ok = got <= 0 || rbp_core_parse_notes(c, buf, (uint64_t)got);
     free(buf);
     return ok;
 }
@@ -403,7 +278,7 @@ static bool core_read_segments(core *c, const Elf64_Phdr *ph, uint64_t phnum)
     return true;
 }
 
-core *rbp_core_open(const char *path, char *err, size_t errlen)
+core *rbp_core_open(const char *path, const char *sysroot, char *err, size_t errlen)
 {
     core *c = calloc(1, sizeof *c);
     if (!c) {
@@ -418,6 +293,14 @@ core *rbp_core_open(const char *path, char *err, size_t errlen)
         goto fail;
     bool ok = core_read_segments(c, ph, phnum);
     free(ph);
+    if (ok && c->nmaps == 0) {
+        c->by_linkmap = true;
+        ok = rbp_core_maps_from_linkmap(c, sysroot);
+    }
+    if (ok && c->maps_from[0]) {   /* said beside a truncation, if any */
+        size_t used = strlen(c->note);
+        snprintf(c->note + used, sizeof c->note - used, "%s%s", used ? "; " : "", c->maps_from);
+    }
     if (!ok) {
         rbp_set_err(err, errlen, "out of memory");
         goto fail;
@@ -553,9 +436,8 @@ static size_t read_piece(core *c, uint64_t addr, uint8_t *buf, size_t want)
     return got > 0 ? (size_t)got : 0;
 }
 
-static long core_read(void *ctx, uint64_t addr, void *buf, size_t len)
+long rbp_core_read(core *c, uint64_t addr, void *buf, size_t len)
 {
-    core *c = ctx;
     size_t done = 0;
     /* Each piece either advances or ends the read; pieces end at segment
      * or mapping boundaries, so a read spanning several is served whole. */
@@ -569,19 +451,31 @@ static long core_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return done ? (long)done : -1;
 }
 
+static long core_read(void *ctx, uint64_t addr, void *buf, size_t len) { return rbp_core_read(ctx, addr, buf, len); }
+
 static void core_close(void *ctx) { rbp_core_free(ctx); }
 
 static void core_set_warn(void *ctx, rbp_warnsink sink) { ((core *)ctx)->warn = sink; }
 
 static const char *core_note(void *ctx) { return ((core *)ctx)->note[0] ? ((core *)ctx)->note : NULL; }
 
+bool rbp_source_core_by_linkmap(const rbp_source *src)
+{
+    return src && src->read == core_read && ((const core *)src->ctx)->by_linkmap;
+}
+
 bool rbp_source_core(const char *core_path, rbp_source *out, char *err, size_t errlen)
+{
+    return rbp_source_core_at(core_path, NULL, out, err, errlen);
+}
+
+bool rbp_source_core_at(const char *core_path, const char *sysroot, rbp_source *out, char *err, size_t errlen)
 {
     if (!core_path || !out) {
         rbp_set_err(err, errlen, "no core file given");
         return false;
     }
-    core *c = rbp_core_open(core_path, err, errlen);
+    core *c = rbp_core_open(core_path, sysroot, err, errlen);
     if (!c) return false;
     *out = (rbp_source){.read = core_read, .close = core_close, .set_warn = core_set_warn, .note = core_note, .ctx = c,
                         .kind = "core"};

@@ -9,8 +9,9 @@
  *  - unwind.c is a target's unwinder: the module list, the walk (bounded),
  *    and a cache of what is known of each pc (symbol, function range,
  *    source line);
- *  - regs.c gets a thread's registers: from ptrace (a thread stopped by
- *    the calling thread), from a core's NT_PRSTATUS, or from a debugger;
+ *  - regs.c gets a live thread's registers from ptrace (a thread stopped
+ *    by the calling thread); a core's come from its NT_PRSTATUS notes
+ *    (memory/), a debugger's through the session;
  *  - hold.c stops a live process's threads for the command line;
  *  - frame_cache.c keeps a sampler's unwinds of threads that did not run
  *    from one sample to the next.
@@ -50,7 +51,10 @@ void rbp_native_modules_free(rbp_uw_module *mods, size_t n);
 /* unwind.c: a target's unwinder. */
 typedef struct rbp_native rbp_native;
 
-rbp_native *rbp_native_new(rbp_mem *mem, char *err, size_t errlen);
+/* An unwinder of the target whose registers are rs's (its machine's). */
+rbp_native *rbp_native_new(rbp_mem *mem, const rbp_regset *rs, char *err, size_t errlen);
+/* The target's register set. */
+const rbp_regset *rbp_native_regset(const rbp_native *n);
 void rbp_native_free(rbp_native *n);
 /* The target is the live process pid (its deleted files can still be
  * read): call before rbp_native_set_regions. */
@@ -81,8 +85,8 @@ typedef struct rbp_native_extra {
  * count; *cut gets why the walk stopped before the outermost frame, ""
  * when it reached it. The frames' strings belong to n and stay valid
  * until its regions change or it is freed. */
-size_t rbp_native_unwind(rbp_native *n, const uint64_t regs[RBP_UW_NREGS], uint32_t known, size_t max, bool lines,
-                         rbpeek_native_frame *out, rbp_native_extra *extra, char *cut, size_t cutlen);
+size_t rbp_native_unwind(rbp_native *n, const uint64_t regs[RBP_REGS_MAX], rbp_regmask known, size_t max,
+                         bool lines, rbpeek_native_frame *out, rbp_native_extra *extra, char *cut, size_t cutlen);
 
 /* The regions of JIT code (at most RBP_UW_MAX_JIT), as the VM layer finds
  * them from the VM's state: a frame there is stepped by YJIT's rules and
@@ -122,13 +126,13 @@ void rbp_frame_cache_sweep(rbp_frame_cache *c);
 uint64_t rbp_frame_cache_hits(const rbp_frame_cache *c);
 size_t rbp_frame_cache_count(const rbp_frame_cache *c);
 
-/* regs.c: registers in DWARF order (unwind_backend.h) from x86-64's
- * struct user_regs_struct (a core's NT_PRSTATUS), 27 words. */
-void rbp_native_regs_from_user(const uint64_t user[27], uint64_t regs[RBP_UW_NREGS]);
-/* The registers of tid (PTRACE_GETREGSET, NT_PRSTATUS), which must be in
- * a ptrace stop of the calling thread; false with the reason in err, also
- * for a thread whose registers are another machine's than x86-64. */
-bool rbp_native_regs_ptrace(pid_t tid, uint64_t regs[RBP_UW_NREGS], char *err, size_t errlen);
+/* regs.c: the registers of tid (PTRACE_GETREGSET, NT_PRSTATUS) in the
+ * unwinder's order of want, the target's set; tid must be in a ptrace
+ * stop of the calling thread. False with the reason in err, also for a
+ * thread whose registers are another machine's than want's (an emulator
+ * running the target). */
+bool rbp_native_regs_ptrace(pid_t tid, const rbp_regset *want, uint64_t regs[RBP_REGS_MAX], char *err,
+                            size_t errlen);
 
 /* hold.c: every thread of a live process stopped by the calling thread
  * (PTRACE_SEIZE, PTRACE_INTERRUPT), for reading registers; released

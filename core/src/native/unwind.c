@@ -58,6 +58,7 @@ struct rbp_native {
     rbp_uw_range jit[RBP_UW_MAX_JIT]; /* the JIT regions the VM layer found */
     size_t njit;
     uint64_t gen;           /* rbp_native_generation */
+    const rbp_regset *rs;   /* the target's registers */
 };
 
 static long host_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -65,8 +66,12 @@ static long host_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return (long)rbp_mem_read_partial(ctx, addr, buf, len);
 }
 
-rbp_native *rbp_native_new(rbp_mem *mem, char *err, size_t errlen)
+rbp_native *rbp_native_new(rbp_mem *mem, const rbp_regset *rs, char *err, size_t errlen)
 {
+    if (!rs) {
+        snprintf(err, errlen, "rbpeek has no register set of the target's machine to unwind with");
+        return NULL;
+    }
     const rbp_uw_ops *ops = rbp_native_backend(err, errlen);
     if (!ops) return NULL;
     rbp_native *n = calloc(1, sizeof *n);
@@ -77,10 +82,11 @@ rbp_native *rbp_native_new(rbp_mem *mem, char *err, size_t errlen)
     }
     n->mem = mem;
     n->ops = ops;
+    n->rs = rs;
     rbp_addrmap_init(&n->cache, PC_CACHE_ENTRIES, free);
     rbp_addrmap_init(&n->names, 0, free);
     rbp_uw_host host = {.ctx = mem, .read = host_read};
-    if (!(n->uw = ops->open(&host, err, errlen))) {
+    if (!(n->uw = ops->open(&host, rs, err, errlen))) {
         rbp_native_free(n);
         return NULL;
     }
@@ -111,6 +117,8 @@ bool rbp_native_set_regions(rbp_native *n, const rbp_region *regions, size_t nre
 }
 
 void rbp_native_set_pid(rbp_native *n, int pid) { n->pid = pid; }
+
+const rbp_regset *rbp_native_regset(const rbp_native *n) { return n ? n->rs : NULL; }
 
 size_t rbp_native_module_count(const rbp_native *n) { return n ? n->nmods : 0; }
 
@@ -259,8 +267,8 @@ bool rbp_native_in_jit(const rbp_native *n, uint64_t addr)
     return false;
 }
 
-size_t rbp_native_unwind(rbp_native *n, const uint64_t regs[RBP_UW_NREGS], uint32_t known, size_t max, bool lines,
-                         rbpeek_native_frame *out, rbp_native_extra *extra, char *cut, size_t cutlen)
+size_t rbp_native_unwind(rbp_native *n, const uint64_t regs[RBP_REGS_MAX], rbp_regmask known, size_t max,
+                         bool lines, rbpeek_native_frame *out, rbp_native_extra *extra, char *cut, size_t cutlen)
 {
     if (max > RBP_NATIVE_MAX_FRAMES) max = RBP_NATIVE_MAX_FRAMES;
     cut[0] = '\0';

@@ -12,9 +12,12 @@
  * proof). Only plain C types cross this interface, and only one symbol is
  * exported from the object: rbp_uw_backend.
  *
- * Registers are DWARF's x86-64 numbering, the 17 libdwfl's x86-64 backend
- * takes: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 (0-15) and the return
- * address column (16), which holds rip.
+ * Registers are the target machine's, in the unwinder's order of its
+ * register set (memory/regset.h, given to open): DWARF's numbering, the
+ * registers libdwfl's backend for that machine takes. On x86-64 the 17
+ * rax rdx rcx rbx rsi rdi rbp rsp r8-r15 (0-15) and the return address
+ * column (16), which holds rip; on aarch64 x0-x30 (0-30), sp (31) and the
+ * pc (32).
  */
 #ifndef RBP_NATIVE_UNWIND_BACKEND_H
 #define RBP_NATIVE_UNWIND_BACKEND_H
@@ -23,17 +26,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RBP_UW_ABI 2
-#define RBP_UW_NREGS 17
-#define RBP_UW_REG_RBX 3
-#define RBP_UW_REG_RBP 6
-#define RBP_UW_REG_RSP 7
-#define RBP_UW_REG_R12 12
-#define RBP_UW_REG_R13 13
-#define RBP_UW_REG_R14 14
-#define RBP_UW_REG_R15 15
-#define RBP_UW_REG_RIP 16
-#define RBP_UW_ALL_REGS ((1u << RBP_UW_NREGS) - 1)
+#include "memory/regset.h"
+
+#define RBP_UW_ABI 3
+/* x86-64's registers by name, for the one x86-64 rule here: stepping a
+ * frame of YJIT's code (jit_step.c). Everything else asks the set. */
+#define RBP_UW_X86_RBX 3
+#define RBP_UW_X86_RBP 6
+#define RBP_UW_X86_RSP 7
+#define RBP_UW_X86_R12 12
+#define RBP_UW_X86_R13 13
+#define RBP_UW_X86_R14 14
+#define RBP_UW_X86_R15 15
+#define RBP_UW_X86_RIP 16
 
 typedef struct rbp_uw rbp_uw;
 
@@ -94,15 +99,17 @@ typedef struct rbp_uw_sym {
 typedef struct rbp_uw_ops {
     int abi;                   /* RBP_UW_ABI */
     const char *(*version)(void);   /* "elfutils 0.188" */
-    rbp_uw *(*open)(const rbp_uw_host *host, char *err, size_t errlen);
+    /* An unwinder of the target whose registers are regs' (kept: librbpeek's
+     * own table, valid while it is loaded). */
+    rbp_uw *(*open)(const rbp_uw_host *host, const rbp_regset *regs, char *err, size_t errlen);
     void (*close)(rbp_uw *u);
     /* Replaces the module list (copied). */
     bool (*set_modules)(rbp_uw *u, const rbp_uw_module *mods, size_t n, char *err, size_t errlen);
     /* Unwinds from the registers (known: a bit per register that is
-     * known; rsp and rip must be), writing at most max frames, innermost
-     * first. *why gets why the walk ended before the outermost frame
-     * (its CFI marks the end), or "" when it reached it. */
-    size_t (*unwind)(rbp_uw *u, const uint64_t regs[RBP_UW_NREGS], uint32_t known, rbp_uw_frame *out, size_t max,
+     * known; the stack pointer and pc must be), writing at most max
+     * frames, innermost first. *why gets why the walk ended before the
+     * outermost frame (its CFI marks the end), or "" when it reached it. */
+    size_t (*unwind)(rbp_uw *u, const uint64_t regs[RBP_REGS_MAX], rbp_regmask known, rbp_uw_frame *out, size_t max,
                      char *why, size_t whylen);
     /* Names pc (a frame's, activation as unwound). lines: also its source
      * file and line, which may load DWARF. false: pc is in no module. */

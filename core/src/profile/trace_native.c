@@ -106,10 +106,11 @@ static bool stamp(void *ctx, const rbpeek_thread *th, int64_t *key, uint64_t st[
     return true;
 }
 
-static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt, uint64_t regs[RBP_UW_NREGS],
-                      char *why, size_t whylen)
+static rbp_regmask begin(void *ctx, const rbpeek_thread *th, bool held, int attempt, uint64_t regs[RBP_REGS_MAX],
+                         char *why, size_t whylen)
 {
     struct rbpeek_trace *t = ctx;
+    const rbp_regset *rs = rbp_native_regset(t->session->native);
     int64_t tid = rbp_sample_thread_tid(th, &t->opt);
     t->nat_cur.tid = (pid_t)tid;
     t->nat_cur.how = NAT_NONE;
@@ -139,31 +140,31 @@ static uint32_t begin(void *ctx, const rbpeek_thread *th, bool held, int attempt
         return 0;
     }
     if (held || tr_is_stopped(t, (pid_t)tid)) {
-        if (!rbp_native_regs_ptrace((pid_t)tid, regs, why, whylen)) return 0;
+        if (!rbp_native_regs_ptrace((pid_t)tid, rs, regs, why, whylen)) return 0;
         t->nat_cur.how = NAT_HELD;
-        return RBP_UW_ALL_REGS;
+        return rbp_regset_all(rs);
     }
     uint64_t sp, pc;
     /* the runs the stamp just read, if it did: frames kept from this
      * unwind then stand for a thread that never ran since that read */
     if (attempt == 0 && (stamped || runs_of(t->pid, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns)) &&
-        syscall_pointers(t->pid, (pid_t)tid, &sp, &pc)) {
-        regs[RBP_UW_REG_RSP] = sp;
-        regs[RBP_UW_REG_RIP] = pc;
+        rs && syscall_pointers(t->pid, (pid_t)tid, &sp, &pc)) {
+        regs[rs->sp] = sp;
+        regs[rs->pc] = pc;
         t->nat_cur.how = NAT_PEEKED;
-        return (1u << RBP_UW_REG_RSP) | (1u << RBP_UW_REG_RIP) | RBP_NATIVE_PEEKED;
+        return ((rbp_regmask)1 << rs->sp) | ((rbp_regmask)1 << rs->pc) | RBP_NATIVE_PEEKED;
     }
     pid_t one = (pid_t)tid;
     if (tr_stop_some(t, &one, 1) != 0 || !tr_is_stopped(t, one)) {
         snprintf(why, whylen, "it did not stop in time");
         return 0;
     }
-    if (!rbp_native_regs_ptrace(one, regs, why, whylen)) {
+    if (!rbp_native_regs_ptrace(one, rs, regs, why, whylen)) {
         tr_resume_one(t, one);
         return 0;
     }
     t->nat_cur.how = NAT_STOPPED;
-    return RBP_UW_ALL_REGS;
+    return rbp_regset_all(rs);
 }
 
 static bool end(void *ctx, const rbpeek_thread *th, bool held, int attempt, bool cut)

@@ -23,6 +23,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A live process whose Ruby is of another machine than its executable is
+ * an emulator's (qemu-user running an arm64 Ruby): its registers are the
+ * emulator's, and its guest's addresses need not be its own, so it is
+ * read through the emulator's gdb stub or from a core, never by pid. */
+static rbpeek_status emulated(rbpeek_session *s, uint16_t ruby_m, const char *how)
+{
+    char exe[64];
+    uint16_t m;
+    snprintf(exe, sizeof exe, "/proc/%d/exe", s->pid);
+    if (s->pid <= 0 || !rbp_file_machine(exe, &m) || m == ruby_m) return rbp_machine_establish(s, ruby_m, how);
+    const char *ruby = rbp_machine_name(ruby_m), *host = rbp_machine_name(m);
+    return rbp_fail(s, RBPEEK_ERR_UNSUPPORTED,
+                    "process %d runs a Ruby of %s (%s) in an emulator of another machine (its executable is %s's): "
+                    "read it through the emulator's gdb stub (qemu -g) with gdb-multiarch, or read its core",
+                    s->pid, ruby ? ruby : "another machine", how, host ? host : "another machine");
+}
+
 rbpeek_status rbp_discover_machine(rbpeek_session *s)
 {
     /* One Ruby image of a machine rbpeek reads outvotes others: a process
@@ -45,7 +62,7 @@ rbpeek_status rbp_discover_machine(rbpeek_session *s)
         snprintf(read ? ours : foreign, sizeof ours, "the ELF header of %s", r->path);
         *(read ? &ours_m : &foreign_m) = m;
     }
-    if (ours_m) return rbp_machine_establish(s, ours_m, ours);
+    if (ours_m) return emulated(s, ours_m, ours);
     return rbp_machine_establish(s, foreign_m, foreign);
 }
 

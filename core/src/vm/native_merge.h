@@ -44,8 +44,8 @@ rbpeek_status rbp_native_ready(rbpeek_session *s);
 /* A thread's registers, from the session's source (a debugger's
  * callback, a core's notes, a ptrace stop of this thread's caller); the
  * mask of those known, 0 (why set) when none. */
-uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RBP_UW_NREGS], char *why,
-                                size_t whylen);
+rbp_regmask rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RBP_REGS_MAX], char *why,
+                                   size_t whylen);
 
 /* Where a sampler's threads' registers come from (the tracer: ptrace and
  * /proc), thread by thread. begin gives thread t's registers (a mask of
@@ -58,8 +58,8 @@ uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RB
  * stopped go), false to try again (the source may also want to when an
  * unwind from the few registers it could read was cut). */
 typedef struct rbp_native_source {
-    uint32_t (*begin)(void *ctx, const rbpeek_thread *t, bool held, int attempt, uint64_t regs[RBP_UW_NREGS],
-                      char *why, size_t whylen);
+    rbp_regmask (*begin)(void *ctx, const rbpeek_thread *t, bool held, int attempt, uint64_t regs[RBP_REGS_MAX],
+                         char *why, size_t whylen);
     bool (*end)(void *ctx, const rbpeek_thread *t, bool held, int attempt, bool cut);
     /* Optional (NULL, or cache NULL: every thread unwound at every sample):
      * for a thread not held that the source would read without stopping
@@ -78,7 +78,7 @@ typedef struct rbp_native_source {
 /* In begin's answer, beside the registers': they were read while the
  * thread slept in the kernel, not stopped (its stack stays as it is while
  * it sleeps). */
-#define RBP_NATIVE_PEEKED (1u << 31)
+#define RBP_NATIVE_PEEKED ((rbp_regmask)1 << 63)
 
 /* A sampled thread's native stack from src, merged with t's frames into
  * out (in a; strings borrowed from the unwinder: the snapshot must be
@@ -89,8 +89,8 @@ bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thre
 /* A held thread's machine stack copied while it is stopped, to be unwound
  * after it is resumed (rbp_native_stack_hold, rbp_native_stack_held). */
 typedef struct rbp_native_held {
-    uint64_t regs[RBP_UW_NREGS];
-    uint32_t known;
+    uint64_t regs[RBP_REGS_MAX];
+    rbp_regmask known;
     uint64_t lo;                        /* the copy of [lo, lo + len): from below the */
     size_t len;                         /* stack pointer to the top of its mapping; */
     uint8_t *stack;                     /* NULL: none (unwound at once) */

@@ -24,8 +24,13 @@
 rbpeek_status rbp_native_ready(rbpeek_session *s)
 {
     char err[512];
+    const rbp_regset *rs = rbp_regset_of(rbp_machine_of_target(s));
+    if (s->native && rbp_native_regset(s->native) != rs) { /* made before the target's machine was known */
+        rbp_native_free(s->native);
+        s->native = NULL;
+    }
     if (!s->native) {
-        if (!(s->native = rbp_native_new(s->mem, err, sizeof err)))
+        if (!(s->native = rbp_native_new(s->mem, rs, err, sizeof err)))
             return rbp_fail(s, RBPEEK_ERR_UNSUPPORTED, "%s", err);
         s->native_stale = true;
     }
@@ -40,16 +45,21 @@ rbpeek_status rbp_native_ready(rbpeek_session *s)
     return RBPEEK_OK;
 }
 
-uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RBP_UW_NREGS], char *why,
-                                size_t whylen)
+rbp_regmask rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RBP_REGS_MAX], char *why,
+                                   size_t whylen)
 {
     why[0] = '\0';
+    const rbp_regset *rs = rbp_native_regset(s->native);
+    if (!rs) {
+        snprintf(why, whylen, "rbpeek has no register set of the target's machine");
+        return 0;
+    }
     if (tid <= 0) {
         snprintf(why, whylen, "its kernel thread id is not known");
         return 0;
     }
     if (s->regs_fn) {
-        uint32_t known = s->regs_fn(s->regs_ctx, tid, regs) & RBP_UW_ALL_REGS;
+        rbp_regmask known = s->regs_fn(s->regs_ctx, tid, regs) & rbp_regset_all(rs);
         if (!known) snprintf(why, whylen, "the debugger gives no registers for thread %lld", (long long)tid);
         return known;
     }
@@ -60,8 +70,8 @@ uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RB
         }
         for (size_t i = 0; i < s->ncore_threads; i++)
             if (s->core_threads[i].tid == tid) {
-                rbp_native_regs_from_user(s->core_threads[i].user_regs, regs);
-                return RBP_UW_ALL_REGS;
+                memcpy(regs, s->core_threads[i].regs, RBP_REGS_MAX * sizeof *regs);
+                return s->core_threads[i].known & rbp_regset_all(rs);
             }
         snprintf(why, whylen, "the core records no registers for thread %lld", (long long)tid);
         return 0;
@@ -71,7 +81,7 @@ uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RB
             snprintf(why, whylen, "thread %lld did not stop in time", (long long)tid);
             return 0;
         }
-        return rbp_native_regs_ptrace((pid_t)tid, regs, why, whylen) ? RBP_UW_ALL_REGS : 0;
+        return rbp_native_regs_ptrace((pid_t)tid, rs, regs, why, whylen) ? rbp_regset_all(rs) : 0;
     }
     snprintf(why, whylen, "no registers: the session reads memory through a callback and was given no "
                           "register source");
@@ -80,7 +90,7 @@ uint32_t rbp_native_thread_regs(rbpeek_session *s, int64_t tid, uint64_t regs[RB
 
 /* Unwinds from regs into the session's scratch room (kept from walk to
  * walk: a sampler's unwinds allocate nothing). Returns the frames. */
-static size_t unwind_scratch(rbpeek_session *s, const uint64_t *regs, uint32_t known, uint32_t flags,
+static size_t unwind_scratch(rbpeek_session *s, const uint64_t *regs, rbp_regmask known, uint32_t flags,
                              rbpeek_native_frame **nf, rbp_native_extra **nx, char *why, size_t whylen)
 {
     *nf = rbp_scratch_get(&s->native_frames, RBP_NATIVE_MAX_FRAMES * sizeof **nf);
@@ -104,7 +114,7 @@ static void scratch_done(rbpeek_session *s)
  * Strings are copied into the arena unless borrow (a sampler's snapshot,
  * freed before the unwinder's module list can change). */
 static bool finish(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin, uint64_t ec,
-                   const rbpeek_native_frame *nf, const rbp_native_extra *nx, size_t n, uint32_t known,
+                   const rbpeek_native_frame *nf, const rbp_native_extra *nx, size_t n, rbp_regmask known,
                    const char *why, bool borrow, rbpeek_native_stack *out)
 {
     rbpeek_native_frame *frames = n ? rbp_arena_alloc(a, n * sizeof *frames) : NULL;
@@ -149,12 +159,12 @@ static bool finish(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, cons
 bool rbp_native_stack_build(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
                             uint64_t ec, int64_t tid, uint32_t flags, rbpeek_native_stack *out)
 {
-    uint64_t regs[RBP_UW_NREGS] = {0};
+    uint64_t regs[RBP_REGS_MAX] = {0};
     char why[512];
     rbpeek_native_frame *nf = NULL;
     rbp_native_extra *nx = NULL;
     size_t n = 0;
-    uint32_t known = rbp_native_thread_regs(s, tid, regs, why, sizeof why);
+    rbp_regmask known = rbp_native_thread_regs(s, tid, regs, why, sizeof why);
     rbp_native_jit_find(s, ec);
     if (known) n = unwind_scratch(s, regs, known, flags, &nf, &nx, why, sizeof why);
     bool ok = finish(s, a, t, origin, ec, nf, nx, n, known, why, false, out);
@@ -177,18 +187,18 @@ static bool cached(rbpeek_session *s, const rbp_native_source *src, const rbpeek
 bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thread *t, const uint32_t *origin,
                               uint64_t ec, const rbp_native_source *src, bool held, rbpeek_native_stack *out)
 {
-    uint64_t regs[RBP_UW_NREGS], stamp[2];
+    uint64_t regs[RBP_REGS_MAX], stamp[2];
     char why[512] = "";
     rbpeek_native_frame *nf = NULL;
     rbp_native_extra *nx = NULL;
     size_t n = 0;
-    uint32_t known = 0;
+    rbp_regmask known = 0;
     int64_t key;
     rbp_native_jit_find(s, ec); /* first: it may change the unwinder's generation */
     const rbpeek_native_frame *kf;
     const rbp_native_extra *kx;
     if (cached(s, src, t, held, &key, stamp, &kf, &kx, &n))
-        return finish(s, a, t, origin, ec, kf, kx, n, RBP_UW_ALL_REGS, "", true, out);
+        return finish(s, a, t, origin, ec, kf, kx, n, rbp_regset_all(rbp_native_regset(s->native)), "", true, out);
     bool keep = false;
     for (int attempt = 0; attempt < 2; attempt++) {
         memset(regs, 0, sizeof regs);
@@ -227,7 +237,8 @@ bool rbp_native_stack_sampled(rbpeek_session *s, rbp_arena *a, const rbpeek_thre
  * unwind costs, and take that much memory at every sample. */
 #define HELD_COPY_MAX ((size_t)512 << 10)
 /* Below the stack pointer: the red zone a leaf function may use (x86-64
- * System V), which its CFI may read. */
+ * System V; aarch64 has none, and the few bytes more cost nothing), which
+ * its CFI may read. */
 #define RED_ZONE 128
 
 /* The session's mapped region holding addr, or NULL. The regions come in
@@ -244,8 +255,9 @@ static const rbp_region *region_of(const rbpeek_session *s, uint64_t addr)
  * (less the red zone) to its mapping's top. */
 static bool copy_stack(rbpeek_session *s, rbp_native_held *h)
 {
-    if (!(h->known & (1u << RBP_UW_REG_RSP))) return false;
-    uint64_t sp = h->regs[RBP_UW_REG_RSP];
+    const rbp_regset *rs = rbp_native_regset(s->native);
+    if (!rs || !(h->known & ((rbp_regmask)1 << rs->sp))) return false;
+    uint64_t sp = h->regs[rs->sp];
     const rbp_region *r = region_of(s, sp);
     if (!r) return false;
     uint64_t lo = sp - r->start >= RED_ZONE ? sp - RED_ZONE : r->start;

@@ -6,6 +6,8 @@
  */
 #include "vm/robject.h"
 
+#include "memory/machine.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,10 +322,11 @@ static bool symbols_table_valid(rbpeek_session *s, uint64_t addr)
 #define SCAN_WINDOW (512 * 1024)
 
 /* A VALUE that could point at a heap object: 8-aligned, and a user-space
- * address of x86-64 (below 2^47), unlike most words of code and constants. */
+ * address of the target's machine (below 2^47 on x86-64, 2^48 on
+ * aarch64), unlike most words of code and constants. */
 static bool plausible_object(const rbpeek_session *s, uint64_t v)
 {
-    return rbp_is_heap_ptr(s, v) && v >= 4096 && v < (UINT64_C(1) << 47);
+    return rbp_is_heap_ptr(s, v) && v >= 4096 && v < (UINT64_C(1) << rbp_machine_user_bits(rbp_machine_of_target(s)));
 }
 
 /* The candidates of one page of the window. */

@@ -6,12 +6,16 @@ from .base import Command, parse_args
 
 
 def describe_group(source):
-    """'facts ruby_3_1_7.rs' -> words a user can follow up."""
-    kind, _, what = source.partition(" ")
+    """'facts ruby_3_1_7.rs', 'line 3.1 aarch64' -> words a user can follow up
+    (another machine's table names it after the group)."""
+    kind, _, rest = source.partition(" ")
+    what, _, machine = rest.partition(" ")
     if kind == "facts":
-        return "public facts (%s: bindgen of that release's headers)" % what
+        return "public facts (%s: bindgen of that release's headers%s)" % (
+            what, ", with %s's glibc types" % machine if machine else "")
     if kind == "line":
-        return "the %s line's supplement (layouts/lines/%s.layout)" % (what, what)
+        return "the %s line's %ssupplement (layouts/lines/%s%s.layout)" % (
+            what, machine + " " if machine else "", machine + "/" if machine else "", what)
     return source
 
 

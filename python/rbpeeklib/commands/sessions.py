@@ -26,7 +26,8 @@ class Sessions:
 
     def get(self, dbg, args):
         self.opened_in = None
-        key = (dbg.target_key(), args.vm, args.layout, args.ruby_version)
+        sysroot = dbg.sysroot()
+        key = (dbg.target_key(), args.vm, args.layout, args.ruby_version, sysroot)
         if key[0] is None:
             raise RbpeekError("no process or core file to inspect: attach to a Ruby process or load a core first")
         if self._session is not None and key == self._key:
@@ -37,6 +38,8 @@ class Sessions:
         self._session = None
         started = time.perf_counter()
         s = Session()
+        if sysroot:
+            s.set_sysroot(sysroot)   # a core's files, when they live elsewhere here (another machine's)
         own = dbg.own_source()
         pid = dbg.live_pid()
         used_pid = False

@@ -13,7 +13,7 @@ formats.py   the profile's output formats, one row each (options, help, writer)
 """
 
 from . import formats
-from .cstructs import (BT_NATIVE, BT_NATIVE_ALL, FORMAT_JSON, FORMAT_TEXT, REGISTER_NAMES, STOP_MODES, THREAD_STATES,
+from .cstructs import (BT_NATIVE, BT_NATIVE_ALL, FORMAT_JSON, FORMAT_TEXT, STOP_MODES, THREAD_STATES,
                        TRACE_ENDS, SampleOptions, SampleResult, TraceConfig, TraceStats)
 from .formats import FORMATS
 from .heap import Census
@@ -21,7 +21,7 @@ from .lib import REPO_ROOT, RbpeekError, lib, library_path, preload, watch_probe
 from .profile import AllocSites, Kicker, Profile, Sampler, Trace, is_allocator, share_interval
 from .session import Session, Snapshot, resolve_tids
 
-__all__ = ["BT_NATIVE", "BT_NATIVE_ALL", "FORMATS", "FORMAT_JSON", "FORMAT_TEXT", "REGISTER_NAMES", "REPO_ROOT",
+__all__ = ["BT_NATIVE", "BT_NATIVE_ALL", "FORMATS", "FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT",
            "STOP_MODES", "THREAD_STATES", "TRACE_ENDS", "AllocSites", "Census", "Kicker", "Profile", "RbpeekError",
            "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
            "formats", "is_allocator", "lib", "library_path", "preload", "resolve_tids", "share_interval", "watch_probe"]

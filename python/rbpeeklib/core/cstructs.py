@@ -42,11 +42,9 @@ class BtOptions(ctypes.Structure):
 
 # --- native stacks (docs/native.md) ---
 
-# uint32_t fn(void *ctx, int64_t tid, uint64_t regs[17]): registers in DWARF's x86-64 order
-REGS_FN = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64))
-# the 17 registers rbpeek_regs_fn fills, in their order (rip is DWARF's return address column)
-REGISTER_NAMES = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
-                  "r14", "r15", "rip")
+# uint64_t fn(void *ctx, int64_t tid, uint64_t *regs): the target machine's registers, in the order
+# rbpeek_session_register_names gives (Session.register_names)
+REGS_FN = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64))
 FRAME_KINDS = ("ruby", "cfunc", "native", "gc", "jit", "gvl")
 NATIVE_LINES = 1
 BT_NATIVE, BT_NATIVE_ALL = 1, 2   # rbpeek_bt_options.show

@@ -67,6 +67,7 @@ def signatures():
         "rbpeek_session_set_kernel_tids": (st, [vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t]),
         "rbpeek_session_set_core_file": (st, [vp, cp]),
         "rbpeek_session_set_arch": (st, [vp, cp]),
+        "rbpeek_session_set_sysroot": (st, [vp, cp]),
         "rbpeek_session_add_region": (st, [vp, u64, u64, u64, cp]),
         "rbpeek_session_add_core_regions": (st, [vp, cp]),
         "rbpeek_session_set_vm": (st, [vp, u64]),
@@ -97,6 +98,7 @@ def signatures():
     }
     # --- native stacks ---
     sigs["rbpeek_session_use_registers"] = (st, [vp, REGS_FN, vp])
+    sigs["rbpeek_session_register_names"] = (cp, [vp])
     sigs["rbpeek_session_hold"] = (st, [vp])
     sigs["rbpeek_session_set_thread_ids"] = (st, [vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t])
     sigs["rbpeek_session_release"] = (None, [vp])

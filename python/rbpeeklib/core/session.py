@@ -7,7 +7,7 @@ the session that uses them.
 
 import ctypes
 
-from .cstructs import (FRAME_KINDS, LOOKUP_FN, NATIVE_LINES, READ_FN, REGISTER_NAMES, REGS_FN, AllocCounts, BtOptions,
+from .cstructs import (FRAME_KINDS, LOOKUP_FN, NATIVE_LINES, READ_FN, REGS_FN, AllocCounts, BtOptions,
                        HeapDumpStats, InspectOptions, ReadStats)
 from .heap import Census
 from .lib import Owned, RbpeekError, decode, lib, take_json, take_text
@@ -244,6 +244,10 @@ class Session(Owned):
         """The core file the debugger reads: a truncated one is said."""
         self._check(lib().rbpeek_session_set_core_file(self._h, path.encode()))
 
+    def set_sysroot(self, path):
+        """Where a core's files are looked for first (gdb's sysroot)."""
+        self._check(lib().rbpeek_session_set_sysroot(self._h, path.encode() if path else None))
+
     def set_arch(self, name):
         """The target's architecture as the debugger names it; the core
         refuses one it does not read (RbpeekError, one line)."""
@@ -300,11 +304,19 @@ class Session(Owned):
     def reset_read_stats(self):
         lib().rbpeek_session_reset_read_stats(self._h)
 
+    def register_names(self):
+        """The target machine's registers that native stacks take, in the
+        core's order: each a tuple of the names a debugger may give it
+        (("x29", "fp") on aarch64), as far as the machine is known."""
+        names = decode(lib().rbpeek_session_register_names(self._h)) or ""
+        return [tuple(n.split("|")) for n in names.split()]
+
     def use_registers(self, registers):
-        """registers(tid) -> {"rax": ..., "rip": ...} (the names of
-        REGISTER_NAMES, as many as are known) or None: where a debugger's
-        stopped threads' registers come from, for native stacks. Asked only
-        from the thread that set it, as use_lookup's function."""
+        """registers(tid, names) -> {"rax": ..., "rip": ...} or None: where
+        a debugger's stopped threads' registers come from, for native
+        stacks; names is register_names() (each register's spellings), the
+        answer's keys the first spelling of each the debugger knows. Asked
+        only from the thread that set it, as use_lookup's function."""
         import threading  # deferred, as in use_lookup
         owner = threading.get_ident()
 
@@ -312,15 +324,16 @@ class Session(Owned):
             if threading.get_ident() != owner:
                 return 0
             try:
-                regs = registers(tid)
+                names = self.register_names()
+                regs = registers(tid, names) or {}
             except KeyboardInterrupt:
                 self._interrupt_in_callback()
                 return 0
             except Exception:
                 return 0
             known = 0
-            for i, name in enumerate(REGISTER_NAMES):
-                v = (regs or {}).get(name)
+            for i, spellings in enumerate(names):
+                v = next((regs[n] for n in spellings if regs.get(n) is not None), None)
                 if v is not None:
                     out[i] = v & 0xFFFFFFFFFFFFFFFF
                     known |= 1 << i

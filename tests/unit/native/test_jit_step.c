@@ -13,6 +13,9 @@
 #include "cu_main.h"
 #include "native/dwfl/jit_step.h"
 
+/* x86-64's 17 registers, every one known (YJIT's frames are x86-64's) */
+#define X86_ALL (((rbp_regmask)1 << 17) - 1)
+
 #define MOD_LO 0x400000ull
 #define MOD_HI 0x401000ull
 #define STACK 0x7ff000000000ull
@@ -82,17 +85,17 @@ static uint64_t ret_addr(void)
     return put(0x200, reg, sizeof reg);
 }
 
-static void regs_at(uint64_t sp, uint64_t regs[RBP_UW_NREGS], uint32_t *known)
+static void regs_at(uint64_t sp, uint64_t regs[RBP_REGS_MAX], rbp_regmask *known)
 {
-    memset(regs, 0, RBP_UW_NREGS * sizeof *regs);
-    regs[RBP_UW_REG_RSP] = sp;
-    regs[RBP_UW_REG_RIP] = 0x7e0000001000ull; /* in the JIT code */
-    regs[RBP_UW_REG_RBP] = 0xb0b0;
-    regs[RBP_UW_REG_R14] = 0x1414;
-    regs[RBP_UW_REG_RBX] = 0xeeee;            /* the JIT code's own: not the caller's */
-    regs[RBP_UW_REG_R12] = 0xeeee;
-    regs[RBP_UW_REG_R13] = 0xeeee;
-    *known = RBP_UW_ALL_REGS & ~(1u << RBP_UW_REG_R15);
+    memset(regs, 0, RBP_REGS_MAX * sizeof *regs);
+    regs[RBP_UW_X86_RSP] = sp;
+    regs[RBP_UW_X86_RIP] = 0x7e0000001000ull; /* in the JIT code */
+    regs[RBP_UW_X86_RBP] = 0xb0b0;
+    regs[RBP_UW_X86_R14] = 0x1414;
+    regs[RBP_UW_X86_RBX] = 0xeeee;            /* the JIT code's own: not the caller's */
+    regs[RBP_UW_X86_R12] = 0xeeee;
+    regs[RBP_UW_X86_R13] = 0xeeee;
+    *known = X86_ALL & ~((rbp_regmask)1 << RBP_UW_X86_R15);
 }
 
 static void test_no_frame_pointer(void)
@@ -107,20 +110,20 @@ static void test_no_frame_pointer(void)
     g_stack[3] = 0x1212; /* r12 */
     g_stack[4] = 0x1313; /* r13 */
     g_stack[5] = ret;
-    uint64_t regs[RBP_UW_NREGS], out[RBP_UW_NREGS];
-    uint32_t known, k;
+    uint64_t regs[RBP_REGS_MAX], out[RBP_REGS_MAX];
+    rbp_regmask known, k;
     char why[256];
     regs_at(STACK, regs, &known);
     CU_ASSERT_FATAL(rbp_jit_step(&HOST, fake_in_module, NULL, regs, known, out, &k, why, sizeof why));
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RIP], ret);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RSP], STACK + 6 * 8);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RBX], 0x3333);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_R12], 0x1212);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_R13], 0x1313);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RBP], 0xb0b0); /* untouched by YJIT: the caller's */
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_R14], 0x1414);
-    CU_ASSERT(!(k & (1u << RBP_UW_REG_R15)));     /* not known before, not after */
-    CU_ASSERT(!(k & (1u << 0)));                  /* rax: the JIT code's scratch, unknown */
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RIP], ret);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RSP], STACK + 6 * 8);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RBX], 0x3333);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_R12], 0x1212);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_R13], 0x1313);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RBP], 0xb0b0); /* untouched by YJIT: the caller's */
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_R14], 0x1414);
+    CU_ASSERT(!(k & ((rbp_regmask)1 << RBP_UW_X86_R15)));     /* not known before, not after */
+    CU_ASSERT(!(k & ((rbp_regmask)1 << 0)));                  /* rax: the JIT code's scratch, unknown */
 }
 
 static void test_frame_pointer(void)
@@ -135,18 +138,18 @@ static void test_frame_pointer(void)
     g_stack[3] = at - 8;     /* the copy of rbp */
     g_stack[4] = 0xcafe;     /* the caller's rbp */
     g_stack[5] = ret;
-    uint64_t regs[RBP_UW_NREGS], out[RBP_UW_NREGS];
-    uint32_t known, k;
+    uint64_t regs[RBP_REGS_MAX], out[RBP_REGS_MAX];
+    rbp_regmask known, k;
     char why[256];
     regs_at(STACK, regs, &known);
-    regs[RBP_UW_REG_RBP] = at - 8;
+    regs[RBP_UW_X86_RBP] = at - 8;
     CU_ASSERT_FATAL(rbp_jit_step(&HOST, fake_in_module, NULL, regs, known, out, &k, why, sizeof why));
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RIP], ret);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RSP], at + 8);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RBP], 0xcafe);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RBX], 0x3333);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_R12], 0x1212);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_R13], 0x1313);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RIP], ret);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RSP], at + 8);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RBP], 0xcafe);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RBX], 0x3333);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_R12], 0x1212);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_R13], 0x1313);
 }
 
 static void test_in_prologue(void)
@@ -156,24 +159,24 @@ static void test_in_prologue(void)
     /* stopped after push r13: r12 and rbx still hold the caller's */
     g_stack[0] = 0x1313;
     g_stack[1] = ret;
-    uint64_t regs[RBP_UW_NREGS], out[RBP_UW_NREGS];
-    uint32_t known, k;
+    uint64_t regs[RBP_REGS_MAX], out[RBP_REGS_MAX];
+    rbp_regmask known, k;
     char why[256];
     regs_at(STACK, regs, &known);
-    regs[RBP_UW_REG_R12] = 0x1212;
-    regs[RBP_UW_REG_RBX] = 0x3333;
+    regs[RBP_UW_X86_R12] = 0x1212;
+    regs[RBP_UW_X86_RBX] = 0x3333;
     CU_ASSERT_FATAL(rbp_jit_step(&HOST, fake_in_module, NULL, regs, known, out, &k, why, sizeof why));
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RSP], STACK + 2 * 8);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_R13], 0x1313);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_R12], 0x1212);
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RBX], 0x3333);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RSP], STACK + 2 * 8);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_R13], 0x1313);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_R12], 0x1212);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RBX], 0x3333);
 }
 
 static void test_garbage(void)
 {
     uint64_t ret = ret_addr();
-    uint64_t regs[RBP_UW_NREGS], out[RBP_UW_NREGS];
-    uint32_t known, k;
+    uint64_t regs[RBP_REGS_MAX], out[RBP_REGS_MAX];
+    rbp_regmask known, k;
     char why[256];
     /* words in the module but not after a call, stack addresses, values */
     for (size_t i = 0; i < 64; i++) g_stack[i] = i % 3 == 0 ? MOD_LO + 0x900 + i : i % 3 == 1 ? STACK + i : i;
@@ -186,16 +189,16 @@ static void test_garbage(void)
     g_stack[40] = ret;
     CU_ASSERT(!rbp_jit_step(&HOST, fake_in_module, NULL, regs, known, out, &k, why, sizeof why));
     /* an unreadable stack, an unknown stack pointer */
-    regs[RBP_UW_REG_RSP] = 0x10;
+    regs[RBP_UW_X86_RSP] = 0x10;
     CU_ASSERT(!rbp_jit_step(&HOST, fake_in_module, NULL, regs, known, out, &k, why, sizeof why));
-    CU_ASSERT(!rbp_jit_step(&HOST, fake_in_module, NULL, regs, known & ~(1u << RBP_UW_REG_RSP), out, &k, why,
-                            sizeof why));
+    rbp_regmask no_sp = known & ~((rbp_regmask)1 << RBP_UW_X86_RSP);
+    CU_ASSERT(!rbp_jit_step(&HOST, fake_in_module, NULL, regs, no_sp, out, &k, why, sizeof why));
     /* the stack's end: a short read is searched as far as it goes */
     memset(g_stack, 0, sizeof g_stack);
     g_stack[63] = ret;
-    regs[RBP_UW_REG_RSP] = STACK + 60 * 8;
+    regs[RBP_UW_X86_RSP] = STACK + 60 * 8;
     CU_ASSERT(rbp_jit_step(&HOST, fake_in_module, NULL, regs, known, out, &k, why, sizeof why));
-    CU_ASSERT_EQUAL(out[RBP_UW_REG_RSP], STACK + 64 * 8);
+    CU_ASSERT_EQUAL(out[RBP_UW_X86_RSP], STACK + 64 * 8);
 }
 
 static const rbp_cu_test TESTS[] = {

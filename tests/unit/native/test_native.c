@@ -59,7 +59,7 @@ static unwound U; /* large: one at a time */
 static rbp_native *native_over(rbp_mem *m, const rbp_region *r, size_t nr)
 {
     char err[512] = "";
-    rbp_native *n = rbp_native_new(m, err, sizeof err);
+    rbp_native *n = rbp_native_new(m, fixture_native_self_regset(), err, sizeof err);
     if (!n) fprintf(stderr, "rbp_native_new: %s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(n);
     bool ok = rbp_native_set_regions(n, r, nr, err, sizeof err);
@@ -121,11 +121,11 @@ static void unwind_pid(pid_t pid, bool lines)
     rbp_region *r = NULL;
     size_t nr = rbp_source_proc_regions(pid, &r);
     rbp_native *n = native_over(m, r, nr);
-    uint64_t regs[RBP_UW_NREGS];
-    bool ok = rbp_native_regs_ptrace(pid, regs, err, sizeof err);
+    uint64_t regs[RBP_REGS_MAX];
+    bool ok = rbp_native_regs_ptrace(pid, fixture_native_self_regset(), regs, err, sizeof err);
     CU_ASSERT(ok);
-    U.n = ok ? rbp_native_unwind(n, regs, RBP_UW_ALL_REGS, RBP_NATIVE_MAX_FRAMES, lines, U.f, U.x, U.cut,
-                                 sizeof U.cut)
+    U.n = ok ? rbp_native_unwind(n, regs, rbp_regset_all(fixture_native_self_regset()), RBP_NATIVE_MAX_FRAMES, lines, U.f, U.x,
+                                 U.cut, sizeof U.cut)
              : 0;
     /* strings outlive the unwinder in the test: copy what is checked */
     static char names[64][128], mods[64][512];
@@ -182,9 +182,9 @@ static void test_lines(void)
     rbp_region *r = NULL;
     size_t nr = rbp_source_proc_regions(t.p.pid, &r);
     rbp_native *n = native_over(m, r, nr);
-    uint64_t regs[RBP_UW_NREGS];
-    CU_ASSERT_FATAL(rbp_native_regs_ptrace(t.p.pid, regs, err, sizeof err));
-    U.n = rbp_native_unwind(n, regs, RBP_UW_ALL_REGS, 64, true, U.f, U.x, U.cut, sizeof U.cut);
+    uint64_t regs[RBP_REGS_MAX];
+    CU_ASSERT_FATAL(rbp_native_regs_ptrace(t.p.pid, fixture_native_self_regset(), regs, err, sizeof err));
+    U.n = rbp_native_unwind(n, regs, rbp_regset_all(fixture_native_self_regset()), 64, true, U.f, U.x, U.cut, sizeof U.cut);
     long l3 = find_sym(&U, "level3"), l1 = find_sym(&U, "level1");
     CU_ASSERT_FATAL(l3 >= 0 && l1 >= 0);
     CU_ASSERT(U.f[l3].file && strstr(U.f[l3].file, "native_target.c"));
@@ -229,9 +229,8 @@ static void unwind_core(const char *core, pid_t pid)
     CU_ASSERT_FATAL(nth >= 1);
     CU_ASSERT_EQUAL(th[0].tid, pid);
     rbp_native *n = native_over(m, r, nr);
-    uint64_t regs[RBP_UW_NREGS];
-    rbp_native_regs_from_user(th[0].user_regs, regs);
-    U.n = rbp_native_unwind(n, regs, RBP_UW_ALL_REGS, RBP_NATIVE_MAX_FRAMES, false, U.f, U.x, U.cut, sizeof U.cut);
+    CU_ASSERT_EQUAL(th[0].known, rbp_regset_all(fixture_native_self_regset()));
+    U.n = rbp_native_unwind(n, th[0].regs, th[0].known, RBP_NATIVE_MAX_FRAMES, false, U.f, U.x, U.cut, sizeof U.cut);
     static char names[64][128], mods[64][512];
     for (size_t i = 0; i < U.n && i < 64; i++) {
         if (U.f[i].symbol) U.f[i].symbol = strcpy(names[i], U.f[i].symbol);
@@ -320,7 +319,7 @@ static void self_close(self *s)
     free_regions(s->r, s->nr);
 }
 
-static size_t self_unwind(self *s, const uint64_t regs[RBP_UW_NREGS], uint32_t known, size_t max)
+static size_t self_unwind(self *s, const uint64_t regs[RBP_REGS_MAX], rbp_regmask known, size_t max)
 {
     rbp_mem_invalidate(s->m); /* the crafted stack changes between walks */
     U.n = rbp_native_unwind(s->n, regs, known, max, false, U.f, U.x, U.cut, sizeof U.cut);
@@ -334,13 +333,14 @@ static void test_wild_pc(void)
     if (!fixture_native_backend_ok()) return;
     self s;
     self_open(&s);
-    uint64_t regs[RBP_UW_NREGS] = {0};
-    regs[RBP_UW_REG_RIP] = 0x1000;
-    regs[RBP_UW_REG_RSP] = (uint64_t)&stack_buf[8192];
-    regs[RBP_UW_REG_RBP] = (uint64_t)&stack_buf[8200];
+    uint64_t regs[RBP_REGS_MAX] = {0};
+    const rbp_regset *rs = fixture_native_self_regset();
+    regs[rs->pc] = 0x1000;
+    regs[rs->sp] = (uint64_t)&stack_buf[8192];
+    regs[rs->fp] = (uint64_t)&stack_buf[8200];
     stack_buf[8200] = (uint64_t)&stack_buf[8200]; /* a frame pointer chain libdwfl would follow */
     stack_buf[8201] = (uint64_t)native_test_leaf + 1;
-    CU_ASSERT_EQUAL(self_unwind(&s, regs, RBP_UW_ALL_REGS, 100), 1);
+    CU_ASSERT_EQUAL(self_unwind(&s, regs, rbp_regset_all(rs), 100), 1);
     CU_ASSERT_PTR_NULL(U.f[0].module);
     CU_ASSERT(strstr(U.cut, "no mapped file") != NULL);
     self_close(&s);
@@ -351,13 +351,14 @@ static void test_wild_sp(void)
     if (!fixture_native_backend_ok()) return;
     self s;
     self_open(&s);
-    uint64_t regs[RBP_UW_NREGS] = {0};
-    regs[RBP_UW_REG_RIP] = (uint64_t)native_test_leaf;
-    regs[RBP_UW_REG_RSP] = 0x10; /* unmapped */
-    CU_ASSERT_EQUAL(self_unwind(&s, regs, RBP_UW_ALL_REGS, 100), 1);
+    uint64_t regs[RBP_REGS_MAX] = {0};
+    const rbp_regset *rs = fixture_native_self_regset();
+    regs[rs->pc] = (uint64_t)native_test_leaf;
+    regs[rs->sp] = 0x10; /* unmapped */
+    CU_ASSERT_EQUAL(self_unwind(&s, regs, rbp_regset_all(rs), 100), 1);
     CU_ASSERT(U.cut[0] != '\0');
     /* only the two registers an unwind cannot start without */
-    CU_ASSERT_EQUAL(self_unwind(&s, regs, RBP_UW_ALL_REGS & ~(1u << RBP_UW_REG_RSP), 100), 0);
+    CU_ASSERT_EQUAL(self_unwind(&s, regs, rbp_regset_all(rs) & ~((rbp_regmask)1 << rs->sp), 100), 0);
     CU_ASSERT(strstr(U.cut, "not known") != NULL);
     self_close(&s);
 }
@@ -371,12 +372,13 @@ static void test_endless(void)
     self s;
     self_open(&s);
     for (size_t i = 0; i < 16384; i++) stack_buf[i] = (uint64_t)native_test_leaf + 1;
-    uint64_t regs[RBP_UW_NREGS] = {0};
-    regs[RBP_UW_REG_RIP] = (uint64_t)native_test_leaf; /* at its first instruction: CFA = rsp + 8 */
-    regs[RBP_UW_REG_RSP] = (uint64_t)&stack_buf[0];
-    CU_ASSERT_EQUAL(self_unwind(&s, regs, RBP_UW_ALL_REGS, 100), 100);
+    uint64_t regs[RBP_REGS_MAX] = {0};
+    const rbp_regset *rs = fixture_native_self_regset();
+    regs[rs->pc] = (uint64_t)native_test_leaf; /* at its first instruction: CFA = rsp + 8 */
+    regs[rs->sp] = (uint64_t)&stack_buf[0];
+    CU_ASSERT_EQUAL(self_unwind(&s, regs, rbp_regset_all(rs), 100), 100);
     CU_ASSERT(strstr(U.cut, "cut after 100") != NULL);
-    CU_ASSERT(self_unwind(&s, regs, RBP_UW_ALL_REGS, RBP_NATIVE_MAX_FRAMES) == RBP_NATIVE_MAX_FRAMES);
+    CU_ASSERT(self_unwind(&s, regs, rbp_regset_all(rs), RBP_NATIVE_MAX_FRAMES) == RBP_NATIVE_MAX_FRAMES);
     self_close(&s);
 }
 
@@ -393,11 +395,12 @@ static void test_fp_loop(void)
     uint64_t b = (uint64_t)&stack_buf[8192];
     stack_buf[8192] = b;       /* saved rbp: itself */
     stack_buf[8193] = fp_ra;   /* return address: the same place again */
-    uint64_t regs[RBP_UW_NREGS] = {0};
-    regs[RBP_UW_REG_RIP] = fp_ra;
-    regs[RBP_UW_REG_RBP] = b;
-    regs[RBP_UW_REG_RSP] = b - 32;
-    size_t n = self_unwind(&s, regs, RBP_UW_ALL_REGS, 100);
+    uint64_t regs[RBP_REGS_MAX] = {0};
+    const rbp_regset *rs = fixture_native_self_regset();
+    regs[rs->pc] = fp_ra;
+    regs[rs->fp] = b;
+    regs[rs->sp] = b - 32;
+    size_t n = self_unwind(&s, regs, rbp_regset_all(rs), 100);
     CU_ASSERT(n >= 1 && n <= 3);
     CU_ASSERT(strstr(U.cut, "did not grow") != NULL);
     self_close(&s);
@@ -435,11 +438,12 @@ static void test_garbage(void)
             default: stack_buf[i] = v; break;
             }
         }
-        uint64_t regs[RBP_UW_NREGS];
-        for (int i = 0; i < RBP_UW_NREGS; i++) regs[i] = stack_buf[NEXT() % 16384];
-        regs[RBP_UW_REG_RIP] = anchors[NEXT() % 7] + (NEXT() & 0x3f);
-        regs[RBP_UW_REG_RSP] = (uint64_t)&stack_buf[NEXT() % 16000];
-        uint32_t known = (uint32_t)NEXT() | (1u << RBP_UW_REG_RSP) | (1u << RBP_UW_REG_RIP);
+        uint64_t regs[RBP_REGS_MAX];
+        const rbp_regset *rs = fixture_native_self_regset();
+        for (int i = 0; i < RBP_REGS_MAX; i++) regs[i] = stack_buf[NEXT() % 16384];
+        regs[rs->pc] = anchors[NEXT() % 7] + (NEXT() & 0x3f);
+        regs[rs->sp] = (uint64_t)&stack_buf[NEXT() % 16000];
+        rbp_regmask known = (NEXT() & rbp_regset_all(rs)) | ((rbp_regmask)1 << rs->sp) | ((rbp_regmask)1 << rs->pc);
         size_t n = self_unwind(&s, regs, known, 256);
         CU_ASSERT(n <= 256);
         frames += n;

@@ -46,7 +46,7 @@ static void check_exe(const char *tag, const char *exe, bool stripped)
     rbp_mem *m = rbp_mem_new(src);
     rbp_region *r = NULL;
     size_t nr = rbp_source_proc_regions(p.pid, &r);
-    rbp_native *n = rbp_native_new(m, err, sizeof err);
+    rbp_native *n = rbp_native_new(m, fixture_native_self_regset(), err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(n);
     CU_ASSERT_FATAL(rbp_native_set_regions(n, r, nr, err, sizeof err));
     /* level1, level2 (static), level3, main: as the fixture printed them */

@@ -67,16 +67,16 @@ bool rbp_jit_after_call(const rbp_uw_host *host, uint64_t ret)
 }
 
 bool rbp_jit_step(const rbp_uw_host *host, rbp_jit_in_module_fn in_module, void *ctx,
-                  const uint64_t regs[RBP_UW_NREGS], uint32_t known, uint64_t out[RBP_UW_NREGS],
-                  uint32_t *out_known, char *why, size_t whylen)
+                  const uint64_t regs[RBP_REGS_MAX], rbp_regmask known, uint64_t out[RBP_REGS_MAX],
+                  rbp_regmask *out_known, char *why, size_t whylen)
 {
-    memset(out, 0, RBP_UW_NREGS * sizeof *out);
+    memset(out, 0, RBP_REGS_MAX * sizeof *out);
     *out_known = 0;
-    if (!((known >> RBP_UW_REG_RSP) & 1)) {
+    if (!((known >> RBP_UW_X86_RSP) & 1)) {
         snprintf(why, whylen, "the stack pointer of YJIT's frame is not known");
         return false;
     }
-    uint64_t sp = regs[RBP_UW_REG_RSP], w[MAX_SLOTS];
+    uint64_t sp = regs[RBP_UW_X86_RSP], w[MAX_SLOTS];
     long got = host->read(host->ctx, sp, w, sizeof w);
     size_t n = got > 0 ? (size_t)got / 8 : 0, i = 0;
     for (; i < n; i++)
@@ -87,30 +87,30 @@ bool rbp_jit_step(const rbp_uw_host *host, rbp_jit_in_module_fn in_module, void 
         return false;
     }
     uint64_t at = sp + 8 * i;
-    out[RBP_UW_REG_RIP] = w[i];
-    out[RBP_UW_REG_RSP] = at + 8;
-    uint32_t k = (1u << RBP_UW_REG_RIP) | (1u << RBP_UW_REG_RSP);
+    out[RBP_UW_X86_RIP] = w[i];
+    out[RBP_UW_X86_RSP] = at + 8;
+    rbp_regmask k = ((rbp_regmask)1 << RBP_UW_X86_RIP) | ((rbp_regmask)1 << RBP_UW_X86_RSP);
     /* rbp, r14, r15: the caller's (YJIT's code leaves them alone) */
-    const int carried[] = {RBP_UW_REG_RBP, RBP_UW_REG_R14, RBP_UW_REG_R15, RBP_UW_REG_RBX, RBP_UW_REG_R12,
-                           RBP_UW_REG_R13};
+    const int carried[] = {RBP_UW_X86_RBP, RBP_UW_X86_R14, RBP_UW_X86_R15, RBP_UW_X86_RBX, RBP_UW_X86_R12,
+                           RBP_UW_X86_R13};
     for (size_t c = 0; c < sizeof carried / sizeof *carried; c++)
         if ((known >> carried[c]) & 1) {
             out[carried[c]] = regs[carried[c]];
-            k |= 1u << carried[c];
+            k |= (rbp_regmask)1 << carried[c];
         }
     /* the registers the entry saved, highest first: r13, r12, rbx */
-    const int saved[] = {RBP_UW_REG_R13, RBP_UW_REG_R12, RBP_UW_REG_RBX};
+    const int saved[] = {RBP_UW_X86_R13, RBP_UW_X86_R12, RBP_UW_X86_RBX};
     size_t first = i;
     if (i >= 5 && w[i - 2] == at - 8) { /* frame pointer mode: the saved rbp, its copy, then r13... */
-        out[RBP_UW_REG_RBP] = w[i - 1];
-        k |= 1u << RBP_UW_REG_RBP;
+        out[RBP_UW_X86_RBP] = w[i - 1];
+        k |= (rbp_regmask)1 << RBP_UW_X86_RBP;
         first = i - 2;
     }
     /* in the prologue or the epilogue, registers not (or no longer) saved
      * still hold the caller's values: those carried above */
     for (size_t s = 0; s < 3 && s < first; s++) {
         out[saved[s]] = w[first - 1 - s];
-        k |= 1u << saved[s];
+        k |= (rbp_regmask)1 << saved[s];
     }
     *out_known = k;
     return true;

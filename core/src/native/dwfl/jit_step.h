@@ -24,8 +24,8 @@ typedef bool (*rbp_jit_in_module_fn)(void *ctx, uint64_t addr);
  * return address above the frame can be verified: one that lies in a
  * known module just after a call instruction. */
 bool rbp_jit_step(const rbp_uw_host *host, rbp_jit_in_module_fn in_module, void *ctx,
-                  const uint64_t regs[RBP_UW_NREGS], uint32_t known, uint64_t out[RBP_UW_NREGS],
-                  uint32_t *out_known, char *why, size_t whylen);
+                  const uint64_t regs[RBP_REGS_MAX], rbp_regmask known, uint64_t out[RBP_REGS_MAX],
+                  rbp_regmask *out_known, char *why, size_t whylen);
 
 /* Whether ret (a return address) follows a call instruction: the bytes
  * before it, read from the target, end with one (a direct call, or an

@@ -112,18 +112,22 @@ static bool memory_read_cb(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
     return true;
 }
 
+/* The registers that are DWARF's (the set's first ndwarf: on x86-64 rip
+ * among them, as the return address column), then the pc, as libdwfl's
+ * own backends hand a live thread's over. */
 static bool set_initial_registers_cb(Dwfl_Thread *thread, void *arg)
 {
     rbp_uw *u = arg;
     if (!u->regs) return false;
-    if ((u->known & RBP_UW_ALL_REGS) == RBP_UW_ALL_REGS) {
-        if (!dwfl_thread_state_registers(thread, 0, RBP_UW_NREGS, u->regs)) return false;
+    rbp_regmask dwarf = u->rs->ndwarf >= 64 ? ~(rbp_regmask)0 : ((rbp_regmask)1 << u->rs->ndwarf) - 1;
+    if ((u->known & dwarf) == dwarf) {
+        if (!dwfl_thread_state_registers(thread, 0, u->rs->ndwarf, u->regs)) return false;
     } else {
-        for (int i = 0; i < RBP_UW_NREGS; i++)
+        for (int i = 0; i < u->rs->ndwarf; i++)
             if ((u->known >> i) & 1)
                 if (!dwfl_thread_state_registers(thread, i, 1, &u->regs[i])) return false;
     }
-    dwfl_thread_state_register_pc(thread, u->regs[RBP_UW_REG_RIP]);
+    dwfl_thread_state_register_pc(thread, u->regs[u->rs->pc]);
     return true;
 }
 
@@ -164,10 +168,14 @@ static void uw_close(rbp_uw *u)
     free(u);
 }
 
-static rbp_uw *uw_open(const rbp_uw_host *host, char *err, size_t errlen)
+static rbp_uw *uw_open(const rbp_uw_host *host, const rbp_regset *rs, char *err, size_t errlen)
 {
     if (!host || !host->read) {
         snprintf(err, errlen, "no memory to unwind with");
+        return NULL;
+    }
+    if (!rs || rs->nregs > RBP_REGS_MAX || rs->ndwarf > rs->nregs || rs->sp >= rs->nregs || rs->pc >= rs->nregs) {
+        snprintf(err, errlen, "no register set of the target's machine to unwind with");
         return NULL;
     }
     elf_version(EV_CURRENT);
@@ -177,15 +185,17 @@ static rbp_uw *uw_open(const rbp_uw_host *host, char *err, size_t errlen)
         return NULL;
     }
     u->host = *host;
-    /* An x86-64 ELF header is all dwfl_attach_state needs to pick its
-     * architecture backend, whether or not any module can be read. */
+    u->rs = rs;
+    /* An ELF header of the target's machine is all dwfl_attach_state needs
+     * to pick its architecture backend, whether or not any module can be
+     * read: libdwfl unwinds another machine's stacks as well as its own. */
     Elf64_Ehdr *eh = (Elf64_Ehdr *)u->arch_image;
     memcpy(eh->e_ident, ELFMAG, SELFMAG);
     eh->e_ident[EI_CLASS] = ELFCLASS64;
     eh->e_ident[EI_DATA] = ELFDATA2LSB;
     eh->e_ident[EI_VERSION] = EV_CURRENT;
     eh->e_type = ET_CORE;
-    eh->e_machine = EM_X86_64;
+    eh->e_machine = rs->machine;
     eh->e_version = EV_CURRENT;
     eh->e_ehsize = sizeof *eh;
     u->arch_elf = elf_memory((char *)u->arch_image, sizeof u->arch_image);
@@ -261,26 +271,26 @@ typedef struct walk {
     size_t whylen;
     size_t first;                   /* this pass's first frame: the thread's, or a JIT frame's caller */
     bool jit_stop;                  /* the pass stopped at a frame of JIT code, whose registers are: */
-    uint64_t jregs[RBP_UW_NREGS];
-    uint32_t jknown;
+    uint64_t jregs[RBP_REGS_MAX];
+    rbp_regmask jknown;
 } walk;
 
-/* The registers libdwfl knows of a frame. */
-static void frame_regs(Dwfl_Frame *state, uint64_t regs[RBP_UW_NREGS], uint32_t *known)
+/* The registers libdwfl knows of a frame (the pc aside). */
+static void frame_regs(const rbp_regset *rs, Dwfl_Frame *state, uint64_t regs[RBP_REGS_MAX], rbp_regmask *known)
 {
     *known = 0;
-    memset(regs, 0, RBP_UW_NREGS * sizeof *regs);
-    for (unsigned i = 0; i < RBP_UW_REG_RIP; i++) {
+    memset(regs, 0, RBP_REGS_MAX * sizeof *regs);
+    for (unsigned i = 0; i < rs->ndwarf; i++) {
         Dwarf_Word v;
-        if (dwfl_frame_reg(state, i, &v) == 0) {
+        if (i != rs->pc && dwfl_frame_reg(state, i, &v) == 0) {
             regs[i] = v;
-            *known |= 1u << i;
+            *known |= (rbp_regmask)1 << i;
         }
     }
 }
 
 /* Whether the CFI of pc's module covers it. Where it does not, libdwfl
- * unwinds the frame by its frame pointer (rbp chain) instead, which gives
+ * unwinds the frame by its frame pointer (rbp or x29 chain) instead, which gives
  * garbage for code built without frame pointers (most of it): a frame
  * found that way is not shown. */
 static bool has_cfi(rbp_uw *u, uint64_t pc, bool activation)
@@ -315,7 +325,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
     if (w->n > 0 && w->n == w->first)
         activation = false; /* a JIT frame's caller: its pc is the return address the step verified */
     Dwarf_Word sp = 0;
-    bool have_sp = dwfl_frame_reg(state, RBP_UW_REG_RSP, &sp) == 0;
+    bool have_sp = dwfl_frame_reg(state, w->u->rs->sp, &sp) == 0;
     uint64_t at = activation ? pc : pc - 1;
     if (w->n > w->first) {
         const rbp_uw_frame *prev = &w->out[w->n - 1];
@@ -345,7 +355,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
     w->out[w->n++] = (rbp_uw_frame){.pc = pc, .sp = have_sp ? sp : 0, .activation = activation, .jit = jit};
     w->u->read_failed = false;
     if (jit) { /* no CFI: stepped by YJIT's rules, then a new pass */
-        frame_regs(state, w->jregs, &w->jknown);
+        frame_regs(w->u->rs, state, w->jregs, &w->jknown);
         w->jit_stop = true;
         return DWARF_CB_ABORT;
     }
@@ -354,7 +364,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 /* One pass of libdwfl's walk from regs, appending to w. Returns
  * dwfl_getthread_frames' result. */
-static int walk_pass(rbp_uw *u, walk *w, const uint64_t *regs, uint32_t known)
+static int walk_pass(rbp_uw *u, walk *w, const uint64_t *regs, rbp_regmask known)
 {
     w->first = w->n;
     w->jit_stop = false;
@@ -366,25 +376,29 @@ static int walk_pass(rbp_uw *u, walk *w, const uint64_t *regs, uint32_t known)
     return rc;
 }
 
-static size_t uw_unwind(rbp_uw *u, const uint64_t regs[RBP_UW_NREGS], uint32_t known, rbp_uw_frame *out, size_t max,
-                        char *why, size_t whylen)
+static size_t uw_unwind(rbp_uw *u, const uint64_t regs[RBP_REGS_MAX], rbp_regmask known, rbp_uw_frame *out,
+                        size_t max, char *why, size_t whylen)
 {
     why[0] = '\0';
     if (!u->attached) {
         snprintf(why, whylen, "the unwinder has no modules");
         return 0;
     }
-    if (!((known >> RBP_UW_REG_RSP) & 1) || !((known >> RBP_UW_REG_RIP) & 1)) {
+    if (!((known >> u->rs->sp) & 1) || !((known >> u->rs->pc) & 1)) {
         snprintf(why, whylen, "the thread's stack and instruction pointers are not known");
         return 0;
     }
     walk w = {.u = u, .out = out, .max = max, .why = why, .whylen = whylen};
-    uint64_t cur[RBP_UW_NREGS];
+    uint64_t cur[RBP_REGS_MAX];
     memcpy(cur, regs, sizeof cur);
     int rc = walk_pass(u, &w, cur, known);
     /* each pass that stops at a JIT frame has added it: bounded by max */
     while (w.jit_stop && !why[0]) {
-        uint32_t k = 0;
+        rbp_regmask k = 0;
+        if (u->rs->machine != EM_X86_64) { /* YJIT's frames are stepped by x86-64's rule alone */
+            snprintf(why, whylen, "cannot unwind past JIT code: YJIT's frames are stepped on x86-64 only");
+            return w.n;
+        }
         if (!rbp_jit_step(&u->host, in_module_cb, u, w.jregs, w.jknown, cur, &k, why, whylen)) return w.n;
         if (w.n >= max) {
             snprintf(why, whylen, "cut after %zu native frames", max);

@@ -27,6 +27,7 @@ typedef struct uw_module {
 
 struct rbp_uw {
     rbp_uw_host host;
+    const rbp_regset *rs;   /* the target's registers: which are DWARF's, the sp, the pc */
     Dwfl *dwfl;
     Elf *arch_elf;          /* tells dwfl_attach_state the architecture */
     uint8_t arch_image[64];
@@ -36,7 +37,7 @@ struct rbp_uw {
     /* The walk in progress (set_initial_registers reads these), and the
      * first read of target memory that failed since its last frame. */
     const uint64_t *regs;
-    uint32_t known;
+    rbp_regmask known;
     bool read_failed;
     uint64_t failed_at;
     rbp_uw_range jit[RBP_UW_MAX_JIT];   /* JIT regions, sorted */
