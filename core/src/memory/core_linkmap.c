@@ -155,7 +155,8 @@ static uint64_t dt_debug(core *c, uint64_t dyn)
 }
 
 /* The shared objects of the link map from r_debug at rd. */
-static bool map_objects(core *c, const char *sysroot, uint64_t rd, uint64_t page, image *im, size_t *missing)
+static bool map_objects(core *c, const char *sysroot, uint64_t rd, uint64_t page, image *im, size_t *missing,
+                        size_t *named)
 {
     uint64_t lm = 0;
     if (!read_word(c, rd + 8, &lm)) return true; /* r_map */
@@ -164,6 +165,7 @@ static bool map_objects(core *c, const char *sysroot, uint64_t rd, uint64_t page
         if (rbp_core_read(c, lm, w, sizeof w) != (long)sizeof w) break;
         char name[PATH_BYTES];
         if (read_str(c, w[1], name, sizeof name) && name[0] == '/') {
+            ++*named;
             const Elf64_Phdr *dyn = NULL;
             bool same = image_read(c, sysroot, name, im) && (dyn = image_phdr(im, PT_DYNAMIC)) &&
                         w[0] + dyn->p_vaddr == w[2];
@@ -202,14 +204,15 @@ bool rbp_core_maps_from_linkmap(core *c, const char *sysroot)
     const Elf64_Phdr *dyn = image_phdr(im, PT_DYNAMIC);   /* none: a static program, which maps nothing else */
     bool ok = image_map(c, im, bias, page);
     uint64_t rd = ok && dyn ? dt_debug(c, bias + dyn->p_vaddr) : 0;
-    size_t missing = 0;
-    if (ok && rd) ok = map_objects(c, sysroot, rd, page, im, &missing);
+    size_t missing = 0, named = 0;
+    if (ok && rd) ok = map_objects(c, sysroot, rd, page, im, &missing, &named);
     else if (ok && dyn) say(c, "the core's executable has no r_debug in its dynamic section: only its own mappings "
                                "are known");
     if (ok && missing)
-        snprintf(c->maps_from, sizeof c->maps_from, "%zu of the shared objects the core's link map names cannot be "
-                 "read%s (or are another build): their code is unknown", missing,
-                 sysroot && *sysroot ? " under the sysroot or as named" : ": give the files' root (--sysroot)");
+        snprintf(c->maps_from, sizeof c->maps_from, "%zu of the %zu shared objects the core's link map names are %s, "
+                 "or are another build: their code is unknown%s", missing, named,
+                 sysroot && *sysroot ? "neither under the sysroot nor where it names them" : "not where it names them",
+                 sysroot && *sysroot ? "" : "; give the files' root (--sysroot)");
     free(im);
     return ok;
 }

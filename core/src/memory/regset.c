@@ -41,10 +41,10 @@ _Static_assert(COUNT(AARCH64_FROM) == COUNT(AARCH64_NAMES), "a name per aarch64 
 _Static_assert(COUNT(AARCH64_FROM) <= RBP_REGS_MAX && COUNT(X86_64_FROM) <= RBP_REGS_MAX, "RBP_REGS_MAX");
 
 static const rbp_regset SETS[] = {
-    {.machine = EM_X86_64, .nregs = COUNT(X86_64_FROM), .ndwarf = 17, .sp = 7, .pc = 16, .fp = 6,
+    {.machine = EM_X86_64, .nregs = COUNT(X86_64_FROM), .ndwarf = 17, .sp = 7, .pc = 16, .fp = 6, .ra = RBP_NO_REG,
      .prstatus_reg = 112, .prstatus_pid = 32, .prstatus_words = X_WORDS, .from_prstatus = X86_64_FROM,
      .names = X86_64_NAMES},
-    {.machine = EM_AARCH64, .nregs = COUNT(AARCH64_FROM), .ndwarf = 32, .sp = 31, .pc = 32, .fp = 29,
+    {.machine = EM_AARCH64, .nregs = COUNT(AARCH64_FROM), .ndwarf = 32, .sp = 31, .pc = 32, .fp = 29, .ra = 30,
      .prstatus_reg = 112, .prstatus_pid = 32, .prstatus_words = 34, .from_prstatus = AARCH64_FROM,
      .names = AARCH64_NAMES},
 };

@@ -18,6 +18,8 @@
  * pc), and the most words of any NT_PRSTATUS register set read. */
 #define RBP_REGS_MAX 33
 #define RBP_PRSTATUS_MAX_WORDS 34
+/* No such register (rbp_regset.ra of x86-64). */
+#define RBP_NO_REG 0xff
 /* A set of registers known: bit i for the unwinder's register i. */
 typedef uint64_t rbp_regmask;
 
@@ -27,6 +29,8 @@ typedef struct rbp_regset {
     uint8_t ndwarf;                /* registers 0 .. ndwarf - 1 are DWARF's of the same numbers */
     uint8_t sp, pc;                /* the stack pointer's and the program counter's */
     uint8_t fp;                    /* the frame pointer's (rbp, x29) */
+    uint8_t ra;                    /* the return address's at a function's entry (aarch64's link
+                                    * register, x30), or RBP_NO_REG where it is on the stack (x86-64) */
     size_t prstatus_reg;           /* where pr_reg lies in struct elf_prstatus */
     size_t prstatus_pid;           /* where pr_pid (the thread's id) lies in it */
     uint8_t prstatus_words;        /* pr_reg's 64-bit words */

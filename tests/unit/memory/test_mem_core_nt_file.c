@@ -4,6 +4,13 @@
  * /dev/zero in place of the fixture's executable must have that file
  * refused (read as missing) and said once on the source's warning line,
  * and must never block on the FIFO or read the device's bytes.
+ *
+ * A core without the note (qemu-user writes none) names its files in the
+ * dynamic linker's list in its memory (memory/core_linkmap.c): a copy of
+ * the fixture's core with its NT_FILE note renamed must map every file
+ * the note maps, the same bytes at the same addresses, from the link map
+ * alone; and with its auxiliary vector gone too, it says it knows no
+ * files, in one line.
  */
 #define CORE_FIXTURE_TAG "memcore_nt"
 #include "core_fixture.h"
@@ -191,8 +198,97 @@ static void test_nt_file_not_regular(void)
     alarm(prev);
 }
 
+/* A copy of the core whose notes of type from are of type to instead. */
+static bool core_with_note_type(const char *in, const char *out, uint32_t from, uint32_t to)
+{
+    size_t size = 0;
+    unsigned char *b = (unsigned char *)slurp(in, &size);
+    if (!b) return false;
+    int hits = 0;
+    Elf64_Ehdr *eh = (Elf64_Ehdr *)b;
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        Elf64_Phdr *ph = (Elf64_Phdr *)(b + eh->e_phoff) + i;
+        if (ph->p_type != PT_NOTE || ph->p_offset + ph->p_filesz > size) continue;
+        for (size_t k = ph->p_offset; k + sizeof(Elf64_Nhdr) <= ph->p_offset + ph->p_filesz;) {
+            Elf64_Nhdr *nh = (Elf64_Nhdr *)(b + k);
+            if (nh->n_type == from) nh->n_type = to, hits++;
+            k += sizeof *nh + ((nh->n_namesz + 3u) & ~3u) + ((nh->n_descsz + 3u) & ~3u);
+        }
+    }
+    FILE *f = hits ? fopen(out, "wb") : NULL;
+    bool ok = f && fwrite(b, 1, size, f) == size;
+    if (f) ok = fclose(f) == 0 && ok;
+    free(b);
+    return ok;
+}
+
+/* Whether every page of [a, b) at file offset ofs of a file whose real
+ * path is real lies in one of the regions r, of the same file at the same
+ * offset (the kernel's list splits a segment where its protections differ:
+ * RELRO). */
+static bool covered(const rbp_region *r, size_t n, uint64_t a, uint64_t b, uint64_t ofs, const char *real)
+{
+    for (uint64_t p = a; p < b; p += 4096) {
+        bool hit = false;
+        for (size_t i = 0; i < n && !hit; i++) {
+            char rp[PATH_MAX];
+            hit = r[i].path && p >= r[i].start && p < r[i].end && p - r[i].start == ofs + (p - a) - r[i].file_offset &&
+                  realpath(r[i].path, rp) && strcmp(rp, real) == 0;
+        }
+        if (!hit) return false;
+    }
+    return true;
+}
+
+static void test_no_nt_file(void)
+{
+    if (!have_core()) return;
+    char bare[PATH_MAX + 16], noaux[PATH_MAX + 16];
+    snprintf(bare, sizeof bare, "%s.nofile", core_path);
+    snprintf(noaux, sizeof noaux, "%s.noaux", core_path);
+    CU_ASSERT_FATAL(core_with_note_type(core_path, bare, 0x46494c45 /* NT_FILE */, 0x7fff0001));
+    rbp_region *want = NULL, *got = NULL;
+    size_t nwant = rbp_source_core_regions(core_path, &want), ngot = rbp_source_core_regions(bare, &got);
+    size_t files = 0, seen = 0;
+    for (size_t i = 0; i < ngot; i++) {
+        char rp[PATH_MAX];
+        if (!got[i].path) continue;
+        files++;
+        bool ok = realpath(got[i].path, rp) && covered(want, nwant, got[i].start, got[i].end, got[i].file_offset, rp);
+        if (!ok) fprintf(stderr, "\n  link map's %s at 0x%llx is not the note's\n", got[i].path,
+                         (unsigned long long)got[i].start);
+        seen += ok;
+    }
+    CU_ASSERT(files >= 4);   /* the fixture, libc, ld.so: each a mapping or more */
+    CU_ASSERT_EQUAL(seen, files);
+    /* the fixture's .rodata, which only its file holds, reads the same */
+    rbp_source a, b;
+    CU_ASSERT_FATAL(open_core(core_path, &a) && open_core(bare, &b));
+    char sa[64] = "", sb[64] = "x";
+    CU_ASSERT_EQUAL(a.read(a.ctx, fx.string, sa, sizeof sa), (long)sizeof sa);
+    CU_ASSERT_EQUAL(b.read(b.ctx, fx.string, sb, sizeof sb), (long)sizeof sb);
+    CU_ASSERT_EQUAL(memcmp(sa, sb, sizeof sa), 0);
+    CU_ASSERT(rbp_source_core_by_linkmap(&b) && !rbp_source_core_by_linkmap(&a));
+    CU_ASSERT_PTR_NULL(b.note(b.ctx));   /* every file found: nothing to say */
+    a.close(a.ctx);
+    b.close(b.ctx);
+    /* without the auxiliary vector either: no files, said in one line */
+    CU_ASSERT_FATAL(core_with_note_type(bare, noaux, NT_AUXV, 0x7fff0002));
+    CU_ASSERT_FATAL(open_core(noaux, &b));
+    const char *note = b.note(b.ctx);
+    CU_ASSERT(note && strstr(note, "the core names no mapped files") && !strchr(note, '\n'));
+    b.close(b.ctx);
+    for (size_t i = 0; i < nwant; i++) free(want[i].path);
+    for (size_t i = 0; i < ngot; i++) free(got[i].path);
+    free(want);
+    free(got);
+    unlink(bare);
+    unlink(noaux);
+}
+
 static const rbp_cu_test tests[] = {
     {"NT_FILE naming a FIFO or /dev/zero: refused, said, never blocks", test_nt_file_not_regular},
+    {"no NT_FILE: the same files from the link map; no auxv: said", test_no_nt_file},
     {"cleanup", test_cleanup},
     {NULL, NULL},
 };

@@ -340,6 +340,7 @@ static void test_wild_pc(void)
     regs[rs->fp] = (uint64_t)&stack_buf[8200];
     stack_buf[8200] = (uint64_t)&stack_buf[8200]; /* a frame pointer chain libdwfl would follow */
     stack_buf[8201] = (uint64_t)native_test_leaf + 1;
+    if (rs->ra != RBP_NO_REG) regs[rs->ra] = (uint64_t)native_test_leaf + 1; /* aarch64's: the link register */
     CU_ASSERT_EQUAL(self_unwind(&s, regs, rbp_regset_all(rs), 100), 1);
     CU_ASSERT_PTR_NULL(U.f[0].module);
     CU_ASSERT(strstr(U.cut, "no mapped file") != NULL);
@@ -355,6 +356,9 @@ static void test_wild_sp(void)
     const rbp_regset *rs = fixture_native_self_regset();
     regs[rs->pc] = (uint64_t)native_test_leaf;
     regs[rs->sp] = 0x10; /* unmapped */
+    /* aarch64's leaf returns through its link register, not the stack:
+     * one into a module, whose frame finds the stack pointer unchanged */
+    if (rs->ra != RBP_NO_REG) regs[rs->ra] = (uint64_t)native_test_leaf + 1;
     CU_ASSERT_EQUAL(self_unwind(&s, regs, rbp_regset_all(rs), 100), 1);
     CU_ASSERT(U.cut[0] != '\0');
     /* only the two registers an unwind cannot start without */
