@@ -354,6 +354,13 @@ def run_debugger_steps(debugger, steps, pid=None, exe=None, core=None, timeout=3
     so that each step's messages stay between its markers. Returns the
     returncode, each step's output (None for a step whose marker never
     came, and for every step after it) and the whole output."""
+    cmds, markers = step_commands(debugger, steps)
+    return run_steps(debugger_argv(debugger, cmds, pid, exe, core), markers, timeout)
+
+
+def step_commands(debugger, steps):
+    """The debugger commands of steps, each followed by its marker
+    (run_debugger_steps), and the markers."""
     markers = ["rbpeek-test-step-%d-done" % i for i in range(len(steps))]
     cmds = []
     for step, marker in zip(steps, markers):
@@ -362,9 +369,15 @@ def run_debugger_steps(debugger, steps, pid=None, exe=None, core=None, timeout=3
         else:
             cmds.append("script " + "; ".join("lldb.debugger.HandleCommand(%r)" % c for c in step)
                         + "; print(%r)" % marker)
-    r = subprocess.run(debugger_argv(debugger, cmds, pid, exe, core), stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                       env=front_end_env(), errors="replace")
+    return cmds, markers
+
+
+def run_steps(argv, markers, timeout=300):
+    """Runs argv (a debugger given step_commands' commands); returns its
+    returncode, each step's output as run_debugger_steps does, and the
+    whole output."""
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL, env=front_end_env(), errors="replace")
     parts, rest = [], r.stdout
     for marker in markers:
         before, sep, rest = rest.partition(marker + "\n")

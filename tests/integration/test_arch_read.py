@@ -253,35 +253,21 @@ def check_debugger_core(who, view, parts, whole, files, notes):
     check_p(who + ": ruby p", view, load(who, files["p"]))
 
 
-def run_steps(argv, steps, timeout=400):
-    """argv (a debugger), then each step's commands and a marker after it."""
-    markers = ["rbpeek-test-step-%d-done" % i for i in range(len(steps))]
-    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
-                       stdin=subprocess.DEVNULL, env=harness.front_end_env(), errors="replace")
-    parts, rest = [], r.stdout
-    for marker in markers:
-        before, sep, rest = rest.partition(marker + "\n")
-        parts.append(before if sep else None)
-        if not sep:
-            rest = ""
-    return parts, r.stdout
-
-
 def gdb_argv(setup, steps):
+    """gdb-multiarch with the arm64 sysroot and the plugin, the setup
+    commands, then the steps (harness.step_commands); and the markers."""
+    cmds, markers = harness.step_commands("gdb", steps)
     argv = ["gdb-multiarch", "-q", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off",
             "-ex", "set sysroot " + SYSROOT, "-ex", "source " + harness.GDB_PLUGIN]
-    for c in setup:
+    for c in setup + cmds:
         argv += ["-ex", c]
-    for i, step in enumerate(steps):
-        for c in step:
-            argv += ["-ex", c]
-        argv += ["-ex", "echo rbpeek-test-step-%d-done\\n" % i]
-    return argv
+    return argv, markers
 
 
 def check_core_gdb(workdir, view, core, notes):
     steps, files = debugger_steps(workdir, "gdb-core", view)
-    parts, whole = run_steps(gdb_argv(["file " + ARM_RUBY, "core-file " + core], steps), steps)
+    argv, markers = gdb_argv(["file " + ARM_RUBY, "core-file " + core], steps)
+    _, parts, whole = harness.run_steps(argv, markers, timeout=400)
     check_debugger_core("gdb-multiarch on the core", view, parts, whole, files, notes)
 
 
@@ -290,13 +276,13 @@ def check_core_lldb(workdir, view, core, notes):
     # write: the architecture is given, as a user would; the files are
     # the platform's sysroot's
     steps, files = debugger_steps(workdir, "lldb-core", view)
+    cmds, markers = harness.step_commands("lldb", steps)
     argv = [harness.LLDB, "--no-lldbinit", "-b", "-o", "platform select remote-linux --sysroot " + SYSROOT,
             "-o", "target create --arch aarch64-unknown-linux-gnu --core " + core,
             "-o", "command script import " + harness.LLDB_PLUGIN]
-    for i, step in enumerate(steps):
-        argv += ["-o", "script " + "; ".join("lldb.debugger.HandleCommand(%r)" % c for c in step)
-                 + "; print('rbpeek-test-step-%d-done')" % i]
-    parts, whole = run_steps(argv, steps)
+    for c in cmds:
+        argv += ["-o", c]
+    _, parts, whole = harness.run_steps(argv, markers, timeout=400)
     check_debugger_core("lldb-16 on the core", view, parts, whole, files, notes)
 
 
@@ -316,7 +302,7 @@ def check_live_gdb(workdir):
         addr_file = os.path.join(workdir, "live-address")
         steps = [["ruby bt -a --json -o " + files["bt"]], ["ruby threads"],
                  ["source " + addr_file]]
-        argv = gdb_argv(["file " + ARM_RUBY, "target remote " + sock, "continue"], steps) + ["-ex", "kill"]
+        argv = gdb_argv(["file " + ARM_RUBY, "target remote " + sock, "continue"], steps)[0] + ["-ex", "kill"]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 stdin=subprocess.DEVNULL, env=harness.front_end_env(), errors="replace")
 
