@@ -82,21 +82,16 @@ RBPEEK_API rbpeek_status rbpeek_session_use_reader(rbpeek_session *s, rbpeek_rea
 /* Reads a live process directly through /proc/PID/mem (the caller must be
  * allowed to, e.g. as its ptrace tracer). */
 RBPEEK_API rbpeek_status rbpeek_session_use_pid(rbpeek_session *s, int pid);
-/* Reads an ELF core file (x86-64 or aarch64, whichever machine rbpeek
- * runs on). File-backed segments that the core does not contain are read
- * from the mapped files named in the core's NT_FILE note, or where it has
- * none (qemu-user's cores), in the dynamic linker's list in its memory
- * (set_sysroot says where those files are). A core of an architecture
- * rbpeek does not read (an i386 core) is refused with
- * RBPEEK_ERR_UNSUPPORTED and one line naming it; so is it by
+/* Reads an ELF core file (x86-64's or aarch64's). Pages it lacks are read
+ * from the files its NT_FILE note names, or its link map where it has no
+ * note (qemu-user's). A core of an architecture rbpeek does not read is
+ * refused with RBPEEK_ERR_UNSUPPORTED and one line naming it; so is it by
  * set_core_file and add_core_regions. */
 RBPEEK_API rbpeek_status rbpeek_session_use_core(rbpeek_session *s, const char *core_path);
 
-/* Where the files a core names (its mapped files, its executable) are
- * looked for first, as gdb's "set sysroot": a core made on another machine
- * (an arm64 server's) names files that live under dir on this one. Kept
- * across targets; call before use_core, add_core_regions and
- * set_core_file. NULL or "": the files as named. */
+/* Where the files a core names are looked for first, as gdb's "set
+ * sysroot" (another machine's core); call before use_core,
+ * add_core_regions, set_core_file. NULL or "": as named. */
 RBPEEK_API rbpeek_status rbpeek_session_set_sysroot(rbpeek_session *s, const char *dir);
 
 /* The core file a reader's memory comes from (a debugger's core): a
@@ -316,19 +311,16 @@ RBPEEK_API const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *sn
  * tracer's own stops while sampling).
  * ------------------------------------------------------------------------- */
 
-/* The registers of thread tid, the target machine's, in the order
- * rbpeek_session_register_names gives (DWARF's numbering: on x86-64 the
- * 17 rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip, on aarch64 the 33 x0-x30
- * sp pc), a word for each name. Returns a mask of the registers it filled
- * (bit i: regs[i]); 0 when it has none for tid. */
+/* The registers of thread tid, the target machine's, a word for each of
+ * rbpeek_session_register_names in its order (DWARF's numbering). Returns
+ * a mask of those filled (bit i: regs[i]); 0 when it has none for tid. */
 typedef uint64_t (*rbpeek_regs_fn)(void *ctx, int64_t tid, uint64_t *regs);
 /* Registers come from fn (a debugger's view of its stopped threads)
  * rather than from the source (a core's notes, ptrace). NULL: the source. */
 RBPEEK_API rbpeek_status rbpeek_session_use_registers(rbpeek_session *s, rbpeek_regs_fn fn, void *ctx);
-/* The names of the registers rbpeek_regs_fn fills, in its order, for the
- * target's machine as known so far (set_arch, a core's header; x86-64
- * until said), separated by spaces; "x29|fp": the debugger's name is
- * either. Valid until the next call. */
+/* rbpeek_regs_fn's registers of the target's machine as known so far
+ * (x86-64's until said), by space: "rax rdx ... rip", "x0 ... x29|fp
+ * x30|lr sp pc" (| : either name). Valid until the next call. */
 RBPEEK_API const char *rbpeek_session_register_names(rbpeek_session *s);
 
 /* The kernel TIDs of the target's threads, as the debugger lists them:
