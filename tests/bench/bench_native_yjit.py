@@ -160,7 +160,7 @@ def sampled_window(argv, json_path):
     with open(json_path) as f:
         doc = json.load(f)
     t0 = doc["started"] - offset
-    return t0, t0 + doc["duration_s"]
+    return t0, t0 + doc["duration_s"], doc["samples"]
 
 
 def interleaved_run(ruby, threads, window, rounds, modes):
@@ -173,6 +173,7 @@ def interleaved_run(ruby, threads, window, rounds, modes):
         f.write(WORKERS)
     proc = benchlib.launch([ruby] + YJIT + [prog, workdir, str(threads)], workdir)
     timeline = []   # ("off", t0, t1) or (mode, t0, t1)
+    taken = {m: [] for m in modes}   # samples a second of each sampled window
     try:
         time.sleep(2.0)   # every method compiled
         for k in range(rounds * len(modes)):
@@ -180,10 +181,12 @@ def interleaved_run(ruby, threads, window, rounds, modes):
             a = time.monotonic()
             time.sleep(window)
             timeline.append(("off", a, time.monotonic()))
-            argv = [sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(proc.pid), "--rate", "100",
-                    "--duration", str(window)] + (["--native"] if mode == "native" else [])
-            s0, s1 = sampled_window(argv, os.path.join(workdir, "s.json"))
+            argv = (["nice", "-n", "19"] if mode.endswith("-nice") else []) + [
+                sys.executable, harness.RBPEEK_CLI, "sample", "--pid", str(proc.pid), "--rate", "100",
+                "--duration", str(window)] + (["--native"] if mode.startswith("native") else [])
+            s0, s1, n = sampled_window(argv, os.path.join(workdir, "s.json"))
             timeline.append((mode, s0 + 0.05, s1))
+            taken[mode].append(n / (s1 - s0))
             time.sleep(0.3)   # the detach and the command's exit, in no window
         a = time.monotonic()
         time.sleep(window)
@@ -200,7 +203,7 @@ def interleaved_run(ruby, threads, window, rounds, modes):
         after = rate_between(rows, timeline[i + 1][1], timeline[i + 1][2])
         if before and during and after:
             ratios[mode].append(during / ((before + after) / 2.0))
-    return ratios
+    return ratios, taken
 
 
 def bt_times(ruby, debugger, runs):
@@ -244,19 +247,23 @@ def main():
     ap.add_argument("--interleave", type=int, metavar="ROUNDS", default=0,
                     help="measure the speed in alternating windows of one process (see above), ROUNDS rounds")
     ap.add_argument("--window", type=float, default=2.0, help="seconds of each window of --interleave")
+    ap.add_argument("--nice", action="store_true",
+                    help="--interleave: also `sample --native` run at nice 19 (whether the sampler's own CPU time "
+                         "is what the program loses)")
     args = ap.parse_args()
     ruby = harness.ruby_binary(args.ruby)
     print("Ruby %s with %s; load average before: %s" % (args.ruby, " ".join(YJIT), benchlib_load()))
     if args.interleave:
-        modes = ["native", "plain"] if args.plain else ["native"]
-        ratios = interleaved_run(ruby, args.threads, args.window, args.interleave, modes)
+        modes = (["native", "plain"] if args.plain else ["native"]) + (["native-nice"] if args.nice else [])
+        ratios, taken = interleaved_run(ruby, args.threads, args.window, args.interleave, modes)
         for mode in modes:
             r = ratios[mode]
             print("sample %s at 100 Hz, %d threads, %d windows of %g s: the target kept%s of its speed "
-                  "(windows' standard deviation %.1f points; load %s)"
-                  % ("--native" if mode == "native" else "without --native", args.threads, len(r), args.window,
+                  "(windows' standard deviation %.1f points; %.1f samples a second; load %s)"
+                  % ({"native": "--native", "plain": "without --native", "native-nice": "--native at nice 19"}[mode],
+                     args.threads, len(r), args.window,
                      mean_ci(r)[1:] if len(r) > 1 else " ?", 100 * statistics.stdev(r) if len(r) > 1 else 0.0,
-                     benchlib_load()))
+                     statistics.mean(taken[mode]) if taken[mode] else 0.0, benchlib_load()))
         return
     speeds = []
     for k in range(args.repeat):
