@@ -11,7 +11,8 @@
 #
 #   scripts/build-arm64.sh [--build DIR] [--no-tests] [--no-deb] [-j N]
 #
-# Opt-in, not part of ctest's suite (a few minutes of build on 2 CPUs):
+# Not part of ctest's suite (a few minutes of build on 2 CPUs; scripts/test.sh
+# runs it after ctest):
 # exits 77 (skip) naming what is missing when the cross compiler, qemu-user
 # or the arm64 sysroot is not there; scripts/install-arm64.sh --build
 # installs them. Run it niced on a shared machine: nice -n 10 scripts/build-arm64.sh.

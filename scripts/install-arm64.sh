@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Opt-in: what it.arch_read needs (issue 39), an arm64 Ruby run under
-# emulation on this x86-64 machine; with --build, also what the aarch64
-# build of rbpeek needs (scripts/build-arm64.sh). Not in install-deps.sh,
-# for its size:
+# What it.arch_read needs (issue 39), an arm64 Ruby run under emulation on
+# this x86-64 machine; with --build, also what the aarch64 build of rbpeek
+# needs (scripts/build-arm64.sh). scripts/test.sh runs it with --build; it
+# is apart from install-deps.sh, which a user building rbpeek runs, for its
+# size:
 #   qemu-user        12 MB download,  99 MB installed (qemu-aarch64)
 #   gdb-multiarch     4 MB download,  18 MB installed
 #   an arm64 sysroot  9 MB of .debs,  59 MB unpacked: Debian's ruby3.1:arm64,
