@@ -6,7 +6,7 @@ Debian's arm64 ruby3.1 (3.1.2) runs under qemu-aarch64 -L SYSROOT
 (programs/arch_read.rb: "waiter" in Queue#pop, "sleeper" in Kernel#sleep
 under six Ruby frames, "locker" in ConditionVariable#wait, the main thread
 in Kernel#sleep; a recorder thread writes the program's own view and
-ends). What rbpeek says must equal that view:
+ends; its view in expected.json). What rbpeek says must equal that view:
 
 - its core (qemu writes one on SIGABRT: aarch64 NT_PRSTATUS, NT_AUXV, no
   NT_FILE; its files found from the dynamic linker's list, under the
@@ -29,7 +29,32 @@ ends). What rbpeek says must equal that view:
                           (with the GC disabled: Ruby's FREE less rbpeek's,
                           at most ALLOC_SLACK);
     p ADDR --json         the value's #inspect exactly;
-    threads, locks, gc    run, say nothing of an error, print no traceback;
+    threads --json, locks --json, locks
+                          by test_locks.py's checks against the program's
+                          record (its "locks", with each thread's TID,
+                          status and first backtrace location): the
+                          program's threads, no other, each with its TID
+                          (in the debuggers also its debugger thread's, from
+                          `info threads` / `thread list`), status, innermost
+                          frame and wait: "waiter" on the Queue (its
+                          address, found in the Queue's wait list, its
+                          length and waiters Queue#length and
+                          #num_waiting), "locker" on the ConditionVariable
+                          (found in its wait list, with its Mutex), the
+                          others in a sleep with no duration; no Mutex held
+                          (the locker's released in ConditionVariable#wait:
+                          listed, if at all, as unowned), no deadlock,
+                          nothing never released or stuck behind, the GVL
+                          known and free; the text says "No deadlock";
+    gc --json             by test_inspect.py's check against GC.stat, taken
+                          with count_objects as the recorder's last act, the
+                          GC disabled: count, minor and major counts,
+                          final slots, pages and slots exactly, allocated
+                          and live more only by what the recorder allocated
+                          after (at most its ALLOC_SLACK), malloc counters
+                          within its MALLOC_SLACK, disabled, not stressed,
+                          GC.latest_gc_info's state;
+    threads, gc (text)    run, say nothing of an error, print no traceback;
   and x86-64's table of 3.1.2 is refused on it (--layout), in one line;
 - live, through gdb-multiarch on `qemu-aarch64 -g SOCKET` (stopped by
   SIGUSR1 to qemu, which gdb stops on): `ruby bt -a --json`, `ruby
@@ -55,14 +80,17 @@ import time
 
 import harness
 from harness import Failure, SkipTest
+from test_inspect import check_gc
+from test_locks import Checker, check_locks, check_text, check_threads, debugger_tids
 
 SYSROOT = os.environ.get("RBPEEK_ARM64_SYSROOT", "/var/cache/rbpeek/arm64-sysroot")
 ARM_RUBY = os.path.join(SYSROOT, "usr", "bin", "ruby3.1")
 PROGRAM = os.path.join(harness.PROGRAMS, "arch_read.rb")
 X86_RUBY = "/usr/bin/ruby3.1"
 LIBC = "libc.so"
-# Objects the recorder allocates after ObjectSpace.count_objects (the JSON
-# of the counts, the two file writes), with the GC disabled
+# Objects the recorder allocates after ObjectSpace.count_objects and
+# GC.stat (a String per number it writes, the ready file), with the GC
+# disabled
 ALLOC_SLACK = 200
 
 
@@ -193,6 +221,60 @@ def check_p(who, view, p):
     harness.log("%s: p %s as Ruby's #inspect" % (who, view["value"]["address"]))
 
 
+def locks_truth(view):
+    """The program's record of its waits (view["locks"], in the shape of
+    locks_scenarios.rb's) with each thread's TID, status and innermost
+    frame from its own view: what test_locks.py's checks compare with."""
+    exp = dict(view["locks"], ruby_version=view["ruby_version"], threads={})
+    for t in view["threads"]:
+        name = "<main>" if t["main"] else t["name"]
+        exp["threads"][name] = dict(view["locks"]["threads"][name], tid=t["tid"], status=t["status"],
+                                    top=t["frames"][0] if t["frames"] else None)
+    return exp
+
+
+def check_threads_locks(who, view, threads, locks, text, dbg_tids=None):
+    """threads --json and locks --json (and locks' text) against the
+    program's record, by test_locks.py's checks: each thread's TID (and its
+    debugger thread's, dbg_tids), status, innermost frame, wait (the Queue
+    and the ConditionVariable by address, each found in its own wait list,
+    the ConditionVariable's Mutex) and holdings (none: the locker's Mutex
+    is released while it waits, and listed, if at all, as unowned); no
+    deadlock, nothing never released, no GVL owner. And here: the threads
+    are the program's, no other, and the Queue's length and waiters are
+    Queue#length and Queue#num_waiting."""
+    exp = locks_truth(view)
+    ck = Checker(who)
+    ck.eq("Ruby version", locks.get("ruby_version"), exp["ruby_version"])
+    for source, doc in (("threads", threads), ("locks", locks)):
+        names = {"<main>" if t["main"] else t["name"]: t for t in doc["threads"]}
+        ck.eq(source + ": the threads", sorted(n or "?" for n in names), sorted(exp["threads"]))
+        for name, e in exp["threads"].items():
+            w = (names.get(name) or {}).get("waiting_on") or {}
+            if e["wait"]["kind"] == "queue":
+                ck.eq("%s %s: the Queue's length" % (source, name), w.get("queue_length"), e["wait"]["queue_length"])
+                ck.eq("%s %s: the Queue's waiters" % (source, name), w.get("queue_waiters"),
+                      e["wait"]["queue_waiters"])
+    check_threads(ck, exp, threads, locks, dbg_tids)
+    check_locks(ck, exp, locks)
+    check_text(ck, exp, text)
+    if ck.problems:
+        raise Failure("%d mismatches:\n  %s\n--- ruby locks:\n%s" % (len(ck.problems), "\n  ".join(ck.problems[:40]),
+                                                                   text[-3000:]))
+    harness.log("%s: threads and locks as the program's (%d threads, their waits, no Mutex held, no deadlock)"
+                % (who, len(exp["threads"])))
+
+
+def check_gc_stat(who, view, gc):
+    """gc --json against GC.stat, taken with the GC disabled as the
+    recorder's last act (test_inspect.py's check)."""
+    try:
+        grew = check_gc(view["gc"], gc)
+    except Failure as e:
+        raise Failure("%s: %s" % (who, e))
+    harness.log("%s: as GC.stat (count %d), and the %d objects allocated after" % (who, gc["count"], grew))
+
+
 def load(who, path):
     try:
         return json.load(open(path))
@@ -212,12 +294,10 @@ def check_core_cli(workdir, view, core, notes):
     check_heap("rbpeek heap --core", view, json.loads(out))
     out, _ = harness.cli(["p", view["value"]["address"], "--json"] + base)
     check_p("rbpeek p --core", view, json.loads(out))
-    for cmd in (["threads"], ["locks"], ["gc"]):
-        out, err = harness.cli(cmd + base)
-        for name in ("waiter", "sleeper", "locker"):
-            if cmd == ["threads"] and name not in out:
-                raise Failure("rbpeek threads --core: no thread %s:\n%s" % (name, out))
-        harness.log("rbpeek %s --core: %d lines" % (cmd[0], len(out.splitlines())))
+    docs = {cmd: json.loads(harness.cli([cmd, "--json"] + base)[0]) for cmd in ("threads", "locks", "gc")}
+    text, _ = harness.cli(["locks"] + base)
+    check_threads_locks("rbpeek threads, locks --core", view, docs["threads"], docs["locks"], text)
+    check_gc_stat("rbpeek gc --core", view, docs["gc"])
     # x86-64's table of the same release does not fit an aarch64 target
     rc, out, err = harness.run_cli(["bt", "-a", "--layout", os.path.join(harness.REPO, "layouts", "3.1.2.layout")]
                                    + base)
@@ -229,16 +309,24 @@ def check_core_cli(workdir, view, core, notes):
     harness.log("x86-64's table on the arm64 core: %s" % err.strip())
 
 
-def debugger_steps(workdir, tag, view):
-    """The commands each debugger runs, and where their JSON goes."""
-    files = {k: os.path.join(workdir, "%s-%s.json" % (tag, k)) for k in ("bt", "native", "heap", "p")}
+# The steps of debugger_steps past those writing JSON, in this order
+TEXT_STEPS = ("locks", "threads", "gc", "thread list")
+
+
+def debugger_steps(workdir, tag, view, debugger):
+    """The commands each debugger runs, and where their JSON goes; the
+    steps with text to read are the last, TEXT_STEPS."""
+    files = {k: os.path.join(workdir, "%s-%s.json" % (tag, k))
+             for k in ("bt", "native", "heap", "p", "threads", "locks", "gc")}
     steps = [["ruby bt -a --json -o " + files["bt"]], ["ruby bt -a --native --json -o " + files["native"]],
              ["ruby heap --json --top 1000 -o " + files["heap"]], ["ruby p %s --json -o %s" % (view["value"]["address"], files["p"])],
-             ["ruby threads"], ["ruby locks"], ["ruby gc"]]
+             ["ruby threads --json -o " + files["threads"]], ["ruby locks --json -o " + files["locks"]],
+             ["ruby gc --json -o " + files["gc"]],
+             ["ruby locks"], ["ruby threads"], ["ruby gc"], ["info threads" if debugger == "gdb" else "thread list"]]
     return steps, files
 
 
-def check_debugger_core(who, view, parts, whole, files, notes):
+def check_debugger_core(who, debugger, view, parts, whole, files, notes):
     harness.assert_no_traceback(whole)
     if any(p is None for p in parts):
         raise Failure("%s: a command did not finish:\n%s" % (who, whole[-3000:]))
@@ -251,6 +339,10 @@ def check_debugger_core(who, view, parts, whole, files, notes):
     check_bt(who + ": ruby bt -a --native", view, load(who, files["native"]), native=notes)
     check_heap(who + ": ruby heap", view, load(who, files["heap"]))
     check_p(who + ": ruby p", view, load(who, files["p"]))
+    text = dict(zip(TEXT_STEPS, parts[-len(TEXT_STEPS):]))
+    check_threads_locks(who + ": ruby threads, locks", view, load(who, files["threads"]), load(who, files["locks"]),
+                        text["locks"], debugger_tids(debugger, text["thread list"]))
+    check_gc_stat(who + ": ruby gc", view, load(who, files["gc"]))
 
 
 def gdb_argv(setup, steps):
@@ -265,17 +357,17 @@ def gdb_argv(setup, steps):
 
 
 def check_core_gdb(workdir, view, core, notes):
-    steps, files = debugger_steps(workdir, "gdb-core", view)
+    steps, files = debugger_steps(workdir, "gdb-core", view, "gdb")
     argv, markers = gdb_argv(["file " + ARM_RUBY, "core-file " + core], steps)
     _, parts, whole = harness.run_steps(argv, markers, timeout=400)
-    check_debugger_core("gdb-multiarch on the core", view, parts, whole, files, notes)
+    check_debugger_core("gdb-multiarch on the core", "gdb", view, parts, whole, files, notes)
 
 
 def check_core_lldb(workdir, view, core, notes):
     # lldb-16 knows a core's OS from its NT_FILE note, which qemu does not
     # write: the architecture is given, as a user would; the files are
     # the platform's sysroot's
-    steps, files = debugger_steps(workdir, "lldb-core", view)
+    steps, files = debugger_steps(workdir, "lldb-core", view, "lldb")
     cmds, markers = harness.step_commands("lldb", steps)
     argv = [harness.LLDB, "--no-lldbinit", "-b", "-o", "platform select remote-linux --sysroot " + SYSROOT,
             "-o", "target create --arch aarch64-unknown-linux-gnu --core " + core,
@@ -283,7 +375,7 @@ def check_core_lldb(workdir, view, core, notes):
     for c in cmds:
         argv += ["-o", c]
     _, parts, whole = harness.run_steps(argv, markers, timeout=400)
-    check_debugger_core("lldb-16 on the core", view, parts, whole, files, notes)
+    check_debugger_core("lldb-16 on the core", "lldb", view, parts, whole, files, notes)
 
 
 # --- live -----------------------------------------------------------------------

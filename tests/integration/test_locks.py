@@ -62,7 +62,8 @@ class Checker:
 
 def check_threads(c, expected, threads_doc, locks_doc, dbg_tids):
     """Per-thread facts, from both commands (they must agree). dbg_tids maps
-    the debugger's thread numbers to TIDs, from its own thread list."""
+    the debugger's thread numbers to TIDs, from its own thread list (None:
+    the command line, which has no debugger's list to check them against)."""
     mutex_addr = {role: m["address"] for role, m in expected["mutexes"].items()}
     role_of = {m["address"]: role for role, m in expected["mutexes"].items()}
     for source, doc in (("threads", threads_doc), ("locks", locks_doc)):
@@ -76,7 +77,8 @@ def check_threads(c, expected, threads_doc, locks_doc, dbg_tids):
                 c.problems.append("%s: missing (rbpeek lists %s)" % (where, sorted(n or "?" for n in by_name)))
                 continue
             c.eq(where + " TID", t["native_tid"], exp["tid"])
-            c.eq(where + " TID of its debugger thread number", dbg_tids.get(t["debugger_thread"]), exp["tid"])
+            if dbg_tids is not None:
+                c.eq(where + " TID of its debugger thread number", dbg_tids.get(t["debugger_thread"]), exp["tid"])
             ew, w = exp["wait"], t["waiting_on"]
             if ew["kind"] == "running":
                 c.eq(where + " state", t["state"], "runnable")

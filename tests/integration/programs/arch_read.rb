@@ -4,12 +4,17 @@
 # six Ruby frames, "locker" in ConditionVariable#wait inside
 # Mutex#synchronize, the main thread in Kernel#sleep. Once they are parked,
 # a recorder thread writes, with the GC disabled, the program's own view to
-# OUT_DIR/expected.json: its
-# platform and version, each thread's name, status, kernel thread id and
-# backtrace_locations, ObjectSpace.count_objects, how many ArchProbe
-# objects live, and one value's address (from ObjectSpace.dump) with its
-# #inspect; then OUT_DIR/ready (its pid), and ends: the program stays
-# parked with the four threads it has.
+# OUT_DIR/expected.json: its platform and version; each thread's name,
+# status, kernel thread id and backtrace_locations; how many ArchProbe
+# objects live; one value's address (from ObjectSpace.dump) with its
+# #inspect; what each thread waits on and holds, in the shape of
+# locks_scenarios.rb's record ("locks": the Queue's and the
+# ConditionVariable's addresses, the Queue's length and num_waiting, the
+# Mutex unlocked while its locker waits, as Mutex#locked? says); and, last,
+# ObjectSpace.count_objects and GC.stat taken together (with
+# GC.latest_gc_info's state and GC.stress), so that what the recorder
+# allocates after them is all they miss. Then OUT_DIR/ready (its pid), and
+# it ends: the program stays parked with the four threads it has.
 #
 #   ruby arch_read.rb OUT_DIR
 #
@@ -64,6 +69,40 @@ def thread_json(t, name)
     "\"tid\": #{tid_of(t)}, \"frames\": #{frames_json(t.backtrace_locations)}}"
 end
 
+def address(obj)
+  ObjectSpace.dump(obj)[/"address":"(0x[0-9a-f]+)"/, 1] or abort("no address for #{obj.inspect}")
+end
+
+# What each thread waits on and holds, as locks_scenarios.rb records it
+# (test_locks.py's checks read it): no thread holds a Mutex (the locker's
+# is released inside ConditionVariable#wait: Mutex#locked? says so), no
+# deadlock, and every thread asleep, so no GVL owner.
+def locks_json(q, cond, lock)
+  abort("the locker's Mutex is locked while it waits on its ConditionVariable") if lock.locked?
+  queue = "{\"kind\": \"queue\", \"object\": \"#{address(q)}\", \"queue_length\": #{q.length}, " \
+          "\"queue_waiters\": #{q.num_waiting}}"
+  condvar = "{\"kind\": \"condvar\", \"object\": \"#{address(cond)}\", \"mutex\": \"#{address(lock)}\"}"
+  asleep = "{\"kind\": \"sleep\", \"timeout\": false}"
+  waits = { "waiter" => queue, "sleeper" => asleep, "locker" => condvar, "<main>" => asleep }
+  "{\"threads\": {" + waits.map { |n, w| "#{json_str(n)}: {\"wait\": #{w}, \"holds\": []}" }.join(", ") + "}, " \
+    "\"mutexes\": {\"LOCK\": {\"address\": \"#{address(lock)}\", \"owner\": null, \"waiters\": []}}, " \
+    "\"deadlocks\": [], \"orphans\": [], \"behind\": [], \"gvl\": null}"
+end
+
+# Writes a Hash of Symbol => Integer as a JSON object, allocating only each
+# number's String ("...".freeze and Symbol#name allocate nothing): it runs
+# after count_objects and GC.stat.
+def write_counts(out, counts)
+  first = true
+  counts.each do |k, v|
+    out.write(first ? "{\"".freeze : ", \"".freeze)
+    out.write(k.name)
+    out.write("\": ".freeze)
+    out.write(v)
+    first = false
+  end
+end
+
 # The recorder: once every thread is parked (the main one too), it writes
 # the program's view and ends, so that the threads left are the program's.
 main = Thread.current
@@ -75,13 +114,34 @@ Thread.new do
   GC.start
   GC.disable
   threads = (Thread.list - [Thread.current]).map { |t| thread_json(t, t.name || (t == main ? "main" : "-")) }
-  address = ObjectSpace.dump(VALUE)[/"address":"(0x[0-9a-f]+)"/, 1]
   head = "{\"platform\": #{json_str(RUBY_PLATFORM)}, \"ruby_version\": #{json_str(RUBY_VERSION)}, " \
          "\"pid\": #{Process.pid}, \"threads\": [#{threads.join(', ')}], \"probes\": " \
-         "#{ObjectSpace.each_object(ArchProbe).count}, \"value\": {\"address\": #{json_str(address)}, " \
-         "\"inspect\": #{json_str(VALUE.inspect)}}, \"counts\": {"
-  counts = ObjectSpace.count_objects   # last: what the lines below allocate is all it misses
-  File.write(File.join(OUT, "expected.json"), head + counts.map { |k, v| "\"#{k}\": #{v}" }.join(", ") + "}}\n")
+         "#{ObjectSpace.each_object(ArchProbe).count}, \"value\": {\"address\": #{json_str(address(VALUE))}, " \
+         "\"inspect\": #{json_str(VALUE.inspect)}}, \"locks\": #{locks_json(q, cond, lock)}, \"counts\": "
+  out = File.open(File.join(OUT, "expected.json"), "w")
+  out.write(head)
+  # With the GC disabled, a heap with hardly a free slot would grow a page
+  # for what is allocated below, and GC.stat's page counts would no longer
+  # hold: fill the last page first (bounded), so there is room.
+  20_000.times { break if GC.stat(:heap_free_slots) >= 300; Object.new }
+  counts, stat = {}, {}
+  ObjectSpace.count_objects(counts)
+  GC.stat(stat)
+  stress = GC.stress
+  state = GC.latest_gc_info(:state)
+  # last, into the Hashes filled above (their keys are there: nothing is
+  # allocated between the two)
+  ObjectSpace.count_objects(counts)
+  GC.stat(stat)
+  write_counts(out, counts)
+  out.write("}, \"gc\": ".freeze)
+  write_counts(out, stat)
+  out.write(", \"state\": \"".freeze)
+  out.write(state.name)
+  out.write("\", \"stress\": ".freeze)
+  out.write(stress)
+  out.write("}}\n".freeze)
+  out.close
   File.write(File.join(OUT, "ready"), Process.pid.to_s)
 end
 sleep
