@@ -132,6 +132,11 @@ RBPEEK_API rbpeek_status rbpeek_session_add_region(rbpeek_session *s, uint64_t s
  * knows no modules for a core whose binaries are not on this machine, yet
  * the mapped files' names and places are what finds the Ruby in it. */
 RBPEEK_API rbpeek_status rbpeek_session_add_core_regions(rbpeek_session *s, const char *core_path);
+/* Adds, for a callback source whose debugger lists no mappings (gdb on
+ * qemu's gdb stub), the files the dynamic linker's list names, found from
+ * the auxiliary vector's AT_PHDR, AT_EXECFN and AT_PAGESZ. */
+RBPEEK_API rbpeek_status rbpeek_session_add_linkmap_regions(rbpeek_session *s, uint64_t phdr, uint64_t execfn,
+                                                             uint64_t pagesz);
 
 /* Overrides, all optional, applied by attach. */
 RBPEEK_API rbpeek_status rbpeek_session_set_vm(rbpeek_session *s, uint64_t vm_addr);

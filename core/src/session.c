@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "memory/elf_symbols.h"
+#include "memory/linkmap.h"
 #include "memory/machine.h"
 #include "memory/regset.h"
 #include "native/native.h"
@@ -235,6 +236,31 @@ rbpeek_status rbpeek_session_set_core_file(rbpeek_session *s, const char *core_p
         else free(r[i].path);
     }
     adopt_regions(s, r, k);
+    return RBPEEK_OK;
+}
+
+static long linkmap_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    rbpeek_session *s = ctx;
+    size_t got = rbp_mem_read_partial(s->mem, addr, buf, len);
+    return got ? (long)got : -1;
+}
+
+static bool linkmap_map(void *ctx, const char *path, const rbp_lm_seg *segs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rbpeek_session_add_region(ctx, segs[i].start, segs[i].end, segs[i].file_ofs, path) != RBPEEK_OK)
+            return false;
+    return true;
+}
+
+rbpeek_status rbpeek_session_add_linkmap_regions(rbpeek_session *s, uint64_t phdr, uint64_t execfn, uint64_t pagesz)
+{
+    if (!s || !s->mem) return rbp_fail(s, RBPEEK_ERR_ARG, "add_linkmap_regions: no memory source yet");
+    rbp_linkmap_io io = {s, linkmap_read, linkmap_map, rbp_machine_of_target(s), "the program", s->core_note,
+                         sizeof s->core_note};
+    if (!rbp_linkmap_walk(&io, s->sysroot, phdr, execfn, pagesz))
+        return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
     return RBPEEK_OK;
 }
 

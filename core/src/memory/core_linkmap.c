@@ -24,9 +24,15 @@
  * machine's program live there on this one), then as it is. Every count
  * read from the core is bounded; what cannot be found is said in
  * c->maps_from, which the session puts on its warning line.
+ *
+ * The walk itself (rbp_linkmap_walk) reads through a callback, so that a
+ * live program whose debugger lists no mappings (gdb on qemu's gdb stub)
+ * has its files found the same way, from the auxiliary vector the
+ * debugger gives and the memory it reads.
  */
 #define _GNU_SOURCE
 #include "memory/core_file.h"
+#include "memory/linkmap.h"
 
 #include <elf.h>
 #include <stdio.h>
@@ -49,14 +55,14 @@ typedef struct image {
     size_t nph;
 } image;
 
-static void say(core *c, const char *what)
+static void say(const rbp_linkmap_io *io, const char *what)
 {
-    if (!c->maps_from[0]) snprintf(c->maps_from, sizeof c->maps_from, "%s", what);
+    if (!io->said[0]) snprintf(io->said, io->saidlen, "%s", what);
 }
 
 /* Opens name (under sysroot first) and reads its headers; false when no
  * such file of the core's machine can be read. */
-static bool image_read(core *c, const char *sysroot, const char *name, image *im)
+static bool image_read(const rbp_linkmap_io *io, const char *sysroot, const char *name, image *im)
 {
     char kind[32];
     int fd = -1;
@@ -71,7 +77,7 @@ static bool image_read(core *c, const char *sysroot, const char *name, image *im
     if (fd < 0) return false;
     bool ok = pread(fd, &im->eh, sizeof im->eh, 0) == (ssize_t)sizeof im->eh &&
               memcmp(im->eh.e_ident, ELFMAG, SELFMAG) == 0 && im->eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-              im->eh.e_machine == c->regset->machine && im->eh.e_phentsize == sizeof(Elf64_Phdr) &&
+              im->eh.e_machine == io->machine && im->eh.e_phentsize == sizeof(Elf64_Phdr) &&
               im->eh.e_phnum > 0 && im->eh.e_phnum <= MAX_IMAGE_PHDRS;
     if (ok) {
         im->nph = im->eh.e_phnum;
@@ -106,71 +112,71 @@ static bool phdr_vaddr(const image *im, uint64_t *at)
     return false;
 }
 
-static int cmp_fmap(const void *a, const void *b)
-{
-    const core_fmap *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
 /* The image's file-backed mappings at bias, as the dynamic linker made
- * them (page-aligned; the zero-filled tail of a segment is the core's). */
-static bool image_map(core *c, const image *im, uint64_t bias, uint64_t page)
+ * them (page-aligned; the zero-filled tail of a segment is not the file's). */
+static bool image_map(const rbp_linkmap_io *io, const image *im, uint64_t bias, uint64_t page)
 {
-    long f = rbp_core_add_file(c, im->path);
-    if (f < 0) return false;
+    rbp_lm_seg segs[MAX_IMAGE_PHDRS];
+    size_t n = 0;
     for (size_t i = 0; i < im->nph; i++) {
         const Elf64_Phdr *p = &im->ph[i];
         if (p->p_type != PT_LOAD || p->p_filesz == 0) continue;
         uint64_t start = bias + (p->p_vaddr & ~(page - 1)), ofs = p->p_offset & ~(page - 1);
         uint64_t end = bias + ((p->p_vaddr + p->p_filesz + page - 1) & ~(page - 1));
-        if (end <= start) continue;
-        core_fmap *m = realloc(c->maps, (c->nmaps + 1) * sizeof *m);
-        if (!m) return false;
-        c->maps = m;
-        c->maps[c->nmaps++] = (core_fmap){start, end, ofs, (uint32_t)f};
+        if (end > start) segs[n++] = (rbp_lm_seg){start, end, ofs};
     }
-    /* sorted at once: the next object is found by reads that may ask them */
-    qsort(c->maps, c->nmaps, sizeof *c->maps, cmp_fmap);
-    return true;
+    return io->map(io->ctx, im->path, segs, n);
 }
 
-static bool read_word(core *c, uint64_t addr, uint64_t *v) { return rbp_core_read(c, addr, v, 8) == 8; }
-
-static bool read_str(core *c, uint64_t addr, char *buf, size_t n)
+static bool read_word(const rbp_linkmap_io *io, uint64_t addr, uint64_t *v)
 {
-    long got = addr ? rbp_core_read(c, addr, buf, n - 1) : -1;
-    if (got <= 0) return false;
-    return memchr(buf, '\0', (size_t)got) != NULL;
+    return io->read(io->ctx, addr, v, 8) == 8;
+}
+
+/* A string read a page at a time (a debugger's reads are whole or none,
+ * and AT_EXECFN's string ends near the top of the stack). */
+static bool read_str(const rbp_linkmap_io *io, uint64_t addr, char *buf, size_t n)
+{
+    size_t have = 0;
+    while (addr && have < n - 1) {
+        size_t want = 4096 - (size_t)((addr + have) & 4095);
+        if (want > n - 1 - have) want = n - 1 - have;
+        long got = io->read(io->ctx, addr + have, buf + have, want);
+        if (got <= 0) return false;
+        if (memchr(buf + have, '\0', (size_t)got)) return true;
+        have += (size_t)got;
+    }
+    return false;
 }
 
 /* r_debug's address: DT_DEBUG of the dynamic section at dyn; 0 if none. */
-static uint64_t dt_debug(core *c, uint64_t dyn)
+static uint64_t dt_debug(const rbp_linkmap_io *io, uint64_t dyn)
 {
     for (size_t i = 0; i < MAX_DYNAMIC; i++) {
         uint64_t tag, val;
-        if (!read_word(c, dyn + 16 * i, &tag) || !read_word(c, dyn + 16 * i + 8, &val) || tag == DT_NULL) return 0;
+        if (!read_word(io, dyn + 16 * i, &tag) || !read_word(io, dyn + 16 * i + 8, &val) || tag == DT_NULL) return 0;
         if (tag == DT_DEBUG) return val;
     }
     return 0;
 }
 
 /* The shared objects of the link map from r_debug at rd. */
-static bool map_objects(core *c, const char *sysroot, uint64_t rd, uint64_t page, image *im, size_t *missing,
+static bool map_objects(const rbp_linkmap_io *io, const char *sysroot, uint64_t rd, uint64_t page, image *im, size_t *missing,
                         size_t *named)
 {
     uint64_t lm = 0;
-    if (!read_word(c, rd + 8, &lm)) return true; /* r_map */
+    if (!read_word(io, rd + 8, &lm)) return true; /* r_map */
     for (size_t n = 0; lm && n < MAX_LINKMAP; n++) {
         uint64_t w[4]; /* l_addr, l_name, l_ld, l_next */
-        if (rbp_core_read(c, lm, w, sizeof w) != (long)sizeof w) break;
+        if (io->read(io->ctx, lm, w, sizeof w) != (long)sizeof w) break;
         char name[PATH_BYTES];
-        if (read_str(c, w[1], name, sizeof name) && name[0] == '/') {
+        if (read_str(io, w[1], name, sizeof name) && name[0] == '/') {
             ++*named;
             const Elf64_Phdr *dyn = NULL;
-            bool same = image_read(c, sysroot, name, im) && (dyn = image_phdr(im, PT_DYNAMIC)) &&
+            bool same = image_read(io, sysroot, name, im) && (dyn = image_phdr(im, PT_DYNAMIC)) &&
                         w[0] + dyn->p_vaddr == w[2];
             if (same) {
-                if (!image_map(c, im, w[0], page)) return false;
+                if (!image_map(io, im, w[0], page)) return false;
             } else {
                 ++*missing;
             }
@@ -180,39 +186,72 @@ static bool map_objects(core *c, const char *sysroot, uint64_t rd, uint64_t page
     return true;
 }
 
-bool rbp_core_maps_from_linkmap(core *c, const char *sysroot)
+bool rbp_linkmap_walk(const rbp_linkmap_io *io, const char *sysroot, uint64_t phdr, uint64_t execfn, uint64_t pagesz)
 {
-    const core_auxv *a = &c->auxv;
-    bool sane = a->pagesz >= 4096 && a->pagesz <= (1u << 24) && !(a->pagesz & (a->pagesz - 1));
-    uint64_t page = sane ? a->pagesz : 4096;
+    bool sane = pagesz >= 4096 && pagesz <= (1u << 24) && !(pagesz & (pagesz - 1));
+    uint64_t page = sane ? pagesz : 4096;
     char exe[PATH_BYTES];
-    if (!a->phdr || !read_str(c, a->execfn, exe, sizeof exe)) {
-        say(c, "the core names no mapped files (no NT_FILE note, no executable in its auxiliary vector)");
+    io->said[0] = '\0';
+    if (!phdr || !read_str(io, execfn, exe, sizeof exe)) {
+        snprintf(io->said, io->saidlen, "%s names no mapped files (no NT_FILE note, no executable in its auxiliary "
+                 "vector)", io->who);
         return true;
     }
     image *im = malloc(sizeof *im);
     if (!im) return false;
     uint64_t phdr_at;
-    if (!image_read(c, sysroot, exe, im) || !phdr_vaddr(im, &phdr_at)) {
-        snprintf(c->maps_from, sizeof c->maps_from, "the core names no mapped files (no NT_FILE note) and its "
-                 "executable %.60s cannot be read%s: give the files' root (--sysroot)", exe,
+    if (!image_read(io, sysroot, exe, im) || !phdr_vaddr(im, &phdr_at)) {
+        snprintf(io->said, io->saidlen, "%s names no mapped files (no NT_FILE note) and its "
+                 "executable %.60s cannot be read%s: give the files' root (--sysroot)", io->who, exe,
                  sysroot && *sysroot ? " under the sysroot either" : "");
         free(im);
         return true;
     }
-    uint64_t bias = a->phdr - phdr_at;
+    uint64_t bias = phdr - phdr_at;
     const Elf64_Phdr *dyn = image_phdr(im, PT_DYNAMIC);   /* none: a static program, which maps nothing else */
-    bool ok = image_map(c, im, bias, page);
-    uint64_t rd = ok && dyn ? dt_debug(c, bias + dyn->p_vaddr) : 0;
+    bool ok = image_map(io, im, bias, page);
+    uint64_t rd = ok && dyn ? dt_debug(io, bias + dyn->p_vaddr) : 0;
     size_t missing = 0, named = 0;
-    if (ok && rd) ok = map_objects(c, sysroot, rd, page, im, &missing, &named);
-    else if (ok && dyn) say(c, "the core's executable has no r_debug in its dynamic section: only its own mappings "
-                               "are known");
+    if (ok && rd) ok = map_objects(io, sysroot, rd, page, im, &missing, &named);
+    else if (ok && dyn) say(io, "the executable has no r_debug in its dynamic section: only its own mappings "
+                                "are known");
     if (ok && missing)
-        snprintf(c->maps_from, sizeof c->maps_from, "%zu of the %zu shared objects the core's link map names are %s, "
-                 "or are another build: their code is unknown%s", missing, named,
+        snprintf(io->said, io->saidlen, "%zu of the %zu shared objects %s's link map names are %s, "
+                 "or are another build: their code is unknown%s", missing, named, io->who,
                  sysroot && *sysroot ? "neither under the sysroot nor where it names them" : "not where it names them",
                  sysroot && *sysroot ? "" : "; give the files' root (--sysroot)");
     free(im);
     return ok;
+}
+
+/* --- a core's files ------------------------------------------------------------- */
+
+static long core_io_read(void *ctx, uint64_t addr, void *buf, size_t len) { return rbp_core_read(ctx, addr, buf, len); }
+
+static int cmp_fmap(const void *a, const void *b)
+{
+    const core_fmap *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static bool core_io_map(void *ctx, const char *path, const rbp_lm_seg *segs, size_t n)
+{
+    core *c = ctx;
+    long f = rbp_core_add_file(c, path);
+    if (f < 0) return false;
+    core_fmap *m = realloc(c->maps, (c->nmaps + n + 1) * sizeof *m);
+    if (!m) return false;
+    c->maps = m;
+    for (size_t i = 0; i < n; i++) c->maps[c->nmaps++] = (core_fmap){segs[i].start, segs[i].end, segs[i].file_ofs,
+                                                                     (uint32_t)f};
+    /* sorted at once: the next object is found by reads that may ask them */
+    qsort(c->maps, c->nmaps, sizeof *c->maps, cmp_fmap);
+    return true;
+}
+
+bool rbp_core_maps_from_linkmap(core *c, const char *sysroot)
+{
+    rbp_linkmap_io io = {c, core_io_read, core_io_map, c->regset->machine, "the core", c->maps_from,
+                         sizeof c->maps_from};
+    return rbp_linkmap_walk(&io, sysroot, c->auxv.phdr, c->auxv.execfn, c->auxv.pagesz);
 }

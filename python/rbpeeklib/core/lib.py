@@ -70,6 +70,7 @@ def signatures():
         "rbpeek_session_set_sysroot": (st, [vp, cp]),
         "rbpeek_session_add_region": (st, [vp, u64, u64, u64, cp]),
         "rbpeek_session_add_core_regions": (st, [vp, cp]),
+        "rbpeek_session_add_linkmap_regions": (st, [vp, u64, u64, u64]),
         "rbpeek_session_set_vm": (st, [vp, u64]),
         "rbpeek_session_set_layout_file": (st, [vp, cp]),
         "rbpeek_session_set_ruby_version": (st, [vp, cp]),

@@ -259,6 +259,12 @@ class Session(Owned):
     def add_core_regions(self, core_path):
         self._check(lib().rbpeek_session_add_core_regions(self._h, core_path.encode()))
 
+    def add_linkmap_regions(self, phdr, execfn, pagesz):
+        """The files the dynamic linker's list names, from the auxiliary
+        vector's AT_PHDR, AT_EXECFN and AT_PAGESZ (a debugger that lists
+        no mappings)."""
+        self._check(lib().rbpeek_session_add_linkmap_regions(self._h, phdr, execfn, pagesz))
+
     def add_debug_file(self, path):
         lib().rbpeek_session_add_debug_file(self._h, path.encode())
 

@@ -10,7 +10,10 @@
  * the fixture's core with its NT_FILE note renamed must map every file
  * the note maps, the same bytes at the same addresses, from the link map
  * alone; and with its auxiliary vector gone too, it says it knows no
- * files, in one line.
+ * files, in one line. The same walk through a reader that is only a
+ * callback (a debugger's reads, where it lists no mapped files: gdb on
+ * qemu's gdb stub), from the auxiliary vector's three words, finds the
+ * same files.
  */
 #define CORE_FIXTURE_TAG "memcore_nt"
 #include "core_fixture.h"
@@ -21,7 +24,9 @@
 #include <time.h>
 
 #include "rbpeek.h"
+#include "memory/core_file.h"
 #include "memory/elf_symbols.h"
+#include "memory/linkmap.h"
 
 /* The warnings a source says, collected. */
 typedef struct said {
@@ -286,9 +291,64 @@ static void test_no_nt_file(void)
     unlink(noaux);
 }
 
+/* The walk's reader (the core's source, as a debugger's reads) and its
+ * sink: the regions it names, as a debugger's session adds them. */
+typedef struct found {
+    rbp_source src;
+    rbp_region r[256];
+    size_t n;
+} found;
+
+static bool found_map(void *ctx, const char *path, const rbp_lm_seg *segs, size_t n)
+{
+    found *f = ctx;
+    for (size_t i = 0; i < n && f->n < 256; i++)
+        f->r[f->n++] = (rbp_region){segs[i].start, segs[i].end, segs[i].file_ofs, strdup(path)};
+    return true;
+}
+
+static long source_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    rbp_source *src = &((found *)ctx)->src;
+    return src->read(src->ctx, addr, buf, len);
+}
+
+static void test_walk_by_callback(void)
+{
+    if (!have_core()) return;
+    char err[256] = "";
+    core *c = rbp_core_open(core_path, NULL, err, sizeof err);
+    CU_ASSERT_FATAL(c != NULL);
+    found *f = calloc(1, sizeof *f);
+    CU_ASSERT_FATAL(f && open_core(core_path, &f->src));
+    char said[256] = "x";
+    rbp_linkmap_io io = {f, source_read, found_map, c->regset->machine, "the program", said, sizeof said};
+    CU_ASSERT(rbp_linkmap_walk(&io, NULL, c->auxv.phdr, c->auxv.execfn, c->auxv.pagesz));
+    CU_ASSERT_STRING_EQUAL(said, "");   /* every file found */
+    rbp_region *want = NULL;
+    size_t nwant = rbp_source_core_regions(core_path, &want), seen = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        char rp[PATH_MAX];
+        seen += realpath(f->r[i].path, rp) && covered(want, nwant, f->r[i].start, f->r[i].end, f->r[i].file_offset, rp);
+    }
+    CU_ASSERT(f->n >= 4);
+    CU_ASSERT_EQUAL(seen, f->n);
+    /* no executable in the auxiliary vector: nothing mapped, said in one line */
+    size_t before = f->n;
+    CU_ASSERT(rbp_linkmap_walk(&io, NULL, c->auxv.phdr, 0, c->auxv.pagesz));
+    CU_ASSERT(f->n == before && strstr(said, "the program names no mapped files") && !strchr(said, '\n'));
+    for (size_t i = 0; i < f->n; i++) free(f->r[i].path);
+    for (size_t i = 0; i < nwant; i++) free(want[i].path);
+    free(want);
+    f->src.close(f->src.ctx);
+    free(f);
+    rbp_core_free(c);
+}
+
 static const rbp_cu_test tests[] = {
     {"NT_FILE naming a FIFO or /dev/zero: refused, said, never blocks", test_nt_file_not_regular},
     {"no NT_FILE: the same files from the link map; no auxv: said", test_no_nt_file},
+    {"the link map walked through a callback reader: the same files", test_walk_by_callback},
     {"cleanup", test_cleanup},
     {NULL, NULL},
 };
