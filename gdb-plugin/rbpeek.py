@@ -138,6 +138,19 @@ class GdbAdapter(DebuggerAdapter):
             out.append((start, end, offset, path))
         return out
 
+    def auxv(self):
+        # gdb reads it from the target (over a gdb stub: qXfer:auxv:read)
+        try:
+            text = gdb.execute("info auxv", to_string=True)
+        except gdb.error:
+            return None
+        out = {}
+        for line in text.splitlines():
+            m = re.match(r"^\s*(\d+)\s+AT_(PHDR|EXECFN|PAGESZ)\s.*?\s(0x[0-9a-fA-F]+|\d+)(\s+\".*)?$", line)
+            if m:
+                out[m.group(2).lower()] = int(m.group(3), 0)
+        return out or None
+
     def debug_files(self):
         files = []
         for objfile in gdb.objfiles():

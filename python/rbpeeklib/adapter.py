@@ -47,6 +47,12 @@ class DebuggerAdapter:
         """Paths of loaded libruby/ruby images (they may carry DWARF)."""
         return []
 
+    def auxv(self):
+        """The target's auxiliary vector as {"phdr", "execfn", "pagesz"}
+        (AT_PHDR, AT_EXECFN, AT_PAGESZ), or None: what finds its files
+        when regions() names none."""
+        return None
+
     def core_file(self):
         """The core file's path when the target is a core whose mapped files
         the debugger cannot list (its binaries are not on this machine), so

@@ -59,6 +59,9 @@ ends; its view in expected.json). What rbpeek says must equal that view:
 - live, through gdb-multiarch on `qemu-aarch64 -g SOCKET` (stopped by
   SIGUSR1 to qemu, which gdb stops on): `ruby bt -a --json`, `ruby
   threads`, `ruby p ADDR --json`: no thread the program does not have;
+  `ruby bt -a --native --json` as on the core (gdb lists no mapped file
+  over the stub: the files come from the dynamic linker's list, found
+  through `info auxv` and gdb's reads);
 - `rbpeek bt -a --pid` of the qemu process is refused in one line (its
   registers and addresses are the emulator's);
 - a layout made for aarch64 (`machine aarch64`) is refused on an x86-64
@@ -380,7 +383,7 @@ def check_core_lldb(workdir, view, core, notes):
 
 # --- live -----------------------------------------------------------------------
 
-def check_live_gdb(workdir):
+def check_live_gdb(workdir, notes):
     sock = os.path.join(workdir, "gdb.sock")
     ruby = ArmRuby(workdir, "live-gdb", gdb_socket=sock)
     try:
@@ -389,11 +392,11 @@ def check_live_gdb(workdir):
             if ruby.proc.poll() is not None or time.time() > deadline:
                 raise Failure("qemu-aarch64 -g made no socket")
             time.sleep(0.1)
-        files = {k: os.path.join(workdir, "live-%s.json" % k) for k in ("bt", "p")}
+        files = {k: os.path.join(workdir, "live-%s.json" % k) for k in ("bt", "p", "native")}
         box = {}
         addr_file = os.path.join(workdir, "live-address")
         steps = [["ruby bt -a --json -o " + files["bt"]], ["ruby threads"],
-                 ["source " + addr_file]]
+                 ["source " + addr_file], ["ruby bt -a --native --json -o " + files["native"]]]
         argv = gdb_argv(["file " + ARM_RUBY, "target remote " + sock, "continue"], steps)[0] + ["-ex", "kill"]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 stdin=subprocess.DEVNULL, env=harness.front_end_env(), errors="replace")
@@ -436,6 +439,8 @@ def check_live_gdb(workdir):
             raise Failure("gdb-multiarch on qemu's gdb stub: ruby threads is not the program's %d threads (%s and "
                           "main):\n%s" % (len(view["threads"]), ", ".join(named), threads))
         check_p("gdb-multiarch on qemu's gdb stub: ruby p", view, load("live", files["p"]))
+        check_bt("gdb-multiarch on qemu's gdb stub: ruby bt -a --native", view, load("live", files["native"]),
+                 native=notes)
     finally:
         ruby.stop()
 
@@ -506,7 +511,7 @@ def test(workdir):
     check_core_gdb(workdir, view, core, notes)
     check_core_lldb(workdir, view, core, notes)
     os.unlink(core)   # 75 MB
-    check_live_gdb(workdir)
+    check_live_gdb(workdir, notes)
 
 
 if __name__ == "__main__":

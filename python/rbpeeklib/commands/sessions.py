@@ -59,8 +59,14 @@ class Sessions:
         if arch:
             s.set_arch(arch)   # an architecture rbpeek does not read is refused here, in one line
         if not used_pid and not own:
-            for start, end, offset, path in dbg.regions():
+            regions = dbg.regions()
+            for start, end, offset, path in regions:
                 s.add_region(start, end, offset, path)
+            auxv = None if any(r[3] for r in regions) or dbg.is_core() else dbg.auxv()
+            if auxv and auxv.get("phdr") and auxv.get("execfn"):
+                # a debugger that lists no files (gdb on qemu's gdb stub):
+                # the dynamic linker's list names them
+                s.add_linkmap_regions(auxv["phdr"], auxv["execfn"], auxv.get("pagesz", 0))
             core = dbg.core_file()
             if core:
                 s.add_core_regions(core)
