@@ -55,11 +55,6 @@ typedef struct image {
     size_t nph;
 } image;
 
-static void say(const rbp_linkmap_io *io, const char *what)
-{
-    if (!io->said[0]) snprintf(io->said, io->saidlen, "%s", what);
-}
-
 /* Opens name (under sysroot first) and reads its headers; false when no
  * such file of the core's machine can be read. */
 static bool image_read(const rbp_linkmap_io *io, const char *sysroot, const char *name, image *im)
@@ -213,8 +208,9 @@ bool rbp_linkmap_walk(const rbp_linkmap_io *io, const char *sysroot, uint64_t ph
     uint64_t rd = ok && dyn ? dt_debug(io, bias + dyn->p_vaddr) : 0;
     size_t missing = 0, named = 0;
     if (ok && rd) ok = map_objects(io, sysroot, rd, page, im, &missing, &named);
-    else if (ok && dyn) say(io, "the executable has no r_debug in its dynamic section: only its own mappings "
-                                "are known");
+    else if (ok && dyn)
+        snprintf(io->said, io->saidlen, "%s's executable has no r_debug in its dynamic section: only its own "
+                 "mappings are known", io->who);
     if (ok && missing)
         snprintf(io->said, io->saidlen, "%zu of the %zu shared objects %s's link map names are %s, "
                  "or are another build: their code is unknown%s", missing, named, io->who,
