@@ -67,9 +67,9 @@ ends; its view in expected.json). What rbpeek says must equal that view:
 - a layout made for aarch64 (`machine aarch64`) is refused on an x86-64
   Ruby (Debian's ruby3.1, live, by pid).
 
-Opt-in: qemu-user, gdb-multiarch and the arm64 sysroot come from
-scripts/install-arm64.sh (docs/testing.md); without them the test skips
-and says what is missing.
+qemu-user, gdb-multiarch and the arm64 sysroot come from
+scripts/install-arm64.sh, which scripts/test.sh runs (docs/testing.md);
+without them the test skips and says what is missing.
 """
 
 import json
@@ -109,7 +109,7 @@ def need():
     if not os.access(ARM_RUBY, os.X_OK):
         missing.append("Debian's arm64 ruby3.1 in %s" % SYSROOT)
     if missing:
-        raise SkipTest("needs %s: run scripts/install-arm64.sh (opt-in, see docs/testing.md)" % ", ".join(missing))
+        raise SkipTest("needs %s: run scripts/install-arm64.sh (see docs/testing.md)" % ", ".join(missing))
 
 
 def unlimited_core():
