@@ -154,7 +154,9 @@ def sampled_window(argv, json_path):
     """Runs `rbpeek sample` (argv) and reads its JSON summary: the sampled
     window in this process's monotonic clock."""
     offset = time.time() - time.monotonic()
-    r = subprocess.run(argv + ["--json", "-o", json_path], capture_output=True, text=True, timeout=120)
+    # in the JSON's folder: the command writes its default folded file and SVG where it runs
+    r = subprocess.run(argv + ["--json", "-o", json_path], capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(json_path))
     if r.returncode != 0:
         raise SystemExit("rbpeek sample failed:\n" + (r.stdout + r.stderr)[-2000:])
     with open(json_path) as f:
