@@ -150,14 +150,15 @@ def yjit_on(ruby):
 class Target:
     """A Ruby test program, started and parked; killed on exit. env: extra
     environment variables (how programs take their options, since they are
-    started as "ruby PROGRAM OUT_DIR")."""
+    started as "ruby PROGRAM OUT_DIR"); ruby_args: Ruby's own options
+    before the program."""
 
-    def __init__(self, ruby, program, workdir, timeout=90, env=None):
+    def __init__(self, ruby, program, workdir, timeout=90, env=None, ruby_args=()):
         self.ruby = ruby
         self.workdir = workdir
         self.log_path = os.path.join(workdir, "target.log")
         with open(self.log_path, "w") as log_file:
-            self.proc = subprocess.Popen([ruby, os.path.join(PROGRAMS, program), workdir],
+            self.proc = subprocess.Popen([ruby] + list(ruby_args) + [os.path.join(PROGRAMS, program), workdir],
                                          stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          cwd=workdir, env=dict(os.environ, **(env or {})))
         ready = os.path.join(workdir, "ready")

@@ -468,16 +468,9 @@ def check_x86(workdir):
     table = os.path.join(harness.REPO, "layouts", "aarch64", "3.1.2.layout")
     out_dir = os.path.join(workdir, "x86")
     os.mkdir(out_dir)
-    with open(os.path.join(out_dir, "output.txt"), "w") as log:
-        proc = subprocess.Popen([X86_RUBY, "--disable-gems", PROGRAM, out_dir], stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT)
+    target = harness.Target(X86_RUBY, os.path.basename(PROGRAM), out_dir, timeout=120, ruby_args=["--disable-gems"])
     try:
-        deadline = time.time() + 120
-        while not os.path.exists(os.path.join(out_dir, "ready")):
-            if proc.poll() is not None or time.time() > deadline:
-                raise Failure("the x86-64 Ruby never got ready")
-            time.sleep(0.1)
-        rc, out, err = harness.run_cli(["bt", "-a", "--pid", str(proc.pid), "--layout", table])
+        rc, out, err = harness.run_cli(["bt", "-a", "--pid", str(target.pid), "--layout", table])
         harness.assert_no_traceback(out + err)
         want = "was made for aarch64 (ELF machine 183), the target is x86-64 (ELF machine 62)"
         if rc == 0 or want not in err or out.strip() or len(err.strip().splitlines()) != 1:
@@ -486,14 +479,13 @@ def check_x86(workdir):
         harness.log("an aarch64 layout on x86-64: %s" % err.strip())
         # and the same Ruby, with its own table, reads (the refusal was the layout's)
         view = json.load(open(os.path.join(out_dir, "expected.json")))
-        out, _ = harness.cli(["bt", "-a", "--native", "--json", "--pid", str(proc.pid)])
+        out, _ = harness.cli(["bt", "-a", "--native", "--json", "--pid", str(target.pid)])
         bt = json.loads(out)
         notes = {thread_key(t): (t.get("native") or {}).get("note") for t in bt["threads"]}
         check_bt("rbpeek bt -a --native --pid (x86-64)", view, bt, native=notes)
         return notes
     finally:
-        proc.kill()
-        proc.wait()
+        target.close()
 
 
 def test(workdir):
