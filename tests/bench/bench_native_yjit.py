@@ -115,13 +115,19 @@ def read_rows(workdir):
     return rows
 
 
-def one_speed_run(ruby, threads, seconds, native=True):
-    """(speed while sampled / speed around it, the summary's Native line)."""
+def start_workers(ruby, threads):
+    """WORKERS under YJIT with that many threads, started and ready: its
+    process and its folder (where it logs)."""
     workdir = tempfile.mkdtemp(prefix="rbpeek-bench-yjit-")
     prog = os.path.join(workdir, "workers.rb")
     with open(prog, "w") as f:
         f.write(WORKERS)
-    proc = benchlib.launch([ruby] + YJIT + [prog, workdir, str(threads)], workdir)
+    return benchlib.launch([ruby] + YJIT + [prog, workdir, str(threads)], workdir), workdir
+
+
+def one_speed_run(ruby, threads, seconds, native=True):
+    """(speed while sampled / speed around it, the summary's Native line)."""
+    proc, workdir = start_workers(ruby, threads)
     try:
         time.sleep(1.0 + seconds)   # warmed: every method compiled, then the "before" window
         t_start = time.monotonic()
@@ -169,11 +175,7 @@ def interleaved_run(ruby, threads, window, rounds, modes):
     """{mode: [ratio of each sampled window's rate to its untouched
     neighbours']}: one process, its windows alternating untouched and
     sampled (modes in turn), ROUNDS rounds."""
-    workdir = tempfile.mkdtemp(prefix="rbpeek-bench-yjit-")
-    prog = os.path.join(workdir, "workers.rb")
-    with open(prog, "w") as f:
-        f.write(WORKERS)
-    proc = benchlib.launch([ruby] + YJIT + [prog, workdir, str(threads)], workdir)
+    proc, workdir = start_workers(ruby, threads)
     timeline = []   # ("off", t0, t1) or (mode, t0, t1)
     taken = {m: [] for m in modes}   # samples a second of each sampled window
     try:
