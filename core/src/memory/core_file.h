@@ -2,9 +2,8 @@
  * The parsed form of an ELF core file, shared by the files that read one:
  * mem_core.c (the memory source: segments, the mapped files it opens for
  * what the core left out), core_notes.c (its notes: NT_FILE mappings,
- * threads' registers, the auxiliary vector), core_linkmap.c (the mapped
- * files of a core without NT_FILE, from the dynamic linker's list) and
- * core_regions.c (the regions a core maps, for symbols and modules).
+ * threads' registers, the auxiliary vector) and core_regions.c (the
+ * regions a core maps, for symbols and modules).
  * rbp_core_open validates everything it takes from the file against the
  * file's size and bounds every count (see mem_core.c's opening comment).
  */
@@ -76,9 +75,9 @@ typedef struct core {
     core_thread_regs *threads;  /* NT_PRSTATUS notes, in the core's order (the current thread first) */
     size_t nthreads, threads_cap;
     core_auxv auxv;
-    bool by_linkmap;            /* no NT_FILE: the files come from the link map (core_linkmap.c) */
+    bool by_linkmap;            /* no NT_FILE: the files come from the link map (linkmap.c) */
     char maps_from[256];        /* where the mapped files' list came from: "" (NT_FILE, or none) or the
-                                 * link map's word (core_linkmap.c) */
+                                 * link map's word (linkmap.c) */
 } core;
 
 /* Opens and parses the core at path; NULL with a reason in err (if given).
@@ -93,16 +92,11 @@ bool rbp_core_parse_notes(core *c, const uint8_t *buf, uint64_t len);
 /* A mapped file's entry in c->files (its index), made for path; -1 when
  * out of memory. Each call makes a new entry (NT_FILE interns its own). */
 long rbp_core_add_file(core *c, const char *path);
+/* c->maps in address order, as find_map's bisection needs them. */
+void rbp_core_sort_maps(core *c);
 
 /* mem_core.c: the bytes at addr that the core or its mapped files hold
  * (as the memory source reads them); or -1. */
 long rbp_core_read(core *c, uint64_t addr, void *buf, size_t len);
-
-/* core_linkmap.c: for a core without NT_FILE (qemu-user writes none), the
- * files the program mapped, from its executable's dynamic section and
- * the dynamic linker's list (r_debug), found through NT_AUXV; each file
- * under sysroot first. Adds them to c->maps; says in c->maps_from how far
- * it got. False only when out of memory. */
-bool rbp_core_maps_from_linkmap(core *c, const char *sysroot);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * The notes of an ELF core (its PT_NOTE segments): NT_FILE, the files
  * mapped and where (the kernel's and gdb's cores write it; qemu-user's do
- * not, core_linkmap.c then finds them); NT_PRSTATUS, one per thread, its
+ * not, linkmap.c then finds them); NT_PRSTATUS, one per thread, its
  * id and general registers, laid out as the core's machine lays them
  * (memory/regset.h); NT_AUXV, the auxiliary vector the program started
  * with. Everything is bounded by the note's own size: a malformed entry
@@ -51,12 +51,6 @@ static long intern_path(core *c, intern *t, const char *path)
     return -1; /* cannot happen: the table has twice as many slots as entries */
 }
 
-static int cmp_fmap(const void *a, const void *b)
-{
-    const core_fmap *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
 /* Parses one NT_FILE descriptor: count, page size, count x {start, end,
  * page offset}, then count NUL-terminated paths. Entries that are
  * malformed are dropped; a malformed header drops the note. */
@@ -100,9 +94,17 @@ static bool parse_nt_file(core *c, const uint8_t *d, uint64_t len)
         c->maps[c->nmaps++] = (core_fmap){v[0], v[1], v[2] * page, (uint32_t)f};
     }
     free(t.slots);
-    qsort(c->maps, c->nmaps, sizeof *c->maps, cmp_fmap);
+    rbp_core_sort_maps(c);
     return true;
 }
+
+static int cmp_fmap(const void *a, const void *b)
+{
+    const core_fmap *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void rbp_core_sort_maps(core *c) { qsort(c->maps, c->nmaps, sizeof *c->maps, cmp_fmap); }
 
 long rbp_core_add_file(core *c, const char *path)
 {

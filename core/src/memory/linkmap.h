@@ -1,6 +1,6 @@
 /*
  * The dynamic linker's list of a program's mapped files, walked through a
- * reader of its memory (core_linkmap.c): for a core without NT_FILE, and
+ * reader of its memory (linkmap.c): for a core without NT_FILE, and
  * for a live program whose debugger lists no mappings (gdb on qemu's gdb
  * stub), from the auxiliary vector's AT_PHDR, AT_EXECFN and AT_PAGESZ.
  */

@@ -10,7 +10,7 @@
  * note still names the file behind each mapping and the offset it was
  * mapped from, so for addresses the core lacks we read that file instead
  * (qemu-user writes no NT_FILE: the dynamic linker's list in the core's
- * memory names them then, core_linkmap.c; a sysroot given is where they
+ * memory names them then, linkmap.c; a sysroot given is where they
  * are looked for first, as gdb does for a core of another machine).
  * Those paths are the core's word, and a core may come from anyone: a file
  * is read only if it is a regular file (base/target_file.h), so a note
@@ -32,6 +32,7 @@
 #include "base/errbuf.h"
 #include "base/target_file.h"
 #include "memory/core_file.h"
+#include "memory/linkmap.h"
 #include "memory/machine.h"
 #include "memory/mem.h"
 
@@ -278,6 +279,13 @@ static bool core_read_segments(core *c, const Elf64_Phdr *ph, uint64_t phnum)
     return true;
 }
 
+/* For a core without NT_FILE (qemu-user writes none), the files the
+ * program mapped, from its executable's dynamic section and the dynamic
+ * linker's list (r_debug), found through NT_AUXV (linkmap.c); each file
+ * under sysroot first. Adds them to c->maps; says in c->maps_from how far
+ * it got. False only when out of memory. */
+static bool maps_from_linkmap(core *c, const char *sysroot);
+
 core *rbp_core_open(const char *path, const char *sysroot, char *err, size_t errlen)
 {
     core *c = calloc(1, sizeof *c);
@@ -295,7 +303,7 @@ core *rbp_core_open(const char *path, const char *sysroot, char *err, size_t err
     free(ph);
     if (ok && c->nmaps == 0) {
         c->by_linkmap = true;
-        ok = rbp_core_maps_from_linkmap(c, sysroot);
+        ok = maps_from_linkmap(c, sysroot);
     }
     if (ok && c->maps_from[0]) {   /* said beside a truncation, if any */
         size_t used = strlen(c->note);
@@ -452,6 +460,30 @@ long rbp_core_read(core *c, uint64_t addr, void *buf, size_t len)
 }
 
 static long core_read(void *ctx, uint64_t addr, void *buf, size_t len) { return rbp_core_read(ctx, addr, buf, len); }
+
+/* ---- a core's files from the link map (no NT_FILE) -------------------- */
+
+static bool core_io_map(void *ctx, const char *path, const rbp_lm_seg *segs, size_t n)
+{
+    core *c = ctx;
+    long f = rbp_core_add_file(c, path);
+    if (f < 0) return false;
+    core_fmap *m = realloc(c->maps, (c->nmaps + n + 1) * sizeof *m);
+    if (!m) return false;
+    c->maps = m;
+    for (size_t i = 0; i < n; i++) c->maps[c->nmaps++] = (core_fmap){segs[i].start, segs[i].end, segs[i].file_ofs,
+                                                                     (uint32_t)f};
+    /* sorted at once: the next object is found by reads that may ask them */
+    rbp_core_sort_maps(c);
+    return true;
+}
+
+static bool maps_from_linkmap(core *c, const char *sysroot)
+{
+    rbp_linkmap_io io = {c, core_read, core_io_map, c->regset->machine, "the core", c->maps_from,
+                         sizeof c->maps_from};
+    return rbp_linkmap_walk(&io, sysroot, c->auxv.phdr, c->auxv.execfn, c->auxv.pagesz);
+}
 
 static void core_close(void *ctx) { rbp_core_free(ctx); }
 

@@ -6,7 +6,7 @@
  * and must never block on the FIFO or read the device's bytes.
  *
  * A core without the note (qemu-user writes none) names its files in the
- * dynamic linker's list in its memory (memory/core_linkmap.c): a copy of
+ * dynamic linker's list in its memory (memory/linkmap.c): a copy of
  * the fixture's core with its NT_FILE note renamed must map every file
  * the note maps, the same bytes at the same addresses, from the link map
  * alone; and with its auxiliary vector gone too, it says it knows no

@@ -22,16 +22,15 @@
  *
  * Each path is looked for under the sysroot first (the files of another
  * machine's program live there on this one), then as it is. Every count
- * read from the core is bounded; what cannot be found is said in
- * c->maps_from, which the session puts on its warning line.
+ * read from the memory is bounded; what cannot be found is said in the
+ * caller's io->said.
  *
- * The walk itself (rbp_linkmap_walk) reads through a callback, so that a
- * live program whose debugger lists no mappings (gdb on qemu's gdb stub)
- * has its files found the same way, from the auxiliary vector the
+ * The walk reads and maps through the caller's callbacks (linkmap.h): a
+ * core's reader (mem_core.c), and a live program whose debugger lists no
+ * mappings (gdb on qemu's gdb stub), from the auxiliary vector the
  * debugger gives and the memory it reads.
  */
 #define _GNU_SOURCE
-#include "memory/core_file.h"
 #include "memory/linkmap.h"
 
 #include <elf.h>
@@ -218,36 +217,4 @@ bool rbp_linkmap_walk(const rbp_linkmap_io *io, const char *sysroot, uint64_t ph
                  sysroot && *sysroot ? "" : "; give the files' root (--sysroot)");
     free(im);
     return ok;
-}
-
-/* --- a core's files ------------------------------------------------------------- */
-
-static long core_io_read(void *ctx, uint64_t addr, void *buf, size_t len) { return rbp_core_read(ctx, addr, buf, len); }
-
-static int cmp_fmap(const void *a, const void *b)
-{
-    const core_fmap *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static bool core_io_map(void *ctx, const char *path, const rbp_lm_seg *segs, size_t n)
-{
-    core *c = ctx;
-    long f = rbp_core_add_file(c, path);
-    if (f < 0) return false;
-    core_fmap *m = realloc(c->maps, (c->nmaps + n + 1) * sizeof *m);
-    if (!m) return false;
-    c->maps = m;
-    for (size_t i = 0; i < n; i++) c->maps[c->nmaps++] = (core_fmap){segs[i].start, segs[i].end, segs[i].file_ofs,
-                                                                     (uint32_t)f};
-    /* sorted at once: the next object is found by reads that may ask them */
-    qsort(c->maps, c->nmaps, sizeof *c->maps, cmp_fmap);
-    return true;
-}
-
-bool rbp_core_maps_from_linkmap(core *c, const char *sysroot)
-{
-    rbp_linkmap_io io = {c, core_io_read, core_io_map, c->regset->machine, "the core", c->maps_from,
-                         sizeof c->maps_from};
-    return rbp_linkmap_walk(&io, sysroot, c->auxv.phdr, c->auxv.execfn, c->auxv.pagesz);
 }
