@@ -245,12 +245,25 @@ RBPEEK_API int rbpeek_kicker_disarm(rbpeek_kicker *k, uint64_t *fired_ns);
 RBPEEK_API uint64_t rbpeek_kicker_now(void);
 RBPEEK_API void rbpeek_kicker_free(rbpeek_kicker *k);
 
+/* The sample times, one rule for the tracer and the loop through the
+ * debugger: the target's run from each resume to the next sample is
+ * exponential (a Poisson process over the time it runs, so that the
+ * samples see its time averages however each stop disturbs it), of a mean
+ * shortened by the samples' mean cost so far, so that the rate holds.
+ * next returns the CLOCK_MONOTONIC deadline of the next sample of a target
+ * resumed at resumed_ns whose last sample fired at fired_ns (0: none yet).
+ * new returns NULL only when out of memory; seed 0 picks a fixed one. */
+typedef struct rbpeek_schedule rbpeek_schedule;
+RBPEEK_API rbpeek_schedule *rbpeek_schedule_new(double interval_s, uint64_t seed);
+RBPEEK_API uint64_t rbpeek_schedule_next(rbpeek_schedule *s, uint64_t fired_ns, uint64_t resumed_ns);
+RBPEEK_API void rbpeek_schedule_free(rbpeek_schedule *s);
+
 /* ---------------------------------------------------------------------------
  * The sampler as the target's tracer: `ruby sample`'s fast path for a live
  * local process (tracer.c). The debugger detaches first; rbpeek_trace_start
  * then traces every thread of opt->pid from a thread of its own (ptrace
  * PTRACE_SEIZE) and runs the whole loop: let the target run until the next
- * sample time (a Poisson process of mean interval_s), stop every thread
+ * sample time (rbpeek_schedule's rule, of mean interval_s), stop every thread
  * (PTRACE_INTERRUPT), take a snapshot with s and add it to p as
  * rbpeek_profile_add_snapshot does with opt, resume. The caller must not use
  * s or p until rbpeek_trace_wait says it has ended. It ends after

@@ -81,20 +81,6 @@
 #include "vm/threads.h"
 
 
-/* Exponentially distributed gap of mean mean_ns (Poisson sampling: see
- * docs/sampling.md), from a xorshift generator. */
-static uint64_t next_gap(struct rbpeek_trace *t, double mean_ns)
-{
-    uint64_t x = t->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    t->rng = x;
-    double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;   /* (0, 1) */
-    double g = -mean_ns * __builtin_log(u);
-    return g < 1.0 ? 1u : (uint64_t)g;
-}
-
 /* -- one sample ------------------------------------------------------------- */
 
 /* The split walk's release: the held threads are walked, resume them. */
@@ -287,10 +273,9 @@ static void *tracer_main(void *arg)
     pthread_cond_broadcast(&t->cond);
     pthread_mutex_unlock(&t->lock);
 
-    const double mean = t->cfg.interval_s * 1e9;
     const uint64_t t0 = rbp_now_ns();
     const uint64_t until = t->cfg.duration_s > 0 ? t0 + (uint64_t)(t->cfg.duration_s * 1e9) : 0;
-    uint64_t fire = t0 + next_gap(t, mean);
+    uint64_t fire = rbp_schedule_next(&t->schedule, 0, t0);
     while (t->end == RBPEEK_TRACE_RUNNING) {
         if (t->cfg.max_samples && t->stats.samples >= t->cfg.max_samples) {
             t->end = RBPEEK_TRACE_DONE;
@@ -305,10 +290,8 @@ static void *tracer_main(void *arg)
             t->end = RBPEEK_TRACE_DONE;
             break;
         }
-        if (fire + (uint64_t)(BACKLOG * mean) < now) fire = now;   /* cannot keep up: restart the schedule */
         tr_run_until(t, until && fire > until ? until : fire);
         if (t->end != RBPEEK_TRACE_RUNNING || atomic_load(&t->cancel) || (until && rbp_now_ns() >= until)) continue;
-        fire += next_gap(t, mean);
 
         uint64_t a = rbp_now_ns();
         for (size_t i = 0; i < t->ntr; i++) t->tr[i].cpu_known = false;   /* asked anew for this sample */
@@ -322,6 +305,9 @@ static void *tracer_main(void *arg)
         uint64_t b = t->cur.stopped_at ? t->cur.stopped_at : a, held_from = t->cur.held_from;
         if (!t->released) release_held(t);
         if (t->cur.ntids) tr_aside_step(t, t->cur.tids[0]);
+        /* The target runs again from its resume (nothing was stopped:
+         * from now); a deadline the walk after the resume overran fires at once. */
+        fire = rbp_schedule_next(&t->schedule, a, t->released && t->resume_to >= a ? t->resume_to : rbp_now_ns());
         /* walk: before and after the release; resume: the release */
         uint64_t resume_ns = t->resume_to - t->resume_from;
         uint64_t done = walked > t->resume_to ? walked : t->resume_to;
@@ -373,7 +359,7 @@ rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbp
     t->opt.tid_map_pairs = 0;
     t->cfg = *cfg;
     t->pid = opt->pid;
-    t->rng = cfg->seed ? cfg->seed : (rbp_now_ns() | 1u);
+    rbp_schedule_init(&t->schedule, cfg->interval_s, cfg->seed ? cfg->seed : (rbp_now_ns() | 1u));
     tr_native_init(t);
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->cond, NULL);

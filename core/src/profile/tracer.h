@@ -20,6 +20,7 @@
 
 #include "rbpeek.h"
 #include "profile/sampler.h"
+#include "profile/schedule.h"
 #include "vm/native_merge.h"
 
 #define STOP_TIMEOUT_NS 100000000ull   /* longest wait for the threads to stop */
@@ -27,7 +28,6 @@
 #define SEIZE_TRIES 30                 /* 10 ms apart, while a thread is still traced by someone else */
 #define WAKE_REPEAT_NS 1000000ull      /* the wake-up timer repeats, in case one came just before the wait */
 #define MAX_TRACEES 65536              /* threads: a bound on what garbage /proc could make us track */
-#define BACKLOG 5                      /* intervals the schedule may fall behind before it restarts */
 #define MAX_HOLDERS 64                 /* ractors whose GVL holders are stopped one by one; more: stop all */
 #define HOLDER_ROUNDS 3                /* re-reads while the GVL changes hands, before stopping all */
 
@@ -70,7 +70,7 @@ struct rbpeek_trace {
     pid_t end_tid;               /* RBPEEK_TRACE_SIGNAL: the thread holding the signal */
     bool end_group_stop;         /* the signal was a job-control stop already in effect */
     bool end_fault;              /* the signal was a fault of the thread's own */
-    uint64_t rng;
+    struct rbp_schedule schedule;      /* the sample times */
     pid_t self_tid;              /* of the tracing thread */
     int wake_sig;                /* the real-time signal that ends its waits */
     struct sigaction wake_old;   /* its disposition before, restored at the end */

@@ -8,7 +8,7 @@ lib.py       finding and loading the library, its signatures, RbpeekError, Owned
 cstructs.py  ctypes mirrors of the API's structs and constants
 session.py   Session (one target) and Snapshot (its threads and frames)
 heap.py      Census (the heap census)
-profile.py   Profile, Sampler, Trace, Kicker (`ruby sample`)
+profile.py   Profile, Sampler, Trace, Kicker, Schedule (`ruby sample`)
 formats.py   the profile's output formats, one row each (options, help, writer)
 """
 
@@ -18,10 +18,10 @@ from .cstructs import (BT_NATIVE, BT_NATIVE_ALL, FORMAT_JSON, FORMAT_TEXT, STOP_
 from .formats import FORMATS
 from .heap import Census
 from .lib import REPO_ROOT, RbpeekError, lib, library_path, preload, watch_probe
-from .profile import AllocSites, Kicker, Profile, Sampler, Trace, is_allocator, share_interval
+from .profile import AllocSites, Kicker, Profile, Sampler, Schedule, Trace, is_allocator, share_interval
 from .session import Session, Snapshot, resolve_tids
 
 __all__ = ["BT_NATIVE", "BT_NATIVE_ALL", "FORMATS", "FORMAT_JSON", "FORMAT_TEXT", "REPO_ROOT",
            "STOP_MODES", "THREAD_STATES", "TRACE_ENDS", "AllocSites", "Census", "Kicker", "Profile", "RbpeekError",
-           "SampleOptions", "SampleResult", "Sampler", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
+           "SampleOptions", "SampleResult", "Sampler", "Schedule", "Session", "Snapshot", "Trace", "TraceConfig", "TraceStats",
            "formats", "is_allocator", "lib", "library_path", "preload", "resolve_tids", "share_interval", "watch_probe"]

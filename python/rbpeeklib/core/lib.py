@@ -153,6 +153,9 @@ def signatures():
     sigs["rbpeek_kicker_disarm"] = (ctypes.c_int, [vp, ctypes.POINTER(ctypes.c_uint64)])
     sigs["rbpeek_kicker_now"] = (u64, [])
     sigs["rbpeek_kicker_free"] = (None, [vp])
+    sigs["rbpeek_schedule_new"] = (vp, [ctypes.c_double, u64])
+    sigs["rbpeek_schedule_next"] = (u64, [vp, u64, u64])
+    sigs["rbpeek_schedule_free"] = (None, [vp])
     sigs["rbpeek_trace_start"] = (st, [vp, vp, ctypes.POINTER(SampleOptions), ctypes.POINTER(TraceConfig),
                                        ctypes.POINTER(vp)])
     sigs["rbpeek_trace_wait"] = (ctypes.c_int, [vp, ctypes.c_int])

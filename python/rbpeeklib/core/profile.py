@@ -223,3 +223,21 @@ class Kicker(Owned):
         if self._disarm(self._h, self._fired_ref):
             return True, self._fired.value * 1e-9
         return False, 0.0
+
+
+class Schedule(Owned):
+    """rbpeek_schedule: the sample times (the tracer's rule, for the loop
+    through the debugger), in time.monotonic() seconds."""
+
+    _free_fn = "rbpeek_schedule_free"
+
+    def __init__(self, interval, seed=0):
+        self._h = lib().rbpeek_schedule_new(float(interval), int(seed))
+        if not self._h:
+            raise RbpeekError("cannot schedule samples %r s apart" % interval)
+        self._next = lib().rbpeek_schedule_next
+
+    def next(self, fired, resumed):
+        """The next sample's deadline for a target resumed at resumed, whose
+        last sample fired at fired (None: none yet)."""
+        return self._next(self._h, int(fired * 1e9) if fired else 0, int(resumed * 1e9)) * 1e-9

@@ -13,16 +13,14 @@ as much as the signal.
 """
 
 import ctypes
-import random
 import signal
 import time
 
-from ..core import Kicker, RbpeekError, Sampler, resolve_tids
+from ..core import Kicker, RbpeekError, Sampler, Schedule, resolve_tids
 from .stats import Progress
 
 SAMPLE_SIGNAL = signal.SIGURG
 TID_MAP_REFRESH = 1.0       # seconds between pthread -> TID map refreshes
-BACKLOG = 5                 # intervals the sample schedule may fall behind before it restarts
 
 
 def run_via_debugger(dbg, session, profile, opts, args, interval, pid, st):
@@ -38,24 +36,16 @@ def run_via_debugger(dbg, session, profile, opts, args, interval, pid, st):
     failure = None
     kicker = token = None
     progress = Progress(dbg)
-    rng = random.Random()
     try:
         kicker = Kicker(pid, SAMPLE_SIGNAL)
         token = dbg.sample_prepare(SAMPLE_SIGNAL)
         st.t_start = now = time.perf_counter()
-        # Poisson sampling: sample times are a Poisson process of the
-        # requested rate (exponentially distributed gaps), kept in
-        # absolute time so that the debugger's cost per sample does not
-        # lower the rate while it keeps up. How long the target runs
-        # after a resume is then itself exponential, so the moments
-        # right after a resume, when it runs slower on caches the
-        # debugger evicted, are sampled as often as any other (a fixed
-        # run time never samples them), and no periodic program can beat
-        # in step with the samples. Gaps shorter than a sample costs are
-        # made up by the longer ones that follow, up to BACKLOG
-        # intervals; beyond that (the debugger cannot keep up, or
-        # stalled) the schedule restarts rather than catch up in a burst.
-        next_fire = now + rng.expovariate(1.0 / interval)
+        # The sample times are the tracer's (rbpeek_schedule): the target's
+        # run from each resume to the next sample is exponential, of a mean
+        # shortened by the samples' mean cost. Here the resume is the
+        # debugger's continue, just after the kicker is armed.
+        schedule = Schedule(interval)
+        fired_at = None
         while True:
             if limit and st.samples >= limit:
                 end = "%d samples taken" % limit
@@ -66,12 +56,8 @@ def run_via_debugger(dbg, session, profile, opts, args, interval, pid, st):
             if dbg.interrupted():
                 end = "interrupted (Ctrl-C)"
                 break
-            if next_fire < now - BACKLOG * interval:
-                next_fire = now
-            fire = next_fire
-            next_fire += rng.expovariate(1.0 / interval)
-            kicker.arm(fire)
             t_resume = time.perf_counter()
+            kicker.arm(schedule.next(fired_at, t_resume))
             kind, desc = dbg.sample_resume()
             t_stopped = time.perf_counter()
             fired, fired_at = kicker.disarm()
