@@ -160,6 +160,8 @@ typedef struct rbpeek_sample_result {
                                  * ([0] unused) */
     uint32_t unmerged;          /* native stacks whose Ruby frames could not be placed: added
                                  * with their Ruby frames alone */
+    const char *unmerged_note;  /* the first such stack's note (why), or NULL; valid while the
+                                 * snapshot is */
 } rbpeek_sample_result;
 
 /* Adds the stacks of snap's threads to p, as opt selects (opt may be NULL:
@@ -366,6 +368,7 @@ typedef struct rbpeek_trace_stats {
      * runs from the moment the sampler had seen every stop it asked for:
      * the target was held stopped at least this long, at most held_s. */
     double held_seen_s;
+    char unmerged_note[200];    /* the first native stack not merged: why (its note), or "" */
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or

@@ -317,7 +317,10 @@ rbpeek_status rbp_sample_add_snapshot(rbpeek_profile *p, const rbpeek_snapshot *
         case RBP_SAMPLE_ADDED:
             r.added++;
             if (gc > 0 && gc < 5) r.gc[gc]++;
-            if (unmerged) r.unmerged++;
+            if (unmerged && !r.unmerged++) {
+                const rbpeek_native_stack *ns = rbpeek_snapshot_native(snap, i);
+                r.unmerged_note = ns ? ns->note : NULL;
+            }
             break;
         case RBP_SAMPLE_FAILED: r.failed++; break;
         case RBP_SAMPLE_FILTERED: r.filtered++; break;

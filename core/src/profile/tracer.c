@@ -232,6 +232,8 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
     }
     t->stats.added_threads += res.added;
     t->stats.native_unmerged += res.unmerged;
+    if (res.unmerged_note && !t->stats.unmerged_note[0])
+        snprintf(t->stats.unmerged_note, sizeof t->stats.unmerged_note, "%s", res.unmerged_note);
     for (int k = 1; k < 5; k++) t->stats.gc[k] += res.gc[k];
     t->stats.torn_threads += torn;
     t->stats.retried_threads += retried;

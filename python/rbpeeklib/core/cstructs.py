@@ -171,7 +171,8 @@ class TraceStats(ctypes.Structure):
                 ("native_none", ctypes.c_uint64), ("native_unmerged", ctypes.c_uint64),
                 ("gc", ctypes.c_uint64 * 5), ("cpu_samples", ctypes.c_uint64), ("cpu_gc", ctypes.c_uint64),
                 ("cpu_waited", ctypes.c_uint64), ("gvl_free", ctypes.c_uint64),
-                ("native_reused", ctypes.c_uint64), ("held_seen_s", ctypes.c_double)]
+                ("native_reused", ctypes.c_uint64), ("held_seen_s", ctypes.c_double),
+                ("unmerged_note", ctypes.c_char * 200)]
 
 
 TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}
@@ -181,7 +182,7 @@ class SampleResult(ctypes.Structure):
     _c_ = "rbpeek_sample_result"
     _fields_ = [("added", ctypes.c_uint32), ("failed", ctypes.c_uint32), ("filtered", ctypes.c_uint32),
                 ("empty", ctypes.c_uint32), ("tid_unknown", ctypes.c_uint32), ("gc", ctypes.c_uint32 * 5),
-                ("unmerged", ctypes.c_uint32)]
+                ("unmerged", ctypes.c_uint32), ("unmerged_note", ctypes.c_char_p)]
 
 
 class PprofOptions(ctypes.Structure):

@@ -94,6 +94,7 @@ class Sampler:
         self._opts = options
         self._max = max_frames
         self._result = SampleResult()
+        self.unmerged_note = None   # the last sample's first stack not merged: why
         self._snap = ctypes.c_void_p()
         self._args = (session._h, profile._h)
         self._invalidate = L.rbpeek_session_invalidate
@@ -117,6 +118,9 @@ class Sampler:
             return None
         try:
             st = self._add(p, self._snap, self._opts_ref, self._result_ref)
+            # The note's text is the snapshot's: copied before it is freed.
+            note, self._result.unmerged_note = self._result.unmerged_note, None
+            self.unmerged_note = decode(note) if note else None
         finally:
             self._free(self._snap)
             self._snap.value = None

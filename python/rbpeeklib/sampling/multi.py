@@ -264,6 +264,7 @@ class MultiRun:
         ways = [0, 0, 0, 0, 0]
         for m in self.members.values():
             st.unmerged += m.stats.unmerged
+            st.unmerged_note = st.unmerged_note or m.stats.unmerged_note
             for k, v in enumerate(m.stats.native_ways or ()):
                 ways[k] += v
         st.native_ways = tuple(ways)

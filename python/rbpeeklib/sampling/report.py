@@ -206,8 +206,9 @@ def native_line(st):
         if none:
             parts.append("%d without registers (no machine frames)" % none)
     if st.unmerged:
-        parts.append("%d stack%s could not be merged (recorded with their Ruby frames alone)"
-                     % (st.unmerged, "" if st.unmerged == 1 else "s"))
+        note = getattr(st, "unmerged_note", None)
+        parts.append("%d stack%s could not be merged (recorded with their Ruby frames alone%s)"
+                     % (st.unmerged, "" if st.unmerged == 1 else "s", "; the first: " + note if note else ""))
     return "Native:    %s" % ("; ".join(parts) if parts else "every stack merged")
 
 

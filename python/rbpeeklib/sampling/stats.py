@@ -45,6 +45,7 @@ class Stats:
         # was at work on; and those found preempted (rbpeek_trace_stats)
         self.cpu_samples = self.cpu_gc = self.cpu_waited = 0
         self.unmerged = 0      # --native: stacks whose Ruby frames could not be placed (recorded alone)
+        self.unmerged_note = None  # ... the first one's note: why
         self.native_ways = None  # traced --native: (held, peeked, stopped, none, reused) registers
         self.gvl_free = 0      # traced, allocation sites: samples at which no thread held a GVL (nothing stopped)
 
@@ -85,6 +86,7 @@ class Stats:
         self.gc = [ts.gc[k] for k in range(5)]
         self.cpu_samples, self.cpu_gc, self.cpu_waited = ts.cpu_samples, ts.cpu_gc, ts.cpu_waited
         self.unmerged = ts.native_unmerged
+        self.unmerged_note = ts.unmerged_note.decode("utf-8", "replace") or None
         self.native_ways = (ts.native_held, ts.native_peeked, ts.native_stopped, ts.native_none,
                             ts.native_reused)
         self.gvl_free = ts.gvl_free

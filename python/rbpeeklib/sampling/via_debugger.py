@@ -71,6 +71,8 @@ def run_via_debugger(dbg, session, profile, opts, args, interval, pid, st):
                        else "the target stopped: %s" % desc)
                 break
             res = sampler.sample()
+            if res is not None and res.unmerged and not st.unmerged_note:
+                st.unmerged_note = sampler.unmerged_note
             t_walked = time.perf_counter()
             st.record(res, t_resume, fired_at if fired else t_resume, t_stopped, t_walked)
             if res is None:

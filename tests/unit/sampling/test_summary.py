@@ -150,6 +150,12 @@ class Native(unittest.TestCase):
         self.assertIn("; 8803 reused from the previous sample: the thread had not run", line)
         st.native_ways = (564, 8937, 3, 0, 0)
         self.assertNotIn("reused", native_line(st))
+        # Stacks not merged: how many, and why the first was not.
+        st.unmerged, st.unmerged_note = 2, "3 VM entries on the machine stack for 2 segments"
+        self.assertIn("; 2 stacks could not be merged (recorded with their Ruby frames alone; the first: 3 VM "
+                      "entries on the machine stack for 2 segments)", native_line(st))
+        st.unmerged_note = None
+        self.assertIn("; 2 stacks could not be merged (recorded with their Ruby frames alone)", native_line(st))
 
 
 class Rate(unittest.TestCase):
