@@ -44,6 +44,7 @@ void rbp_sample_scratch_free(rbp_sample_scratch *s)
     s->ids = NULL;
     s->offsets = NULL;
     s->cap = 0;
+    rbp_task_files_close(&s->files);
 }
 
 static bool scratch_reserve(rbp_sample_scratch *s, size_t n)
@@ -92,7 +93,7 @@ bool rbp_sample_on_cpu(const rbpeek_thread *t, const rbpeek_sample_options *opt,
 {
     long sc = -2;
     if (t->status == RBPEEK_THREAD_RUNNABLE && opt && opt->pid > 0)
-        sc = rbp_thread_syscall(opt->pid, rbp_sample_thread_tid(t, opt));
+        sc = rbp_thread_syscall(NULL, opt->pid, rbp_sample_thread_tid(t, opt));
     return on_cpu_given(t, opt, sc, unknown);
 }
 
@@ -197,7 +198,7 @@ rbp_sample_fate rbp_sample_add_stack(rbpeek_profile *p, const rbpeek_thread *t, 
      * thread is tallied, kept or not) and for on_cpu. */
     int64_t tid = rbp_sample_thread_tid(t, opt);
     int pid = opt ? opt->pid : 0;
-    long sc = rbp_thread_state_asks_kernel(t) && pid > 0 ? rbp_thread_syscall(pid, tid) : -2;
+    long sc = rbp_thread_state_asks_kernel(t) && pid > 0 ? rbp_thread_syscall(&s->files, pid, tid) : -2;
     rbpeek_thread_state state = rbp_thread_state_of(t, &s->gvl, sc);
     size_t slot = SIZE_MAX;   /* a killed thread is not tallied, nor its stack counted as recorded */
     if (t->status != RBPEEK_THREAD_KILLED && !rbp_tally_add(p, pid, t, tid, state, &slot)) return RBP_SAMPLE_NOMEM;

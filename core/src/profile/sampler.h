@@ -9,6 +9,7 @@
 #include "rbpeek.h"
 #include "base/strbuf.h"
 #include "profile/profile.h"
+#include "profile/schedstat.h"
 #include "profile/thread_state.h"
 
 /* What happened to one thread. */
@@ -28,6 +29,7 @@ typedef struct rbp_sample_scratch {
     uint32_t *ids;          /* the profile's ids of frames */
     size_t cap;             /* entries of frames and ids */
     rbp_gvl_view gvl;       /* who held the GVL at this sample (the tracer sets it) */
+    rbp_task_files files;   /* the threads' /proc files, kept open from sample to sample */
 } rbp_sample_scratch;
 
 void rbp_sample_scratch_free(rbp_sample_scratch *s);

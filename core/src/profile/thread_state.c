@@ -38,10 +38,10 @@
 
 #define TALLY_MAX 100000    /* threads remembered; more are not tallied */
 
-long rbp_thread_syscall(int pid, int64_t tid)
+long rbp_thread_syscall(rbp_task_files *c, int pid, int64_t tid)
 {
     char buf[64];
-    if (!rbp_task_file_read(pid, tid, "syscall", buf, sizeof buf)) return -2;
+    if (!rbp_task_file_read(c, pid, tid, "syscall", buf, sizeof buf)) return -2;
     if (strncmp(buf, "running", 7) == 0) return -1;
     if (strncmp(buf, "-1", 2) == 0 && (buf[2] == ' ' || buf[2] == '\n' || buf[2] == '\0')) return -1;
     if (buf[0] < '0' || buf[0] > '9') return -2;
@@ -79,10 +79,10 @@ bool rbp_thread_state_asks_kernel(const rbpeek_thread *t)
     return t->status == RBPEEK_THREAD_RUNNABLE || t->status == RBPEEK_THREAD_STOPPED;
 }
 
-bool rbp_thread_state_blocked(const rbpeek_thread *t, int pid, int64_t tid)
+bool rbp_thread_state_blocked(rbp_task_files *c, const rbpeek_thread *t, int pid, int64_t tid)
 {
     if (t->status == RBPEEK_THREAD_RUNNABLE) return false; /* its state needs the GVL's view */
-    long sc = rbp_thread_state_asks_kernel(t) && pid > 0 && tid > 0 ? rbp_thread_syscall(pid, tid) : -2;
+    long sc = rbp_thread_state_asks_kernel(t) && pid > 0 && tid > 0 ? rbp_thread_syscall(c, pid, tid) : -2;
     return rbp_thread_state_of(t, NULL, sc) == RBPEEK_STATE_BLOCKED;
 }
 

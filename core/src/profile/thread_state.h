@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "rbpeek.h"
+#include "profile/schedstat.h"
 
 #define RBP_GVL_VIEW_MAX 8
 
@@ -28,7 +29,7 @@ typedef struct rbp_gvl_view {
 /* The system call a thread of a live process is blocked in, as
  * /proc/PID/task/TID/syscall says: its number; -1 running user code (or on
  * a CPU); -2 cannot tell (no such thread, no permission, no pid). */
-long rbp_thread_syscall(int pid, int64_t tid);
+long rbp_thread_syscall(rbp_task_files *c, int pid, int64_t tid);
 
 /* Whether t's state needs the kernel's word (rbp_thread_syscall). */
 bool rbp_thread_state_asks_kernel(const rbpeek_thread *t);
@@ -41,7 +42,7 @@ rbpeek_thread_state rbp_thread_state_of(const rbpeek_thread *t, const rbp_gvl_vi
  * not runnable, which needs no view of the GVL (the kernel is asked when
  * Ruby's status leaves it open). For work a blocked thread would not need
  * when idle threads are dropped (its native stack). */
-bool rbp_thread_state_blocked(const rbpeek_thread *t, int pid, int64_t tid);
+bool rbp_thread_state_blocked(rbp_task_files *c, const rbpeek_thread *t, int pid, int64_t tid);
 
 /* Counts one sample of thread t in state st in p's tally (pid: the
  * process); *slot is its entry for rbp_tally_recorded (SIZE_MAX past the

@@ -44,7 +44,7 @@ void tr_aside_step(struct rbpeek_trace *t, pid_t holder)
      * the read (10 us) is saved. A holder that moved onto the tracer's CPU
      * is found waiting at the next sample, and read then. */
     if (t->aside_cpu >= 0 && tr_was_on_cpu(t, holder) == 1) return;
-    int cpu = rbp_task_cpu(t->pid, holder);
+    int cpu = rbp_task_cpu(&t->add_scratch.files, t->pid, holder);
     if (cpu < 0 || cpu >= CPU_SETSIZE || cpu == t->aside_cpu || !CPU_ISSET(cpu, &t->aside_allowed)) return;
     cpu_set_t set = t->aside_allowed;
     CPU_CLR(cpu, &set);

@@ -47,10 +47,10 @@ enum { NAT_NONE, NAT_HELD, NAT_PEEKED, NAT_STOPPED, NAT_LEFT_OUT };
 
 /* A thread's runs on a CPU and its time there: both move whenever it is
  * scheduled. */
-static bool runs_of(pid_t pid, pid_t tid, uint64_t *runs, uint64_t *run_ns)
+static bool runs_of(struct rbpeek_trace *t, pid_t tid, uint64_t *runs, uint64_t *run_ns)
 {
     rbp_schedstat st;
-    if (!rbp_schedstat_read(pid, tid, &st)) return false;
+    if (!rbp_schedstat_read(&t->add_scratch.files, t->pid, tid, &st)) return false;
     *run_ns = st.run_ns;
     *runs = st.runs;
     return true;
@@ -58,10 +58,12 @@ static bool runs_of(pid_t pid, pid_t tid, uint64_t *runs, uint64_t *run_ns)
 
 /* The stack and instruction pointers of a thread blocked in a system call
  * ("NR ARG1..ARG6 SP PC"); false when it runs ("running") or is not in one. */
-static bool syscall_pointers(pid_t pid, pid_t tid, uint64_t *sp, uint64_t *pc)
+static bool syscall_pointers(struct rbpeek_trace *t, pid_t tid, uint64_t *sp, uint64_t *pc)
 {
     char buf[256];
-    if (!rbp_task_file_read(pid, tid, "syscall", buf, sizeof buf) || buf[0] < '0' || buf[0] > '9') return false;
+    if (!rbp_task_file_read(&t->add_scratch.files, t->pid, tid, "syscall", buf, sizeof buf) || buf[0] < '0' ||
+        buf[0] > '9')
+        return false;
     char *tok[9];
     size_t n = 0;
     for (char *save = NULL, *p = strtok_r(buf, " \n", &save); p && n < 9; p = strtok_r(NULL, " \n", &save))
@@ -96,9 +98,9 @@ static bool stamp(void *ctx, const rbpeek_thread *th, int64_t *key, uint64_t st[
     /* A thread the sample leaves out costs no read of /proc: asked once,
      * for begin too. */
     t->nat_cur.asked = (pid_t)tid;
-    t->nat_cur.blocked = t->opt.drop_idle && rbp_thread_state_blocked(th, (int)t->pid, tid);
+    t->nat_cur.blocked = t->opt.drop_idle && rbp_thread_state_blocked(&t->add_scratch.files, th, (int)t->pid, tid);
     if (t->nat_cur.blocked || tr_is_stopped(t, (pid_t)tid)) return false;
-    if (!runs_of(t->pid, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns)) return false;
+    if (!runs_of(t, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns)) return false;
     t->nat_cur.stamped = (pid_t)tid;
     *key = tid;
     st[0] = t->nat_cur.runs;
@@ -127,7 +129,7 @@ static rbp_regmask begin(void *ctx, const rbpeek_thread *th, bool held, int atte
         t->nat_cur.how = NAT_LEFT_OUT;
         return 0;
     }
-    if (asked ? t->nat_cur.blocked : t->opt.drop_idle && rbp_thread_state_blocked(th, (int)t->pid, tid)) {
+    if (asked ? t->nat_cur.blocked : t->opt.drop_idle && rbp_thread_state_blocked(&t->add_scratch.files, th, (int)t->pid, tid)) {
         /* The sample leaves it out (idle threads are dropped): its unwind
          * would be the sampler's CPU, which a busy target waits for. Held
          * too: a sample that found the GVL free stops every thread (a
@@ -147,8 +149,8 @@ static rbp_regmask begin(void *ctx, const rbpeek_thread *th, bool held, int atte
     uint64_t sp, pc;
     /* the runs the stamp just read, if it did: frames kept from this
      * unwind then stand for a thread that never ran since that read */
-    if (attempt == 0 && (stamped || runs_of(t->pid, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns)) &&
-        rs && syscall_pointers(t->pid, (pid_t)tid, &sp, &pc)) {
+    if (attempt == 0 && (stamped || runs_of(t, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns)) &&
+        rs && syscall_pointers(t, (pid_t)tid, &sp, &pc)) {
         regs[rs->sp] = sp;
         regs[rs->pc] = pc;
         t->nat_cur.how = NAT_PEEKED;
@@ -176,7 +178,7 @@ static bool end(void *ctx, const rbpeek_thread *th, bool held, int attempt, bool
     int how = t->nat_cur.how;
     if (how == NAT_PEEKED) {
         uint64_t runs, run_ns;
-        if (!runs_of(t->pid, t->nat_cur.tid, &runs, &run_ns) || runs != t->nat_cur.runs ||
+        if (!runs_of(t, t->nat_cur.tid, &runs, &run_ns) || runs != t->nat_cur.runs ||
             run_ns != t->nat_cur.run_ns)
             return false; /* it ran: what was read may mix two stacks; once more, stopped */
         if (cut) return false; /* a register beyond the two read may have been needed: once more, stopped */

@@ -199,7 +199,7 @@ static void probe(struct rbpeek_trace *t, tracee *e)
 {
     rbp_schedstat st = {0};
     e->cpu_known = false;
-    e->probed = rbp_schedstat_read(t->pid, e->tid, &st);
+    e->probed = rbp_schedstat_read(&t->add_scratch.files, t->pid, e->tid, &st);
     e->wait_ns = st.wait_ns;
 }
 
@@ -212,7 +212,7 @@ static void settle(struct rbpeek_trace *t, tracee *e)
     if (!e->probed || e->state != TR_STOPPED) return;
     rbp_schedstat st;
     e->probed = false;
-    e->cpu_known = rbp_schedstat_read(t->pid, e->tid, &st);
+    e->cpu_known = rbp_schedstat_read(&t->add_scratch.files, t->pid, e->tid, &st);
     e->on_cpu = e->cpu_known && st.wait_ns == e->wait_ns;
 }
 

@@ -95,11 +95,11 @@ static void test_states(void)
     for (int i = 0; i < 500 && (!spin_tid || !read_tid || !cond_tid); i++) usleep(1000);
     usleep(100000);   /* into read() and the futex */
     int pid = getpid();
-    CU_ASSERT_EQUAL(rbp_thread_syscall(pid, read_tid), SYS_read);
-    CU_ASSERT_EQUAL(rbp_thread_syscall(pid, cond_tid), SYS_futex);
-    CU_ASSERT_EQUAL(rbp_thread_syscall(pid, spin_tid), -1);
-    CU_ASSERT_EQUAL(rbp_thread_syscall(pid, 0x7ffffff0), -2);
-    CU_ASSERT_EQUAL(rbp_thread_syscall(0, spin_tid), -2);
+    CU_ASSERT_EQUAL(rbp_thread_syscall(NULL, pid, read_tid), SYS_read);
+    CU_ASSERT_EQUAL(rbp_thread_syscall(NULL, pid, cond_tid), SYS_futex);
+    CU_ASSERT_EQUAL(rbp_thread_syscall(NULL, pid, spin_tid), -1);
+    CU_ASSERT_EQUAL(rbp_thread_syscall(NULL, pid, 0x7ffffff0), -2);
+    CU_ASSERT_EQUAL(rbp_thread_syscall(NULL, 0, spin_tid), -2);
 
     rbp_gvl_view gvl = {.known = true, .n = 1, .th = {0x1000}};
     rbpeek_thread holder = thread_of(cond_tid, 0x1000, RBPEEK_THREAD_RUNNABLE);
@@ -108,23 +108,23 @@ static void test_states(void)
     rbpeek_thread nogvl = thread_of(spin_tid, 0x4000, RBPEEK_THREAD_RUNNABLE);
     rbpeek_thread sleeping = thread_of(spin_tid, 0x5000, RBPEEK_THREAD_STOPPED_FOREVER);
     /* The holder runs whatever the kernel says; in GC when the process collects. */
-    CU_ASSERT_EQUAL(rbp_thread_state_of(&holder, &gvl, rbp_thread_syscall(pid, cond_tid)), RBPEEK_STATE_RUNNING);
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&holder, &gvl, rbp_thread_syscall(NULL, pid, cond_tid)), RBPEEK_STATE_RUNNING);
     holder.gc = RBPEEK_GC_MARKING;   /* the snapshot's mark: a GC step runs on it */
     CU_ASSERT_EQUAL(rbp_thread_state_of(&holder, &gvl, -1), RBPEEK_STATE_GC);
     CU_ASSERT_EQUAL(rbp_thread_state_of(&holder, &(rbp_gvl_view){0}, -1), RBPEEK_STATE_GC);
     holder.gc = RBPEEK_GC_NONE;
-    CU_ASSERT_EQUAL(rbp_thread_state_of(&waiting, &gvl, rbp_thread_syscall(pid, cond_tid)), RBPEEK_STATE_GVL_WAIT);
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&waiting, &gvl, rbp_thread_syscall(NULL, pid, cond_tid)), RBPEEK_STATE_GVL_WAIT);
     /* Runnable for Ruby and not the holder: waiting for the GVL, whatever
      * the kernel says (in a blocking region Ruby would say "stopped"). */
-    CU_ASSERT_EQUAL(rbp_thread_state_of(&io, &gvl, rbp_thread_syscall(pid, read_tid)), RBPEEK_STATE_GVL_WAIT);
-    CU_ASSERT_EQUAL(rbp_thread_state_of(&nogvl, &gvl, rbp_thread_syscall(pid, spin_tid)), RBPEEK_STATE_GVL_WAIT);
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&io, &gvl, rbp_thread_syscall(NULL, pid, read_tid)), RBPEEK_STATE_GVL_WAIT);
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&nogvl, &gvl, rbp_thread_syscall(NULL, pid, spin_tid)), RBPEEK_STATE_GVL_WAIT);
     /* The holder not known: the kernel decides. */
     rbp_gvl_view unknown_gvl = {0};
-    CU_ASSERT_EQUAL(rbp_thread_state_of(&waiting, &unknown_gvl, rbp_thread_syscall(pid, cond_tid)),
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&waiting, &unknown_gvl, rbp_thread_syscall(NULL, pid, cond_tid)),
                     RBPEEK_STATE_GVL_WAIT);
     /* runnable in read: it holds the GVL there (blocking IO would be "stopped") */
-    CU_ASSERT_EQUAL(rbp_thread_state_of(&io, &unknown_gvl, rbp_thread_syscall(pid, read_tid)), RBPEEK_STATE_RUNNING);
-    CU_ASSERT_EQUAL(rbp_thread_state_of(&nogvl, &unknown_gvl, rbp_thread_syscall(pid, spin_tid)),
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&io, &unknown_gvl, rbp_thread_syscall(NULL, pid, read_tid)), RBPEEK_STATE_RUNNING);
+    CU_ASSERT_EQUAL(rbp_thread_state_of(&nogvl, &unknown_gvl, rbp_thread_syscall(NULL, pid, spin_tid)),
                     RBPEEK_STATE_RUNNING);
     CU_ASSERT_EQUAL(rbp_thread_state_of(&sleeping, &gvl, -1), RBPEEK_STATE_BLOCKED);
     /* Back from a blocking region (IO#write done), waiting for the GVL on a
@@ -151,12 +151,12 @@ static void test_states(void)
     /* Blocked without the GVL's view (what the sampler need not unwind):
      * stopped forever; stopped, asking the kernel: in read() blocked, on a
      * futex back from IO#write waiting for the GVL; never a runnable one. */
-    CU_ASSERT_TRUE(rbp_thread_state_blocked(&back, pid, cond_tid));
+    CU_ASSERT_TRUE(rbp_thread_state_blocked(NULL, &back, pid, cond_tid));
     back.status = RBPEEK_THREAD_STOPPED;
-    CU_ASSERT_FALSE(rbp_thread_state_blocked(&back, pid, cond_tid));
-    CU_ASSERT_TRUE(rbp_thread_state_blocked(&back, pid, read_tid));
-    CU_ASSERT_FALSE(rbp_thread_state_blocked(&waiting, pid, cond_tid));
-    CU_ASSERT_TRUE(rbp_thread_state_blocked(&sleeping, pid, spin_tid));
+    CU_ASSERT_FALSE(rbp_thread_state_blocked(NULL, &back, pid, cond_tid));
+    CU_ASSERT_TRUE(rbp_thread_state_blocked(NULL, &back, pid, read_tid));
+    CU_ASSERT_FALSE(rbp_thread_state_blocked(NULL, &waiting, pid, cond_tid));
+    CU_ASSERT_TRUE(rbp_thread_state_blocked(NULL, &sleeping, pid, spin_tid));
     /* Not known who holds it, and the kernel not asked: runnable runs. */
     rbp_gvl_view none = {0};
     CU_ASSERT_EQUAL(rbp_thread_state_of(&waiting, &none, -2), RBPEEK_STATE_RUNNING);
@@ -171,7 +171,7 @@ static void test_states(void)
     q.nframes = 1;
     q.gvl = RBPEEK_GVL_QUEUED;
     CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &none, -1), RBPEEK_STATE_GVL_WAIT);
-    CU_ASSERT_FALSE(rbp_thread_state_blocked(&q, pid, spin_tid));
+    CU_ASSERT_FALSE(rbp_thread_state_blocked(NULL, &q, pid, spin_tid));
     q.frames = SLEEP;
     q.status = RBPEEK_THREAD_STOPPED_FOREVER;
     CU_ASSERT_EQUAL(rbp_thread_state_of(&q, &gvl, SYS_futex), RBPEEK_STATE_GVL_WAIT);
