@@ -45,10 +45,21 @@ def expected_of(c):
     return exp
 
 
-def hot_line_ok(exp, label, lineno):
-    """A frame of hot_leaf: its line is unknown, or in the method's body."""
+def hot_line_ok(exp, label, lineno, parked=True):
+    """A frame of hot_leaf: its line is unknown, or in the method's body; or
+    its `end` (exp["hot_end"]), where Ruby puts the method's `leave`, when
+    the thread may be parked there: YJIT's leave checks for interrupts and
+    on one exits to the interpreter, which writes the pc (exact), runs the
+    leave and may hand the GVL over, and the thread waits at that line
+    (seen once in 785 samples of a fresh clone, 2026-11-29). Never while it
+    runs JIT code (parked False: the stack does not end in a GVL wait), where
+    the frame's stale pc is the last call's leave: the line must then be
+    unknown (issue 36's stale `end`). `ruby bt` does not say which thread
+    waits for the GVL, so there (parked True) the sample check is the one
+    that holds the stale line out."""
     first, last = exp["hot"]
-    return not label.endswith(HOT) or lineno is None or first <= lineno <= last
+    return (not label.endswith(HOT) or lineno is None or first <= lineno <= last
+            or (parked and lineno == exp["hot_end"]))
 
 
 def compare(exp, doc, where):
@@ -138,7 +149,7 @@ def check_sample(c):
                 hot += count
                 if m.group(2) is None:
                     unknown += count
-                elif not hot_line_ok(exp, HOT, int(m.group(2))):
+                elif not hot_line_ok(exp, HOT, int(m.group(2)), parked=frames[-1] == "[GVL wait]"):
                     problems.append("%d samples put %s on line %s, outside its body %s"
                                     % (count, HOT, m.group(2), exp["hot"]))
     if problems:

@@ -5,7 +5,8 @@
 # so that each method is compiled on its first call, before it parks.
 # Threads park in Queue#pop and sleep called from JIT-compiled methods; one
 # computes in a JIT-compiled loop with no calls in its body (hot_leaf, lines
-# HOT_FIRST..HOT_LAST below); one allocates. The parked threads' own
+# HOT_FIRST..HOT_LAST below, and HOT_END, its `end`, where Ruby puts its
+# `leave`); one allocates. The parked threads' own
 # backtrace_locations are written as OUT_DIR/expected.json (the shape of
 # bt_scenarios.rb's), with whether YJIT is on, and the loop's lines; then
 # OUT_DIR/ready. The computing threads compute only while OUT_DIR/busy
@@ -45,6 +46,7 @@ def hot_leaf(n)
   s
 end
 HOT_LAST = __LINE__ - 2
+HOT_END = __LINE__ - 2
 HOT_CALL = File.readlines(__FILE__).index { |l| l.include?("# HOT_" + "CALL") } + 1
 
 def compute
@@ -120,7 +122,7 @@ Thread.new do
   end
   yjit = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? ? "true" : "false"
   File.write(File.join(OUT, "expected.json"),
-             %({"ruby_version": #{json_str(RUBY_VERSION)}, "yjit": #{yjit}, "hot": [#{HOT_FIRST}, #{HOT_LAST}], "hot_call": #{HOT_CALL},\n) +
+             %({"ruby_version": #{json_str(RUBY_VERSION)}, "yjit": #{yjit}, "hot": [#{HOT_FIRST}, #{HOT_LAST}], "hot_end": #{HOT_END}, "hot_call": #{HOT_CALL},\n) +
              %( "threads": [#{docs.join(",\n")}]}\n))
   File.write(File.join(OUT, "ready"), Process.pid.to_s)
   sleep
