@@ -50,30 +50,30 @@ static void check_share(double got, double p)
     CU_ASSERT(fabs(got - p) < Z * sqrt(p * (1 - p) / N));
 }
 
-static void test_exponential_runs(void)
+/* N samples that each cost cost_ns, 10 ms apart: the runs are exponential
+ * of mean want_ns, none before its resume, and none piled at the resume. */
+static void check_runs(uint64_t cost_ns, uint64_t seed, double want_ns)
 {
     double shorter, half;
     int before;
-    double m = mean_run(0, 42, &shorter, &half, &before);
+    double m = mean_run(cost_ns, seed, &shorter, &half, &before);
     CU_ASSERT_EQUAL(before, 0);
-    CU_ASSERT(fabs(m - 1e7) < Z * 1e7 / sqrt(N));
+    CU_ASSERT(fabs(m - want_ns) < Z * want_ns / sqrt(N));
     check_share(half, 0.5);
-    check_share(shorter, 1 - exp(-0.1));   /* no pile of runs at the resume */
+    check_share(shorter, 1 - exp(-0.1));
+}
+
+static void test_exponential_runs(void)
+{
+    check_runs(0, 42, 1e7);
 }
 
 static void test_cost_keeps_the_rate(void)
 {
-    double shorter, half;
-    int before;
     /* 2 ms a sample at 100 Hz: runs of 8 ms on average, 10 ms apart in all. */
-    double m = mean_run(2000000, 7, &shorter, &half, &before);
-    CU_ASSERT_EQUAL(before, 0);
-    CU_ASSERT(fabs(m - 8e6) < Z * 8e6 / sqrt(N));
-    check_share(half, 0.5);
-    check_share(shorter, 1 - exp(-0.1));
+    check_runs(2000000, 7, 8e6);
     /* 9 ms a sample: the mean run stops at a quarter of the interval. */
-    m = mean_run(9000000, 9, &shorter, &half, &before);
-    CU_ASSERT(fabs(m - 2.5e6) < Z * 2.5e6 / sqrt(N));
+    check_runs(9000000, 9, 2.5e6);
 }
 
 static void test_bad_input(void)
