@@ -254,7 +254,8 @@ RBPEEK_API void rbpeek_kicker_free(rbpeek_kicker *k);
  * shortened by the samples' mean cost so far, so that the rate holds.
  * next returns the CLOCK_MONOTONIC deadline of the next sample of a target
  * resumed at resumed_ns whose last sample fired at fired_ns (0: none yet).
- * new returns NULL only when out of memory; seed 0 picks a fixed one. */
+ * new returns NULL when interval_s is not above 0 or memory is out; seed 0
+ * picks a fixed one. */
 typedef struct rbpeek_schedule rbpeek_schedule;
 RBPEEK_API rbpeek_schedule *rbpeek_schedule_new(double interval_s, uint64_t seed);
 RBPEEK_API uint64_t rbpeek_schedule_next(rbpeek_schedule *s, uint64_t fired_ns, uint64_t resumed_ns);

@@ -155,8 +155,8 @@ static uint64_t dt_debug(const rbp_linkmap_io *io, uint64_t dyn)
 }
 
 /* The shared objects of the link map from r_debug at rd. */
-static bool map_objects(const rbp_linkmap_io *io, const char *sysroot, uint64_t rd, uint64_t page, image *im, size_t *missing,
-                        size_t *named)
+static bool map_objects(const rbp_linkmap_io *io, const char *sysroot, uint64_t rd, uint64_t page, image *im,
+                        size_t *missing, size_t *named)
 {
     uint64_t lm = 0;
     if (!read_word(io, rd + 8, &lm)) return true; /* r_map */

@@ -242,7 +242,8 @@ static uint32_t site_of(const rbpeek_profile *p, const uint32_t *ids, size_t n)
 static bool ran_since(rbpeek_alloc_sites *a, int pid, int64_t tid)
 {
     rbp_schedstat st;
-    if (pid <= 0 || tid <= 0 || tid > INT32_MAX || !rbp_schedstat_read(&a->scratch.files, pid, (pid_t)tid, &st)) return true;
+    if (pid <= 0 || tid <= 0 || tid > INT32_MAX || !rbp_schedstat_read(&a->scratch.files, pid, (pid_t)tid, &st))
+        return true;
     uint64_t run_ns = st.run_ns;
     size_t k = 0;
     while (k < a->nran && a->ran[k].tid != tid) k++;

@@ -4,8 +4,8 @@
  * debugger. One rule for both: the time the target runs from a resume to
  * the next stop is exponential.
  */
-#ifndef RBPEEK_PROFILE_SCHEDULE_H
-#define RBPEEK_PROFILE_SCHEDULE_H
+#ifndef RBP_PROFILE_SCHEDULE_H
+#define RBP_PROFILE_SCHEDULE_H
 
 #include <stdint.h>
 

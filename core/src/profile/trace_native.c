@@ -129,7 +129,8 @@ static rbp_regmask begin(void *ctx, const rbpeek_thread *th, bool held, int atte
         t->nat_cur.how = NAT_LEFT_OUT;
         return 0;
     }
-    if (asked ? t->nat_cur.blocked : t->opt.drop_idle && rbp_thread_state_blocked(&t->add_scratch.files, th, (int)t->pid, tid)) {
+    if (asked ? t->nat_cur.blocked
+              : t->opt.drop_idle && rbp_thread_state_blocked(&t->add_scratch.files, th, (int)t->pid, tid)) {
         /* The sample leaves it out (idle threads are dropped): its unwind
          * would be the sampler's CPU, which a busy target waits for. Held
          * too: a sample that found the GVL free stops every thread (a
