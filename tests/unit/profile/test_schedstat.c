@@ -123,9 +123,17 @@ static void test_cache(void)
     CU_ASSERT_TRUE(rbp_task_file_read(c, getpid(), tid, "status", buf, sizeof buf));   /* not kept */
     CU_ASSERT_EQUAL(c->n, 3);
 
-    /* The thread ends: its reads fail, and its descriptors are let go. */
+    /* The thread ends: its reads fail, and its descriptors are let go.
+     * pthread_join returns when the kernel clears the thread's TID word,
+     * before it has reaped the thread: its /proc entry stays readable a
+     * moment longer (under qemu-user, one run in three read it). So wait,
+     * at most 5 s, until the kernel has let it go. */
     atomic_store(&spin_stop, 1);
     pthread_join(th, NULL);
+    char task[64];
+    snprintf(task, sizeof task, "/proc/self/task/%d", (int)tid);
+    for (int i = 0; i < 5000 && access(task, F_OK) == 0; i++) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    CU_ASSERT_FATAL(access(task, F_OK) != 0);
     CU_ASSERT_FALSE(rbp_schedstat_read(c, getpid(), tid, &b));
     CU_ASSERT_EQUAL(c->n, 2);
 
