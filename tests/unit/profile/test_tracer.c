@@ -362,7 +362,12 @@ static void test_pass_and_stop_signals(void)
         CU_ASSERT_EQUAL(count_reports(rd, 1, 2000), 1);
     }
     CU_ASSERT_EQUAL(rbpeek_trace_wait(t, 0), 0);
-    usleep(50000);   /* some samples */
+    /* Some samples before the stop signal: 50 ms at 500 Hz, and on a loaded
+     * machine (the suite's parallel tests) until the first one is counted,
+     * at most 5 s more. */
+    usleep(50000);
+    rbpeek_trace_stats now = {0};
+    for (int i = 0; i < 500 && (rbpeek_trace_get_stats(t, &now), now.samples == 0); i++) usleep(10000);
     /* A stop signal someone sent ends it; the signal is not delivered, but
      * left to the caller to send again once the debugger is back, and the
      * child runs on meanwhile. */
