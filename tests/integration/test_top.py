@@ -33,6 +33,12 @@ SESSION = "rbpeek-top-test-%d" % os.getpid()
 # last session ending stops the server while another test's new-session is
 # connecting to it ("server exited unexpectedly", CI's it.top.debian-3.1).
 SERVER = "rbpeek-top-%d" % os.getpid()
+# And that server is told to outlive its sessions: by default it exits when
+# the last one ends, and the Ctrl-C run's new-session, sent right after the
+# first run's kill-session, could reach it exiting (CI's it.top.3.4.5, the
+# same message). test() ends it with kill-server.
+SERVER_CONF = "set-option -g exit-empty off\n"
+_conf_path = None
 RATE = 400            # Hz: 800 samples, the split's judge, in about 2 s
 FIRST_SAMPLES = 800
 REFRESH = 1.0         # top's default --refresh
@@ -43,8 +49,8 @@ BOUND_Z = harness.family_z(3)
 
 
 def tmux(*args):
-    return subprocess.run(["tmux", "-L", SERVER, "-f", "/dev/null"] + list(args), capture_output=True, text=True,
-                          timeout=30)
+    return subprocess.run(["tmux", "-L", SERVER, "-f", _conf_path or "/dev/null"] + list(args), capture_output=True,
+                          text=True, timeout=30)
 
 
 def capture():
@@ -133,6 +139,10 @@ def check_untraced(target):
 def test(spec, workdir):
     if not shutil.which("tmux"):
         raise harness.SkipTest("tmux is not installed")
+    global _conf_path
+    _conf_path = os.path.join(workdir, "tmux.conf")
+    with open(_conf_path, "w") as f:
+        f.write(SERVER_CONF)
     ruby = harness.ruby_binary(spec)
     target = harness.Target(ruby, "cpu_split.rb", workdir)
     try:
