@@ -370,6 +370,8 @@ typedef struct rbpeek_trace_stats {
      * the target was held stopped at least this long, at most held_s. */
     double held_seen_s;
     char unmerged_note[200];    /* the first native stack not merged: why (its note), or "" */
+    uint64_t ruby_reused;       /* Ruby stacks of threads asleep since an earlier sample, whose schedstat
+                                 * showed they had not run: that sample's walk reused */
 } rbpeek_trace_stats;
 
 /* Starts tracing and sampling; returns once every thread is traced (or

@@ -21,7 +21,9 @@ counts and which must be few) and
 every one of its stacks must be exactly the reference's, frame for frame
 (label, path, line). The summary of 1 must say the GVL holder alone was
 stopped in nearly every sample (else the test would not test the new
-path), and the computing main thread must be in the samples too. The
+path), and that the parked threads' stacks were reused from the walk
+kept while they slept (vm/stack_keep.c) in nearly every sample, and the
+computing main thread must be in the samples too. The
 target must be left running.
 """
 
@@ -126,6 +128,14 @@ def check(c):
         if int(torn) > 0.05 * int(seen):
             raise Failure("%s dropped %s of %s stacks as torn" % (what, torn, seen))
     torn_gvl, torn = int(dropped[0][0]), int(dropped[1][0])
+    # The parked threads never run: after the sample that notes each asleep
+    # and the one that walks it again, their stacks are the walk kept then
+    # (vm/stack_keep.c), and those stacks are the ones judged exact below.
+    m = re.search(r"^Reused:\s+(\d+) of (\d+) thread stacks", output, re.M)
+    reused = int(m.group(1)) if m else 0
+    if reused < 0.9 * len(names) * (SAMPLES - 2):
+        raise Failure("the default run reused %d stacks of threads that had not run, for %d parked threads over %d "
+                      "samples:\n%s" % (reused, len(names), SAMPLES, output[-3000:]))
 
     ref = reference(bt)
     for what, path, n_torn in (("GVL holder stopped", gvl, torn_gvl), ("--nonblocking", nb, torn)):
@@ -135,8 +145,8 @@ def check(c):
         if main < 0.5 * SAMPLES:
             raise Failure("%s: the computing main thread is in only %d of %d samples" % (what, main, SAMPLES))
         harness.log("%s: %d parked threads exact in every sample; main thread in %d" % (what, len(names), main))
-    harness.log("GVL holder alone in %d of %d samples; dropped as torn: %s (default), %s (--nonblocking)"
-                % (alone, SAMPLES, "/".join(dropped[0]), "/".join(dropped[1])))
+    harness.log("GVL holder alone in %d of %d samples; dropped as torn: %s (default), %s (--nonblocking); %d "
+                "stacks reused" % (alone, SAMPLES, "/".join(dropped[0]), "/".join(dropped[1]), reused))
 
 
 def test(ruby_spec, only, workdir):

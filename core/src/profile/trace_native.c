@@ -100,7 +100,11 @@ static bool stamp(void *ctx, const rbpeek_thread *th, int64_t *key, uint64_t st[
     t->nat_cur.asked = (pid_t)tid;
     t->nat_cur.blocked = t->opt.drop_idle && rbp_thread_state_blocked(&t->add_scratch.files, th, (int)t->pid, tid);
     if (t->nat_cur.blocked || tr_is_stopped(t, (pid_t)tid)) return false;
-    if (!runs_of(t, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns)) return false;
+    /* The stamp read for its Ruby stack a moment ago (trace_keep.c) is
+     * read before anything of its native stack is, as this one would be. */
+    if (!tr_keep_stamp_taken(t, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns) &&
+        !runs_of(t, (pid_t)tid, &t->nat_cur.runs, &t->nat_cur.run_ns))
+        return false;
     t->nat_cur.stamped = (pid_t)tid;
     *key = tid;
     st[0] = t->nat_cur.runs;

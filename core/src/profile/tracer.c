@@ -201,8 +201,10 @@ static bool take_sample(struct rbpeek_trace *t, bool running)
     rbp_snapshot_split how = {.held = some ? t->held_th : NULL, .nheld = &t->nheld,
                               .stop = t->cur.deferred ? tr_stop_cb : NULL, .release = release_held, .ctx = t,
                               .native = t->cfg.native ? &t->nat : NULL};
+    tr_keep_split(t, &how);
     rbpeek_status took = rbp_snapshot_take_split(t->session, max, &how, &snap);
     tr_native_sample_done(t);   /* whatever the take did: threads it found no more are dropped */
+    tr_keep_sample_done(t);
     if (t->end != RBPEEK_TRACE_RUNNING && took != RBPEEK_OK) return false;
     if (took != RBPEEK_OK && t->cur.skip) return count_gvl_free(t);   /* the GVL was let go before the stop */
     if (took != RBPEEK_OK) {
@@ -329,6 +331,7 @@ static void *tracer_main(void *arg)
     }
     int end = t->end;
     tr_native_done(t);
+    tr_keep_done(t);
     tr_detach_all(t);
     tr_teardown_wakeup(t);
     tr_restore_sigchld(t);
@@ -363,6 +366,7 @@ rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbp
     t->pid = opt->pid;
     rbp_schedule_init(&t->schedule, cfg->interval_s, cfg->seed ? cfg->seed : (rbp_now_ns() | 1u));
     tr_native_init(t);
+    tr_keep_init(t);
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->cond, NULL);
 
@@ -371,6 +375,7 @@ rbpeek_status rbpeek_trace_start(rbpeek_session *s, rbpeek_profile *p, const rbp
         pthread_cond_destroy(&t->cond);
         pthread_mutex_destroy(&t->lock);
         tr_native_done(t);
+        tr_keep_done(t);
         free(t);
         return rbp_fail(s, RBPEEK_ERR_NOMEM, "cannot start the sampling thread: %s", strerror(rc));
     }
@@ -435,5 +440,6 @@ void rbpeek_trace_free(rbpeek_trace *t)
     free(t->tr);
     rbp_sample_scratch_free(&t->add_scratch);
     tr_native_done(t);   /* the tracing thread's, unless it never ran */
+    tr_keep_done(t);
     free(t);
 }

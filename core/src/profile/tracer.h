@@ -22,6 +22,7 @@
 #include "profile/sampler.h"
 #include "profile/schedule.h"
 #include "vm/native_merge.h"
+#include "vm/snapshot.h"
 
 #define STOP_TIMEOUT_NS 100000000ull   /* longest wait for the threads to stop */
 #define STOP_SPIN_NS 250000ull         /* polled for, before blocking (trace_ptrace.c) */
@@ -92,6 +93,11 @@ struct rbpeek_trace {
      * and the thread being unwound: how its registers were had, and its
      * scheduling count when they were read from /proc. */
     rbp_native_source nat;
+    rbp_stack_keep *keep;        /* trace_keep.c: Ruby stacks of threads that have not run, kept */
+    struct {                     /* ... and the stamp it read last, for the thread's native stack */
+        pid_t tid;
+        uint64_t runs, run_ns;
+    } keep_stamp;
     struct {
         pid_t tid;
         int how;                 /* NAT_HELD, NAT_PEEKED, NAT_STOPPED, NAT_NONE */
@@ -165,6 +171,20 @@ void tr_native_init(struct rbpeek_trace *t);
 void tr_native_sample_done(struct rbpeek_trace *t);
 /* When sampling ends: the frame cache dropped. */
 void tr_native_done(struct rbpeek_trace *t);
+
+/* trace_keep.c: Ruby stacks kept from sample to sample (vm/stack_keep.c)
+ * for threads that have not run since, with the proof of it. */
+void tr_keep_init(struct rbpeek_trace *t);
+/* Gives a sample's snapshot the keep and the proofs. */
+void tr_keep_split(struct rbpeek_trace *t, rbp_snapshot_split *how);
+/* The stamp the keep just read of thread tid, if it was the last it read
+ * (true; used once): read before the thread's Ruby stack was, it stands
+ * for its native stack too (trace_native.c), as a later read would. */
+bool tr_keep_stamp_taken(struct rbpeek_trace *t, pid_t tid, uint64_t *runs, uint64_t *run_ns);
+/* After each sample: its reuses counted. */
+void tr_keep_sample_done(struct rbpeek_trace *t);
+/* When sampling ends: the keep dropped. */
+void tr_keep_done(struct rbpeek_trace *t);
 
 /* trace_wakeup.c: the wake-up timer of the tracing thread, and SIGCHLD. */
 bool tr_setup_wakeup(struct rbpeek_trace *t);

@@ -84,10 +84,8 @@ static bool mark_equal(const rbp_stack_mark *a, const rbp_stack_mark *b)
     return a->cfp == b->cfp && a->nframes == b->nframes && a->hash == b->hash;
 }
 
-/* One thread: its facts and its walk; running: the thread may run meanwhile
- * (check the walk against direct reads; see the top of this file). */
-static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *r, rbpeek_thread *t,
-                     size_t max_frames, size_t *frame_budget, bool running)
+/* A thread's facts, as the thread list read them. */
+static void thread_facts(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *r, rbpeek_thread *t)
 {
     t->is_main = r->is_main;
     t->status = r->status;
@@ -100,6 +98,14 @@ static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_
     char name[1024];
     if (rbp_obj_type(s, r->name) == RBP_T_STRING && rbp_string_read(s, r->name, name, sizeof name, NULL) >= 0)
         t->name = rbp_arena_strdup(&snap->arena, name);
+}
+
+/* One thread: its facts and its walk; running: the thread may run meanwhile
+ * (check the walk against direct reads; see the top of this file). */
+static void walk_one(rbpeek_session *s, rbpeek_snapshot *snap, const rbp_thread_raw *r, rbpeek_thread *t,
+                     size_t max_frames, size_t *frame_budget, bool running)
+{
+    thread_facts(s, snap, r, t);
     rbp_stack_mark seen, now;
     size_t idx = (size_t)(t - snap->threads);
     uint32_t **origin = snap->origins ? &snap->origins[idx] : NULL;
@@ -353,17 +359,49 @@ static bool unwind_held(take_run *r, held_native *hn, size_t nhn, bool ok)
     return ok;
 }
 
+/* A thread not held, which may run meanwhile: its stack kept from an
+ * earlier sample where the caller's stamp shows it has not run since
+ * (stack_keep.c), else walked and checked against direct reads, and that
+ * walk kept where the stamp allows. */
+static void walk_other(take_run *r, size_t i)
+{
+    const rbp_snapshot_split *o = &r->o.split;
+    rbpeek_snapshot *snap = r->snap;
+    const rbp_thread_raw *raw = &r->raw[i];
+    rbpeek_thread *t = &snap->threads[i];
+    int64_t tid = o->keep ? thread_tid(r->s, raw) : -1;
+    uint64_t st[2];
+    bool stamped = tid > 0 && o->stamp(o->ctx, tid, st);
+    uint32_t **origin = snap->origins ? &snap->origins[i] : NULL;
+    int32_t *saved = snap->saved_lines ? &snap->saved_lines[i] : NULL;
+    rbp_keep_verdict v = stamped ? rbp_stack_keep_get(o->keep, raw->th, tid, raw->ec, st, &snap->arena, t, origin,
+                                                      saved)
+                                 : RBP_KEEP_NEW;
+    if (v == RBP_KEEP_HIT) {
+        thread_facts(r->s, snap, raw, t);
+        if (snap->ecs) snap->ecs[i] = raw->ec;
+        return;
+    }
+    walk_one(r->s, snap, raw, t, r->o.max_frames, &r->frame_budget, true);
+    if (!stamped) return;
+    if (v == RBP_KEEP_WALK)
+        rbp_stack_keep_put(o->keep, raw->th, t, origin ? *origin : NULL, saved ? *saved : 0);
+    else
+        rbp_stack_keep_note(o->keep, raw->th, tid, raw->ec, st, o->asleep(o->ctx, tid));
+}
+
 /* The threads that run again: each walk checked against direct reads. */
 static bool walk_others(take_run *r, bool ok)
 {
     for (size_t i = 0; i < r->n; i++) {
         if (is_held(r, i)) continue;
-        walk_one(r->s, r->snap, &r->raw[i], &r->snap->threads[i], r->o.max_frames, &r->frame_budget, true);
+        walk_other(r, i);
         if (r->o.split.native && ok) {
             r->snap->threads[i].native_tid = thread_tid(r->s, &r->raw[i]);
             ok = sample_native(r->s, r->snap, i, r->o.split.native, false);
         }
     }
+    if (r->o.split.keep) rbp_stack_keep_sweep(r->o.split.keep);
     return ok;
 }
 

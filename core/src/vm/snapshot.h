@@ -11,6 +11,7 @@
 
 #include "context/context.h"
 #include "vm/native_merge.h"
+#include "vm/stack_keep.h"
 
 /* What a stop callback of rbp_snapshot_take_split did: stopped the threads
  * in held[0..*nheld), or every thread; negative: failed (nothing stopped). */
@@ -25,6 +26,13 @@ typedef struct rbp_snapshot_split {
     void (*release)(void *ctx); /* optional: resumes it; called exactly once */
     void *ctx;
     const rbp_native_source *native; /* optional: native stacks too, registers from here */
+    /* Optional: the Ruby stacks of threads not held, kept from sample to
+     * sample (stack_keep.c) with the caller's proof that a thread has not
+     * run: stamp gives its runs on a CPU and its time there now (false:
+     * none), asleep whether it sleeps in the kernel now. */
+    rbp_stack_keep *keep;
+    bool (*stamp)(void *ctx, int64_t tid, uint64_t st[2]);
+    bool (*asleep)(void *ctx, int64_t tid);
 } rbp_snapshot_split;
 
 /* Walks the threads whose rb_thread_t is in held[0..*nheld) (stopped, each

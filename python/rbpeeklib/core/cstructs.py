@@ -172,7 +172,7 @@ class TraceStats(ctypes.Structure):
                 ("gc", ctypes.c_uint64 * 5), ("cpu_samples", ctypes.c_uint64), ("cpu_gc", ctypes.c_uint64),
                 ("cpu_waited", ctypes.c_uint64), ("gvl_free", ctypes.c_uint64),
                 ("native_reused", ctypes.c_uint64), ("held_seen_s", ctypes.c_double),
-                ("unmerged_note", ctypes.c_char * 200)]
+                ("unmerged_note", ctypes.c_char * 200), ("ruby_reused", ctypes.c_uint64)]
 
 
 TRACE_ENDS = {0: "running", 1: "done", 2: "cancelled", 3: "exited", 4: "signal", 5: "exec", 6: "failed"}

@@ -83,6 +83,10 @@ def traced_cost_lines(st):
              "Stopped:   %s" % what]
     if st.stop_mode == "gvl":
         lines.append(dropped_line(st, "changed while they were read after the resume"))
+        if st.ruby_reused:
+            lines.append("Reused:    %d of %d thread stacks were an earlier sample's walk: their threads had not run "
+                         "since (their schedstat said so), so their stacks had not changed"
+                         % (st.ruby_reused, st.added_threads + st.torn_threads))
     return lines
 
 

@@ -47,6 +47,7 @@ class Stats:
         self.unmerged = 0      # --native: stacks whose Ruby frames could not be placed (recorded alone)
         self.unmerged_note = None  # ... the first one's note: why
         self.native_ways = None  # traced --native: (held, peeked, stopped, none, reused) registers
+        self.ruby_reused = 0   # traced: stacks of threads not run since an earlier sample, its walk reused
         self.gvl_free = 0      # traced, allocation sites: samples at which no thread held a GVL (nothing stopped)
 
     def record(self, res, t_resume, t_fired, t_stopped, t_walked):
@@ -90,6 +91,7 @@ class Stats:
         self.native_ways = (ts.native_held, ts.native_peeked, ts.native_stopped, ts.native_none,
                             ts.native_reused)
         self.gvl_free = ts.gvl_free
+        self.ruby_reused = ts.ruby_reused
         if ts.message:
             self.last_error = ts.message.decode("utf-8", "replace")
 
