@@ -55,6 +55,7 @@ struct rbp_ktids {
     bool off_checked;         /* ... and gave the main thread a listed TID */
     unsigned calib_wait;
     rbp_addrmap verified;     /* pthread_t -> TID the kernel listed (this side's) */
+    rbp_addrmap said;         /* pthread_t -> Ruby's own record of its TID when that was verified */
     int ns;                   /* 0 not asked, 1 same PID namespace, 2 another */
     ns_pair *nsmap;
     size_t nns;
@@ -68,6 +69,7 @@ static struct rbp_ktids *state(rbpeek_session *s)
         if (!s->ktids) return NULL;
         s->ktids->off = -1;
         rbp_addrmap_init(&s->ktids->verified, VERIFIED_MAX, NULL);
+        rbp_addrmap_init(&s->ktids->said, VERIFIED_MAX, NULL);
     }
     return s->ktids;
 }
@@ -78,6 +80,7 @@ void rbp_kernel_tids_free(rbpeek_session *s)
     free(s->ktids->list);
     free(s->ktids->nsmap);
     rbp_addrmap_destroy(&s->ktids->verified);
+    rbp_addrmap_destroy(&s->ktids->said);
     free(s->ktids);
     s->ktids = NULL;
 }
@@ -95,6 +98,7 @@ bool rbp_kernel_tids_set(rbpeek_session *s, const int64_t *tids, size_t n)
         k->nlist = n;
     }
     rbp_addrmap_clear(&k->verified);
+    rbp_addrmap_clear(&k->said);
     return true;
 }
 
@@ -285,15 +289,25 @@ int64_t rbp_kernel_tid(rbpeek_session *s, uint64_t pthread_id, int64_t ruby_tid)
     struct rbp_ktids *k = state(s);
     if (!k) return ruby_tid > 0 ? ruby_tid : -1;
     if (!k->looked) look_published(s, k);
+    /* A live process in this namespace: asked once per pair (a sampler
+     * asks every sample). While Ruby's own record of a thread is the one
+     * it had when its pair was verified, the descriptor is not read
+     * again either (a page of each thread's machine stack, every sample):
+     * a thread that ends and one that takes its pthread_t after have two
+     * TIDs, and Ruby records each thread's (3.1 on; none before, so
+     * none is skipped there). */
+    bool remember = !k->list && s->pid > 0 && !other_namespace(s, k);
+    if (remember && ruby_tid > 0 && (int64_t)(uintptr_t)rbp_addrmap_get(&k->said, pthread_id) == ruby_tid) {
+        int64_t v = (int64_t)(uintptr_t)rbp_addrmap_get(&k->verified, pthread_id);
+        if (v > 0) return v;
+    }
     int64_t d = descriptor_tid(s, k, pthread_id);
     if (d > 0) {
-        /* A live process in this namespace: asked once per pair (a
-         * sampler asks every sample). */
-        bool remember = !k->list && s->pid > 0 && !other_namespace(s, k);
         if (remember && (int64_t)(uintptr_t)rbp_addrmap_get(&k->verified, pthread_id) == d) return d;
         int64_t mine = listed(s, k, d);
         if (mine > 0) {
-            if (remember) rbp_addrmap_put(&k->verified, pthread_id, (void *)(uintptr_t)d);
+            if (remember && rbp_addrmap_put(&k->verified, pthread_id, (void *)(uintptr_t)d) && ruby_tid > 0)
+                rbp_addrmap_put(&k->said, pthread_id, (void *)(uintptr_t)ruby_tid);
             return mine;
         }
     }
