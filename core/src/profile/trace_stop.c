@@ -106,6 +106,7 @@ void tr_prepare(struct rbpeek_trace *t)
         return;
     }
     if (got != HOLDERS_STOPPABLE) return;   /* stop everything (tr_stop_now) */
+    tr_aside_step(t, t->cur.tids[0]);   /* off the holder's CPU before it is stopped */
     rbp_mem_invalidate(mem);
     rbp_mem_prefetch(mem);
     t->cur.deferred = true;

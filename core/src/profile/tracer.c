@@ -308,7 +308,6 @@ static void *tracer_main(void *arg)
         uint64_t walked = rbp_now_ns();
         uint64_t b = t->cur.stopped_at ? t->cur.stopped_at : a, held_from = t->cur.held_from;
         if (!t->released) release_held(t);
-        if (t->cur.ntids) tr_aside_step(t, t->cur.tids[0]);
         /* The target runs again from its resume (nothing was stopped:
          * from now); a deadline the walk after the resume overran fires at once. */
         fire = rbp_schedule_next(&t->schedule, a, t->released && t->resume_to >= a ? t->resume_to : rbp_now_ns());

@@ -131,7 +131,8 @@ int tr_stop_cb(void *ctx);
 
 /* trace_aside.c: the tracing thread keeps off the CPU of the thread it
  * samples. tr_aside_init on the tracing thread, before the first sample;
- * tr_aside_step after each sample's resume, with the GVL holder's TID. */
+ * tr_aside_step at each sample, with the GVL holder's TID, once it is
+ * known and before the holder is stopped. */
 void tr_aside_init(struct rbpeek_trace *t);
 void tr_aside_step(struct rbpeek_trace *t, pid_t holder);
 
