@@ -14,6 +14,7 @@
 #include "profile/tracer.h"
 
 #include "profile/schedstat.h"
+#include "profile/thread_state.h"
 
 static bool stamp(void *ctx, int64_t tid, uint64_t st[2])
 {
@@ -41,11 +42,9 @@ bool tr_keep_stamp_taken(struct rbpeek_trace *t, pid_t tid, uint64_t *runs, uint
 static bool asleep(void *ctx, int64_t tid)
 {
     struct rbpeek_trace *t = ctx;
-    char buf[256];
-    /* a system call's number: blocked in it (-1: blocked elsewhere, as in a
-     * stop; "running": on a CPU or waiting for one) */
-    return rbp_task_file_read(&t->add_scratch.files, t->pid, tid, "syscall", buf, sizeof buf) && buf[0] >= '0' &&
-           buf[0] <= '9';
+    /* a system call's number: blocked in it (-1: on a CPU, waiting for
+     * one, or stopped outside a system call; -2: not known) */
+    return rbp_thread_syscall(&t->add_scratch.files, (int)t->pid, tid) >= 0;
 }
 
 void tr_keep_init(struct rbpeek_trace *t)

@@ -362,16 +362,15 @@ static bool unwind_held(take_run *r, held_native *hn, size_t nhn, bool ok)
 /* A thread not held, which may run meanwhile: its stack kept from an
  * earlier sample where the caller's stamp shows it has not run since
  * (stack_keep.c), else walked and checked against direct reads, and that
- * walk kept where the stamp allows. */
-static void walk_other(take_run *r, size_t i)
+ * walk kept where the stamp allows (tid: its kernel TID, or -1). */
+static void walk_other(take_run *r, size_t i, int64_t tid)
 {
     const rbp_snapshot_split *o = &r->o.split;
     rbpeek_snapshot *snap = r->snap;
     const rbp_thread_raw *raw = &r->raw[i];
     rbpeek_thread *t = &snap->threads[i];
-    int64_t tid = o->keep ? thread_tid(r->s, raw) : -1;
     uint64_t st[2];
-    bool stamped = tid > 0 && o->stamp(o->ctx, tid, st);
+    bool stamped = o->keep && tid > 0 && o->stamp(o->ctx, tid, st);
     uint32_t **origin = snap->origins ? &snap->origins[i] : NULL;
     int32_t *saved = snap->saved_lines ? &snap->saved_lines[i] : NULL;
     rbp_keep_verdict v = stamped ? rbp_stack_keep_get(o->keep, raw->th, tid, raw->ec, st, &snap->arena, t, origin,
@@ -395,9 +394,11 @@ static bool walk_others(take_run *r, bool ok)
 {
     for (size_t i = 0; i < r->n; i++) {
         if (is_held(r, i)) continue;
-        walk_other(r, i);
+        /* its kernel TID: the keep's proofs and its registers are asked by it */
+        int64_t tid = r->o.split.keep || r->o.split.native ? thread_tid(r->s, &r->raw[i]) : -1;
+        walk_other(r, i, tid);
         if (r->o.split.native && ok) {
-            r->snap->threads[i].native_tid = thread_tid(r->s, &r->raw[i]);
+            r->snap->threads[i].native_tid = tid;
             ok = sample_native(r->s, r->snap, i, r->o.split.native, false);
         }
     }

@@ -6,7 +6,7 @@
  * frames at the cost of their pages, their direct re-read (snapshot.c)
  * and their decoding, sample after sample.
  *
- * The caller (the tracer: profile/trace_reuse.c) proves that a thread has
+ * The caller (the tracer: profile/trace_keep.c) proves that a thread has
  * not run with a stamp, its count of runs on a CPU and its time there
  * (/proc/.../schedstat), read before anything of the thread is. A stamp
  * proves nothing of a thread on a CPU (the kernel brings its time up to
