@@ -1,7 +1,7 @@
 /*
  * The kernel's thread id of a Ruby thread (see kernel_tid.h for why Ruby's
- * own record is not enough), and a snapshot's threads' TIDs as pairs for
- * the caller (rbpeek_snapshot_resolve_tids, at the end of this file).
+ * own record is not enough), and threads' TIDs as pairs for the caller
+ * (rbp_kernel_tid_pairs, rbpeek_snapshot_resolve_tids' work, at the end).
  * Three things are kept on the session:
  *
  *  - the offset of the TID in glibc's struct pthread: the one glibc
@@ -316,23 +316,23 @@ int64_t rbp_kernel_tid(rbpeek_session *s, uint64_t pthread_id, int64_t ruby_tid)
     return listed(s, k, ruby_tid);
 }
 
-/* --- a snapshot's kernel TIDs as pairs (rbpeek_snapshot_resolve_tids) --- */
+/* --- threads' kernel TIDs as pairs (rbpeek_snapshot_resolve_tids) ------- */
 
-rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snapshot *snap, const int64_t *known_tids,
-                                           size_t nknown, int pid, uint64_t *pairs, size_t max_pairs,
-                                           size_t *npairs)
+rbpeek_status rbp_kernel_tid_pairs(rbpeek_session *s, const rbpeek_thread *threads, size_t n,
+                                   const int64_t *known_tids, size_t nknown, int pid, uint64_t *pairs,
+                                   size_t max_pairs, size_t *npairs)
 {
     if (npairs) *npairs = 0;
-    if (!s || !snap || !npairs || (!pairs && max_pairs) || (!known_tids && nknown) || (!nknown && pid <= 0))
+    if (!s || (!threads && n) || !npairs || (!pairs && max_pairs) || (!known_tids && nknown) || (!nknown && pid <= 0))
         return rbp_fail(s, RBPEEK_ERR_ARG, "resolve_tids: bad arguments");
     if (!s->attached || !s->mem) return rbp_fail(s, RBPEEK_ERR_STATE, "not attached to a Ruby process");
     (void)pid;   /* a live process's list is the session's own (/proc/PID/task) */
     if (nknown && !rbp_kernel_tids_set(s, known_tids, nknown)) return rbp_fail(s, RBPEEK_ERR_NOMEM, "out of memory");
-    size_t n = rbpeek_snapshot_thread_count(snap), k = 0;
+    size_t k = 0;
     bool missing = false;
     for (size_t i = 0; i < n; i++) {
-        const rbpeek_thread *t = rbpeek_snapshot_thread(snap, i);
-        if (!t || !t->pthread_id) continue;
+        const rbpeek_thread *t = &threads[i];
+        if (!t->pthread_id) continue;
         /* The snapshot's TIDs were checked against the list it was taken
          * with; against this one, look again. */
         int64_t tid = nknown ? rbp_kernel_tid(s, t->pthread_id, t->ruby_tid) : t->native_tid;

@@ -41,6 +41,13 @@ bool rbp_kernel_tid_listed(rbpeek_session *s, int64_t tid);
  * replaces the one before; n 0 drops it. False on OOM. */
 bool rbp_kernel_tids_set(rbpeek_session *s, const int64_t *tids, size_t n);
 
+/* rbpeek_snapshot_resolve_tids on the snapshot's threads[0..n): the
+ * (pthread_t, TID) pairs of those whose TID is known, checked against
+ * known_tids when given (nknown > 0), else against the live pid's list. */
+rbpeek_status rbp_kernel_tid_pairs(rbpeek_session *s, const rbpeek_thread *threads, size_t n,
+                                   const int64_t *known_tids, size_t nknown, int pid, uint64_t *pairs,
+                                   size_t max_pairs, size_t *npairs);
+
 /* Frees what the session holds for these (session.c, at close). */
 void rbp_kernel_tids_free(rbpeek_session *s);
 

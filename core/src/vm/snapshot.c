@@ -604,3 +604,14 @@ const rbpeek_thread *rbpeek_snapshot_thread(const rbpeek_snapshot *snap, size_t 
 {
     return snap && index < snap->nthreads ? &snap->threads[index] : NULL;
 }
+
+rbpeek_status rbpeek_snapshot_resolve_tids(rbpeek_session *s, const rbpeek_snapshot *snap, const int64_t *known_tids,
+                                           size_t nknown, int pid, uint64_t *pairs, size_t max_pairs,
+                                           size_t *npairs)
+{
+    if (!snap) {
+        if (npairs) *npairs = 0;
+        return rbp_fail(s, RBPEEK_ERR_ARG, "resolve_tids: bad arguments");
+    }
+    return rbp_kernel_tid_pairs(s, snap->threads, snap->nthreads, known_tids, nknown, pid, pairs, max_pairs, npairs);
+}
